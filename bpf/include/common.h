@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/* Maps, runtime settings and helpers shared by every probe. */
+#ifndef __PODTRACE_COMMON_H
+#define __PODTRACE_COMMON_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "events.h"
+
+/*
+ * Runtime settings. User space rewrites these in .rodata before the programs
+ * are loaded (cilium/ebpf CollectionSpec.Variables), so the verifier sees them
+ * as constants and prunes the branches that are off.
+ */
+volatile const __u32 cfg_self_tgid = 0;       /* the tracer itself: never report it */
+volatile const __u32 cfg_cgroup_v1 = 0;       /* 0: cgroup v2 ids; 1: v1 memory controller ids */
+volatile const __u32 cfg_hierarchy_id = 0;    /* hierarchy whose mkdir/rmdir we report (0 = v2) */
+volatile const __s32 cfg_report_level = 1;    /* also report mkdir/rmdir at this level or above, so new roots are seen */
+volatile const __u64 cfg_signal_mask = ~0ULL; /* bit (sig-1) set: report that signal */
+volatile const __u32 cfg_wakeup_bytes = 0;    /* wake the reader only past this much pending data (0: every event) */
+
+#define MAX_CGROUP_LEVEL 16
+#define MAX_ENV_VARS 128
+
+/* Roots of the watched subtrees: cgroup id -> 1. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u64);
+	__type(value, __u8);
+} watched_cgroups SEC(".maps");
+
+/* Longest-prefix match keys, for CNI plugin directories and runtime comms. */
+#define PREFIX_KEY_LEN 64
+struct prefix_key {
+	__u32 prefixlen; /* in bits */
+	__u8 data[PREFIX_KEY_LEN];
+};
+
+/* Directories holding CNI plugins, e.g. "/opt/cni/bin/". */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 32);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct prefix_key);
+	__type(value, __u8);
+} cni_dirs SEC(".maps");
+
+/* Comm prefixes of container runtime processes, e.g. "containerd-shim". */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 32);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct prefix_key);
+	__type(value, __u8);
+} runtime_comms SEC(".maps");
+
+/* Processes outside watched cgroups that we follow until they exit
+ * (runtime processes, CNI plugins): tgid -> enum event_origin. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, __u32);
+} tracked_tasks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20); /* resized from user space before load */
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, EVENT_TYPE_MAX);
+	__type(key, __u32);
+	__type(value, struct event_counter);
+} counters SEC(".maps");
+
+/* Scratch space too large for the 512-byte BPF stack. */
+struct scratch {
+	struct cni_info cni;
+	char env[1024];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch_map SEC(".maps");
+
+static __always_inline void count(__u32 type, bool lost)
+{
+	struct event_counter *c = bpf_map_lookup_elem(&counters, &type);
+
+	if (!c)
+		return;
+	if (lost)
+		c->lost++;
+	else
+		c->emitted++;
+}
+
+/* Reserve a ring buffer record; a failure is counted, never silent. */
+static __always_inline void *reserve(__u32 type, __u64 size)
+{
+	void *e = bpf_ringbuf_reserve(&events, size, 0);
+
+	count(type, !e);
+	return e;
+}
+
+static __always_inline void submit(void *e)
+{
+	__u64 flags = 0;
+
+	if (cfg_wakeup_bytes) {
+		if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= cfg_wakeup_bytes)
+			flags = BPF_RB_FORCE_WAKEUP;
+		else
+			flags = BPF_RB_NO_WAKEUP;
+	}
+	bpf_ringbuf_submit(e, flags);
+}
+
+static __always_inline bool is_self(__u32 tgid)
+{
+	return cfg_self_tgid && tgid == cfg_self_tgid;
+}
+
+static __always_inline __u32 tracked(__u32 tgid)
+{
+	__u32 *o = bpf_map_lookup_elem(&tracked_tasks, &tgid);
+
+	return o ? *o : 0;
+}
+
+static __always_inline void fill_header(struct event_header *h, __u32 type, __u32 origin,
+					struct task_struct *t, __u64 cgid)
+{
+	h->type = type;
+	h->origin = origin;
+	h->ktime_ns = bpf_ktime_get_boot_ns();
+	h->cgroup_id = cgid;
+	h->tgid = BPF_CORE_READ(t, tgid);
+	h->pid = BPF_CORE_READ(t, pid);
+	h->ppid = BPF_CORE_READ(t, real_parent, tgid);
+	h->_pad = 0;
+	BPF_CORE_READ_STR_INTO(&h->comm, t, comm);
+}
+
+#endif /* __PODTRACE_COMMON_H */

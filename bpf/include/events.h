@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/*
+ * Events podtrace's probes send to user space over the ring buffer.
+ *
+ * Every event starts with struct event_header, whose first field is the
+ * event type. All structs are naturally aligned (no implicit padding), so the
+ * Go types bpf2go generates from them (-type) match byte for byte and the
+ * decoder can read them without reflection.
+ */
+#ifndef __PODTRACE_EVENTS_H
+#define __PODTRACE_EVENTS_H
+
+#define TASK_COMM_LEN 16
+#define FILENAME_LEN 256
+#define ARGS_LEN 256
+#define CGROUP_PATH_LEN 256
+
+#define CNI_COMMAND_LEN 16
+#define CNI_CONTAINERID_LEN 128
+#define CNI_IFNAME_LEN 32
+#define CNI_NETNS_LEN 128
+#define CNI_ARGS_LEN 512
+
+enum event_type {
+	EVENT_EXEC = 1,
+	EVENT_FORK = 2,
+	EVENT_EXIT = 3,
+	EVENT_SIGNAL_GENERATE = 4,
+	EVENT_SIGNAL_DELIVER = 5,
+	EVENT_OOM_KILL = 6,
+	EVENT_CGROUP_MKDIR = 7,
+	EVENT_CGROUP_RMDIR = 8,
+	EVENT_TYPE_MAX = 9,
+};
+
+/* Why an event was let through the in-kernel filter (event_header.origin). */
+enum event_origin {
+	ORIGIN_WATCHED = 1 << 0, /* the task is in a watched cgroup subtree */
+	ORIGIN_RUNTIME = 1 << 1, /* a container runtime process (shim, runc, ...) */
+	ORIGIN_CNI = 1 << 2,     /* a CNI plugin run */
+	ORIGIN_TARGET = 1 << 3,  /* the target (signal, OOM victim) is watched */
+};
+
+/* exec_event.flags */
+enum exec_flags {
+	EXEC_F_CNI = 1 << 0,            /* struct cni_info follows the exec_event */
+	EXEC_F_ARGS_TRUNCATED = 1 << 1, /* argv was longer than ARGS_LEN */
+};
+
+/* signal_event.disposition: the target's handler for the signal. */
+enum signal_disposition {
+	DISPOSITION_DEFAULT = 0,
+	DISPOSITION_IGNORED = 1,
+	DISPOSITION_HANDLER = 2,
+};
+
+/* signal_event.target_flags */
+enum signal_target_flags {
+	SIGNAL_TARGET_NS_INIT = 1 << 0, /* target is PID 1 of its pid namespace (SIGNAL_UNKILLABLE) */
+	SIGNAL_SENDER_WATCHED = 1 << 1, /* sender is in a watched cgroup */
+};
+
+/* oom_event.flags */
+enum oom_flags {
+	OOM_F_VICTIM_KNOWN = 1 << 0, /* victim_* fields were read from the victim task */
+	OOM_F_RSS = 1 << 1,          /* rss fields are valid (kernel >= 6.8) */
+};
+
+struct event_header {
+	__u32 type;     /* enum event_type */
+	__u32 origin;   /* enum event_origin bits */
+	__u64 ktime_ns; /* CLOCK_BOOTTIME */
+	__u64 cgroup_id; /* cgroup of the task the event is about (v2 id, or v1 memory cgroup id) */
+	__u32 tgid;
+	__u32 pid;
+	__u32 ppid;
+	__u32 _pad;
+	char comm[TASK_COMM_LEN];
+};
+
+struct exec_event {
+	struct event_header hdr;
+	__u32 flags;     /* enum exec_flags */
+	__u32 args_size; /* bytes of args captured (NUL-separated argv) */
+	char filename[FILENAME_LEN];
+	char args[ARGS_LEN];
+};
+
+/* Appended to an exec_event when EXEC_F_CNI is set. */
+struct cni_info {
+	char command[CNI_COMMAND_LEN];
+	char container_id[CNI_CONTAINERID_LEN];
+	char ifname[CNI_IFNAME_LEN];
+	char netns[CNI_NETNS_LEN];
+	char args[CNI_ARGS_LEN];
+};
+
+struct fork_event {
+	struct event_header hdr; /* the parent */
+	__u32 child_tgid;
+	__u32 child_pid;
+};
+
+struct exit_event {
+	struct event_header hdr;
+	__u32 exit_code;  /* wait(2) status: (code << 8) | core << 7 | signal */
+	__u32 group_dead; /* 1 when the whole thread group is gone */
+	__u64 start_ns;   /* CLOCK_BOOTTIME start of the task */
+};
+
+struct signal_event {
+	struct event_header hdr; /* the sender (current task) */
+	__u32 sig;
+	__s32 code;   /* si_code: SI_USER 0, SI_KERNEL 0x80, SI_QUEUE -1, SI_TKILL -6, ... */
+	__s32 result; /* TRACE_SIGNAL_DELIVERED 0, IGNORED 1, ALREADY_PENDING 2, OVERFLOW_FAIL 3, LOSE_INFO 4 */
+	__u32 group;  /* sent to the whole thread group */
+	__u32 target_tgid;
+	__u32 target_pid;
+	__u64 target_cgroup_id;
+	char target_comm[TASK_COMM_LEN];
+	__u32 disposition;  /* enum signal_disposition at generation time */
+	__u32 target_flags; /* enum signal_target_flags */
+};
+
+struct signal_deliver_event {
+	struct event_header hdr; /* the receiving task */
+	__u32 sig;
+	__s32 code;
+	__u32 disposition; /* enum signal_disposition at delivery */
+	__u32 _pad;
+	__u64 sa_flags;
+};
+
+struct oom_event {
+	struct event_header hdr; /* the task in whose context the OOM killer ran */
+	__u32 victim_tgid;
+	__u32 flags; /* enum oom_flags */
+	__u64 victim_cgroup_id;
+	char victim_comm[TASK_COMM_LEN];
+	__u64 total_vm_kb;
+	__u64 anon_rss_kb;
+	__u64 file_rss_kb;
+	__u64 shmem_rss_kb;
+	__s32 oom_score_adj;
+	__u32 _pad;
+};
+
+struct cgroup_event {
+	struct event_header hdr; /* the task that made or removed the cgroup */
+	__u64 id;
+	__s32 level;
+	__u32 hierarchy_id;
+	char path[CGROUP_PATH_LEN];
+};
+
+/* Per event type counters (PERCPU_ARRAY, index = enum event_type). */
+struct event_counter {
+	__u64 emitted;
+	__u64 lost; /* ring buffer reserve failures: the event is gone */
+};
+
+#endif /* __PODTRACE_EVENTS_H */

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/* Which cgroup a task is in, and whether that cgroup is watched. */
+#ifndef __PODTRACE_CGROUP_H
+#define __PODTRACE_CGROUP_H
+
+#include "common.h"
+
+/* Before Linux 6.0 a cgroup kept its ancestors' ids, not pointers. */
+struct cgroup___ancestor_ids {
+	u64 ancestor_ids[];
+} __attribute__((preserve_access_index));
+
+/* The cgroup podtrace identifies tasks by: the v2 (default hierarchy) cgroup,
+ * or on v1-only hosts the memory controller's cgroup. */
+static __always_inline struct cgroup *task_cgroup(struct task_struct *t)
+{
+	if (cfg_cgroup_v1) {
+		int id = bpf_core_enum_value(enum cgroup_subsys_id, memory_cgrp_id);
+		struct cgroup_subsys_state *css;
+
+		if (id < 0 || id >= 12)
+			return NULL;
+		css = BPF_CORE_READ(t, cgroups, subsys[id]);
+		return BPF_CORE_READ(css, cgroup);
+	}
+	return BPF_CORE_READ(t, cgroups, dfl_cgrp);
+}
+
+static __always_inline u64 cgroup_id(struct cgroup *cg)
+{
+	return cg ? BPF_CORE_READ(cg, kn, id) : 0;
+}
+
+static __always_inline u64 task_cgroup_id(struct task_struct *t)
+{
+	return cgroup_id(task_cgroup(t));
+}
+
+static __always_inline u64 ancestor_id(struct cgroup *cg, int level)
+{
+	if (bpf_core_field_exists(struct cgroup___ancestor_ids, ancestor_ids)) {
+		struct cgroup___ancestor_ids *old = (void *)cg;
+
+		return BPF_CORE_READ(old, ancestor_ids[level]);
+	}
+	return BPF_CORE_READ(cg, ancestors[level], kn, id);
+}
+
+/* True when cg or one of its ancestors is a watched root. */
+static __always_inline bool cgroup_watched(struct cgroup *cg)
+{
+	int level;
+
+	if (!cg)
+		return false;
+	level = BPF_CORE_READ(cg, level);
+	for (int i = 0; i < MAX_CGROUP_LEVEL; i++) {
+		u64 id;
+
+		if (i > level)
+			break;
+		id = ancestor_id(cg, i);
+		if (bpf_map_lookup_elem(&watched_cgroups, &id))
+			return true;
+	}
+	return false;
+}
+
+#endif /* __PODTRACE_CGROUP_H */

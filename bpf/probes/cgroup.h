@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/* Cgroups created and removed: pod and container cgroups appear and vanish here. */
+#ifndef __PODTRACE_PROBES_CGROUP_H
+#define __PODTRACE_PROBES_CGROUP_H
+
+#include "common.h"
+#include "task_cgroup.h"
+
+static __always_inline int cgroup_event(struct cgroup *cgrp, const char *path, __u32 type)
+{
+	struct task_struct *cur = (struct task_struct *)bpf_get_current_task_btf();
+	struct cgroup_event *e;
+	__u32 origin = 0;
+	int level;
+
+	if (BPF_CORE_READ(cgrp, root, hierarchy_id) != cfg_hierarchy_id)
+		return 0;
+	level = BPF_CORE_READ(cgrp, level);
+	if (cgroup_watched(cgrp))
+		origin = ORIGIN_WATCHED;
+	else if (level > cfg_report_level)
+		return 0;
+
+	e = reserve(type, sizeof(*e));
+	if (!e)
+		return 0;
+	fill_header(&e->hdr, type, origin, cur, task_cgroup_id(cur));
+	e->id = cgroup_id(cgrp);
+	e->level = level;
+	e->hierarchy_id = cfg_hierarchy_id;
+	bpf_probe_read_kernel_str(e->path, sizeof(e->path), path);
+	submit(e);
+	return 0;
+}
+
+SEC("tp_btf/cgroup_mkdir")
+int BPF_PROG(handle_cgroup_mkdir, struct cgroup *cgrp, const char *path)
+{
+	return cgroup_event(cgrp, path, EVENT_CGROUP_MKDIR);
+}
+
+SEC("tp_btf/cgroup_rmdir")
+int BPF_PROG(handle_cgroup_rmdir, struct cgroup *cgrp, const char *path)
+{
+	return cgroup_event(cgrp, path, EVENT_CGROUP_RMDIR);
+}
+
+#endif /* __PODTRACE_PROBES_CGROUP_H */

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/*
+ * OOM kills (oom/mark_victim). The classic tracepoint is used because its
+ * context is stable: pid exists on every kernel, comm and the memory figures
+ * only since 6.8 (read behind bpf_core_field_exists). OOM kills are rare, so
+ * every one is reported; ORIGIN_TARGET says the victim is known to be watched.
+ */
+#ifndef __PODTRACE_PROBES_OOM_H
+#define __PODTRACE_PROBES_OOM_H
+
+#include "common.h"
+#include "task_cgroup.h"
+
+SEC("tracepoint/oom/mark_victim")
+int handle_mark_victim(struct trace_event_raw_mark_victim *ctx)
+{
+	struct task_struct *cur = (struct task_struct *)bpf_get_current_task();
+	__u32 victim = BPF_CORE_READ(ctx, pid);
+	struct oom_event *e;
+	struct cgroup *cg;
+	__u64 cgid;
+
+	e = reserve(EVENT_OOM_KILL, sizeof(*e));
+	if (!e)
+		return 0;
+	cg = task_cgroup(cur);
+	cgid = cgroup_id(cg);
+	fill_header(&e->hdr, EVENT_OOM_KILL, 0, cur, cgid);
+	e->victim_tgid = victim;
+	e->flags = 0;
+	e->victim_cgroup_id = 0;
+	e->victim_comm[0] = 0;
+	e->total_vm_kb = 0;
+	e->anon_rss_kb = 0;
+	e->file_rss_kb = 0;
+	e->shmem_rss_kb = 0;
+	e->oom_score_adj = 0;
+	e->_pad = 0;
+
+	/* Most often the task that hit the limit is the victim itself. */
+	if (e->hdr.tgid == victim) {
+		e->flags |= OOM_F_VICTIM_KNOWN;
+		e->victim_cgroup_id = cgid;
+		__builtin_memcpy(e->victim_comm, e->hdr.comm, sizeof(e->victim_comm));
+		if (cgroup_watched(cg))
+			e->hdr.origin |= ORIGIN_TARGET;
+	}
+	if (bpf_core_field_exists(ctx->anon_rss)) {
+		e->flags |= OOM_F_RSS;
+		e->total_vm_kb = BPF_CORE_READ(ctx, total_vm);
+		e->anon_rss_kb = BPF_CORE_READ(ctx, anon_rss);
+		e->file_rss_kb = BPF_CORE_READ(ctx, file_rss);
+		e->shmem_rss_kb = BPF_CORE_READ(ctx, shmem_rss);
+		e->oom_score_adj = BPF_CORE_READ(ctx, oom_score_adj);
+	}
+	if (!(e->flags & OOM_F_VICTIM_KNOWN) && bpf_core_field_exists(ctx->__data_loc_comm)) {
+		__u32 loc = BPF_CORE_READ(ctx, __data_loc_comm);
+
+		bpf_probe_read_kernel_str(e->victim_comm, sizeof(e->victim_comm),
+					  (void *)ctx + (loc & 0xffff));
+	}
+	submit(e);
+	return 0;
+}
+
+#endif /* __PODTRACE_PROBES_OOM_H */

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/* Process lifecycle: exec (with CNI plugin runs), fork, exit. */
+#ifndef __PODTRACE_PROBES_PROCESS_H
+#define __PODTRACE_PROBES_PROCESS_H
+
+#include "common.h"
+#include "task_cgroup.h"
+#include "cni.h"
+
+static __always_inline bool is_runtime_comm(struct task_struct *t)
+{
+	struct prefix_key key = {};
+
+	key.prefixlen = TASK_COMM_LEN * 8;
+	BPF_CORE_READ_STR_INTO(&key.data, t, comm);
+	return bpf_map_lookup_elem(&runtime_comms, &key) != NULL;
+}
+
+static __always_inline void track(__u32 tgid, __u32 origin)
+{
+	bpf_map_update_elem(&tracked_tasks, &tgid, &origin, BPF_ANY);
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+	struct cni_info *cni = NULL;
+	struct exec_event *e;
+	const char *filename;
+	struct mm_struct *mm;
+	unsigned long arg_start, arg_end, len;
+	__u64 cgid;
+	__u32 origin = 0;
+
+	if (is_self(tgid))
+		return 0;
+
+	struct cgroup *cg = task_cgroup(p);
+	if (cgroup_watched(cg))
+		origin |= ORIGIN_WATCHED;
+	origin |= tracked(tgid);
+
+	filename = BPF_CORE_READ(bprm, filename);
+	if (!(origin & ORIGIN_WATCHED)) {
+		cni = cni_run(p, filename);
+		if (cni) {
+			origin |= ORIGIN_CNI;
+			track(tgid, ORIGIN_CNI);
+		} else if (is_runtime_comm(p)) {
+			origin |= ORIGIN_RUNTIME;
+			track(tgid, ORIGIN_RUNTIME);
+		}
+	}
+	if (!origin)
+		return 0;
+
+	if (cni)
+		e = reserve(EVENT_EXEC, sizeof(*e) + sizeof(*cni));
+	else
+		e = reserve(EVENT_EXEC, sizeof(*e));
+	if (!e)
+		return 0;
+
+	cgid = cgroup_id(cg);
+	fill_header(&e->hdr, EVENT_EXEC, origin, p, cgid);
+	e->flags = 0;
+	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), filename);
+
+	mm = BPF_CORE_READ(p, mm);
+	arg_start = BPF_CORE_READ(mm, arg_start);
+	arg_end = BPF_CORE_READ(mm, arg_end);
+	len = arg_end - arg_start;
+	if (len > ARGS_LEN) {
+		len = ARGS_LEN;
+		e->flags |= EXEC_F_ARGS_TRUNCATED;
+	}
+	if (bpf_probe_read_user(e->args, len, (void *)arg_start) < 0)
+		len = 0;
+	e->args_size = len;
+
+	if (cni) {
+		e->flags |= EXEC_F_CNI;
+		bpf_probe_read_kernel((void *)(e + 1), sizeof(*cni), cni);
+	}
+	submit(e);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 child_tgid = BPF_CORE_READ(child, tgid);
+	__u32 child_pid = BPF_CORE_READ(child, pid);
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	struct fork_event *e;
+	struct cgroup *cg;
+	__u32 origin = 0;
+
+	/* New threads are not new processes. */
+	if (child_pid != child_tgid || is_self(ptgid))
+		return 0;
+
+	cg = task_cgroup(parent);
+	if (cgroup_watched(cg))
+		origin |= ORIGIN_WATCHED;
+	origin |= tracked(ptgid);
+	if (!origin)
+		return 0;
+
+	e = reserve(EVENT_FORK, sizeof(*e));
+	if (!e)
+		return 0;
+	fill_header(&e->hdr, EVENT_FORK, origin, parent, cgroup_id(cg));
+	e->child_tgid = child_tgid;
+	e->child_pid = child_pid;
+	submit(e);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(handle_exit, struct task_struct *p)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+	__u32 pid = BPF_CORE_READ(p, pid);
+	/* signal->live has already been decremented for this thread. */
+	bool group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
+	struct exit_event *e;
+	struct cgroup *cg;
+	__u32 origin = 0;
+
+	/* Report the leader and the last thread; other threads are noise. */
+	if ((pid != tgid && !group_dead) || is_self(tgid))
+		return 0;
+
+	cg = task_cgroup(p);
+	if (cgroup_watched(cg))
+		origin |= ORIGIN_WATCHED;
+	origin |= tracked(tgid);
+	if (!origin)
+		return 0;
+	if (group_dead && (origin & (ORIGIN_RUNTIME | ORIGIN_CNI)))
+		bpf_map_delete_elem(&tracked_tasks, &tgid);
+
+	e = reserve(EVENT_EXIT, sizeof(*e));
+	if (!e)
+		return 0;
+	fill_header(&e->hdr, EVENT_EXIT, origin, p, cgroup_id(cg));
+	e->exit_code = BPF_CORE_READ(p, exit_code);
+	e->group_dead = group_dead;
+	e->start_ns = BPF_CORE_READ(p, start_boottime);
+	submit(e);
+	return 0;
+}
+
+#endif /* __PODTRACE_PROBES_PROCESS_H */

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/* Signals: generated (who sent what to whom, and what became of it) and
+ * delivered (what the receiver's disposition was). */
+#ifndef __PODTRACE_PROBES_SIGNAL_H
+#define __PODTRACE_PROBES_SIGNAL_H
+
+#include "common.h"
+#include "task_cgroup.h"
+
+#define SI_USER 0
+#define SI_KERNEL 0x80
+#define SIGNAL_UNKILLABLE 0x00000040
+#define NSIG 64
+
+static __always_inline bool signal_wanted(int sig)
+{
+	if (sig < 1 || sig > NSIG)
+		return false;
+	return cfg_signal_mask & (1ULL << (sig - 1));
+}
+
+static __always_inline __u32 disposition(unsigned long handler)
+{
+	if (handler == 0) /* SIG_DFL */
+		return DISPOSITION_DEFAULT;
+	if (handler == 1) /* SIG_IGN */
+		return DISPOSITION_IGNORED;
+	return DISPOSITION_HANDLER;
+}
+
+/* The handler task t has installed for sig (1..64). */
+static __always_inline unsigned long sig_handler(struct task_struct *t, int sig)
+{
+	struct sighand_struct *sh = BPF_CORE_READ(t, sighand);
+	unsigned long handler = 0;
+	__u64 off;
+
+	if (!sh || sig < 1 || sig > NSIG)
+		return 0;
+	off = bpf_core_field_offset(struct sighand_struct, action) +
+	      (__u64)(sig - 1) * bpf_core_type_size(struct k_sigaction) +
+	      bpf_core_field_offset(struct k_sigaction, sa.sa_handler);
+	bpf_probe_read_kernel(&handler, sizeof(handler), (void *)sh + off);
+	return handler;
+}
+
+SEC("tp_btf/signal_generate")
+int BPF_PROG(handle_signal_generate, int sig, struct kernel_siginfo *info, struct task_struct *task,
+	     int group, int result)
+{
+	struct task_struct *cur = (struct task_struct *)bpf_get_current_task_btf();
+	__u32 ttgid = BPF_CORE_READ(task, tgid);
+	struct signal_event *e;
+	struct cgroup *tcg, *scg;
+	__u32 origin = 0, tflags = 0;
+
+	if (!signal_wanted(sig) || is_self(ttgid))
+		return 0;
+
+	tcg = task_cgroup(task);
+	if (cgroup_watched(tcg))
+		origin |= ORIGIN_TARGET;
+	origin |= tracked(ttgid);
+	if (!origin)
+		return 0;
+
+	scg = task_cgroup(cur);
+	if (cgroup_watched(scg))
+		tflags |= SIGNAL_SENDER_WATCHED;
+	if (BPF_CORE_READ(task, signal, flags) & SIGNAL_UNKILLABLE)
+		tflags |= SIGNAL_TARGET_NS_INIT;
+
+	e = reserve(EVENT_SIGNAL_GENERATE, sizeof(*e));
+	if (!e)
+		return 0;
+	fill_header(&e->hdr, EVENT_SIGNAL_GENERATE, origin, cur, cgroup_id(scg));
+	e->sig = sig;
+	/* SEND_SIG_NOINFO (0) and SEND_SIG_PRIV (1) are not real pointers. */
+	if ((unsigned long)info == 0)
+		e->code = SI_USER;
+	else if ((unsigned long)info == 1)
+		e->code = SI_KERNEL;
+	else
+		e->code = BPF_CORE_READ(info, si_code);
+	e->result = result;
+	e->group = group;
+	e->target_tgid = ttgid;
+	e->target_pid = BPF_CORE_READ(task, pid);
+	e->target_cgroup_id = cgroup_id(tcg);
+	BPF_CORE_READ_STR_INTO(&e->target_comm, task, comm);
+	e->disposition = disposition(sig_handler(task, sig));
+	e->target_flags = tflags;
+	submit(e);
+	return 0;
+}
+
+SEC("tp_btf/signal_deliver")
+int BPF_PROG(handle_signal_deliver, int sig, struct kernel_siginfo *info, struct k_sigaction *ka)
+{
+	struct task_struct *cur = (struct task_struct *)bpf_get_current_task_btf();
+	__u32 tgid = BPF_CORE_READ(cur, tgid);
+	struct signal_deliver_event *e;
+	struct cgroup *cg;
+	__u32 origin = 0;
+
+	if (!signal_wanted(sig) || is_self(tgid))
+		return 0;
+	/* SIGKILL without siginfo is the kernel tearing down the other threads of
+	 * an exiting group (exit_group, or a fatal signal already reported when it
+	 * was generated): not news. */
+	if (sig == 9 && !info)
+		return 0;
+	cg = task_cgroup(cur);
+	if (cgroup_watched(cg))
+		origin |= ORIGIN_WATCHED;
+	origin |= tracked(tgid);
+	if (!origin)
+		return 0;
+
+	e = reserve(EVENT_SIGNAL_DELIVER, sizeof(*e));
+	if (!e)
+		return 0;
+	fill_header(&e->hdr, EVENT_SIGNAL_DELIVER, origin, cur, cgroup_id(cg));
+	e->sig = sig;
+	e->code = info ? BPF_CORE_READ(info, si_code) : 0;
+	e->disposition = disposition((unsigned long)BPF_CORE_READ(ka, sa.sa_handler));
+	e->_pad = 0;
+	e->sa_flags = BPF_CORE_READ(ka, sa.sa_flags);
+	submit(e);
+	return 0;
+}
+
+#endif /* __PODTRACE_PROBES_SIGNAL_H */

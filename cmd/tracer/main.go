@@ -1,0 +1,147 @@
+// Command tracer loads podtrace's kernel probes and prints pod-relevant
+// kernel events as they happen.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/cgroupfs"
+	"github.com/podtrace/podtrace/internal/probe"
+)
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "tracer:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("tracer", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var roots, cniDirs, comms listFlag
+	output := fs.String("output", "text", "event output: text or json")
+	mode := fs.String("cgroup-mode", "auto", "cgroup ids to use: auto, v2 or v1")
+	ringSize := fs.Int("ringbuf-size", 4<<20, "ring buffer size in bytes (power of two)")
+	allSignals := fs.Bool("all-signals", false, "also report noisy signals (SIGCHLD, SIGURG, SIGWINCH, ...)")
+	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	fs.Var(&roots, "cgroup-root", "watched cgroup subtree, relative to the hierarchy root (repeatable; default /kubepods and /kubepods.slice)")
+	fs.Var(&cniDirs, "cni-bin-dir", "directory holding CNI plugins (repeatable; default /opt/cni/bin, /usr/lib/cni, ...)")
+	fs.Var(&comms, "runtime-comm", "comm prefix of a container runtime process (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+	slog.SetDefault(log)
+
+	var print func(probe.Event) error
+	switch *output {
+	case "text":
+		print = func(ev probe.Event) error { _, err := fmt.Fprintln(stdout, probe.Format(ev)); return err }
+	case "json":
+		enc := probe.NewJSONEncoder(stdout)
+		print = enc.Encode
+	default:
+		return fmt.Errorf("--output %q: want text or json", *output)
+	}
+
+	cfg := probe.DefaultConfig()
+	cfg.Logger = log
+	cfg.RingBufferBytes = *ringSize
+	if len(roots) > 0 {
+		cfg.CgroupRoots = roots
+	}
+	if len(cniDirs) > 0 {
+		cfg.CNIDirs = nil
+		for _, d := range cniDirs {
+			cfg.CNIDirs = append(cfg.CNIDirs, strings.TrimSuffix(d, "/")+"/")
+		}
+	}
+	if len(comms) > 0 {
+		cfg.RuntimeComms = comms
+	}
+	if *allSignals {
+		cfg.SignalMask = ^uint64(0)
+	}
+	m, err := cgroupfs.ParseMode(*mode)
+	if err != nil {
+		return err
+	}
+	cfg.CgroupMode = m
+
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if *duration > 0 {
+		var c2 context.CancelFunc
+		ctx, c2 = context.WithTimeout(ctx, *duration)
+		defer c2()
+	}
+
+	p, err := probe.Load(cfg)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	src, err := p.NewSource()
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	l := p.Layout()
+	log.Info("probes attached", "cgroup_mode", l.Mode.String(), "cgroup_mount", l.Mount(), "roots", cfg.CgroupRoots)
+
+	for {
+		ev, err := src.Next(ctx)
+		if err != nil {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) {
+				log.Debug("event stream ended", "err", err)
+				break
+			}
+			return err
+		}
+		if err := print(ev); err != nil {
+			return fmt.Errorf("write event: %w", err)
+		}
+	}
+	return report(p, src, log)
+}
+
+func report(p *probe.Probes, src *probe.RingSource, log *slog.Logger) error {
+	c, err := p.Counters()
+	if err != nil {
+		return err
+	}
+	var lost uint64
+	attrs := []any{}
+	for _, t := range probe.EventTypes() {
+		attrs = append(attrs, t.String(), fmt.Sprintf("%d/%d", c[t].Emitted, c[t].Lost))
+		lost += c[t].Lost
+	}
+	attrs = append(attrs, "decode_errors", src.DecodeErrors.Load())
+	log.Info("event counters (emitted/lost)", attrs...)
+	if lost > 0 {
+		log.Warn("events were lost: the ring buffer was full", "lost", lost)
+	}
+	_ = time.Now
+	return nil
+}

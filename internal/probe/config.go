@@ -1,0 +1,133 @@
+package probe
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/cgroupfs"
+)
+
+// DefaultCgroupRoots are the kubepods roots of the cgroupfs and systemd
+// cgroup drivers, relative to the hierarchy root.
+var DefaultCgroupRoots = []string{"/kubepods", "/kubepods.slice"}
+
+// DefaultCNIDirs are where runtimes usually find CNI plugins.
+var DefaultCNIDirs = []string{"/opt/cni/bin/", "/usr/lib/cni/", "/usr/libexec/cni/", "/home/kubernetes/bin/"}
+
+// DefaultRuntimeComms are comm prefixes of container runtime processes.
+var DefaultRuntimeComms = []string{"containerd-shim", "runc", "crun", "conmon", "pause"}
+
+// NoisySignals are not reported by default: they flood (SIGURG is the Go
+// runtime's preemption signal, SIGCHLD follows every child's exit) and say
+// nothing about a pod's lifecycle.
+var NoisySignals = []syscall.Signal{syscall.SIGCHLD, syscall.SIGURG, syscall.SIGWINCH, syscall.SIGPROF, syscall.SIGVTALRM, syscall.SIGALRM, syscall.SIGIO}
+
+// DefaultSignalMask reports every signal but NoisySignals.
+func DefaultSignalMask() uint64 {
+	m := ^uint64(0)
+	for _, s := range NoisySignals {
+		m &^= 1 << (uint(s) - 1)
+	}
+	return m
+}
+
+// Config are the probes' runtime settings, applied before load.
+type Config struct {
+	// CgroupRoots are the watched cgroup subtrees, relative to the hierarchy
+	// root. Roots that do not exist yet are picked up when they are created.
+	CgroupRoots []string
+	// CNIDirs are directories (with trailing slash) holding CNI plugins.
+	CNIDirs []string
+	// RuntimeComms are comm prefixes of container runtime processes.
+	RuntimeComms []string
+	// SignalMask has bit (sig-1) set for each signal to report.
+	SignalMask uint64
+	// RingBufferBytes is the ring buffer size (a power of two, >= page size).
+	RingBufferBytes int
+	// WakeupBytes: the reader is woken only once this much data is pending;
+	// a poll every PollInterval picks up the rest. 0 wakes it on every event.
+	WakeupBytes int
+	// PollInterval bounds how long an event can wait in the ring buffer.
+	PollInterval time.Duration
+	// CgroupMode chooses v2 or v1-memory cgroup ids (auto-detected by default).
+	CgroupMode cgroupfs.Mode
+	// SelfTGID is never reported (default: this process).
+	SelfTGID int
+	Logger   *slog.Logger
+}
+
+// DefaultConfig returns production defaults.
+func DefaultConfig() Config {
+	return Config{
+		CgroupRoots:     append([]string(nil), DefaultCgroupRoots...),
+		CNIDirs:         append([]string(nil), DefaultCNIDirs...),
+		RuntimeComms:    append([]string(nil), DefaultRuntimeComms...),
+		SignalMask:      DefaultSignalMask(),
+		RingBufferBytes: 4 << 20,
+		WakeupBytes:     32 << 10,
+		PollInterval:    100 * time.Millisecond,
+	}
+}
+
+func (c *Config) withDefaults() {
+	d := DefaultConfig()
+	if c.CgroupRoots == nil {
+		c.CgroupRoots = d.CgroupRoots
+	}
+	if c.CNIDirs == nil {
+		c.CNIDirs = d.CNIDirs
+	}
+	if c.RuntimeComms == nil {
+		c.RuntimeComms = d.RuntimeComms
+	}
+	if c.SignalMask == 0 {
+		c.SignalMask = d.SignalMask
+	}
+	if c.RingBufferBytes == 0 {
+		c.RingBufferBytes = d.RingBufferBytes
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = d.PollInterval
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+func (c *Config) validate() error {
+	n := c.RingBufferBytes
+	if n < 4096 || n&(n-1) != 0 {
+		return fmt.Errorf("ring buffer size %d: must be a power of two of at least 4096", n)
+	}
+	if c.WakeupBytes < 0 || c.WakeupBytes >= n {
+		return fmt.Errorf("wakeup threshold %d: must be between 0 and the ring buffer size %d", c.WakeupBytes, n)
+	}
+	for _, r := range c.CgroupRoots {
+		if !strings.HasPrefix(r, "/") {
+			return fmt.Errorf("cgroup root %q: must start with / (relative to the cgroup hierarchy root)", r)
+		}
+	}
+	for _, d := range c.CNIDirs {
+		if !strings.HasPrefix(d, "/") || len(d) > prefixKeyLen {
+			return fmt.Errorf("CNI directory %q: must be absolute and at most %d bytes", d, prefixKeyLen)
+		}
+	}
+	for _, p := range c.RuntimeComms {
+		if p == "" || len(p) > 15 {
+			return fmt.Errorf("runtime comm %q: must be 1 to 15 bytes", p)
+		}
+	}
+	return nil
+}
+
+// rootLevel is the depth of a root path: "/kubepods" is 1.
+func rootLevel(root string) int {
+	root = strings.Trim(root, "/")
+	if root == "" {
+		return 0
+	}
+	return strings.Count(root, "/") + 1
+}

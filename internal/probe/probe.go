@@ -1,0 +1,293 @@
+// Package probe loads podtrace's eBPF programs (bpf/), attaches them to
+// stable kernel tracepoints and reads their events: this is where kernel
+// events enter podtrace.
+package probe
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+
+	"github.com/podtrace/podtrace/internal/cgroupfs"
+)
+
+const prefixKeyLen = 64
+
+// Probes are the loaded and attached programs with their maps.
+type Probes struct {
+	cfg    Config
+	layout cgroupfs.Layout
+	objs   podtraceObjects
+	links  []link.Link
+	log    *slog.Logger
+
+	mu    sync.Mutex
+	roots map[string]bool // configured roots, by path relative to the hierarchy
+}
+
+// Load checks the host, loads the programs with cfg applied and attaches them.
+func Load(cfg Config) (*Probes, error) {
+	cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("probe config: %w", err)
+	}
+	if err := Preflight(); err != nil {
+		return nil, err
+	}
+	layout, err := cgroupfs.Detect(cfg.CgroupMode)
+	if err != nil {
+		return nil, fmt.Errorf("cgroups: %w", err)
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("remove memlock rlimit: %w", err)
+	}
+	if cfg.SelfTGID == 0 {
+		cfg.SelfTGID = os.Getpid()
+	}
+
+	spec, err := loadPodtrace()
+	if err != nil {
+		return nil, fmt.Errorf("parse embedded BPF object: %w", err)
+	}
+	maxLevel := 1
+	for _, r := range cfg.CgroupRoots {
+		maxLevel = max(maxLevel, rootLevel(r))
+	}
+	v1 := uint32(0)
+	if layout.Mode == cgroupfs.ModeV1Memory {
+		v1 = 1
+	}
+	for name, val := range map[string]any{
+		"cfg_self_tgid":    uint32(cfg.SelfTGID),
+		"cfg_cgroup_v1":    v1,
+		"cfg_hierarchy_id": layout.HierarchyID(),
+		"cfg_report_level": int32(maxLevel),
+		"cfg_signal_mask":  cfg.SignalMask,
+		"cfg_wakeup_bytes": uint32(cfg.WakeupBytes),
+	} {
+		v, ok := spec.Variables[name]
+		if !ok {
+			return nil, fmt.Errorf("BPF object has no variable %s", name)
+		}
+		if err := v.Set(val); err != nil {
+			return nil, fmt.Errorf("set %s: %w", name, err)
+		}
+	}
+	spec.Maps["events"].MaxEntries = uint32(cfg.RingBufferBytes)
+
+	p := &Probes{cfg: cfg, layout: layout, log: cfg.Logger, roots: map[string]bool{}}
+	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
+		return nil, verifierError(err)
+	}
+	if err := p.configure(); err != nil {
+		p.Close()
+		return nil, err
+	}
+	if err := p.attach(); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// verifierError adds the tail of the verifier log to a load error.
+func verifierError(err error) error {
+	var ve *ebpf.VerifierError
+	if !errors.As(err, &ve) {
+		return fmt.Errorf("load BPF programs: %w", err)
+	}
+	lines := ve.Log
+	if len(lines) > 30 {
+		lines = lines[len(lines)-30:]
+	}
+	return fmt.Errorf("load BPF programs: the verifier rejected a program: %w\nverifier log (last %d lines):\n%s",
+		err, len(lines), strings.Join(lines, "\n"))
+}
+
+func prefixKey(s string, bits int) podtracePrefixKey {
+	var k podtracePrefixKey
+	k.Prefixlen = uint32(bits)
+	copy(k.Data[:], s)
+	return k
+}
+
+func (p *Probes) configure() error {
+	one := uint8(1)
+	for _, d := range p.cfg.CNIDirs {
+		k := prefixKey(d, 8*len(d))
+		if err := p.objs.CniDirs.Put(&k, &one); err != nil {
+			return fmt.Errorf("add CNI directory %s: %w", d, err)
+		}
+	}
+	for _, c := range p.cfg.RuntimeComms {
+		k := prefixKey(c, 8*len(c))
+		if err := p.objs.RuntimeComms.Put(&k, &one); err != nil {
+			return fmt.Errorf("add runtime comm %s: %w", c, err)
+		}
+	}
+	for _, r := range p.cfg.CgroupRoots {
+		if err := p.AddRoot(r); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// AddRoot watches the cgroup subtree at rel (relative to the hierarchy
+// root). A root that does not exist yet is remembered and watched as soon as
+// it is created; os.ErrNotExist is returned for it.
+func (p *Probes) AddRoot(rel string) error {
+	rel = "/" + strings.Trim(rel, "/")
+	p.mu.Lock()
+	p.roots[rel] = true
+	p.mu.Unlock()
+	id, err := p.layout.ID(rel)
+	if err != nil {
+		p.log.Debug("cgroup root not present yet; will watch it once created", "root", rel)
+		return err
+	}
+	return p.WatchID(id)
+}
+
+// WatchID watches the subtree below the cgroup with this id.
+func (p *Probes) WatchID(id uint64) error {
+	one := uint8(1)
+	if err := p.objs.WatchedCgroups.Put(&id, &one); err != nil {
+		return fmt.Errorf("watch cgroup %d: %w", id, err)
+	}
+	return nil
+}
+
+// UnwatchID stops watching a root.
+func (p *Probes) UnwatchID(id uint64) error {
+	if err := p.objs.WatchedCgroups.Delete(&id); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("unwatch cgroup %d: %w", id, err)
+	}
+	return nil
+}
+
+// observe keeps the watched set current as configured roots come and go.
+func (p *Probes) observe(ev Event) {
+	c, ok := ev.(*CgroupEvent)
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	isRoot := p.roots[c.Path]
+	p.mu.Unlock()
+	if !isRoot {
+		return
+	}
+	var err error
+	if c.Type == EventCgroupMkdir {
+		p.log.Info("cgroup root created; watching it", "root", c.Path, "id", c.ID)
+		err = p.WatchID(c.ID)
+	} else {
+		err = p.UnwatchID(c.ID)
+	}
+	if err != nil {
+		p.log.Warn("update watched cgroups", "err", err)
+	}
+}
+
+// Layout is the cgroup layout the probes report ids in.
+func (p *Probes) Layout() cgroupfs.Layout { return p.layout }
+
+func (p *Probes) attach() error {
+	for name, prog := range map[string]*ebpf.Program{
+		"sched_process_exec": p.objs.HandleExec,
+		"sched_process_fork": p.objs.HandleFork,
+		"sched_process_exit": p.objs.HandleExit,
+		"signal_generate":    p.objs.HandleSignalGenerate,
+		"signal_deliver":     p.objs.HandleSignalDeliver,
+		"cgroup_mkdir":       p.objs.HandleCgroupMkdir,
+		"cgroup_rmdir":       p.objs.HandleCgroupRmdir,
+	} {
+		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+		if err != nil {
+			return fmt.Errorf("attach tp_btf/%s: %w", name, err)
+		}
+		p.links = append(p.links, l)
+	}
+	if err := ensureTracefs(); err != nil {
+		return fmt.Errorf("attach tracepoint oom/mark_victim: %w", err)
+	}
+	l, err := link.Tracepoint("oom", "mark_victim", p.objs.HandleMarkVictim, nil)
+	if err != nil {
+		return fmt.Errorf("attach tracepoint oom/mark_victim: %w", err)
+	}
+	p.links = append(p.links, l)
+	return nil
+}
+
+// ensureTracefs makes sure classic tracepoints can be looked up: tracefs at
+// /sys/kernel/tracing (or debugfs), mounting it when we may.
+func ensureTracefs() error {
+	for _, f := range []string{"/sys/kernel/tracing/events", "/sys/kernel/debug/tracing/events"} {
+		if _, err := os.Stat(f); err == nil {
+			return nil
+		}
+	}
+	if err := unix.Mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, ""); err != nil {
+		return fmt.Errorf("tracefs is not mounted at /sys/kernel/tracing and mounting it failed (%w); mount it on the host or give the pod a hostPath for /sys/kernel/tracing", err)
+	}
+	return nil
+}
+
+// Counter is how many events of one type were sent and lost in the kernel.
+type Counter struct {
+	Emitted uint64
+	Lost    uint64
+}
+
+// Counters sums the per-CPU kernel counters, by event type.
+func (p *Probes) Counters() (map[EventType]Counter, error) {
+	out := make(map[EventType]Counter, int(eventTypeMax))
+	for _, t := range EventTypes() {
+		var per []podtraceEventCounter
+		k := uint32(t)
+		if err := p.objs.Counters.Lookup(&k, &per); err != nil {
+			return nil, fmt.Errorf("read counters for %s: %w", t, err)
+		}
+		var c Counter
+		for _, x := range per {
+			c.Emitted += x.Emitted
+			c.Lost += x.Lost
+		}
+		out[t] = c
+	}
+	return out, nil
+}
+
+// ProgramIDs returns the loaded programs by name, for bpf_stats readers.
+func (p *Probes) Programs() map[string]*ebpf.Program {
+	return map[string]*ebpf.Program{
+		"exec":           p.objs.HandleExec,
+		"fork":           p.objs.HandleFork,
+		"exit":           p.objs.HandleExit,
+		"signal":         p.objs.HandleSignalGenerate,
+		"signal_deliver": p.objs.HandleSignalDeliver,
+		"oom":            p.objs.HandleMarkVictim,
+		"cgroup_mkdir":   p.objs.HandleCgroupMkdir,
+		"cgroup_rmdir":   p.objs.HandleCgroupRmdir,
+	}
+}
+
+// Close detaches and unloads everything.
+func (p *Probes) Close() error {
+	var errs []error
+	for _, l := range p.links {
+		errs = append(errs, l.Close())
+	}
+	p.links = nil
+	errs = append(errs, p.objs.Close())
+	return errors.Join(errs...)
+}
