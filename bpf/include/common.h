@@ -108,7 +108,13 @@ static __always_inline void *reserve(__u32 type, __u64 size)
 {
 	void *e = bpf_ringbuf_reserve(&events, size, 0);
 
-	count(type, !e);
+	/* One null check only: older verifiers (6.1) lose track of the
+	 * reservation across a second, redundant check and reject the program. */
+	if (!e) {
+		count(type, true);
+		return NULL;
+	}
+	count(type, false);
 	return e;
 }
 

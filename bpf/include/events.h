@@ -101,10 +101,11 @@ struct fork_event {
 	__u32 child_pid;
 };
 
+/* Sent once per process, when its last thread exits. */
 struct exit_event {
 	struct event_header hdr;
-	__u32 exit_code;  /* wait(2) status: (code << 8) | core << 7 | signal */
-	__u32 group_dead; /* 1 when the whole thread group is gone */
+	__u32 exit_code; /* wait(2) status: (code << 8) | core << 7 | signal */
+	__u32 _pad;
 	__u64 start_ns;   /* CLOCK_BOOTTIME start of the task */
 };
 

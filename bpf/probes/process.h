@@ -122,15 +122,16 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(handle_exit, struct task_struct *p)
 {
 	__u32 tgid = BPF_CORE_READ(p, tgid);
-	__u32 pid = BPF_CORE_READ(p, pid);
 	/* signal->live has already been decremented for this thread. */
 	bool group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
 	struct exit_event *e;
 	struct cgroup *cg;
 	__u32 origin = 0;
 
-	/* Report the leader and the last thread; other threads are noise. */
-	if ((pid != tgid && !group_dead) || is_self(tgid))
+	/* One event per process, when its last thread exits: the exit code is
+	 * the group's by then. Earlier thread exits (the leader's included) would
+	 * double the volume for every multi-threaded program and say nothing new. */
+	if (!group_dead || is_self(tgid))
 		return 0;
 
 	cg = task_cgroup(p);
@@ -139,7 +140,7 @@ int BPF_PROG(handle_exit, struct task_struct *p)
 	origin |= tracked(tgid);
 	if (!origin)
 		return 0;
-	if (group_dead && (origin & (ORIGIN_RUNTIME | ORIGIN_CNI)))
+	if (origin & (ORIGIN_RUNTIME | ORIGIN_CNI))
 		bpf_map_delete_elem(&tracked_tasks, &tgid);
 
 	e = reserve(EVENT_EXIT, sizeof(*e));
@@ -147,7 +148,7 @@ int BPF_PROG(handle_exit, struct task_struct *p)
 		return 0;
 	fill_header(&e->hdr, EVENT_EXIT, origin, p, cgroup_id(cg));
 	e->exit_code = BPF_CORE_READ(p, exit_code);
-	e->group_dead = group_dead;
+	e->_pad = 0;
 	e->start_ns = BPF_CORE_READ(p, start_boottime);
 	submit(e);
 	return 0;

@@ -83,7 +83,6 @@ func (d *Decoder) Decode(raw []byte) (Event, error) {
 		st := syscall.WaitStatus(r.ExitCode)
 		e := &ExitEvent{
 			Header:     d.header(&r.Hdr),
-			GroupDead:  r.GroupDead != 0,
 			RawStatus:  r.ExitCode,
 			Start:      d.Clock.Wall(r.StartNs),
 			CoreDumped: r.ExitCode&0x80 != 0,

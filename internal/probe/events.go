@@ -126,7 +126,7 @@ type ForkEvent struct {
 	ChildPID  uint32 `json:"child_pid"`
 }
 
-// ExitEvent is a thread-group leader's exit or a whole process's end.
+// ExitEvent is a process's end: its last thread exited.
 type ExitEvent struct {
 	Header
 	// ExitCode is the status passed to exit(2); meaningful when Signal is 0.
@@ -134,8 +134,6 @@ type ExitEvent struct {
 	// Signal is the signal that killed the process, 0 for a normal exit.
 	Signal     syscall.Signal `json:"signal,omitempty"`
 	CoreDumped bool           `json:"core_dumped,omitempty"`
-	// GroupDead is true when the whole thread group is gone: the process ended.
-	GroupDead bool      `json:"group_dead"`
 	RawStatus uint32    `json:"raw_status"`
 	Start     time.Time `json:"start"`
 }

@@ -39,9 +39,6 @@ func Format(ev Event) string {
 		} else {
 			fmt.Fprintf(&b, "exit code %d", e.ExitCode)
 		}
-		if !e.GroupDead {
-			b.WriteString(" (leader; threads remain)")
-		}
 	case *SignalEvent:
 		fmt.Fprintf(&b, "%s -> pid=%d comm=%s cg=%d code=%s result=%s disposition=%s",
 			SignalName(e.Signal), e.TargetTGID, e.TargetComm, e.TargetCgroupID, SenderKind(e.Code), e.Result, e.Disposition)

@@ -74,11 +74,11 @@ type podtraceExecEvent struct {
 }
 
 type podtraceExitEvent struct {
-	_         structs.HostLayout
-	Hdr       podtraceEventHeader
-	ExitCode  uint32
-	GroupDead uint32
-	StartNs   uint64
+	_        structs.HostLayout
+	Hdr      podtraceEventHeader
+	ExitCode uint32
+	Pad      uint32
+	StartNs  uint64
 }
 
 type podtraceForkEvent struct {

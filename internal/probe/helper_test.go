@@ -1,0 +1,125 @@
+package probe
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The test binary doubles as the helper programs the probe tests trigger
+// events with: PODTRACE_HELPER=<mode> selects one (see runHelper).
+const helperEnv = "PODTRACE_HELPER"
+
+func init() {
+	if mode := os.Getenv(helperEnv); mode != "" {
+		os.Exit(runHelper(mode, os.Args[1:]))
+	}
+}
+
+// runHelper runs one helper mode and returns its exit code.
+//
+//	wait-exec MODE ARGS...  wait for a line on stdin, then exec MODE (so the
+//	                        exec happens after the test moved us into a cgroup);
+//	                        MODE may also be an absolute path to a program
+//	exit N                  exit with status N
+//	spawn N                 fork+exec a child "exit N" and wait for it
+//	storm N                 fork+exec N children "exit 0", one after the other
+//	sleep                   sleep until killed
+//	ignore-term             ignore SIGTERM, say "ready", sleep
+//	handle-term             handle SIGTERM by exiting 0; say "ready" first
+//	kill PID SIG            send SIG to PID
+//	alloc MiB               allocate and touch MiB of memory
+func runHelper(mode string, args []string) int {
+	switch mode {
+	case "wait-exec":
+		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+			fmt.Fprintln(os.Stderr, "wait-exec:", err)
+			return 90
+		}
+		self, _ := os.Executable()
+		env := helperEnviron(args[0])
+		if strings.HasPrefix(args[0], "/") { // a program, not a mode
+			self, env = args[0], os.Environ()
+		}
+		if err := syscall.Exec(self, append([]string{self}, args[1:]...), env); err != nil {
+			fmt.Fprintln(os.Stderr, "exec:", err)
+		}
+		return 91
+	case "exit":
+		n, _ := strconv.Atoi(args[0])
+		return n
+	case "spawn":
+		self, _ := os.Executable()
+		env := helperEnviron("exit")
+		pid, err := syscall.ForkExec(self, []string{self, args[0]}, &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}})
+		if err != nil {
+			return 92
+		}
+		var ws syscall.WaitStatus
+		_, _ = syscall.Wait4(pid, &ws, 0, nil)
+		return 0
+	case "storm":
+		n, _ := strconv.Atoi(args[0])
+		self, _ := os.Executable()
+		env := helperEnviron("exit")
+		for i := 0; i < n; i++ {
+			pid, err := syscall.ForkExec(self, []string{self, "0"}, &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}})
+			if err != nil {
+				return 94
+			}
+			var ws syscall.WaitStatus
+			_, _ = syscall.Wait4(pid, &ws, 0, nil)
+		}
+		return 0
+	case "sleep":
+		time.Sleep(time.Hour)
+		return 0
+	case "ignore-term":
+		signal.Ignore(syscall.SIGTERM)
+		fmt.Println("ready")
+		time.Sleep(time.Hour)
+		return 0
+	case "handle-term":
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGTERM)
+		fmt.Println("ready")
+		<-c
+		return 0
+	case "kill":
+		pid, _ := strconv.Atoi(args[0])
+		sig, _ := strconv.Atoi(args[1])
+		if err := syscall.Kill(pid, syscall.Signal(sig)); err != nil {
+			return 93
+		}
+		return 0
+	case "alloc":
+		mib, _ := strconv.Atoi(args[0])
+		var chunks [][]byte
+		for i := 0; i < mib; i++ {
+			b := make([]byte, 1<<20)
+			for j := 0; j < len(b); j += 4096 {
+				b[j] = 1
+			}
+			chunks = append(chunks, b)
+		}
+		return len(chunks) % 2 // keeps chunks live; never reached under a limit
+	}
+	fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
+	return 99
+}
+
+// helperEnviron is this process's environment with the helper mode replaced.
+func helperEnviron(mode string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, helperEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, helperEnv+"="+mode)
+}

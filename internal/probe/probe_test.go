@@ -1,0 +1,737 @@
+package probe
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/podtrace/podtrace/internal/cgroupfs"
+)
+
+// These tests load the real probes into the running kernel, start real helper
+// processes (this test binary, see helper_test.go) in a dedicated cgroup under
+// a watched root, and match the events they cause, in any order.
+
+const waitTimeout = 10 * time.Second
+
+var testSeq atomic.Int32
+
+func requireProbes(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("loading BPF programs needs root")
+	}
+	if err := Preflight(); err != nil {
+		if (errors.Is(err, ErrNoBTF) || errors.Is(err, ErrKernelTooOld)) && os.Getenv("PODTRACE_VM") == "" {
+			t.Skipf("kernel cannot run the probes: %v", err)
+		}
+		t.Fatalf("preflight: %v", err)
+	}
+}
+
+type collector struct {
+	mu     sync.Mutex
+	events []Event
+	notify chan struct{}
+}
+
+func (c *collector) add(ev Event) {
+	c.mu.Lock()
+	c.events = append(c.events, ev)
+	c.mu.Unlock()
+	select {
+	case c.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (c *collector) find(pred func(Event) bool) Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ev := range c.events {
+		if pred(ev) {
+			return ev
+		}
+	}
+	return nil
+}
+
+func (c *collector) all(pred func(Event) bool) []Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Event
+	for _, ev := range c.events {
+		if pred(ev) {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func (c *collector) dump(t *testing.T) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t.Logf("%d events seen:", len(c.events))
+	for _, ev := range c.events {
+		t.Log("  " + Format(ev))
+	}
+}
+
+// wait returns the first event matching pred, failing the test after a timeout.
+func wait[T Event](t *testing.T, c *collector, desc string, pred func(T) bool) T {
+	t.Helper()
+	match := func(ev Event) bool {
+		e, ok := ev.(T)
+		return ok && pred(e)
+	}
+	deadline := time.After(waitTimeout)
+	for {
+		if ev := c.find(match); ev != nil {
+			return ev.(T)
+		}
+		select {
+		case <-c.notify:
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			c.dump(t)
+			t.Fatalf("no %s event within %s", desc, waitTimeout)
+		}
+	}
+}
+
+type env struct {
+	p      *Probes
+	layout cgroupfs.Layout
+	root   string // watched root, relative to the hierarchy
+	col    *collector
+	self   string
+}
+
+type option func(*Config)
+
+// setup creates a watched root cgroup, loads the probes and collects events.
+func setup(t *testing.T, opts ...option) *env {
+	t.Helper()
+	requireProbes(t)
+	root := fmt.Sprintf("/podtrace-test-%d-%d", os.Getpid(), testSeq.Add(1))
+	cfg := DefaultConfig()
+	cfg.PollInterval = 20 * time.Millisecond
+	cfg.CgroupRoots = []string{root}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	layout, err := cgroupfs.Detect(cfg.CgroupMode)
+	if err != nil {
+		t.Skipf("cgroups: %v", err)
+	}
+	mkCgroup(t, layout.Path(root))
+	p, err := Load(cfg)
+	if err != nil {
+		t.Fatalf("load probes: %v", err)
+	}
+	t.Cleanup(func() { p.Close() })
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{p: p, layout: layout, root: root, col: &collector{notify: make(chan struct{}, 1)}, self: self}
+	src, err := p.NewSource()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			ev, err := src.Next(ctx)
+			if err != nil {
+				if !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+					t.Errorf("read events: %v", err)
+				}
+				return
+			}
+			e.col.add(ev)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		src.Close()
+	})
+	return e
+}
+
+// mkCgroup creates a cgroup directory, removed (with its children) at cleanup.
+func mkCgroup(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatalf("create cgroup: %v", err)
+	}
+	t.Cleanup(func() { rmCgroup(t, dir) })
+}
+
+func rmCgroup(t *testing.T, dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() {
+			rmCgroup(t, filepath.Join(dir, e.Name()))
+		}
+	}
+	// Processes may still be leaving the cgroup.
+	for i := 0; i < 100; i++ {
+		err := unix.Rmdir(dir)
+		if err == nil || errors.Is(err, unix.ENOENT) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("could not remove cgroup %s", dir)
+}
+
+// cgroup makes a child of the watched root and returns its path relative
+// to the hierarchy.
+func (e *env) cgroup(t *testing.T, name string) string {
+	rel := e.root + "/" + name
+	mkCgroup(t, e.layout.Path(rel))
+	return rel
+}
+
+type helper struct {
+	cmd   *exec.Cmd
+	pid   uint32
+	ready chan struct{} // closed when the helper printed "ready"
+	done  chan struct{}
+	err   error
+}
+
+// start runs a helper mode inside the cgroup dirs (absolute paths): the
+// process is moved there first and only then execs the mode.
+func (e *env) start(t *testing.T, dirs []string, mode string, args ...string) *helper {
+	t.Helper()
+	cmd := exec.Command(e.self, append([]string{mode}, args...)...)
+	cmd.Env = helperEnviron("wait-exec")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h := &helper{cmd: cmd, pid: uint32(cmd.Process.Pid), ready: make(chan struct{}), done: make(chan struct{})}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-h.done
+	})
+	for _, d := range dirs {
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+			_ = cmd.Process.Kill()
+			t.Fatalf("move helper into %s: %v", d, err)
+		}
+	}
+	if _, err := io.WriteString(stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(h.done)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if sc.Text() == "ready" {
+				close(h.ready)
+			}
+		}
+		h.err = cmd.Wait()
+	}()
+	return h
+}
+
+func (h *helper) waitReady(t *testing.T) {
+	t.Helper()
+	select {
+	case <-h.ready:
+	case <-h.done:
+		t.Fatalf("helper %d exited before it was ready: %v", h.pid, h.err)
+	case <-time.After(waitTimeout):
+		t.Fatalf("helper %d not ready", h.pid)
+	}
+}
+
+func (h *helper) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-h.done:
+	case <-time.After(waitTimeout):
+		t.Fatalf("helper %d did not exit", h.pid)
+	}
+}
+
+func (e *env) dir(rel string) string { return e.layout.Path(rel) }
+
+func cgid(t *testing.T, dir string) uint64 {
+	t.Helper()
+	id, err := cgroupfs.DirID(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func TestEveryProgramLoadsAndAttaches(t *testing.T) {
+	e := setup(t)
+	progs := e.p.Programs()
+	if len(progs) != 8 {
+		t.Fatalf("want 8 programs, got %d", len(progs))
+	}
+	for name, prog := range progs {
+		info, err := prog.Info()
+		if err != nil {
+			t.Fatalf("%s: info: %v", name, err)
+		}
+		if !strings.HasPrefix("handle_"+name, info.Name) && !strings.HasPrefix(info.Name, "handle_") {
+			t.Errorf("%s: unexpected kernel name %q", name, info.Name)
+		}
+		t.Logf("%-15s loaded as %q (%s)", name, info.Name, prog.Type())
+	}
+	if len(e.p.links) != 8 {
+		t.Fatalf("want 8 attached links, got %d", len(e.p.links))
+	}
+}
+
+func TestExecForkExit(t *testing.T) {
+	e := setup(t)
+	dir := e.dir(e.cgroup(t, "work"))
+	h := e.start(t, []string{dir}, "spawn", "3")
+	h.wait(t)
+	id := cgid(t, dir)
+
+	exe := wait(t, e.col, "exec of the helper", func(ev *ExecEvent) bool { return ev.TGID == h.pid })
+	if exe.Filename != e.self || !slices.Equal(exe.Args, []string{e.self, "3"}) {
+		t.Errorf("exec: filename %q args %q, want %q [%q 3]", exe.Filename, exe.Args, e.self, e.self)
+	}
+	if exe.CgroupID != id || exe.Origin&OriginWatched == 0 || exe.Comm != truncComm(filepath.Base(e.self)) {
+		t.Errorf("exec: cgroup %d origin %s comm %q; want cgroup %d, watched", exe.CgroupID, exe.Origin, exe.Comm, id)
+	}
+	if exe.PPID != uint32(os.Getpid()) {
+		t.Errorf("exec: ppid %d, want %d", exe.PPID, os.Getpid())
+	}
+	if exe.Time.IsZero() || time.Since(exe.Time) > time.Minute || time.Since(exe.Time) < 0 {
+		t.Errorf("exec: wall time %v is not now", exe.Time)
+	}
+	fork := wait(t, e.col, "fork", func(ev *ForkEvent) bool { return ev.TGID == h.pid })
+	child := fork.ChildTGID
+	if child == 0 || child == h.pid || fork.CgroupID != id {
+		t.Errorf("fork: %+v", fork)
+	}
+	cexe := wait(t, e.col, "exec of the child", func(ev *ExecEvent) bool { return ev.TGID == child })
+	if cexe.PPID != h.pid || !slices.Equal(cexe.Args, []string{e.self, "3"}) {
+		t.Errorf("child exec: ppid %d args %q", cexe.PPID, cexe.Args)
+	}
+	cexit := wait(t, e.col, "exit of the child", func(ev *ExitEvent) bool { return ev.TGID == child })
+	if cexit.ExitCode != 3 || cexit.Signal != 0 || cexit.CoreDumped || cexit.CgroupID != id {
+		t.Errorf("child exit: code %d signal %v core %v cgroup %d; want 3, none", cexit.ExitCode, cexit.Signal, cexit.CoreDumped, cexit.CgroupID)
+	}
+	if !cexit.Start.Before(cexit.Time) {
+		t.Errorf("child exit: start %v not before exit %v", cexit.Start, cexit.Time)
+	}
+	hexit := wait(t, e.col, "exit of the helper", func(ev *ExitEvent) bool { return ev.TGID == h.pid })
+	if hexit.ExitCode != 0 || hexit.Signal != 0 {
+		t.Errorf("helper exit: %+v", hexit)
+	}
+}
+
+func truncComm(s string) string {
+	if len(s) > 15 {
+		return s[:15]
+	}
+	return s
+}
+
+func TestKilledBySIGKILL(t *testing.T) {
+	e := setup(t)
+	dir := e.dir(e.cgroup(t, "victim"))
+	h := e.start(t, []string{dir}, "sleep")
+	wait(t, e.col, "exec", func(ev *ExecEvent) bool { return ev.TGID == h.pid })
+	if err := syscall.Kill(int(h.pid), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	h.wait(t)
+	sig := wait(t, e.col, "SIGKILL generated", func(ev *SignalEvent) bool {
+		return ev.TargetTGID == h.pid && ev.Signal == syscall.SIGKILL
+	})
+	if sig.TGID != uint32(os.Getpid()) || sig.Code != SIUser || sig.Result != SignalDelivered || sig.TargetCgroupID != cgid(t, dir) {
+		t.Errorf("SIGKILL: sender %d code %d result %s target cgroup %d", sig.TGID, sig.Code, sig.Result, sig.TargetCgroupID)
+	}
+	if sig.Origin&OriginTarget == 0 || sig.SenderWatched {
+		t.Errorf("SIGKILL: origin %s sender watched %v", sig.Origin, sig.SenderWatched)
+	}
+	exit := wait(t, e.col, "exit", func(ev *ExitEvent) bool { return ev.TGID == h.pid })
+	if exit.Signal != syscall.SIGKILL || exit.ExitCode != 0 {
+		t.Errorf("exit: signal %v code %d, want SIGKILL", exit.Signal, exit.ExitCode)
+	}
+	// The group teardown's SIGKILL to each thread is not reported as a delivery.
+	if d := e.col.all(func(ev Event) bool {
+		x, ok := ev.(*SignalDeliverEvent)
+		return ok && x.TGID == h.pid && x.Signal == syscall.SIGKILL
+	}); len(d) != 0 {
+		t.Errorf("got %d SIGKILL deliveries for a group teardown", len(d))
+	}
+}
+
+func TestSIGTERMFromKnownSender(t *testing.T) {
+	e := setup(t)
+	dir := e.dir(e.cgroup(t, "pod"))
+	target := e.start(t, []string{dir}, "handle-term")
+	target.waitReady(t)
+	sender := e.start(t, []string{dir}, "kill", strconv.Itoa(int(target.pid)), strconv.Itoa(int(syscall.SIGTERM)))
+	sender.wait(t)
+	target.wait(t)
+
+	sig := wait(t, e.col, "SIGTERM generated", func(ev *SignalEvent) bool {
+		return ev.TargetTGID == target.pid && ev.Signal == syscall.SIGTERM
+	})
+	if sig.TGID != sender.pid || sig.Comm != truncComm(filepath.Base(e.self)) || sig.CgroupID != cgid(t, dir) || !sig.SenderWatched {
+		t.Errorf("sender: tgid %d comm %q cgroup %d watched %v; want %d", sig.TGID, sig.Comm, sig.CgroupID, sig.SenderWatched, sender.pid)
+	}
+	if sig.Code != SIUser || sig.Result != SignalDelivered || sig.Disposition != DispositionHandler {
+		t.Errorf("SIGTERM: code %d result %s disposition %s; want user, delivered, handler", sig.Code, sig.Result, sig.Disposition)
+	}
+	del := wait(t, e.col, "SIGTERM delivered", func(ev *SignalDeliverEvent) bool {
+		return ev.TGID == target.pid && ev.Signal == syscall.SIGTERM
+	})
+	if del.Disposition != DispositionHandler || del.Code != SIUser {
+		t.Errorf("delivery: disposition %s code %d", del.Disposition, del.Code)
+	}
+	exit := wait(t, e.col, "target exit", func(ev *ExitEvent) bool { return ev.TGID == target.pid })
+	if exit.ExitCode != 0 || exit.Signal != 0 {
+		t.Errorf("handled SIGTERM should exit 0: %+v", exit)
+	}
+}
+
+func TestSIGTERMIgnored(t *testing.T) {
+	e := setup(t)
+	dir := e.dir(e.cgroup(t, "stubborn"))
+	h := e.start(t, []string{dir}, "ignore-term")
+	h.waitReady(t)
+	if err := syscall.Kill(int(h.pid), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	sig := wait(t, e.col, "SIGTERM generated", func(ev *SignalEvent) bool {
+		return ev.TargetTGID == h.pid && ev.Signal == syscall.SIGTERM
+	})
+	if sig.Disposition != DispositionIgnored || sig.Result != SignalIgnored {
+		t.Errorf("ignored SIGTERM: disposition %s result %s", sig.Disposition, sig.Result)
+	}
+	// Still alive: no delivery, no exit. Prove it with a later event.
+	if err := syscall.Kill(int(h.pid), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	h.wait(t)
+	exit := wait(t, e.col, "exit", func(ev *ExitEvent) bool { return ev.TGID == h.pid })
+	if exit.Signal != syscall.SIGKILL {
+		t.Errorf("exit signal %v, want SIGKILL", exit.Signal)
+	}
+	if d := e.col.find(func(ev Event) bool {
+		x, ok := ev.(*SignalDeliverEvent)
+		return ok && x.TGID == h.pid && x.Signal == syscall.SIGTERM
+	}); d != nil {
+		t.Errorf("an ignored SIGTERM was delivered: %s", Format(d))
+	}
+}
+
+func TestSIGTERMDefaultDisposition(t *testing.T) {
+	e := setup(t)
+	dir := e.dir(e.cgroup(t, "plain"))
+	// Not a Go program: the Go runtime installs a handler for SIGTERM.
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skipf("no sleep binary: %v", err)
+	}
+	h := e.start(t, []string{dir}, sleep, "1000")
+	wait(t, e.col, "exec", func(ev *ExecEvent) bool { return ev.TGID == h.pid && ev.Filename == sleep })
+	if err := syscall.Kill(int(h.pid), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	h.wait(t)
+	sig := wait(t, e.col, "SIGTERM generated", func(ev *SignalEvent) bool {
+		return ev.TargetTGID == h.pid && ev.Signal == syscall.SIGTERM
+	})
+	if sig.Disposition != DispositionDefault || sig.Result != SignalDelivered {
+		t.Errorf("SIGTERM: disposition %s result %s", sig.Disposition, sig.Result)
+	}
+	exit := wait(t, e.col, "exit", func(ev *ExitEvent) bool { return ev.TGID == h.pid })
+	if exit.Signal != syscall.SIGTERM {
+		t.Errorf("exit signal %v, want SIGTERM", exit.Signal)
+	}
+}
+
+// memoryCgroup returns a cgroup directory limited to limit bytes, in whichever
+// hierarchy holds the memory controller on this host.
+func (e *env) memoryCgroup(t *testing.T, name string, limit int) []string {
+	t.Helper()
+	if e.layout.MemoryMount != "" {
+		// v1 memory controller (hybrid or v1 host): a separate hierarchy.
+		mem := filepath.Join(e.layout.MemoryMount, strings.TrimPrefix(e.root, "/")+"-"+name)
+		mkCgroup(t, mem)
+		writeFile(t, filepath.Join(mem, "memory.limit_in_bytes"), strconv.Itoa(limit))
+		if _, err := os.Stat(filepath.Join(mem, "memory.memsw.limit_in_bytes")); err == nil {
+			writeFile(t, filepath.Join(mem, "memory.memsw.limit_in_bytes"), strconv.Itoa(limit))
+		}
+		if e.layout.Mode == cgroupfs.ModeV1Memory {
+			return []string{mem}
+		}
+		return []string{e.dir(e.cgroup(t, name)), mem}
+	}
+	// Pure v2: enable the controller down to our cgroup.
+	writeFile(t, filepath.Join(e.layout.V2Mount, "cgroup.subtree_control"), "+memory")
+	writeFile(t, filepath.Join(e.dir(e.root), "cgroup.subtree_control"), "+memory")
+	dir := e.dir(e.cgroup(t, name))
+	writeFile(t, filepath.Join(dir, "memory.max"), strconv.Itoa(limit))
+	if _, err := os.Stat(filepath.Join(dir, "memory.swap.max")); err == nil {
+		writeFile(t, filepath.Join(dir, "memory.swap.max"), "0")
+	}
+	return []string{dir}
+}
+
+func writeFile(t *testing.T, path, val string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(val), 0o644); err != nil {
+		t.Fatalf("write %s: %v", path, err)
+	}
+}
+
+func TestOOMKill(t *testing.T) {
+	e := setup(t)
+	dirs := e.memoryCgroup(t, "oom", 32<<20)
+	h := e.start(t, dirs, "alloc", "512")
+	h.wait(t)
+	id := cgid(t, dirs[0])
+
+	oom := wait(t, e.col, "OOM kill", func(ev *OOMEvent) bool { return ev.VictimTGID == h.pid })
+	if !oom.VictimKnown || oom.VictimCgroupID != id || oom.VictimComm != truncComm(filepath.Base(e.self)) || oom.Origin&OriginTarget == 0 {
+		t.Errorf("OOM: known %v cgroup %d (want %d) comm %q origin %s", oom.VictimKnown, oom.VictimCgroupID, id, oom.VictimComm, oom.Origin)
+	}
+	if oom.HasRSS {
+		if oom.AnonRSSKB < 16<<10 || oom.TotalVMKB < oom.AnonRSSKB {
+			t.Errorf("OOM: anon rss %d kB, total vm %d kB; want about the 32 MiB limit", oom.AnonRSSKB, oom.TotalVMKB)
+		}
+	} else {
+		t.Logf("kernel's mark_victim tracepoint has no memory figures (added in 6.8)")
+	}
+	kill := wait(t, e.col, "the OOM killer's SIGKILL", func(ev *SignalEvent) bool {
+		return ev.TargetTGID == h.pid && ev.Signal == syscall.SIGKILL
+	})
+	if kill.Code != SIKernel || kill.TargetCgroupID != id {
+		t.Errorf("OOM SIGKILL: code %d target cgroup %d", kill.Code, kill.TargetCgroupID)
+	}
+	exit := wait(t, e.col, "exit", func(ev *ExitEvent) bool { return ev.TGID == h.pid })
+	if exit.Signal != syscall.SIGKILL {
+		t.Errorf("exit: signal %v, want SIGKILL", exit.Signal)
+	}
+	t.Logf("OOM: %s", Format(oom))
+}
+
+func TestCgroupMkdirRmdir(t *testing.T) {
+	e := setup(t)
+	rel := e.root + "/pod1234"
+	dir := e.dir(rel)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	id := cgid(t, dir)
+	if err := unix.Rmdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	mk := wait(t, e.col, "cgroup_mkdir", func(ev *CgroupEvent) bool { return ev.Type == EventCgroupMkdir && ev.Path == rel })
+	rm := wait(t, e.col, "cgroup_rmdir", func(ev *CgroupEvent) bool { return ev.Type == EventCgroupRmdir && ev.Path == rel })
+	for _, ev := range []*CgroupEvent{mk, rm} {
+		if ev.ID != id || ev.Level != 2 || ev.HierarchyID != e.layout.HierarchyID() || ev.TGID != uint32(os.Getpid()) || ev.Origin&OriginWatched == 0 {
+			t.Errorf("%s: id %d (want %d) level %d hierarchy %d tgid %d origin %s", ev.Type, ev.ID, id, ev.Level, ev.HierarchyID, ev.TGID, ev.Origin)
+		}
+	}
+}
+
+func TestRootCreatedAfterLoad(t *testing.T) {
+	late := fmt.Sprintf("/podtrace-late-%d", os.Getpid())
+	e := setup(t, func(c *Config) { c.CgroupRoots = []string{late} })
+	mkCgroup(t, e.dir(late))
+	wait(t, e.col, "mkdir of the root", func(ev *CgroupEvent) bool { return ev.Type == EventCgroupMkdir && ev.Path == late })
+	// The root is now watched: a process below it is reported.
+	dir := e.dir(late + "/c")
+	mkCgroup(t, dir)
+	h := e.start(t, []string{dir}, "exit", "0")
+	h.wait(t)
+	wait(t, e.col, "exec under the late root", func(ev *ExecEvent) bool { return ev.TGID == h.pid && ev.CgroupID == cgid(t, dir) })
+}
+
+func TestCNIPluginRun(t *testing.T) {
+	const plugin = "/usr/lib/cni/loopback"
+	if _, err := os.Stat(plugin); err != nil {
+		t.Skipf("no CNI plugin to run (install Debian's containernetworking-plugins): %v", err)
+	}
+	e := setup(t)
+	containerID := strings.Repeat("ab12", 16)
+	cniArgs := "IgnoreUnknown=1;K8S_POD_NAMESPACE=shop;K8S_POD_NAME=cart-7d9f;K8S_POD_INFRA_CONTAINER_ID=" + containerID + ";K8S_POD_UID=0b6e0b3c-1f2d-4a5b-9c8d-7e6f5a4b3c2d"
+	cmd := exec.Command(plugin)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "LONG=" + strings.Repeat("x", 3000)}
+	for i := range 40 {
+		cmd.Env = append(cmd.Env, fmt.Sprintf("FILLER_%d=%d", i, i))
+	}
+	cmd.Env = append(cmd.Env,
+		"CNI_COMMAND=VERSION", "CNI_CONTAINERID="+containerID, "CNI_IFNAME=eth0",
+		"CNI_NETNS=/var/run/netns/cni-1234", "CNI_PATH=/usr/lib/cni", "CNI_ARGS="+cniArgs)
+	cmd.Stdin = strings.NewReader(`{"cniVersion":"1.0.0"}`)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("run %s: %v", plugin, err)
+	}
+	pid := uint32(cmd.Process.Pid)
+	exe := wait(t, e.col, "CNI exec", func(ev *ExecEvent) bool { return ev.TGID == pid })
+	want := CNIRun{Command: "VERSION", ContainerID: containerID, IfName: "eth0", NetNS: "/var/run/netns/cni-1234", Args: cniArgs,
+		PodNamespace: "shop", PodName: "cart-7d9f", PodUID: "0b6e0b3c-1f2d-4a5b-9c8d-7e6f5a4b3c2d", InfraContainerID: containerID}
+	if exe.CNI == nil || *exe.CNI != want {
+		t.Fatalf("CNI run: got %+v, want %+v", exe.CNI, want)
+	}
+	if exe.Filename != plugin || exe.Origin&OriginCNI == 0 || exe.Origin&OriginWatched != 0 {
+		t.Errorf("CNI exec: filename %q origin %s", exe.Filename, exe.Origin)
+	}
+	exit := wait(t, e.col, "CNI plugin exit", func(ev *ExitEvent) bool { return ev.TGID == pid })
+	if exit.ExitCode != 0 || exit.Origin&OriginCNI == 0 {
+		t.Errorf("CNI exit: %+v", exit)
+	}
+	t.Logf("plugin said %s", strings.TrimSpace(string(out)))
+}
+
+func TestRuntimeProcessFollowed(t *testing.T) {
+	e := setup(t)
+	runc := filepath.Join(t.TempDir(), "runc")
+	copyFile(t, e.self, runc)
+	cmd := exec.Command(runc, "0")
+	cmd.Env = helperEnviron("exit")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	pid := uint32(cmd.Process.Pid)
+	exe := wait(t, e.col, "runtime exec", func(ev *ExecEvent) bool { return ev.TGID == pid })
+	if exe.Comm != "runc" || exe.Origin != OriginRuntime {
+		t.Errorf("runtime exec: comm %q origin %s", exe.Comm, exe.Origin)
+	}
+	wait(t, e.col, "runtime exit", func(ev *ExitEvent) bool { return ev.TGID == pid && ev.Origin&OriginRuntime != 0 })
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestUnwatchedProcessIsFiltered(t *testing.T) {
+	e := setup(t)
+	// A process outside every watched cgroup...
+	cmd := exec.Command(e.self, "7")
+	cmd.Env = helperEnviron("spawn")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	outside := uint32(cmd.Process.Pid)
+	// ...then a marker inside one: once its exit arrives, anything the first
+	// process caused has been read too (one ring buffer, in order).
+	dir := e.dir(e.cgroup(t, "marker"))
+	h := e.start(t, []string{dir}, "exit", "0")
+	h.wait(t)
+	wait(t, e.col, "marker exit", func(ev *ExitEvent) bool { return ev.TGID == h.pid })
+	if got := e.col.all(func(ev Event) bool {
+		hd := ev.Hdr()
+		return hd.TGID == outside || hd.PPID == outside
+	}); len(got) != 0 {
+		for _, ev := range got {
+			t.Errorf("unwatched process reported: %s", Format(ev))
+		}
+	}
+}
+
+func TestLostEventsAreCounted(t *testing.T) {
+	requireProbes(t)
+	layout, err := cgroupfs.Detect(cgroupfs.ModeAuto)
+	if err != nil {
+		t.Skip(err)
+	}
+	root := fmt.Sprintf("/podtrace-test-%d-lost", os.Getpid())
+	mkCgroup(t, layout.Path(root))
+	cfg := DefaultConfig()
+	cfg.CgroupRoots = []string{root}
+	cfg.RingBufferBytes = 4096
+	cfg.WakeupBytes = 0
+	p, err := Load(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	// Nobody reads the ring buffer: most of the storm cannot fit.
+	e := &env{p: p, layout: layout, root: root, col: &collector{notify: make(chan struct{}, 1)}}
+	e.self, _ = os.Executable()
+	const n = 50
+	h := e.start(t, []string{layout.Path(root)}, "storm", strconv.Itoa(n))
+	h.wait(t)
+	c, err := p.Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for typ, want := range map[EventType]uint64{EventExec: n + 1, EventFork: n, EventExit: n + 1} {
+		got := c[typ].Emitted + c[typ].Lost
+		if got != want {
+			t.Errorf("%s: emitted %d + lost %d = %d, want %d", typ, c[typ].Emitted, c[typ].Lost, got, want)
+		}
+	}
+	if c[EventExec].Lost == 0 {
+		t.Errorf("a 4 KiB ring buffer held %d exec events: nothing lost?", c[EventExec].Emitted)
+	}
+	t.Logf("counters: %+v", c)
+}
+
+func TestCgroupV1MemoryMode(t *testing.T) {
+	requireProbes(t)
+	l, err := cgroupfs.Detect(cgroupfs.ModeAuto)
+	if err != nil || l.MemoryMount == "" {
+		t.Skip("no v1 memory controller mounted on this host")
+	}
+	e := setup(t, func(c *Config) { c.CgroupMode = cgroupfs.ModeV1Memory })
+	if e.layout.Mode != cgroupfs.ModeV1Memory || !strings.HasPrefix(e.dir(e.root), l.MemoryMount) {
+		t.Fatalf("layout %+v", e.layout)
+	}
+	dir := e.dir(e.cgroup(t, "v1"))
+	h := e.start(t, []string{dir}, "exit", "5")
+	h.wait(t)
+	exit := wait(t, e.col, "exit in a v1 cgroup", func(ev *ExitEvent) bool { return ev.TGID == h.pid })
+	if exit.CgroupID != cgid(t, dir) || exit.ExitCode != 5 {
+		t.Errorf("v1 exit: cgroup %d (want %d) code %d", exit.CgroupID, cgid(t, dir), exit.ExitCode)
+	}
+	mk := wait(t, e.col, "v1 mkdir", func(ev *CgroupEvent) bool { return ev.Type == EventCgroupMkdir && ev.Path == e.root+"/v1" })
+	if mk.HierarchyID != uint32(l.MemoryHierarchyID) {
+		t.Errorf("v1 mkdir: hierarchy %d, want %d", mk.HierarchyID, l.MemoryHierarchyID)
+	}
+}
