@@ -1,0 +1,434 @@
+package cri_test
+
+// These tests run against a real, private containerd started by the
+// test/harness/containerd package (root, containerd, runc, CNI plugins and
+// busybox-static required; skipped otherwise).
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/cri"
+	ctrd "github.com/podtrace/podtrace/test/harness/containerd"
+)
+
+// eventLog collects watcher events in a goroutine it owns.
+type eventLog struct {
+	mu   sync.Mutex
+	evs  []cri.Event
+	done chan struct{}
+}
+
+func collect(ch <-chan cri.Event) *eventLog {
+	l := &eventLog{done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		for ev := range ch {
+			l.mu.Lock()
+			l.evs = append(l.evs, ev)
+			l.mu.Unlock()
+		}
+	}()
+	return l
+}
+
+func (l *eventLog) snapshot() []cri.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]cri.Event(nil), l.evs...)
+}
+
+// waitFor waits until an event matching f has been collected.
+func (l *eventLog) waitFor(t *testing.T, what string, d time.Duration, f func(cri.Event) bool) cri.Event {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		for _, ev := range l.snapshot() {
+			if f(ev) {
+				return ev
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no %s event within %v; got:\n%s", what, d, l.dump())
+	return cri.Event{}
+}
+
+func (l *eventLog) dump() string {
+	var b strings.Builder
+	for _, ev := range l.snapshot() {
+		fmt.Fprintf(&b, "  %s at=%s\n", ev, ev.At.Format("15:04:05.000"))
+	}
+	return b.String()
+}
+
+// typesFor returns the event types seen for one object, in order.
+func (l *eventLog) typesFor(id string) []string {
+	var out []string
+	for _, ev := range l.snapshot() {
+		switch {
+		case ev.Container != nil && ev.Container.ID == id:
+			out = append(out, string(ev.Type))
+		case ev.Container == nil && ev.Sandbox != nil && ev.Sandbox.ID == id:
+			out = append(out, string(ev.Type))
+		}
+	}
+	return out
+}
+
+func isType(typ cri.EventType, id string) func(cri.Event) bool {
+	return func(ev cri.Event) bool {
+		if ev.Type != typ {
+			return false
+		}
+		if ev.Container != nil {
+			return ev.Container.ID == id
+		}
+		return ev.Sandbox != nil && ev.Sandbox.ID == id
+	}
+}
+
+// cgroupLines returns the v1 memory line and the unified ("0::") line of
+// /proc/<pid>/cgroup.
+func cgroupLines(t *testing.T, pid int) (memory, unified string) {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatalf("cgroup of pid %d: %v", pid, err)
+	}
+	defer func() { _ = f.Close() }()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		l := sc.Text()
+		parts := strings.SplitN(l, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[0] == "0" && parts[1] == "" {
+			unified = l
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			if c == "memory" {
+				memory = l
+			}
+		}
+	}
+	return memory, unified
+}
+
+func equalsStr(a, b []string) bool {
+	return strings.Join(a, ",") == strings.Join(b, ",")
+}
+
+const gracefulScript = `trap 'exit 0' TERM; while :; do sleep 1 & wait $!; done`
+
+// TestLifecycleAgainstContainerd drives a full pod lifecycle through the
+// harness and checks every fact as reported by internal/cri, plus the
+// events of a Watcher running alongside.
+func TestLifecycleAgainstContainerd(t *testing.T) {
+	h := ctrd.Start(t, ctrd.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	log := ctrd.TestLogger(t, slog.LevelInfo)
+
+	// Auto-detection picks the first live candidate.
+	c, err := cri.Dial(ctx, "", cri.WithCandidates("unix:///nonexistent/containerd.sock", h.Endpoint), cri.WithLogger(log))
+	if err != nil {
+		t.Fatalf("Dial auto-detect: %v", err)
+	}
+	defer func() { _ = c.Close() }()
+	v := c.RuntimeVersion()
+	if c.Endpoint() != h.Endpoint || v.Name != "containerd" || v.APIVersion != "v1" || v.Version == "" {
+		t.Fatalf("endpoint %s version %+v", c.Endpoint(), v)
+	}
+	st, err := c.Status(ctx)
+	if err != nil || !st.Ready() {
+		t.Fatalf("Status: %+v %v", st, err)
+	}
+	t.Logf("runtime %s %s (CRI %s) at %s", v.Name, v.Version, v.APIVersion, c.Endpoint())
+
+	wctx, wcancel := context.WithCancel(ctx)
+	ch, watcher := cri.Watch(wctx, cri.WatchConfig{Endpoint: h.Endpoint, Interval: 100 * time.Millisecond, Logger: log}, 64)
+	events := collect(ch)
+	defer func() { wcancel(); <-events.done }()
+
+	// --- sandbox: CNI ADD through the real bridge + host-local plugins.
+	uid := ctrd.NewUID()
+	pod, err := h.RunPodSandbox(ctx, ctrd.PodSpec{Name: "lifecycle", Namespace: "podtrace-e2e", UID: uid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := c.SandboxStatus(ctx, pod.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantParent := filepath.Join(h.CgroupRoot, "burstable", "pod"+uid)
+	switch {
+	case sb.State != cri.SandboxReady, sb.PodName != "lifecycle", sb.PodNamespace != "podtrace-e2e", sb.PodUID != uid, sb.Attempt != 0:
+		t.Errorf("sandbox identity/state: %+v", sb)
+	case net.ParseIP(sb.IP) == nil || !h.Subnet.Contains(net.ParseIP(sb.IP)):
+		t.Errorf("sandbox IP %q not in %s", sb.IP, h.Subnet)
+	case sb.PID <= 0:
+		t.Errorf("sandbox PID %d", sb.PID)
+	case sb.CgroupsPath != wantParent+"/"+pod.ID:
+		t.Errorf("sandbox cgroupsPath %q, want %q", sb.CgroupsPath, wantParent+"/"+pod.ID)
+	case !strings.HasPrefix(sb.NetNSPath, h.RuntimeDir+"/"):
+		t.Errorf("netns path %q not under runtime dir", sb.NetNSPath)
+	case sb.Labels[cri.LabelPodUID] != uid || time.Since(sb.CreatedAt) > time.Minute:
+		t.Errorf("labels %v created %v", sb.Labels, sb.CreatedAt)
+	}
+	if _, err := os.Stat(sb.NetNSPath); err != nil {
+		t.Errorf("netns %s: %v", sb.NetNSPath, err)
+	}
+	t.Logf("sandbox %s: ip=%s pid=%d netns=%s cgroupsPath=%s", sb.ID[:12], sb.IP, sb.PID, sb.NetNSPath, sb.CgroupsPath)
+
+	// --- container handling TERM: graceful stop, exit 0 Completed.
+	gID, err := h.RunContainer(ctx, pod, ctrd.ContainerSpec{Name: "graceful", Command: []string{"sh", "-c", gracefulScript}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := h.WaitContainer(ctx, gID, func(c cri.Container) bool { return c.State == cri.StateRunning && c.PID > 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case g.SandboxID != pod.ID, g.Name != "graceful", g.PodName != "lifecycle", g.PodUID != uid, g.Image != h.BusyboxImage:
+		t.Errorf("container identity: %+v", g)
+	case g.CreatedAt.IsZero() || g.StartedAt.Before(g.CreatedAt) || !g.FinishedAt.IsZero():
+		t.Errorf("container times: created %v started %v finished %v", g.CreatedAt, g.StartedAt, g.FinishedAt)
+	case g.CgroupsPath != wantParent+"/"+gID:
+		t.Errorf("container cgroupsPath %q", g.CgroupsPath)
+	}
+	mem, uni := cgroupLines(t, g.PID)
+	t.Logf("container %s pid %d /proc/<pid>/cgroup: %q and %q", gID[:12], g.PID, mem, uni)
+	if !strings.HasSuffix(mem, ":"+wantParent+"/"+gID) || uni != "0::"+wantParent+"/"+gID {
+		t.Errorf("container cgroup lines %q / %q, want path %s/%s", mem, uni, wantParent, gID)
+	}
+	res, err := h.ExecSync(ctx, gID, []string{"sh", "-c", "ip -4 -o addr show eth0 | awk '{print $4}'"}, 10*time.Second)
+	if err != nil || res.ExitCode != 0 || !strings.HasPrefix(string(res.Stdout), sb.IP+"/24") {
+		t.Errorf("exec ip addr: %q %q exit %d err %v (pod IP %s)", res.Stdout, res.Stderr, res.ExitCode, err, sb.IP)
+	}
+	start := time.Now()
+	if err := h.StopContainer(ctx, gID, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	gStop := time.Since(start)
+	g, err = c.ContainerStatus(ctx, gID, pod.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.State != cri.StateExited || g.ExitCode != 0 || g.Reason != cri.ReasonCompleted || g.PID != 0 || g.FinishedAt.Before(g.StartedAt) {
+		t.Errorf("graceful stop: state %s exit %d reason %q pid %d", g.State, g.ExitCode, g.Reason, g.PID)
+	}
+	if gStop > 2*time.Second {
+		t.Errorf("graceful stop took %v", gStop)
+	}
+	t.Logf("graceful stop: %v, exit %d %s", gStop.Round(time.Millisecond), g.ExitCode, g.Reason)
+
+	// --- PID 1 ignoring SIGTERM: killed after the 2 s timeout, exit 137.
+	sID, err := h.RunContainer(ctx, pod, ctrd.ContainerSpec{Name: "stubborn", Command: []string{"sleep", "1000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.WaitContainer(ctx, sID, func(c cri.Container) bool { return c.State == cri.StateRunning }); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	if err := h.StopContainer(ctx, sID, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	sStop := time.Since(start)
+	s, err := c.ContainerStatus(ctx, sID, pod.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.State != cri.StateExited || s.ExitCode != 137 || s.Reason != cri.ReasonError {
+		t.Errorf("stubborn stop: state %s exit %d reason %q", s.State, s.ExitCode, s.Reason)
+	}
+	if sStop < 2*time.Second || sStop > 6*time.Second {
+		t.Errorf("stop with timeout 2s took %v", sStop)
+	}
+	t.Logf("SIGTERM-ignoring stop (timeout 2s): %v, exit %d %s", sStop.Round(time.Millisecond), s.ExitCode, s.Reason)
+
+	// --- 32 MiB limit, dd allocating 256 MiB: OOMKilled, exit 137.
+	oID, err := h.RunContainer(ctx, pod, ctrd.ContainerSpec{
+		Name: "oom", MemoryLimitBytes: 32 << 20,
+		Command: []string{"dd", "if=/dev/zero", "of=/dev/null", "bs=256M", "count=4"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := h.WaitExited(ctx, oID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.ExitCode != 137 || o.Reason != cri.ReasonOOMKilled || o.MemoryLimitBytes != 32<<20 {
+		t.Errorf("oom: exit %d reason %q limit %d", o.ExitCode, o.Reason, o.MemoryLimitBytes)
+	}
+	t.Logf("OOM container: exit %d reason %s after %v", o.ExitCode, o.Reason, o.FinishedAt.Sub(o.StartedAt).Round(time.Millisecond))
+
+	// The watcher saw all of it with the same facts.
+	for id, want := range map[string]struct {
+		code   int32
+		reason string
+	}{gID: {0, cri.ReasonCompleted}, sID: {137, cri.ReasonError}, oID: {137, cri.ReasonOOMKilled}} {
+		ev := events.waitFor(t, "ContainerExited", 5*time.Second, isType(cri.EventContainerExited, id))
+		if ev.Container.ExitCode != want.code || ev.Container.Reason != want.reason || ev.Phase != cri.PhaseLive ||
+			ev.Sandbox == nil || ev.Sandbox.PodUID != uid || !ev.At.Equal(ev.Container.FinishedAt) {
+			t.Errorf("exit event %s: %+v", ev, ev.Container)
+		}
+	}
+	if snap := watcher.Latest(); snap == nil || len(snap.ContainersOf(pod.ID)) != 3 {
+		t.Errorf("latest snapshot: %+v", snap)
+	}
+
+	// --- remove everything.
+	for _, id := range []string{gID, sID, oID} {
+		if err := h.RemoveContainer(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.StopPodSandbox(ctx, pod.ID); err != nil {
+		t.Fatal(err)
+	}
+	if sb, err := c.SandboxStatus(ctx, pod.ID); err != nil || sb.State != cri.SandboxNotReady || sb.NetNSPath != "" {
+		t.Errorf("stopped sandbox: %+v %v", sb, err)
+	}
+	if err := h.RemovePodSandbox(ctx, pod.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SandboxStatus(ctx, pod.ID); !cri.IsNotFound(err) {
+		t.Errorf("removed sandbox status: err %v", err)
+	}
+	sbs, err1 := c.ListSandboxes(ctx)
+	cts, err2 := c.ListContainers(ctx)
+	if len(sbs) != 0 || len(cts) != 0 || err1 != nil || err2 != nil {
+		t.Errorf("after removal: %d sandboxes, %d containers (%v %v)", len(sbs), len(cts), err1, err2)
+	}
+	events.waitFor(t, "SandboxRemoved", 5*time.Second, isType(cri.EventSandboxRemoved, pod.ID))
+
+	wantCt := []string{"ContainerCreated", "ContainerStarted", "ContainerExited", "ContainerRemoved"}
+	for _, id := range []string{gID, sID, oID} {
+		if got := events.typesFor(id); !equalsStr(got, wantCt) {
+			t.Errorf("events for %s: %v, want %v", id[:12], got, wantCt)
+		}
+	}
+	if got := events.typesFor(pod.ID); !equalsStr(got, []string{"SandboxCreated", "SandboxStopped", "SandboxRemoved"}) {
+		t.Errorf("sandbox events: %v", got)
+	}
+	for _, ev := range events.snapshot() {
+		if ev.Type == cri.EventRuntimeUnavailable || ev.Phase != cri.PhaseLive {
+			t.Errorf("unexpected event %s", ev)
+		}
+	}
+	t.Logf("events:\n%s", events.dump())
+	wcancel()
+	<-events.done
+
+	// --- host restored.
+	if err := h.Close(ctx); err != nil {
+		t.Fatalf("harness Close: %v", err)
+	}
+	if left := h.Leftovers(); len(left) > 0 {
+		t.Errorf("host not clean: %v", left)
+	}
+	for _, ctrl := range []string{"memory", "cpu", "pids", "unified"} {
+		if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", ctrl, h.CgroupRoot)); !os.IsNotExist(err) {
+			t.Errorf("%s cgroup %s still present", ctrl, h.CgroupRoot)
+		}
+	}
+	t.Logf("timings:\n%s", h.Timings().Summary())
+}
+
+// TestWatchAcrossContainerdRestart stops containerd while a container
+// exits, and checks the watcher reports the gap and then the exit that
+// happened during it, with the runtime's own finish time.
+func TestWatchAcrossContainerdRestart(t *testing.T) {
+	h := ctrd.Start(t, ctrd.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	log := ctrd.TestLogger(t, slog.LevelInfo)
+
+	pod, err := h.RunPodSandbox(ctx, ctrd.PodSpec{Name: "restart"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	longID, err := h.RunContainer(ctx, pod, ctrd.ContainerSpec{Name: "long", Command: []string{"sh", "-c", gracefulScript}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shortID, err := h.RunContainer(ctx, pod, ctrd.ContainerSpec{Name: "short", Command: []string{"sh", "-c", "sleep 2; exit 3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	wctx, wcancel := context.WithCancel(ctx)
+	var (
+		gapMu sync.Mutex
+		gaps  []cri.Gap
+	)
+	ch, _ := cri.Watch(wctx, cri.WatchConfig{
+		Endpoint: h.Endpoint, Interval: 100 * time.Millisecond,
+		BackoffMin: 100 * time.Millisecond, BackoffMax: 400 * time.Millisecond, Logger: log,
+		OnGap: func(g cri.Gap) { gapMu.Lock(); gaps = append(gaps, g); gapMu.Unlock() },
+	}, 64)
+	events := collect(ch)
+	defer func() { wcancel(); <-events.done }()
+
+	ev := events.waitFor(t, "initial ContainerStarted", 5*time.Second, isType(cri.EventContainerStarted, shortID))
+	if ev.Phase != cri.PhaseInitial {
+		t.Errorf("initial event phase %s", ev.Phase)
+	}
+
+	stopAt := time.Now()
+	if err := h.StopDaemon(ctx); err != nil {
+		t.Fatal(err)
+	}
+	down := events.waitFor(t, "RuntimeUnavailable", 5*time.Second, func(e cri.Event) bool { return e.Type == cri.EventRuntimeUnavailable })
+	time.Sleep(3 * time.Second) // "short" exits while containerd is down
+	startAt := time.Now()
+	if err := h.StartDaemon(ctx); err != nil {
+		t.Fatal(err)
+	}
+	up := events.waitFor(t, "RuntimeAvailable", 10*time.Second, func(e cri.Event) bool { return e.Type == cri.EventRuntimeAvailable })
+	g := *up.Gap
+	t.Logf("gap: %s", g)
+	if g.Since.Before(stopAt.Add(-time.Second)) || g.Since.After(startAt) || g.Until.Before(startAt) ||
+		g.LastSeen.After(g.Since) || g.LastSeen.Before(stopAt.Add(-time.Second)) || g.Attempts < 2 || g.Err == nil {
+		t.Errorf("gap %+v; containerd stopped at %v, started at %v", g, stopAt, startAt)
+	}
+	if *down.Gap != (cri.Gap{LastSeen: g.LastSeen, Since: g.Since, Attempts: 1, Err: g.Err}) {
+		t.Errorf("unavailable event gap %+v vs %+v", down.Gap, g)
+	}
+	ex := events.waitFor(t, "ContainerExited", 5*time.Second, isType(cri.EventContainerExited, shortID))
+	c := ex.Container
+	if ex.Phase != cri.PhaseResync || c.ExitCode != 3 || c.Reason != cri.ReasonError {
+		t.Errorf("exit during gap: phase %s exit %d reason %q", ex.Phase, c.ExitCode, c.Reason)
+	}
+	if c.FinishedAt.Before(g.LastSeen) || c.FinishedAt.After(g.Until) {
+		t.Errorf("exit time %v outside the gap [%v, %v]", c.FinishedAt, g.LastSeen, g.Until)
+	}
+	t.Logf("exit during gap: %s finished %s (gap %s..%s)", ex, c.FinishedAt.Format("15:04:05.000"),
+		g.Since.Format("15:04:05.000"), g.Until.Format("15:04:05.000"))
+	for _, e := range events.snapshot() {
+		if e.Container != nil && e.Container.ID == longID && e.Type != cri.EventContainerCreated && e.Type != cri.EventContainerStarted {
+			t.Errorf("long-running container got %s across the restart", e)
+		}
+	}
+	gapMu.Lock()
+	if len(gaps) != 1 || gaps[0].Until != g.Until {
+		t.Errorf("OnGap calls: %+v", gaps)
+	}
+	gapMu.Unlock()
+	t.Logf("events:\n%s", events.dump())
+	t.Logf("timings:\n%s", h.Timings().Summary())
+}

@@ -1,0 +1,221 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// WatchConfig configures a Watcher.
+type WatchConfig struct {
+	// Endpoint of the runtime; "" auto-detects (see Dial) on every
+	// (re)connect.
+	Endpoint string
+	// Interval between polls while the runtime answers (default 1s).
+	Interval time.Duration
+	// BackoffMin and BackoffMax bound the exponential reconnect backoff
+	// (defaults 250ms and 10s). Each wait is jittered by ±20%.
+	BackoffMin time.Duration
+	BackoffMax time.Duration
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+	// DialOptions are passed to Dial (the logger is added automatically).
+	DialOptions []Option
+	// OnGap, if set, is called (from the watcher goroutine) with every
+	// completed gap, in addition to the EventRuntimeAvailable event.
+	OnGap func(Gap)
+}
+
+// Watcher polls the runtime, diffs successive snapshots and emits Events.
+// While the runtime cannot be reached it reconnects with exponential backoff
+// and reports the gap (EventRuntimeUnavailable, then EventRuntimeAvailable). Changes
+// that happened during a gap are emitted on recovery with PhaseResync; the
+// runtime keeps its state across restarts (containerd's shims outlive it), so
+// exits during a gap are still reported with their real finish time.
+type Watcher struct {
+	cfg WatchConfig
+	log *slog.Logger
+
+	mu     sync.Mutex
+	latest *Snapshot
+	client *Client
+}
+
+// NewWatcher returns a Watcher; call Run to start it.
+func NewWatcher(cfg WatchConfig) *Watcher {
+	if cfg.Interval <= 0 {
+		cfg.Interval = time.Second
+	}
+	if cfg.BackoffMin <= 0 {
+		cfg.BackoffMin = 250 * time.Millisecond
+	}
+	if cfg.BackoffMax < cfg.BackoffMin {
+		cfg.BackoffMax = max(10*time.Second, cfg.BackoffMin)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Watcher{cfg: cfg, log: cfg.Logger.With("component", "cri-watch")}
+}
+
+// Latest returns the most recent successful snapshot (nil before the first).
+func (w *Watcher) Latest() *Snapshot {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.latest
+}
+
+// Watch starts a Watcher in a goroutine owned by ctx and returns its event
+// channel, which is closed once the goroutine has exited after ctx is done.
+// buffer is the channel capacity.
+func Watch(ctx context.Context, cfg WatchConfig, buffer int) (<-chan Event, *Watcher) {
+	w := NewWatcher(cfg)
+	ch := make(chan Event, buffer)
+	go func() {
+		defer close(ch)
+		_ = w.Run(ctx, ch)
+	}()
+	return ch, w
+}
+
+// Run polls until ctx is done, sending events to out (blocking; a slow
+// consumer slows polling down, it never loses events). It returns ctx.Err()
+// once ctx is done, after closing its connection. Run does not close out.
+func (w *Watcher) Run(ctx context.Context, out chan<- Event) error {
+	defer w.closeClient()
+
+	var (
+		prev    *Snapshot
+		gap     *Gap
+		backoff = w.cfg.BackoffMin
+	)
+	send := func(ev Event) bool {
+		select {
+		case out <- ev:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+
+	for {
+		snap, err := w.poll(ctx, prev)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			w.closeClient()
+			now := time.Now()
+			if gap == nil {
+				gap = &Gap{Since: now, Err: err, Attempts: 1}
+				if prev != nil {
+					gap.LastSeen = prev.Time
+				}
+				w.log.Warn("container runtime unavailable", "endpoint", w.cfg.Endpoint, "err", err)
+				g := *gap
+				if !send(Event{Type: EventRuntimeUnavailable, At: now, Observed: now, Gap: &g}) {
+					return ctx.Err()
+				}
+			} else {
+				gap.Attempts++
+				w.log.Debug("container runtime still unavailable", "attempts", gap.Attempts, "err", err)
+			}
+			if !sleep(ctx, jitter(backoff)) {
+				return ctx.Err()
+			}
+			backoff = min(backoff*2, w.cfg.BackoffMax)
+			continue
+		}
+
+		backoff = w.cfg.BackoffMin
+		phase := PhaseLive
+		switch {
+		case prev == nil:
+			phase = PhaseInitial
+		case gap != nil:
+			phase = PhaseResync
+		}
+		if gap != nil {
+			gap.Until = snap.Time
+			g := *gap
+			gap = nil
+			w.log.Info("container runtime available again", "gap_since", g.Since, "gap_until", g.Until,
+				"gap", g.Duration(), "attempts", g.Attempts)
+			if w.cfg.OnGap != nil {
+				w.cfg.OnGap(g)
+			}
+			if !send(Event{Type: EventRuntimeAvailable, At: g.Until, Observed: g.Until, Gap: &g}) {
+				return ctx.Err()
+			}
+			if prev == nil {
+				// never seen before the gap: what exists is the initial state
+				phase = PhaseInitial
+			}
+		}
+		for _, ev := range Diff(prev, snap, phase) {
+			if !send(ev) {
+				return ctx.Err()
+			}
+		}
+		prev = snap
+		w.mu.Lock()
+		w.latest = snap
+		w.mu.Unlock()
+		if !sleep(ctx, w.cfg.Interval) {
+			return ctx.Err()
+		}
+	}
+}
+
+func (w *Watcher) poll(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
+	w.mu.Lock()
+	c := w.client
+	w.mu.Unlock()
+	if c == nil {
+		opts := append([]Option{WithLogger(w.cfg.Logger)}, w.cfg.DialOptions...)
+		var err error
+		c, err = Dial(ctx, w.cfg.Endpoint, opts...)
+		if err != nil {
+			return nil, err
+		}
+		w.mu.Lock()
+		w.client = c
+		w.mu.Unlock()
+		w.log.Info("connected to container runtime", "endpoint", c.Endpoint(),
+			"runtime", c.RuntimeVersion().Name, "runtime_version", c.RuntimeVersion().Version)
+	}
+	return c.Snapshot(ctx, prev)
+}
+
+func (w *Watcher) closeClient() {
+	w.mu.Lock()
+	c := w.client
+	w.client = nil
+	w.mu.Unlock()
+	if c != nil {
+		if err := c.Close(); err != nil && !errors.Is(err, context.Canceled) {
+			w.log.Debug("closing CRI client", "err", err)
+		}
+	}
+}
+
+func jitter(d time.Duration) time.Duration {
+	// ±20%
+	f := 0.8 + 0.4*rand.Float64()
+	return time.Duration(float64(d) * f)
+}
+
+// sleep waits d or until ctx is done; it reports whether d elapsed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
