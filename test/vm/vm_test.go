@@ -1,0 +1,420 @@
+package main
+
+// Unit tests of the runner itself; they need neither root nor qemu. The
+// end-to-end self-test is `go run ./test/vm -pkg ./test/vm/testdata/smoke`.
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseKernelList(t *testing.T) {
+	got, err := parseKernelList("# comment\n\nlinux-image-cloud-amd64  # bookworm\n  /boot/vmlinuz-6.18 \n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"linux-image-cloud-amd64", "/boot/vmlinuz-6.18"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	for _, bad := range []string{"two words\n", "relative/path\n", "Linux-Image\n"} {
+		if _, err := parseKernelList(bad); err == nil {
+			t.Errorf("parseKernelList(%q): no error", bad)
+		}
+	}
+}
+
+func TestShippedKernelList(t *testing.T) {
+	b, err := os.ReadFile("kernels.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := parseKernelList(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ks) == 0 {
+		t.Fatal("kernels.txt lists no kernel")
+	}
+}
+
+func TestAptParsing(t *testing.T) {
+	depends := `linux-image-cloud-amd64
+  Depends: linux-image-6.1.0-56-cloud-amd64
+`
+	if got := imageDependency(depends); got != "linux-image-6.1.0-56-cloud-amd64" {
+		t.Errorf("imageDependency = %q", got)
+	}
+	real := `linux-image-6.1.0-56-cloud-amd64
+  Depends: kmod
+  Depends: linux-base
+ |Depends: initramfs-tools
+  Depends: <linux-initramfs-tool>
+`
+	if got := imageDependency(real); got != "" {
+		t.Errorf("imageDependency(real image) = %q, want empty", got)
+	}
+	policy := `linux-image-cloud-amd64:
+  Installed: (none)
+  Candidate: 6.1.192-2
+  Version table:
+     6.1.192-2 500
+`
+	if got := candidateVersion(policy); got != "6.1.192-2" {
+		t.Errorf("candidateVersion = %q", got)
+	}
+	if got := candidateVersion("x:\n  Installed: (none)\n  Candidate: (none)\n"); got != "" {
+		t.Errorf("candidateVersion(none) = %q", got)
+	}
+}
+
+func TestKconfig(t *testing.T) {
+	cfg := parseKconfig("CONFIG_BPF_SYSCALL=y\n# CONFIG_DEBUG_INFO_BTF is not set\nCONFIG_SERIAL_8250_CONSOLE=m\nCONFIG_X=\"a\"\n")
+	if cfg["CONFIG_BPF_SYSCALL"] != "y" || cfg["CONFIG_DEBUG_INFO_BTF"] != "n" || cfg["CONFIG_X"] != "a" {
+		t.Fatalf("parseKconfig: %v", cfg)
+	}
+	probs := strings.Join(checkKconfig(cfg), "\n")
+	for _, want := range []string{"CONFIG_DEBUG_INFO_BTF is not set", "CONFIG_SERIAL_8250_CONSOLE=m", "CONFIG_BLK_DEV_INITRD not set"} {
+		if !strings.Contains(probs, want) {
+			t.Errorf("checkKconfig: missing %q in\n%s", want, probs)
+		}
+	}
+	if strings.Contains(probs, "CONFIG_BPF_SYSCALL") {
+		t.Errorf("checkKconfig flagged a built-in option:\n%s", probs)
+	}
+}
+
+func TestTestBinaryArgs(t *testing.T) {
+	got := testBinaryArgs([]string{"-run", "TestX", "-count=1", "-v", "-test.short", "pos"}, 10*time.Minute)
+	want := []string{"-test.timeout=9m0s", "-test.run", "TestX", "-test.count=1", "-test.v", "-test.short", "pos"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	got = testBinaryArgs([]string{"-timeout=30s"}, 10*time.Minute)
+	if !reflect.DeepEqual(got, []string{"-test.timeout=30s"}) {
+		t.Fatalf("explicit timeout: got %q", got)
+	}
+	got = testBinaryArgs(nil, 40*time.Second)
+	if !reflect.DeepEqual(got, []string{"-test.timeout=30s"}) {
+		t.Fatalf("short vm timeout: got %q", got)
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	for _, s := range []string{"plain", "", "a b", "it's", `"$HOME" \n *`, "-test.run=^Test(A|B)$"} {
+		out, err := exec.Command(sh, "-c", "printf %s "+shellQuote(s)).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(out) != s {
+			t.Errorf("shellQuote(%q) round trip: %q", s, out)
+		}
+	}
+}
+
+func feed(w *consoleWatcher, text string) {
+	for _, l := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		w.line(l)
+	}
+}
+
+func TestConsoleWatcherPass(t *testing.T) {
+	w := newConsoleWatcher("n1")
+	feed(w, `[    0.000000] Linux version 6.1.0
+PODTRACE-VM-INIT[n1] uptime=2.50s kernel=6.1.0
+=== RUN   TestA
+--- PASS: TestA (0.01s)
+PASS
+PODTRACE-VM-RESULT[n1] probe rc=0
+PODTRACE-VM-EXIT[n1]=0
+[    6.0] reboot: Power down`)
+	if !w.sawInit || !w.exitSeen || w.exitStatus != 0 {
+		t.Fatalf("watcher state: %+v", w)
+	}
+	if o := w.classify(false, false); o != outcomePass || w.exitCode(o) != 0 {
+		t.Fatalf("classify = %v", o)
+	}
+	if !reflect.DeepEqual(w.results, []string{"probe rc=0"}) {
+		t.Fatalf("results %q", w.results)
+	}
+}
+
+func TestConsoleWatcherFailureAndInterleaving(t *testing.T) {
+	w := newConsoleWatcher("n2")
+	feed(w, `PODTRACE-VM-INIT[n2] uptime=2.50s
+    probe_test.go:10: load program: permission denied: R2 !read_ok (3 line(s) omitted)
+--- FAIL: TestLoad (0.10s)
+FAIL
+PODTRACE-VM-EXIT[other]=0
+[   7.1] random: crng initPODTRACE-VM-EXIT[n2]=1
+`)
+	o := w.classify(false, false)
+	if o != outcomeTestsFailed || w.exitCode(o) != 1 {
+		t.Fatalf("classify = %v, code %d (the marker with a foreign nonce must be ignored)", o, w.exitCode(o))
+	}
+	if len(w.fails) != 2 || len(w.verifier) != 1 {
+		t.Fatalf("fails %q verifier %q", w.fails, w.verifier)
+	}
+}
+
+func TestConsoleWatcherPanic(t *testing.T) {
+	w := newConsoleWatcher("n3")
+	feed(w, `PODTRACE-VM-INIT[n3] uptime=2.50s
+=== RUN   TestAttach
+[   12.0] BUG: kernel NULL pointer dereference, address: 0000000000000008
+[   12.0] Oops: 0000 [#1] PREEMPT SMP NOPTI
+[   12.0] RIP: 0010:bpf_prog_123+0x10/0x40
+[   12.0] Call Trace:
+[   12.0]  <TASK>
+[   12.0] Kernel panic - not syncing: Fatal exception
+[   12.0] ---[ end Kernel panic - not syncing: Fatal exception ]---`)
+	o := w.classify(false, false)
+	if o != outcomePanic || w.exitCode(o) != exitPanic {
+		t.Fatalf("classify = %v", o)
+	}
+	pl := w.panicLines()
+	if len(pl) != 7 || !strings.Contains(pl[0], "BUG: kernel NULL pointer") {
+		t.Fatalf("panic lines start at the wrong place: %q", pl)
+	}
+}
+
+func TestConsoleWatcherNoMarkerAndTimeouts(t *testing.T) {
+	w := newConsoleWatcher("n4")
+	feed(w, "[ 0.1] Linux version\n[ 1.0] Run /init as init process\n")
+	if o := w.classify(false, true); o != outcomeBootTimeout || w.exitCode(o) != exitBootHang {
+		t.Errorf("boot timeout: %v", o)
+	}
+	w.line("PODTRACE-VM-INIT[n4] uptime=1s")
+	if o := w.classify(true, false); o != outcomeTimeout || w.exitCode(o) != exitTimeout {
+		t.Errorf("timeout: %v", o)
+	}
+	if o := w.classify(false, false); o != outcomeNoMarker || w.exitCode(o) != exitNoMarker {
+		t.Errorf("no marker: %v", o)
+	}
+	// A status that arrives after all still wins over the timeout.
+	w.line("PODTRACE-VM-EXIT[n4]=0")
+	if o := w.classify(true, false); o != outcomePass {
+		t.Errorf("marker then kill: %v", o)
+	}
+}
+
+// readNewc parses a newc archive into name -> (mode, data).
+func readNewc(t *testing.T, r io.Reader) map[string]cpioEntry {
+	t.Helper()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]cpioEntry{}
+	off := 0
+	align := func(n int) int { return (n + 3) &^ 3 }
+	for {
+		if off+110 > len(b) || string(b[off:off+6]) != "070701" {
+			t.Fatalf("bad header at %d", off)
+		}
+		field := func(i int) int {
+			v, err := strconv.ParseUint(string(b[off+6+8*i:off+14+8*i]), 16, 32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return int(v)
+		}
+		mode, size, rmaj, rmin, nameSize := field(1), field(6), field(9), field(10), field(11)
+		name := string(b[off+110 : off+110+nameSize-1])
+		dataOff := align(off + 110 + nameSize)
+		data := b[dataOff : dataOff+size]
+		off = align(dataOff + size)
+		if name == "TRAILER!!!" {
+			return out
+		}
+		out[name] = cpioEntry{name: name, mode: uint32(mode), data: data, rdevMajor: uint32(rmaj), rdevMinor: uint32(rmin)}
+	}
+}
+
+func TestArchive(t *testing.T) {
+	a := newArchive()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(a.addBytes("init", 0o755, []byte("#!/bin/sh\n")))
+	must(a.addBytes("/usr/lib/cni/x", 0o644, []byte("abcde")))
+	must(a.addSymlink("bin/sh", "/bin/busybox"))
+	must(a.addCharDev("dev/console", 0o600, 5, 1))
+	must(a.addDir("tmp", 0o1777))
+	if err := a.addBytes("init", 0o644, nil); err == nil {
+		t.Error("duplicate entry accepted")
+	}
+	if err := a.addBytes("init/x", 0o644, nil); err == nil {
+		t.Error("file below a regular file accepted")
+	}
+	var buf bytes.Buffer
+	must(a.writeTo(&buf))
+	got := readNewc(t, bytes.NewReader(buf.Bytes()))
+	check := func(name string, mode uint32, data string) {
+		t.Helper()
+		e, ok := got[name]
+		if !ok {
+			t.Fatalf("%s missing; have %v", name, got)
+		}
+		if e.mode != mode || string(e.data) != data {
+			t.Errorf("%s: mode %o data %q, want %o %q", name, e.mode, e.data, mode, data)
+		}
+	}
+	check("init", modeReg|0o755, "#!/bin/sh\n")
+	check("usr", modeDir|0o755, "")
+	check("usr/lib/cni", modeDir|0o755, "")
+	check("usr/lib/cni/x", modeReg|0o644, "abcde")
+	check("bin/sh", modeLink|0o777, "/bin/busybox")
+	check("dev/console", modeChr|0o600, "")
+	check("tmp", modeDir|0o1777, "")
+	if e := got["dev/console"]; e.rdevMajor != 5 || e.rdevMinor != 1 {
+		t.Errorf("dev/console rdev %d:%d", e.rdevMajor, e.rdevMinor)
+	}
+
+	// GNU cpio, when present, must read it too.
+	if cpio, err := exec.LookPath("cpio"); err == nil {
+		cmd := exec.Command(cpio, "-it", "--quiet")
+		cmd.Stdin = bytes.NewReader(buf.Bytes())
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("cpio -it: %v", err)
+		}
+		if !strings.Contains(string(out), "usr/lib/cni/x\n") {
+			t.Errorf("cpio -it output:\n%s", out)
+		}
+	}
+	// And gzip output must decompress to the same stream.
+	dir := t.TempDir()
+	must(a.writeGzip(filepath.Join(dir, "i.cpio.gz")))
+	f, err := os.Open(filepath.Join(dir, "i.cpio.gz"))
+	must(err)
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	must(err)
+	if len(readNewc(t, zr)) != len(got) {
+		t.Error("gzip archive differs")
+	}
+}
+
+func TestHostFileWithDeps(t *testing.T) {
+	var dyn string
+	for _, c := range []string{defaultExtra, "/bin/ls", "/usr/bin/env"} {
+		if requireStatic(c) != nil && fileExists(c) {
+			dyn = c
+			break
+		}
+	}
+	if dyn == "" {
+		t.Skip("no dynamically linked host binary to test with")
+	}
+	a := newArchive()
+	added, err := a.addHostFileWithDeps(dyn, dyn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var libc, interp bool
+	for _, p := range added {
+		libc = libc || strings.HasPrefix(filepath.Base(p), "libc.so")
+		interp = interp || strings.HasPrefix(filepath.Base(p), "ld-linux")
+	}
+	if !libc || !interp || !a.has(dyn) {
+		t.Fatalf("%s: added %q", dyn, added)
+	}
+}
+
+func TestInitScripts(t *testing.T) {
+	initSh, runSh := initScripts(initConfig{
+		Nonce:   "abc",
+		Tests:   []guestTest{{Name: "probe", Binary: "/podtrace/tests/probe.test", Dir: "/src/internal/probe"}},
+		Args:    []string{"-test.timeout=9m0s", "-test.run", "Test(A|B)"},
+		Modules: []string{"/lib/modules/6.1/kernel/net/llc/llc.ko"},
+		Env:     []string{"FOO=bar baz"},
+	})
+	for _, c := range []struct {
+		script string
+		want   []string
+	}{
+		{initSh, []string{
+			"PODTRACE_VM=1",
+			"mount -t proc",
+			"cgroup2 cgroup2 nosuid,nodev,noexec,nsdelegate",
+			"/sys/fs/bpf",
+			"/sys/kernel/tracing",
+			"PODTRACE-VM-INIT[abc]",
+			"exec /bin/busybox init",
+		}},
+		{runSh, []string{
+			"PODTRACE_VM=1",
+			"export 'FOO=bar baz'",
+			"insmod /lib/modules/6.1/kernel/net/llc/llc.ko",
+			"/podtrace/tests/probe.test -test.v -test.timeout=9m0s -test.run 'Test(A|B)'",
+			`PODTRACE-VM-EXIT[abc]=$status`,
+			"poweroff -f",
+		}},
+	} {
+		for _, want := range c.want {
+			if !strings.Contains(c.script, want) {
+				t.Errorf("script lacks %q:\n%s", want, c.script)
+			}
+		}
+		if sh, err := exec.LookPath("sh"); err == nil {
+			if out, err := exec.Command(sh, "-n", "-c", c.script).CombinedOutput(); err != nil {
+				t.Errorf("sh -n: %v: %s", err, out)
+			}
+		}
+	}
+	if !strings.Contains(inittab, guestRunScript) {
+		t.Errorf("inittab %q does not run %s", inittab, guestRunScript)
+	}
+}
+
+func TestModuleSet(t *testing.T) {
+	// Uses a kernel already unpacked in the cache by an earlier VM run.
+	dirs, _ := filepath.Glob(filepath.Join(defaultCacheDir(), "debs", "*", "lib", "modules", "*"))
+	if len(dirs) == 0 {
+		t.Skip("no unpacked kernel in the cache; run go run ./test/vm once")
+	}
+	mods, err := moduleSet(dirs[0], []string{"bridge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mods) < 2 || !strings.HasSuffix(mods[len(mods)-1], "/bridge.ko") {
+		t.Fatalf("moduleSet(bridge) = %q, want its dependencies then bridge.ko", mods)
+	}
+	if _, err := moduleSet(dirs[0], []string{"no_such_module"}); err == nil {
+		t.Error("unknown module accepted")
+	}
+}
+
+func TestSkipsAndDedupe(t *testing.T) {
+	w := newConsoleWatcher("n5")
+	feed(w, `=== RUN   TestV1
+    probe_test.go:709: no v1 memory controller mounted on this host
+--- SKIP: TestV1 (0.02s)
+    a_test.go:1: load program: invalid argument: Unreleased reference
+    a_test.go:2: load program: invalid argument: Unreleased reference
+    b_test.go:3: load program: permission denied`)
+	if len(w.skips) != 1 || !strings.HasSuffix(w.skips[0], ": no v1 memory controller mounted on this host") {
+		t.Errorf("skips %q", w.skips)
+	}
+	d := dedupe(w.verifier)
+	if len(d) != 2 || !strings.HasSuffix(d[0], "[x2]") {
+		t.Errorf("dedupe %q", d)
+	}
+}
