@@ -118,20 +118,49 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
+/* Processes whose exit was reported, keyed by tgid and the leader's start
+ * time (unique even when tgids are reused), for kernels whose
+ * sched_process_exit tracepoint does not pass group_dead. */
+struct exit_key {
+	__u32 tgid;
+	__u32 _pad;
+	__u64 start;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct exit_key);
+	__type(value, __u8);
+} exits_seen SEC(".maps");
+
+/* Set by user space when the tracepoint passes group_dead (Linux 6.16+). */
+volatile const __u32 cfg_exit_has_group_dead = 0;
+
 SEC("tp_btf/sched_process_exit")
-int BPF_PROG(handle_exit, struct task_struct *p)
+int handle_exit(u64 *ctx)
 {
+	struct task_struct *p = (struct task_struct *)ctx[0];
 	__u32 tgid = BPF_CORE_READ(p, tgid);
-	/* signal->live has already been decremented for this thread. */
-	bool group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
 	struct exit_event *e;
 	struct cgroup *cg;
+	bool group_dead;
 	__u32 origin = 0;
 
-	/* One event per process, when its last thread exits: the exit code is
+	if (is_self(tgid))
+		return 0;
+	/*
+	 * One event per process, when its last thread exits: the exit code is
 	 * the group's by then. Earlier thread exits (the leader's included) would
-	 * double the volume for every multi-threaded program and say nothing new. */
-	if (!group_dead || is_self(tgid))
+	 * double the volume for every multi-threaded program and say nothing new.
+	 */
+	if (cfg_exit_has_group_dead)
+		group_dead = (bool)ctx[1];
+	else
+		/* signal->live was decremented before the tracepoint; another
+		 * exiting thread may see 0 too, so exits_seen deduplicates below. */
+		group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
+	if (!group_dead)
 		return 0;
 
 	cg = task_cgroup(p);
@@ -140,6 +169,13 @@ int BPF_PROG(handle_exit, struct task_struct *p)
 	origin |= tracked(tgid);
 	if (!origin)
 		return 0;
+	if (!cfg_exit_has_group_dead) {
+		struct exit_key k = { .tgid = tgid, .start = BPF_CORE_READ(p, group_leader, start_boottime) };
+		__u8 one = 1;
+
+		if (bpf_map_update_elem(&exits_seen, &k, &one, BPF_NOEXIST))
+			return 0;
+	}
 	if (origin & (ORIGIN_RUNTIME | ORIGIN_CNI))
 		bpf_map_delete_elem(&tracked_tasks, &tgid);
 
@@ -149,7 +185,7 @@ int BPF_PROG(handle_exit, struct task_struct *p)
 	fill_header(&e->hdr, EVENT_EXIT, origin, p, cgroup_id(cg));
 	e->exit_code = BPF_CORE_READ(p, exit_code);
 	e->_pad = 0;
-	e->start_ns = BPF_CORE_READ(p, start_boottime);
+	e->start_ns = BPF_CORE_READ(p, group_leader, start_boottime);
 	submit(e);
 	return 0;
 }

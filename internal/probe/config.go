@@ -57,6 +57,10 @@ type Config struct {
 	// SelfTGID is never reported (default: this process).
 	SelfTGID int
 	Logger   *slog.Logger
+
+	// exitDedupe forces the exit deduplication older kernels need, so tests
+	// cover that path on new kernels too.
+	exitDedupe bool
 }
 
 // DefaultConfig returns production defaults.

@@ -81,6 +81,13 @@ type podtraceExitEvent struct {
 	StartNs  uint64
 }
 
+type podtraceExitKey struct {
+	_     structs.HostLayout
+	Tgid  uint32
+	Pad   uint32
+	Start uint64
+}
+
 type podtraceForkEvent struct {
 	_         structs.HostLayout
 	Hdr       podtraceEventHeader
@@ -147,6 +154,7 @@ const (
 	podtraceMapCniDirs               = "cni_dirs"
 	podtraceMapCounters              = "counters"
 	podtraceMapEvents                = "events"
+	podtraceMapExitsSeen             = "exits_seen"
 	podtraceMapRuntimeComms          = "runtime_comms"
 	podtraceMapScratchMap            = "scratch_map"
 	podtraceMapTrackedTasks          = "tracked_tasks"
@@ -170,6 +178,7 @@ const (
 	podtraceVarSignalDeliverEvent    = "_signal_deliver_event"
 	podtraceVarSignalEvent           = "_signal_event"
 	podtraceVarCfgCgroupV1           = "cfg_cgroup_v1"
+	podtraceVarCfgExitHasGroupDead   = "cfg_exit_has_group_dead"
 	podtraceVarCfgHierarchyId        = "cfg_hierarchy_id"
 	podtraceVarCfgReportLevel        = "cfg_report_level"
 	podtraceVarCfgSelfTgid           = "cfg_self_tgid"
@@ -236,6 +245,7 @@ type podtraceMapSpecs struct {
 	CniDirs        *ebpf.MapSpec `ebpf:"cni_dirs"`
 	Counters       *ebpf.MapSpec `ebpf:"counters"`
 	Events         *ebpf.MapSpec `ebpf:"events"`
+	ExitsSeen      *ebpf.MapSpec `ebpf:"exits_seen"`
 	RuntimeComms   *ebpf.MapSpec `ebpf:"runtime_comms"`
 	ScratchMap     *ebpf.MapSpec `ebpf:"scratch_map"`
 	TrackedTasks   *ebpf.MapSpec `ebpf:"tracked_tasks"`
@@ -246,22 +256,23 @@ type podtraceMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type podtraceVariableSpecs struct {
-	CgroupEvent        *ebpf.VariableSpec `ebpf:"_cgroup_event"`
-	CniInfo            *ebpf.VariableSpec `ebpf:"_cni_info"`
-	EventHeader        *ebpf.VariableSpec `ebpf:"_event_header"`
-	EventType          *ebpf.VariableSpec `ebpf:"_event_type"`
-	ExecEvent          *ebpf.VariableSpec `ebpf:"_exec_event"`
-	ExitEvent          *ebpf.VariableSpec `ebpf:"_exit_event"`
-	ForkEvent          *ebpf.VariableSpec `ebpf:"_fork_event"`
-	OomEvent           *ebpf.VariableSpec `ebpf:"_oom_event"`
-	SignalDeliverEvent *ebpf.VariableSpec `ebpf:"_signal_deliver_event"`
-	SignalEvent        *ebpf.VariableSpec `ebpf:"_signal_event"`
-	CfgCgroupV1        *ebpf.VariableSpec `ebpf:"cfg_cgroup_v1"`
-	CfgHierarchyId     *ebpf.VariableSpec `ebpf:"cfg_hierarchy_id"`
-	CfgReportLevel     *ebpf.VariableSpec `ebpf:"cfg_report_level"`
-	CfgSelfTgid        *ebpf.VariableSpec `ebpf:"cfg_self_tgid"`
-	CfgSignalMask      *ebpf.VariableSpec `ebpf:"cfg_signal_mask"`
-	CfgWakeupBytes     *ebpf.VariableSpec `ebpf:"cfg_wakeup_bytes"`
+	CgroupEvent         *ebpf.VariableSpec `ebpf:"_cgroup_event"`
+	CniInfo             *ebpf.VariableSpec `ebpf:"_cni_info"`
+	EventHeader         *ebpf.VariableSpec `ebpf:"_event_header"`
+	EventType           *ebpf.VariableSpec `ebpf:"_event_type"`
+	ExecEvent           *ebpf.VariableSpec `ebpf:"_exec_event"`
+	ExitEvent           *ebpf.VariableSpec `ebpf:"_exit_event"`
+	ForkEvent           *ebpf.VariableSpec `ebpf:"_fork_event"`
+	OomEvent            *ebpf.VariableSpec `ebpf:"_oom_event"`
+	SignalDeliverEvent  *ebpf.VariableSpec `ebpf:"_signal_deliver_event"`
+	SignalEvent         *ebpf.VariableSpec `ebpf:"_signal_event"`
+	CfgCgroupV1         *ebpf.VariableSpec `ebpf:"cfg_cgroup_v1"`
+	CfgExitHasGroupDead *ebpf.VariableSpec `ebpf:"cfg_exit_has_group_dead"`
+	CfgHierarchyId      *ebpf.VariableSpec `ebpf:"cfg_hierarchy_id"`
+	CfgReportLevel      *ebpf.VariableSpec `ebpf:"cfg_report_level"`
+	CfgSelfTgid         *ebpf.VariableSpec `ebpf:"cfg_self_tgid"`
+	CfgSignalMask       *ebpf.VariableSpec `ebpf:"cfg_signal_mask"`
+	CfgWakeupBytes      *ebpf.VariableSpec `ebpf:"cfg_wakeup_bytes"`
 }
 
 // podtraceObjects contains all objects after they have been loaded into the kernel.
@@ -287,6 +298,7 @@ type podtraceMaps struct {
 	CniDirs        *ebpf.Map `ebpf:"cni_dirs"`
 	Counters       *ebpf.Map `ebpf:"counters"`
 	Events         *ebpf.Map `ebpf:"events"`
+	ExitsSeen      *ebpf.Map `ebpf:"exits_seen"`
 	RuntimeComms   *ebpf.Map `ebpf:"runtime_comms"`
 	ScratchMap     *ebpf.Map `ebpf:"scratch_map"`
 	TrackedTasks   *ebpf.Map `ebpf:"tracked_tasks"`
@@ -298,6 +310,7 @@ func (m *podtraceMaps) Close() error {
 		m.CniDirs,
 		m.Counters,
 		m.Events,
+		m.ExitsSeen,
 		m.RuntimeComms,
 		m.ScratchMap,
 		m.TrackedTasks,
@@ -309,22 +322,23 @@ func (m *podtraceMaps) Close() error {
 //
 // It can be passed to loadPodtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type podtraceVariables struct {
-	CgroupEvent        *ebpf.Variable `ebpf:"_cgroup_event"`
-	CniInfo            *ebpf.Variable `ebpf:"_cni_info"`
-	EventHeader        *ebpf.Variable `ebpf:"_event_header"`
-	EventType          *ebpf.Variable `ebpf:"_event_type"`
-	ExecEvent          *ebpf.Variable `ebpf:"_exec_event"`
-	ExitEvent          *ebpf.Variable `ebpf:"_exit_event"`
-	ForkEvent          *ebpf.Variable `ebpf:"_fork_event"`
-	OomEvent           *ebpf.Variable `ebpf:"_oom_event"`
-	SignalDeliverEvent *ebpf.Variable `ebpf:"_signal_deliver_event"`
-	SignalEvent        *ebpf.Variable `ebpf:"_signal_event"`
-	CfgCgroupV1        *ebpf.Variable `ebpf:"cfg_cgroup_v1"`
-	CfgHierarchyId     *ebpf.Variable `ebpf:"cfg_hierarchy_id"`
-	CfgReportLevel     *ebpf.Variable `ebpf:"cfg_report_level"`
-	CfgSelfTgid        *ebpf.Variable `ebpf:"cfg_self_tgid"`
-	CfgSignalMask      *ebpf.Variable `ebpf:"cfg_signal_mask"`
-	CfgWakeupBytes     *ebpf.Variable `ebpf:"cfg_wakeup_bytes"`
+	CgroupEvent         *ebpf.Variable `ebpf:"_cgroup_event"`
+	CniInfo             *ebpf.Variable `ebpf:"_cni_info"`
+	EventHeader         *ebpf.Variable `ebpf:"_event_header"`
+	EventType           *ebpf.Variable `ebpf:"_event_type"`
+	ExecEvent           *ebpf.Variable `ebpf:"_exec_event"`
+	ExitEvent           *ebpf.Variable `ebpf:"_exit_event"`
+	ForkEvent           *ebpf.Variable `ebpf:"_fork_event"`
+	OomEvent            *ebpf.Variable `ebpf:"_oom_event"`
+	SignalDeliverEvent  *ebpf.Variable `ebpf:"_signal_deliver_event"`
+	SignalEvent         *ebpf.Variable `ebpf:"_signal_event"`
+	CfgCgroupV1         *ebpf.Variable `ebpf:"cfg_cgroup_v1"`
+	CfgExitHasGroupDead *ebpf.Variable `ebpf:"cfg_exit_has_group_dead"`
+	CfgHierarchyId      *ebpf.Variable `ebpf:"cfg_hierarchy_id"`
+	CfgReportLevel      *ebpf.Variable `ebpf:"cfg_report_level"`
+	CfgSelfTgid         *ebpf.Variable `ebpf:"cfg_self_tgid"`
+	CfgSignalMask       *ebpf.Variable `ebpf:"cfg_signal_mask"`
+	CfgWakeupBytes      *ebpf.Variable `ebpf:"cfg_wakeup_bytes"`
 }
 
 // podtracePrograms contains all programs after they have been loaded into the kernel.

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
@@ -61,17 +62,25 @@ func Load(cfg Config) (*Probes, error) {
 	for _, r := range cfg.CgroupRoots {
 		maxLevel = max(maxLevel, rootLevel(r))
 	}
+	groupDead, err := exitHasGroupDead()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.exitDedupe {
+		groupDead = 0
+	}
 	v1 := uint32(0)
 	if layout.Mode == cgroupfs.ModeV1Memory {
 		v1 = 1
 	}
 	for name, val := range map[string]any{
-		"cfg_self_tgid":    uint32(cfg.SelfTGID),
-		"cfg_cgroup_v1":    v1,
-		"cfg_hierarchy_id": layout.HierarchyID(),
-		"cfg_report_level": int32(maxLevel),
-		"cfg_signal_mask":  cfg.SignalMask,
-		"cfg_wakeup_bytes": uint32(cfg.WakeupBytes),
+		"cfg_self_tgid":           uint32(cfg.SelfTGID),
+		"cfg_cgroup_v1":           v1,
+		"cfg_hierarchy_id":        layout.HierarchyID(),
+		"cfg_report_level":        int32(maxLevel),
+		"cfg_signal_mask":         cfg.SignalMask,
+		"cfg_wakeup_bytes":        uint32(cfg.WakeupBytes),
+		"cfg_exit_has_group_dead": groupDead,
 	} {
 		v, ok := spec.Variables[name]
 		if !ok {
@@ -96,6 +105,32 @@ func Load(cfg Config) (*Probes, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// exitHasGroupDead tells whether the kernel's sched_process_exit tracepoint
+// passes group_dead (Linux 6.16+), from its BTF prototype.
+func exitHasGroupDead() (uint32, error) {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrNoBTF, err)
+	}
+	var td *btf.Typedef
+	if err := spec.TypeByName("btf_trace_sched_process_exit", &td); err != nil {
+		return 0, fmt.Errorf("kernel BTF has no sched_process_exit tracepoint: %w", err)
+	}
+	ptr, ok := td.Type.(*btf.Pointer)
+	if !ok {
+		return 0, fmt.Errorf("btf_trace_sched_process_exit: unexpected type %s", td.Type)
+	}
+	proto, ok := ptr.Target.(*btf.FuncProto)
+	if !ok {
+		return 0, fmt.Errorf("btf_trace_sched_process_exit: unexpected type %s", ptr.Target)
+	}
+	// (void *__data, struct task_struct *p[, bool group_dead])
+	if len(proto.Params) >= 3 {
+		return 1, nil
+	}
+	return 0, nil
 }
 
 // verifierError adds the tail of the verifier log to a load error.

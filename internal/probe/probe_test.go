@@ -674,18 +674,27 @@ func TestUnwatchedProcessIsFiltered(t *testing.T) {
 	}
 }
 
+// TestLostEventsAreCounted also proves exits are reported once per process,
+// through the kernel's group_dead argument where it exists and through the
+// deduplication older kernels use.
 func TestLostEventsAreCounted(t *testing.T) {
+	t.Run("kernel-group-dead", func(t *testing.T) { testLostEvents(t, false) })
+	t.Run("dedupe", func(t *testing.T) { testLostEvents(t, true) })
+}
+
+func testLostEvents(t *testing.T, dedupe bool) {
 	requireProbes(t)
 	layout, err := cgroupfs.Detect(cgroupfs.ModeAuto)
 	if err != nil {
 		t.Skip(err)
 	}
-	root := fmt.Sprintf("/podtrace-test-%d-lost", os.Getpid())
+	root := fmt.Sprintf("/podtrace-test-%d-lost-%d", os.Getpid(), testSeq.Add(1))
 	mkCgroup(t, layout.Path(root))
 	cfg := DefaultConfig()
 	cfg.CgroupRoots = []string{root}
 	cfg.RingBufferBytes = 4096
 	cfg.WakeupBytes = 0
+	cfg.exitDedupe = dedupe
 	p, err := Load(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,50 @@
+# podtrace. `make help` lists the targets.
+GO        ?= go
+BIN       ?= bin
+CLANG     ?= clang-19
+GENERATED := internal/probe/podtrace_bpfel.go internal/probe/podtrace_bpfel.o
+
+.PHONY: help deps generate check-generate build test test-unit test-vm test-vm-selftest bench lint run clean
+
+help: ## list targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+deps: ## install build and test dependencies (Debian, as root)
+	bash scripts/install-deps.sh
+
+generate: ## regenerate the eBPF object and Go bindings from bpf/
+	cd internal/probe && $(GO) generate ./...
+
+check-generate: ## fail if the committed eBPF objects differ from what bpf/ generates
+	bash scripts/check-generate.sh
+
+build: ## build the tracer into bin/
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/tracer ./cmd/tracer
+
+run: build ## trace this node (needs root): kernel events as they happen
+	sudo $(BIN)/tracer
+
+test: check-generate ## all tests (the probe tests need root) and the 6.1 guest kernel run
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 20m ./...
+	$(MAKE) test-vm
+
+test-unit: ## tests without the VM run
+	$(GO) test -count=1 -timeout 20m ./...
+
+test-vm: ## probe tests on every kernel in test/vm/kernels.txt, under qemu
+	$(GO) run ./test/vm $(VMARGS)
+
+test-vm-selftest: ## the VM runner's own smoke test
+	$(GO) run ./test/vm -pkg ./test/vm/testdata/smoke
+
+bench: build ## decode benchmark and the exec-storm benchmark (root)
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/probe ./internal/correlate/...
+	bash bench/execstorm.sh
+
+lint: ## gofmt, go vet, clang-format-free checks
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+
+clean:
+	rm -rf $(BIN)
