@@ -13,7 +13,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/podtrace/podtrace/internal/cgroupfs"
 	"github.com/podtrace/podtrace/internal/probe"
@@ -35,7 +34,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tracer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var roots, cniDirs, comms listFlag
-	output := fs.String("output", "text", "event output: text or json")
+	output := fs.String("output", "text", "event output: text, json, or none (decode and count only)")
 	mode := fs.String("cgroup-mode", "auto", "cgroup ids to use: auto, v2 or v1")
 	ringSize := fs.Int("ringbuf-size", 4<<20, "ring buffer size in bytes (power of two)")
 	allSignals := fs.Bool("all-signals", false, "also report noisy signals (SIGCHLD, SIGURG, SIGWINCH, ...)")
@@ -61,8 +60,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 	case "json":
 		enc := probe.NewJSONEncoder(stdout)
 		print = enc.Encode
+	case "none":
+		print = func(probe.Event) error { return nil }
 	default:
-		return fmt.Errorf("--output %q: want text or json", *output)
+		return fmt.Errorf("--output %q: want text, json or none", *output)
 	}
 
 	cfg := probe.DefaultConfig()
@@ -110,6 +111,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	l := p.Layout()
 	log.Info("probes attached", "cgroup_mode", l.Mode.String(), "cgroup_mount", l.Mount(), "roots", cfg.CgroupRoots)
 
+	var received uint64
 	for {
 		ev, err := src.Next(ctx)
 		if err != nil {
@@ -119,14 +121,15 @@ func run(args []string, stdout, stderr io.Writer) error {
 			}
 			return err
 		}
+		received++
 		if err := print(ev); err != nil {
 			return fmt.Errorf("write event: %w", err)
 		}
 	}
-	return report(p, src, log)
+	return report(p, src, received, log)
 }
 
-func report(p *probe.Probes, src *probe.RingSource, log *slog.Logger) error {
+func report(p *probe.Probes, src *probe.RingSource, received uint64, log *slog.Logger) error {
 	c, err := p.Counters()
 	if err != nil {
 		return err
@@ -137,11 +140,10 @@ func report(p *probe.Probes, src *probe.RingSource, log *slog.Logger) error {
 		attrs = append(attrs, t.String(), fmt.Sprintf("%d/%d", c[t].Emitted, c[t].Lost))
 		lost += c[t].Lost
 	}
-	attrs = append(attrs, "decode_errors", src.DecodeErrors.Load())
+	attrs = append(attrs, "received", received, "decode_errors", src.DecodeErrors.Load())
 	log.Info("event counters (emitted/lost)", attrs...)
 	if lost > 0 {
 		log.Warn("events were lost: the ring buffer was full", "lost", lost)
 	}
-	_ = time.Now
 	return nil
 }

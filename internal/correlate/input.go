@@ -1,0 +1,189 @@
+package correlate
+
+import (
+	"time"
+
+	"github.com/podtrace/podtrace/internal/cri"
+	"github.com/podtrace/podtrace/internal/probe"
+)
+
+// Input is one fact for the correlator, from one of its three sources. The
+// correlator consumes a single ordered stream of inputs; `tracer record`
+// writes that stream and `tracer replay` feeds it back, so the same stream
+// always yields the same spans.
+type Input struct {
+	// Time is when podtrace received the input (the injected clock's now).
+	// Facts carry their own timestamps too; Time drives timers.
+	Time time.Time `json:"time"`
+
+	Kernel  probe.Event `json:"-"`                 // a kernel event
+	Runtime *cri.Event  `json:"runtime,omitempty"` // a container runtime (CRI) change
+	Pod     *PodInfo    `json:"pod,omitempty"`     // the API server's view of a pod
+	Event   *K8sEvent   `json:"event,omitempty"`   // a Kubernetes Event about a pod
+	API     *APIStatus  `json:"api,omitempty"`     // API server reachability changed
+	Tick    bool        `json:"tick,omitempty"`    // no fact: time passed (timers fire)
+}
+
+// PodInfo is what the API server says about a pod, reduced to what the
+// lifecycle model needs. The watcher converts core/v1 Pods into it.
+type PodInfo struct {
+	UID       string `json:"uid"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	NodeName  string `json:"node_name,omitempty"`
+	OwnerKind string `json:"owner_kind,omitempty"` // ReplicaSet, StatefulSet, DaemonSet, Job, Node (static), ...
+	OwnerName string `json:"owner_name,omitempty"`
+	QOSClass  string `json:"qos_class,omitempty"`
+	// Static is true for static/mirror pods (created by the kubelet).
+	Static bool `json:"static,omitempty"`
+
+	CreatedAt time.Time `json:"created_at"`
+	// DeletionTimestamp is when the grace period ends (set on delete).
+	DeletionTimestamp             *time.Time  `json:"deletion_timestamp,omitempty"`
+	DeletionGracePeriodSeconds    *int64      `json:"deletion_grace_period_seconds,omitempty"`
+	TerminationGracePeriodSeconds int64       `json:"termination_grace_period_seconds"`
+	Phase                         string      `json:"phase,omitempty"`
+	Reason                        string      `json:"reason,omitempty"` // e.g. Evicted
+	Message                       string      `json:"message,omitempty"`
+	Conditions                    []Condition `json:"conditions,omitempty"`
+
+	InitContainers []ContainerSpec   `json:"init_containers,omitempty"`
+	Containers     []ContainerSpec   `json:"containers,omitempty"`
+	InitStatuses   []ContainerStatus `json:"init_statuses,omitempty"`
+	Statuses       []ContainerStatus `json:"statuses,omitempty"`
+
+	// Deleted is true once the object is gone from the API server.
+	Deleted bool `json:"deleted,omitempty"`
+}
+
+// Condition is a pod condition (PodScheduled, Initialized, ContainersReady,
+// Ready, PodReadyToStartContainers, DisruptionTarget, ...).
+type Condition struct {
+	Type               string    `json:"type"`
+	Status             string    `json:"status"` // True, False, Unknown
+	LastTransitionTime time.Time `json:"last_transition_time"`
+	Reason             string    `json:"reason,omitempty"`
+	Message            string    `json:"message,omitempty"`
+}
+
+// ContainerSpec is the part of a container's spec the model uses.
+type ContainerSpec struct {
+	Name  string `json:"name"`
+	Image string `json:"image,omitempty"`
+	// Sidecar: an init container with restartPolicy Always.
+	Sidecar   bool       `json:"sidecar,omitempty"`
+	PostStart *Handler   `json:"post_start,omitempty"`
+	PreStop   *Handler   `json:"pre_stop,omitempty"`
+	Startup   *ProbeSpec `json:"startup,omitempty"`
+	Readiness *ProbeSpec `json:"readiness,omitempty"`
+	Liveness  *ProbeSpec `json:"liveness,omitempty"`
+	// MemoryLimitBytes is resources.limits.memory (0: none).
+	MemoryLimitBytes int64 `json:"memory_limit_bytes,omitempty"`
+}
+
+// Handler is a lifecycle hook or probe action.
+type Handler struct {
+	Kind string   `json:"kind"` // exec, httpGet, tcpSocket, grpc, sleep
+	Exec []string `json:"exec,omitempty"`
+}
+
+// ProbeSpec is a container probe.
+type ProbeSpec struct {
+	Handler
+	PeriodSeconds    int32 `json:"period_seconds,omitempty"`
+	TimeoutSeconds   int32 `json:"timeout_seconds,omitempty"`
+	FailureThreshold int32 `json:"failure_threshold,omitempty"`
+}
+
+// ContainerStatus is a container's status as the kubelet reported it.
+type ContainerStatus struct {
+	Name         string         `json:"name"`
+	ContainerID  string         `json:"container_id,omitempty"` // without the "containerd://" scheme
+	Runtime      string         `json:"runtime,omitempty"`      // containerd, cri-o, docker
+	RestartCount int32          `json:"restart_count"`
+	Ready        bool           `json:"ready"`
+	Started      *bool          `json:"started,omitempty"`
+	State        ContainerState `json:"state"`
+	LastState    ContainerState `json:"last_state"`
+}
+
+// ContainerState is one of waiting, running or terminated (or empty).
+type ContainerState struct {
+	Waiting    *Waiting    `json:"waiting,omitempty"`
+	Running    *Running    `json:"running,omitempty"`
+	Terminated *Terminated `json:"terminated,omitempty"`
+}
+
+type Waiting struct {
+	Reason  string `json:"reason,omitempty"` // ContainerCreating, CrashLoopBackOff, ImagePullBackOff, ...
+	Message string `json:"message,omitempty"`
+}
+
+type Running struct {
+	StartedAt time.Time `json:"started_at"`
+}
+
+type Terminated struct {
+	ExitCode    int32     `json:"exit_code"`
+	Signal      int32     `json:"signal,omitempty"`
+	Reason      string    `json:"reason,omitempty"` // Completed, Error, OOMKilled, ContainerCannotRun, ...
+	Message     string    `json:"message,omitempty"`
+	StartedAt   time.Time `json:"started_at"`
+	FinishedAt  time.Time `json:"finished_at"`
+	ContainerID string    `json:"container_id,omitempty"`
+}
+
+// K8sEvent is a Kubernetes Event whose involved object is a pod.
+type K8sEvent struct {
+	UID       string `json:"uid"` // the Event object's UID
+	PodUID    string `json:"pod_uid"`
+	PodName   string `json:"pod_name,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Type      string `json:"type,omitempty"` // Normal, Warning
+	Reason    string `json:"reason"`         // Scheduled, Pulling, Pulled, Created, Started, Killing, Unhealthy, BackOff, Evicted, Preempting, FailedPostStartHook, FailedPreStopHook, ...
+	Message   string `json:"message,omitempty"`
+	Source    string `json:"source,omitempty"` // reporting component: default-scheduler, kubelet, ...
+	// Container is the container named by involvedObject.fieldPath, if any.
+	Container string    `json:"container,omitempty"`
+	FirstTime time.Time `json:"first_time"`
+	LastTime  time.Time `json:"last_time"`
+	Count     int32     `json:"count"`
+}
+
+// APIStatus says whether the API server can be reached.
+type APIStatus struct {
+	Available bool      `json:"available"`
+	Since     time.Time `json:"since"`
+	Err       string    `json:"err,omitempty"`
+	// Forbidden: reachable but RBAC denies listing pods/events.
+	Forbidden bool `json:"forbidden,omitempty"`
+}
+
+// Observer receives the measurements the lifecycle model makes, for metrics.
+// Label values are bounded: namespaces and owner kinds, never pod names.
+type Observer interface {
+	PodStartup(namespace, ownerKind string, d time.Duration)
+	PodTermination(namespace, ownerKind string, d time.Duration, overrun bool)
+	ContainerStop(namespace string, d time.Duration, sigkill bool)
+	GracePeriodOverrun(namespace string)
+	ContainerExit(namespace, cause string)
+	OOMKill(namespace, scope string) // scope: memcg or node
+	CNICall(plugin, command, result string, d time.Duration)
+	Signal(signal, senderKind string) // senderKind: runtime, kubelet, in_pod, external, kernel
+	CorrelationMiss(reason string)
+	StuckTerminating(namespace string, stuck bool) // a pod entered (true) or left (false) the stuck state
+}
+
+// NopObserver discards measurements.
+type NopObserver struct{}
+
+func (NopObserver) PodStartup(string, string, time.Duration)           {}
+func (NopObserver) PodTermination(string, string, time.Duration, bool) {}
+func (NopObserver) ContainerStop(string, time.Duration, bool)          {}
+func (NopObserver) GracePeriodOverrun(string)                          {}
+func (NopObserver) ContainerExit(string, string)                       {}
+func (NopObserver) OOMKill(string, string)                             {}
+func (NopObserver) CNICall(string, string, string, time.Duration)      {}
+func (NopObserver) Signal(string, string)                              {}
+func (NopObserver) CorrelationMiss(string)                             {}
+func (NopObserver) StuckTerminating(string, bool)                      {}
