@@ -59,9 +59,10 @@ for r in $(seq "$ROUNDS"); do
 	echo "$on" | awk '{print $3}' >>"$work/on"
 	received=$(grep -o 'received=[0-9]*' "$work/log$r" | cut -d= -f2)
 	lost=$(grep -o '[a-z_]*=[0-9]*/[0-9]*' "$work/log$r" | awk -F'[=/]' '{s+=$3} END {print s}')
-	# The storm process joins the cgroup, then forks+execs N children that exit;
-	# it exits itself: N forks + N execs + N exits + 1 exit (no signals: SIGCHLD is filtered).
-	expected=$((3 * N + 1))
+	# The storm's cgroup is made (1 mkdir), the storm process joins it and
+	# forks+execs N children that exit, then exits itself:
+	# 1 + N forks + N execs + N exits + 1 exit (no signals: SIGCHLD is filtered).
+	expected=$((3 * N + 2))
 	cpu_us=$(awk -v a="$c0" -v b="$c1" -v hz="$hz" -v n="$received" 'BEGIN {printf "%.2f", (b - a) / hz * 1e6 / n}')
 	kns=$(echo "$stats" | awk '{ if ($2 > 0) printf "%.0f", $1 / $2; else print "n/a" }')
 	printf 'round %d: off %s exec/s, on %s exec/s, events expected %d received %d lost %d, tracer CPU %s us/event, in-kernel %s ns/exec (%s runs), peak RSS %d KiB\n' \

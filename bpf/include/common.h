@@ -20,6 +20,8 @@ volatile const __u32 cfg_hierarchy_id = 0;    /* hierarchy whose mkdir/rmdir we 
 volatile const __s32 cfg_report_level = 1;    /* also report mkdir/rmdir at this level or above, so new roots are seen */
 volatile const __u64 cfg_signal_mask = ~0ULL; /* bit (sig-1) set: report that signal */
 volatile const __u32 cfg_wakeup_bytes = 0;    /* wake the reader only past this much pending data (0: every event) */
+volatile const __s32 cfg_min_root_level = 0;  /* shallowest and deepest level of a watched root: */
+volatile const __s32 cfg_max_root_level = 15; /* only those ancestor levels are looked up */
 
 #define MAX_CGROUP_LEVEL 16
 #define MAX_ENV_VARS 128
@@ -143,18 +145,23 @@ static __always_inline __u32 tracked(__u32 tgid)
 	return o ? *o : 0;
 }
 
-static __always_inline void fill_header(struct event_header *h, __u32 type, __u32 origin,
-					struct task_struct *t, __u64 cgid)
+/* Every event's header describes the current task: the exec'ing, forking or
+ * exiting process, a signal's sender or receiver, the OOM killer's context,
+ * the task making a cgroup. The current-task helpers are the cheapest way in. */
+static __always_inline void fill_header(struct event_header *h, __u32 type, __u32 origin, __u64 cgid)
 {
+	struct task_struct *cur = (struct task_struct *)bpf_get_current_task();
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+
 	h->type = type;
 	h->origin = origin;
 	h->ktime_ns = bpf_ktime_get_boot_ns();
 	h->cgroup_id = cgid;
-	h->tgid = BPF_CORE_READ(t, tgid);
-	h->pid = BPF_CORE_READ(t, pid);
-	h->ppid = BPF_CORE_READ(t, real_parent, tgid);
+	h->tgid = pid_tgid >> 32;
+	h->pid = (__u32)pid_tgid;
+	h->ppid = BPF_CORE_READ(cur, real_parent, tgid);
 	h->_pad = 0;
-	BPF_CORE_READ_STR_INTO(&h->comm, t, comm);
+	bpf_get_current_comm(&h->comm, sizeof(h->comm));
 }
 
 #endif /* __PODTRACE_COMMON_H */

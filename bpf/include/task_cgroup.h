@@ -57,9 +57,41 @@ static __always_inline bool cgroup_watched(struct cgroup *cg)
 	for (int i = 0; i < MAX_CGROUP_LEVEL; i++) {
 		u64 id;
 
-		if (i > level)
+		if (i < cfg_min_root_level)
+			continue;
+		if (i > level || i > cfg_max_root_level)
 			break;
 		id = ancestor_id(cg, i);
+		if (bpf_map_lookup_elem(&watched_cgroups, &id))
+			return true;
+	}
+	return false;
+}
+
+/* The current task's cgroup id. On v2 one helper call does it. */
+static __always_inline u64 current_cgroup_id(void)
+{
+	if (!cfg_cgroup_v1)
+		return bpf_get_current_cgroup_id();
+	return task_cgroup_id((struct task_struct *)bpf_get_current_task());
+}
+
+/* Whether the current task is in a watched subtree. On v2 the ancestor ids
+ * come from one helper call per level, with no pointer walking. */
+static __always_inline bool current_watched(void)
+{
+	if (cfg_cgroup_v1)
+		return cgroup_watched(task_cgroup((struct task_struct *)bpf_get_current_task()));
+	for (int i = 0; i < MAX_CGROUP_LEVEL; i++) {
+		u64 id;
+
+		if (i < cfg_min_root_level)
+			continue;
+		if (i > cfg_max_root_level)
+			break;
+		id = bpf_get_current_ancestor_cgroup_id(i);
+		if (!id) /* deeper than the task's own cgroup */
+			break;
 		if (bpf_map_lookup_elem(&watched_cgroups, &id))
 			return true;
 	}

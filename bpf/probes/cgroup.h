@@ -8,7 +8,6 @@
 
 static __always_inline int cgroup_event(struct cgroup *cgrp, const char *path, __u32 type)
 {
-	struct task_struct *cur = (struct task_struct *)bpf_get_current_task_btf();
 	struct cgroup_event *e;
 	__u32 origin = 0;
 	int level;
@@ -24,7 +23,7 @@ static __always_inline int cgroup_event(struct cgroup *cgrp, const char *path, _
 	e = reserve(type, sizeof(*e));
 	if (!e)
 		return 0;
-	fill_header(&e->hdr, type, origin, cur, task_cgroup_id(cur));
+	fill_header(&e->hdr, type, origin, current_cgroup_id());
 	e->id = cgroup_id(cgrp);
 	e->level = level;
 	e->hierarchy_id = cfg_hierarchy_id;

@@ -14,18 +14,15 @@
 SEC("tracepoint/oom/mark_victim")
 int handle_mark_victim(struct trace_event_raw_mark_victim *ctx)
 {
-	struct task_struct *cur = (struct task_struct *)bpf_get_current_task();
 	__u32 victim = BPF_CORE_READ(ctx, pid);
 	struct oom_event *e;
-	struct cgroup *cg;
 	__u64 cgid;
 
 	e = reserve(EVENT_OOM_KILL, sizeof(*e));
 	if (!e)
 		return 0;
-	cg = task_cgroup(cur);
-	cgid = cgroup_id(cg);
-	fill_header(&e->hdr, EVENT_OOM_KILL, 0, cur, cgid);
+	cgid = current_cgroup_id();
+	fill_header(&e->hdr, EVENT_OOM_KILL, 0, cgid);
 	e->victim_tgid = victim;
 	e->flags = 0;
 	e->victim_cgroup_id = 0;
@@ -42,7 +39,7 @@ int handle_mark_victim(struct trace_event_raw_mark_victim *ctx)
 		e->flags |= OOM_F_VICTIM_KNOWN;
 		e->victim_cgroup_id = cgid;
 		__builtin_memcpy(e->victim_comm, e->hdr.comm, sizeof(e->victim_comm));
-		if (cgroup_watched(cg))
+		if (current_watched())
 			e->hdr.origin |= ORIGIN_TARGET;
 	}
 	if (bpf_core_field_exists(ctx->anon_rss)) {

@@ -36,8 +36,7 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	if (is_self(tgid))
 		return 0;
 
-	struct cgroup *cg = task_cgroup(p);
-	if (cgroup_watched(cg))
+	if (current_watched())
 		origin |= ORIGIN_WATCHED;
 	origin |= tracked(tgid);
 
@@ -62,8 +61,8 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	if (!e)
 		return 0;
 
-	cgid = cgroup_id(cg);
-	fill_header(&e->hdr, EVENT_EXEC, origin, p, cgid);
+	cgid = current_cgroup_id();
+	fill_header(&e->hdr, EVENT_EXEC, origin, cgid);
 	e->flags = 0;
 	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), filename);
 
@@ -94,15 +93,14 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	__u32 child_pid = BPF_CORE_READ(child, pid);
 	__u32 ptgid = BPF_CORE_READ(parent, tgid);
 	struct fork_event *e;
-	struct cgroup *cg;
 	__u32 origin = 0;
 
 	/* New threads are not new processes. */
 	if (child_pid != child_tgid || is_self(ptgid))
 		return 0;
 
-	cg = task_cgroup(parent);
-	if (cgroup_watched(cg))
+	/* parent is the current task */
+	if (current_watched())
 		origin |= ORIGIN_WATCHED;
 	origin |= tracked(ptgid);
 	if (!origin)
@@ -111,7 +109,7 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	e = reserve(EVENT_FORK, sizeof(*e));
 	if (!e)
 		return 0;
-	fill_header(&e->hdr, EVENT_FORK, origin, parent, cgroup_id(cg));
+	fill_header(&e->hdr, EVENT_FORK, origin, current_cgroup_id());
 	e->child_tgid = child_tgid;
 	e->child_pid = child_pid;
 	submit(e);
@@ -143,7 +141,6 @@ int handle_exit(u64 *ctx)
 	struct task_struct *p = (struct task_struct *)ctx[0];
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 	struct exit_event *e;
-	struct cgroup *cg;
 	bool group_dead;
 	__u32 origin = 0;
 
@@ -163,8 +160,8 @@ int handle_exit(u64 *ctx)
 	if (!group_dead)
 		return 0;
 
-	cg = task_cgroup(p);
-	if (cgroup_watched(cg))
+	/* p is the current task */
+	if (current_watched())
 		origin |= ORIGIN_WATCHED;
 	origin |= tracked(tgid);
 	if (!origin)
@@ -182,7 +179,7 @@ int handle_exit(u64 *ctx)
 	e = reserve(EVENT_EXIT, sizeof(*e));
 	if (!e)
 		return 0;
-	fill_header(&e->hdr, EVENT_EXIT, origin, p, cgroup_id(cg));
+	fill_header(&e->hdr, EVENT_EXIT, origin, current_cgroup_id());
 	e->exit_code = BPF_CORE_READ(p, exit_code);
 	e->_pad = 0;
 	e->start_ns = BPF_CORE_READ(p, group_leader, start_boottime);

@@ -48,10 +48,9 @@ SEC("tp_btf/signal_generate")
 int BPF_PROG(handle_signal_generate, int sig, struct kernel_siginfo *info, struct task_struct *task,
 	     int group, int result)
 {
-	struct task_struct *cur = (struct task_struct *)bpf_get_current_task_btf();
 	__u32 ttgid = BPF_CORE_READ(task, tgid);
 	struct signal_event *e;
-	struct cgroup *tcg, *scg;
+	struct cgroup *tcg;
 	__u32 origin = 0, tflags = 0;
 
 	if (!signal_wanted(sig) || is_self(ttgid))
@@ -64,8 +63,7 @@ int BPF_PROG(handle_signal_generate, int sig, struct kernel_siginfo *info, struc
 	if (!origin)
 		return 0;
 
-	scg = task_cgroup(cur);
-	if (cgroup_watched(scg))
+	if (current_watched())
 		tflags |= SIGNAL_SENDER_WATCHED;
 	if (BPF_CORE_READ(task, signal, flags) & SIGNAL_UNKILLABLE)
 		tflags |= SIGNAL_TARGET_NS_INIT;
@@ -73,7 +71,7 @@ int BPF_PROG(handle_signal_generate, int sig, struct kernel_siginfo *info, struc
 	e = reserve(EVENT_SIGNAL_GENERATE, sizeof(*e));
 	if (!e)
 		return 0;
-	fill_header(&e->hdr, EVENT_SIGNAL_GENERATE, origin, cur, cgroup_id(scg));
+	fill_header(&e->hdr, EVENT_SIGNAL_GENERATE, origin, current_cgroup_id());
 	e->sig = sig;
 	/* SEND_SIG_NOINFO (0) and SEND_SIG_PRIV (1) are not real pointers. */
 	if ((unsigned long)info == 0)
@@ -97,10 +95,8 @@ int BPF_PROG(handle_signal_generate, int sig, struct kernel_siginfo *info, struc
 SEC("tp_btf/signal_deliver")
 int BPF_PROG(handle_signal_deliver, int sig, struct kernel_siginfo *info, struct k_sigaction *ka)
 {
-	struct task_struct *cur = (struct task_struct *)bpf_get_current_task_btf();
-	__u32 tgid = BPF_CORE_READ(cur, tgid);
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct signal_deliver_event *e;
-	struct cgroup *cg;
 	__u32 origin = 0;
 
 	if (!signal_wanted(sig) || is_self(tgid))
@@ -110,8 +106,7 @@ int BPF_PROG(handle_signal_deliver, int sig, struct kernel_siginfo *info, struct
 	 * was generated): not news. */
 	if (sig == 9 && !info)
 		return 0;
-	cg = task_cgroup(cur);
-	if (cgroup_watched(cg))
+	if (current_watched())
 		origin |= ORIGIN_WATCHED;
 	origin |= tracked(tgid);
 	if (!origin)
@@ -120,7 +115,7 @@ int BPF_PROG(handle_signal_deliver, int sig, struct kernel_siginfo *info, struct
 	e = reserve(EVENT_SIGNAL_DELIVER, sizeof(*e));
 	if (!e)
 		return 0;
-	fill_header(&e->hdr, EVENT_SIGNAL_DELIVER, origin, cur, cgroup_id(cg));
+	fill_header(&e->hdr, EVENT_SIGNAL_DELIVER, origin, current_cgroup_id());
 	e->sig = sig;
 	e->code = info ? BPF_CORE_READ(info, si_code) : 0;
 	e->disposition = disposition((unsigned long)BPF_CORE_READ(ka, sa.sa_handler));

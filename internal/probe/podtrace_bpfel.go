@@ -180,6 +180,8 @@ const (
 	podtraceVarCfgCgroupV1           = "cfg_cgroup_v1"
 	podtraceVarCfgExitHasGroupDead   = "cfg_exit_has_group_dead"
 	podtraceVarCfgHierarchyId        = "cfg_hierarchy_id"
+	podtraceVarCfgMaxRootLevel       = "cfg_max_root_level"
+	podtraceVarCfgMinRootLevel       = "cfg_min_root_level"
 	podtraceVarCfgReportLevel        = "cfg_report_level"
 	podtraceVarCfgSelfTgid           = "cfg_self_tgid"
 	podtraceVarCfgSignalMask         = "cfg_signal_mask"
@@ -269,6 +271,8 @@ type podtraceVariableSpecs struct {
 	CfgCgroupV1         *ebpf.VariableSpec `ebpf:"cfg_cgroup_v1"`
 	CfgExitHasGroupDead *ebpf.VariableSpec `ebpf:"cfg_exit_has_group_dead"`
 	CfgHierarchyId      *ebpf.VariableSpec `ebpf:"cfg_hierarchy_id"`
+	CfgMaxRootLevel     *ebpf.VariableSpec `ebpf:"cfg_max_root_level"`
+	CfgMinRootLevel     *ebpf.VariableSpec `ebpf:"cfg_min_root_level"`
 	CfgReportLevel      *ebpf.VariableSpec `ebpf:"cfg_report_level"`
 	CfgSelfTgid         *ebpf.VariableSpec `ebpf:"cfg_self_tgid"`
 	CfgSignalMask       *ebpf.VariableSpec `ebpf:"cfg_signal_mask"`
@@ -335,6 +339,8 @@ type podtraceVariables struct {
 	CfgCgroupV1         *ebpf.Variable `ebpf:"cfg_cgroup_v1"`
 	CfgExitHasGroupDead *ebpf.Variable `ebpf:"cfg_exit_has_group_dead"`
 	CfgHierarchyId      *ebpf.Variable `ebpf:"cfg_hierarchy_id"`
+	CfgMaxRootLevel     *ebpf.Variable `ebpf:"cfg_max_root_level"`
+	CfgMinRootLevel     *ebpf.Variable `ebpf:"cfg_min_root_level"`
 	CfgReportLevel      *ebpf.Variable `ebpf:"cfg_report_level"`
 	CfgSelfTgid         *ebpf.Variable `ebpf:"cfg_self_tgid"`
 	CfgSignalMask       *ebpf.Variable `ebpf:"cfg_signal_mask"`

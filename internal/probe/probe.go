@@ -32,11 +32,17 @@ type Probes struct {
 
 	mu    sync.Mutex
 	roots map[string]bool // configured roots, by path relative to the hierarchy
+	// The kernel only looks up ancestors at the levels of the roots
+	// configured at load time.
+	minLevel, maxLevel int
 }
 
 // Load checks the host, loads the programs with cfg applied and attaches them.
 func Load(cfg Config) (*Probes, error) {
 	cfg.withDefaults()
+	if len(cfg.CgroupRoots) == 0 {
+		return nil, errors.New("probe config: no cgroup roots to watch")
+	}
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("probe config: %w", err)
 	}
@@ -58,9 +64,13 @@ func Load(cfg Config) (*Probes, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse embedded BPF object: %w", err)
 	}
-	maxLevel := 1
+	minLevel, maxLevel := 15, 0
 	for _, r := range cfg.CgroupRoots {
+		minLevel = min(minLevel, rootLevel(r))
 		maxLevel = max(maxLevel, rootLevel(r))
+	}
+	if minLevel > maxLevel {
+		minLevel = maxLevel
 	}
 	groupDead, err := exitHasGroupDead()
 	if err != nil {
@@ -92,7 +102,7 @@ func Load(cfg Config) (*Probes, error) {
 	}
 	spec.Maps["events"].MaxEntries = uint32(cfg.RingBufferBytes)
 
-	p := &Probes{cfg: cfg, layout: layout, log: cfg.Logger, roots: map[string]bool{}}
+	p := &Probes{cfg: cfg, layout: layout, log: cfg.Logger, roots: map[string]bool{}, minLevel: minLevel, maxLevel: maxLevel}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
 		return nil, verifierError(err)
 	}
@@ -181,6 +191,9 @@ func (p *Probes) configure() error {
 // it is created; os.ErrNotExist is returned for it.
 func (p *Probes) AddRoot(rel string) error {
 	rel = "/" + strings.Trim(rel, "/")
+	if l := rootLevel(rel); l < p.minLevel || l > p.maxLevel {
+		return fmt.Errorf("cgroup root %s is at level %d; the probes were loaded for roots at levels %d to %d", rel, l, p.minLevel, p.maxLevel)
+	}
 	p.mu.Lock()
 	p.roots[rel] = true
 	p.mu.Unlock()
