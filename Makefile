@@ -9,8 +9,9 @@ GENERATED := internal/probe/podtrace_bpfel.go internal/probe/podtrace_bpfel.o
 help: ## list targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-deps: ## install build and test dependencies (Debian, as root)
+deps: ## install build and test dependencies (Debian, as root; idempotent)
 	bash scripts/install-deps.sh
+	bash test/vm/install-deps.sh
 
 generate: ## regenerate the eBPF object and Go bindings from bpf/
 	cd internal/probe && $(GO) generate ./...
@@ -21,10 +22,10 @@ check-generate: ## fail if the committed eBPF objects differ from what bpf/ gene
 build: ## build the tracer into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/tracer ./cmd/tracer
 
-run: build ## trace this node (needs root): kernel events as they happen
-	sudo $(BIN)/tracer
+run: deps build ## trace this node (root): installs what it needs, then prints pod lifecycle events
+	$(BIN)/tracer $(ARGS)
 
-test: check-generate ## all tests (the probe tests need root) and the 6.1 guest kernel run
+test: deps check-generate ## everything CI runs (root): unit, real-kernel, containerd and 6.1-guest tests
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
 	$(MAKE) test-vm
