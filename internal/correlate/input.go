@@ -21,7 +21,38 @@ type Input struct {
 	Pod     *PodInfo    `json:"pod,omitempty"`     // the API server's view of a pod
 	Event   *K8sEvent   `json:"event,omitempty"`   // a Kubernetes Event about a pod
 	API     *APIStatus  `json:"api,omitempty"`     // API server reachability changed
+	Cgroup  *CgroupSeen `json:"cgroup,omitempty"`  // a cgroup found at start-up (seeding)
+	Proc    *ProcSeen   `json:"proc,omitempty"`    // a process found at start-up (seeding)
+	Losses  *Losses     `json:"losses,omitempty"`  // the kernel lost events (ring buffer full)
+	Start   *Start      `json:"start,omitempty"`   // the tracer started: facts before this are partial
 	Tick    bool        `json:"tick,omitempty"`    // no fact: time passed (timers fire)
+}
+
+// CgroupSeen is an existing cgroup found by walking cgroupfs at start-up.
+type CgroupSeen struct {
+	ID   uint64 `json:"id"`
+	Path string `json:"path"` // relative to the hierarchy root
+}
+
+// ProcSeen is an existing process found in /proc at start-up.
+type ProcSeen struct {
+	PID      uint32    `json:"pid"`
+	PPID     uint32    `json:"ppid"`
+	CgroupID uint64    `json:"cgroup_id"`
+	Comm     string    `json:"comm"`
+	Args     []string  `json:"args,omitempty"`
+	Started  time.Time `json:"started"`
+}
+
+// Losses reports kernel events lost since the previous report.
+type Losses struct {
+	Lost uint64 `json:"lost"`
+}
+
+// Start marks the tracer's start: pods already alive are observed from here.
+type Start struct {
+	At       time.Time `json:"at"`
+	NodeName string    `json:"node_name,omitempty"`
 }
 
 // PodInfo is what the API server says about a pod, reduced to what the

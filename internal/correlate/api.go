@@ -1,0 +1,140 @@
+package correlate
+
+import (
+	"strings"
+	"time"
+)
+
+func (c *Correlator) podInfo(info *PodInfo) {
+	if c.cfg.NodeName != "" && info.NodeName != "" && info.NodeName != c.cfg.NodeName {
+		return
+	}
+	at := info.CreatedAt
+	if at.IsZero() {
+		at = c.now
+	}
+	p := c.pod(info.UID, at)
+	cp := *info
+	p.info = &cp
+	// Learn container names and init-ness from the spec.
+	for _, st := range append(append([]ContainerStatus(nil), info.InitStatuses...), info.Statuses...) {
+		if st.ContainerID == "" {
+			continue
+		}
+		ct := c.container(st.ContainerID, p)
+		if ct.name == "" {
+			ct.name = st.Name
+		}
+		if spec, isInit := p.spec(st.Name); isInit && spec != nil && !spec.Sidecar {
+			ct.init = true
+		}
+	}
+	if info.DeletionTimestamp != nil && p.deletedAt.IsZero() {
+		grace := int64(0)
+		if info.DeletionGracePeriodSeconds != nil {
+			grace = *info.DeletionGracePeriodSeconds
+		}
+		p.deadline = *info.DeletionTimestamp
+		p.grace = time.Duration(grace) * time.Second
+		p.deletedAt = p.deadline.Add(-p.grace)
+		p.forced = grace == 0
+		if p.terminating.IsZero() || p.deletedAt.Before(p.terminating) {
+			p.terminating = p.deletedAt
+		}
+	}
+	if info.Deleted {
+		c.maybeGone(p, c.now)
+		return
+	}
+	c.maybeStarted(p)
+}
+
+func (c *Correlator) k8sEvent(ev *K8sEvent) {
+	p, ok := c.pods[ev.PodUID]
+	if !ok {
+		if ev.PodUID == "" {
+			return
+		}
+		p = c.pod(ev.PodUID, ev.FirstTime)
+	}
+	if n, seen := p.events[ev.UID]; seen && n >= ev.Count {
+		return
+	}
+	p.events[ev.UID] = ev.Count
+	cp := *ev
+	p.k8sEvents = append(p.k8sEvents, &cp)
+	switch ev.Reason {
+	case "Pulling":
+		pl := p.pulls[ev.Container]
+		if pl == nil {
+			pl = &pull{container: ev.Container}
+			p.pulls[ev.Container] = pl
+		}
+		pl.start = ev.FirstTime
+	case "Pulled":
+		pl := p.pulls[ev.Container]
+		if pl == nil {
+			pl = &pull{container: ev.Container, start: ev.FirstTime}
+			p.pulls[ev.Container] = pl
+		}
+		pl.end = ev.LastTime
+		pl.message = ev.Message
+	case "Unhealthy":
+		for _, ct := range p.containers {
+			if ct.name == ev.Container && !ct.exited {
+				ct.probeFails = append(ct.probeFails, SpanEvent{Name: "probe failed", Time: ev.LastTime,
+					Attrs: []Attr{String("podtrace.probe.type", probeType(ev.Message)), String("message", ev.Message)}})
+			}
+		}
+	}
+	attrs := []Attr{String("k8s.event.reason", ev.Reason), String("message", ev.Message)}
+	if ev.Container != "" {
+		attrs = append(attrs, String("k8s.container.name", ev.Container))
+	}
+	if ev.Count > 1 {
+		attrs = append(attrs, Int("k8s.event.count", int64(ev.Count)))
+	}
+	p.rootEvents = append(p.rootEvents, SpanEvent{Name: "k8s." + ev.Reason, Time: ev.LastTime, Attrs: attrs})
+}
+
+func probeType(msg string) string {
+	switch {
+	case strings.HasPrefix(msg, "Liveness"):
+		return "liveness"
+	case strings.HasPrefix(msg, "Readiness"):
+		return "readiness"
+	case strings.HasPrefix(msg, "Startup"):
+		return "startup"
+	}
+	return "unknown"
+}
+
+func (c *Correlator) apiStatus(st *APIStatus) {
+	c.apiKnown = true
+	c.apiUp = st.Available
+	reason := st.Err
+	if st.Forbidden {
+		reason = "forbidden (RBAC): " + st.Err
+	}
+	c.apiReason = reason
+	if !st.Available {
+		for _, p := range c.pods {
+			p.degraded["apiserver unavailable: "+reason] = true
+		}
+	}
+}
+
+// recentEvent finds the last Kubernetes event with a reason for a container
+// in [from, to].
+func (p *pod) recentEvent(reason, container string, from, to time.Time) *K8sEvent {
+	for i := len(p.k8sEvents) - 1; i >= 0; i-- {
+		ev := p.k8sEvents[i]
+		if ev.Reason != reason || (container != "" && ev.Container != "" && ev.Container != container) {
+			continue
+		}
+		if !ev.LastTime.Before(from.Add(-2*time.Second)) && !ev.LastTime.After(to.Add(2*time.Second)) {
+			return ev
+		}
+	}
+	return nil
+}

@@ -1,0 +1,196 @@
+// Package correlate is podtrace's lifecycle model: kernel events, the
+// container runtime's view and the API server's view go in as one ordered
+// stream of Inputs; pod facts are kept per pod; finished phases come out as
+// spans (one trace per pod) and measurements go to an Observer.
+//
+// The model is a deterministic state machine. It reads no clock and no
+// filesystem: every time it uses comes from the inputs (facts carry their own
+// timestamps, Input.Time drives timers), so the same stream always yields the
+// same spans — `tracer replay` relies on that.
+package correlate
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/correlate/cgroupid"
+	"github.com/podtrace/podtrace/internal/cri"
+	"github.com/podtrace/podtrace/internal/probe"
+)
+
+// Config configures a Correlator.
+type Config struct {
+	NodeName string
+	Sink     Sink
+	Observer Observer
+	// CgroupRoots are extra kubepods root names (besides kubepods and
+	// kubepods.slice), e.g. a test's custom root.
+	CgroupRoots []string
+	// StuckAfter: a terminating pod still present this long after its
+	// deletion deadline is reported stuck.
+	StuckAfter time.Duration
+	// ReadyFallback: without an API server, a pod counts as started once all
+	// its known app containers have run this long (there is no readiness).
+	Logger *slog.Logger
+}
+
+// Stats are the correlator's own counters.
+type Stats struct {
+	Inputs       uint64
+	Misses       map[string]uint64 // correlation misses by reason
+	LivePods     int
+	LiveProcs    int
+	SpansEmitted uint64
+}
+
+// Correlator is the lifecycle state machine. It is not safe for concurrent
+// use: one goroutine feeds it.
+type Correlator struct {
+	cfg    Config
+	parser *cgroupid.Parser
+	log    *slog.Logger
+
+	now        time.Time
+	started    time.Time // tracer start (Input.Start), zero if unknown
+	apiUp      bool
+	apiKnown   bool
+	apiReason  string
+	runtimeGap *cri.Gap
+
+	cgroups    map[uint64]*cgroupRef
+	pods       map[string]*pod
+	bySandbox  map[string]*pod
+	containers map[string]*container
+	procs      map[uint32]*proc
+	cni        map[uint32]*cniRun
+
+	stats Stats
+}
+
+type cgroupRef struct {
+	id      uint64
+	path    string
+	ident   cgroupid.Identity
+	removed bool
+}
+
+// New returns a Correlator.
+func New(cfg Config) *Correlator {
+	if cfg.Observer == nil {
+		cfg.Observer = NopObserver{}
+	}
+	if cfg.Sink == nil {
+		cfg.Sink = SinkFunc(func(Span) {})
+	}
+	if cfg.StuckAfter == 0 {
+		cfg.StuckAfter = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Correlator{
+		cfg:        cfg,
+		parser:     cgroupid.NewParser(cfg.CgroupRoots...),
+		log:        cfg.Logger,
+		cgroups:    map[uint64]*cgroupRef{},
+		pods:       map[string]*pod{},
+		bySandbox:  map[string]*pod{},
+		containers: map[string]*container{},
+		procs:      map[uint32]*proc{},
+		cni:        map[uint32]*cniRun{},
+		stats:      Stats{Misses: map[string]uint64{}},
+	}
+}
+
+// Stats returns a copy of the counters.
+func (c *Correlator) Stats() Stats {
+	s := c.stats
+	s.Misses = make(map[string]uint64, len(c.stats.Misses))
+	for k, v := range c.stats.Misses {
+		s.Misses[k] = v
+	}
+	s.LivePods = len(c.pods)
+	s.LiveProcs = len(c.procs)
+	return s
+}
+
+func (c *Correlator) miss(reason string) {
+	c.stats.Misses[reason]++
+	c.cfg.Observer.CorrelationMiss(reason)
+}
+
+// Handle feeds one input through the model.
+func (c *Correlator) Handle(in Input) {
+	c.stats.Inputs++
+	if in.Time.After(c.now) {
+		c.now = in.Time
+	}
+	switch {
+	case in.Kernel != nil:
+		c.kernel(in.Kernel)
+	case in.Runtime != nil:
+		c.runtime(in.Runtime)
+	case in.Pod != nil:
+		c.podInfo(in.Pod)
+	case in.Event != nil:
+		c.k8sEvent(in.Event)
+	case in.API != nil:
+		c.apiStatus(in.API)
+	case in.Cgroup != nil:
+		c.cgroupSeen(in.Cgroup.ID, in.Cgroup.Path, c.now, true)
+	case in.Proc != nil:
+		c.procSeen(in.Proc)
+	case in.Losses != nil:
+		c.losses(in.Losses.Lost)
+	case in.Start != nil:
+		c.started = in.Start.At
+		if in.Start.NodeName != "" && c.cfg.NodeName == "" {
+			c.cfg.NodeName = in.Start.NodeName
+		}
+	}
+	c.tick()
+}
+
+// Flush ends the model: every live pod's root span is emitted, marked
+// unfinished (the tracer is shutting down). Phases in progress are emitted
+// as unfinished too, so a restart does not lose what was seen.
+func (c *Correlator) Flush() {
+	for _, uid := range sortedKeys(c.pods) {
+		p := c.pods[uid]
+		c.finishPod(p, c.now, "tracer stopped")
+	}
+}
+
+func (c *Correlator) kernel(ev probe.Event) {
+	switch e := ev.(type) {
+	case *probe.CgroupEvent:
+		if e.Type == probe.EventCgroupMkdir {
+			c.cgroupSeen(e.ID, e.Path, e.Time, false)
+		} else {
+			c.cgroupRemoved(e.ID, e.Path, e.Time)
+		}
+	case *probe.ExecEvent:
+		c.exec(e)
+	case *probe.ForkEvent:
+		c.fork(e)
+	case *probe.ExitEvent:
+		c.exit(e)
+	case *probe.SignalEvent:
+		c.signal(e)
+	case *probe.SignalDeliverEvent:
+		c.deliver(e)
+	case *probe.OOMEvent:
+		c.oom(e)
+	}
+}
+
+func (c *Correlator) losses(n uint64) {
+	if n == 0 {
+		return
+	}
+	for _, p := range c.pods {
+		p.eventsLost += n
+		p.rootEvents = append(p.rootEvents, SpanEvent{Name: "podtrace.events_lost", Time: c.now,
+			Attrs: []Attr{Int("podtrace.events_lost", int64(n))}})
+	}
+}

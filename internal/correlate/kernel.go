@@ -1,0 +1,477 @@
+package correlate
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/correlate/cgroupid"
+	"github.com/podtrace/podtrace/internal/probe"
+)
+
+// container is one container (one attempt) of a pod, sandbox included.
+type container struct {
+	id           string
+	pod          *pod
+	name         string
+	attempt      uint32
+	sandbox      bool
+	init         bool // an init container (not a sidecar)
+	podName      string
+	podNamespace string
+	memLimit     int64
+
+	cgroupID  uint64
+	cgroupAt  time.Time
+	createdAt time.Time
+	startedAt time.Time // the runtime's StartedAt
+
+	initPID    uint32
+	initExec   time.Time
+	initArgs   []string
+	sessions   map[uint32]*session
+	signals    []signalRec
+	delivered  map[syscall.Signal]probe.Disposition
+	oom        *probe.OOMEvent
+	oomScope   string
+	probeFails []SpanEvent
+
+	backoffDone bool
+	exited      bool
+	exitAt      time.Time
+	exitCode    int
+	exitSignal  syscall.Signal
+	reason      string // runtime's reason (OOMKilled, Error, Completed)
+	removed     bool
+}
+
+type proc struct {
+	tgid    uint32
+	ctr     *container
+	session *session // the exec session it belongs to, nil for the init tree
+}
+
+// session is a process started in a container from outside it after its
+// init: a lifecycle hook, an exec probe or a kubectl exec.
+type session struct {
+	pid   uint32
+	args  []string
+	start time.Time
+	kind  string // poststart, prestop, probe.startup, probe.readiness, probe.liveness, exec
+}
+
+type signalRec struct {
+	at          time.Time
+	sig         syscall.Signal
+	senderPID   uint32
+	senderComm  string
+	senderKind  string
+	code        int32
+	result      probe.SignalResult
+	disposition probe.Disposition
+	nsInit      bool
+	toInit      bool
+}
+
+type cniRun struct {
+	pid          uint32
+	plugin       string
+	command      string
+	containerID  string
+	ifname       string
+	netns        string
+	podUID       string
+	podNamespace string
+	podName      string
+	start, end   time.Time
+	exitCode     int
+	signal       syscall.Signal
+	done         bool
+}
+
+// cgroupSeen records a cgroup and what it is.
+func (c *Correlator) cgroupSeen(id uint64, path string, at time.Time, seeded bool) {
+	ident, err := c.parser.Parse(path)
+	ref := &cgroupRef{id: id, path: path, ident: ident}
+	c.cgroups[id] = ref
+	if err != nil {
+		return // not a pod's cgroup (a root, a QoS slice, or unrelated)
+	}
+	switch ident.Kind {
+	case cgroupid.KindPod:
+		p := c.pod(ident.PodUID, at)
+		if p.sandboxCreated.IsZero() && !seeded {
+			p.sandboxCreated = at
+		}
+	case cgroupid.KindContainer:
+		if ident.Sub != "" || ident.Conmon {
+			return
+		}
+		p := c.pod(ident.PodUID, at)
+		ct := c.container(ident.ContainerID, p)
+		if ct.cgroupID == 0 {
+			ct.cgroupID = id
+			ct.cgroupAt = at
+		}
+	}
+}
+
+func (c *Correlator) cgroupRemoved(id uint64, path string, at time.Time) {
+	ref := c.cgroups[id]
+	if ref == nil {
+		ident, err := c.parser.Parse(path)
+		if err != nil {
+			return
+		}
+		ref = &cgroupRef{id: id, path: path, ident: ident}
+	}
+	ref.removed = true
+	delete(c.cgroups, id)
+	if ref.ident.Kind == cgroupid.KindPod {
+		if p, ok := c.pods[ref.ident.PodUID]; ok {
+			p.cgroupRemoved = at
+			c.maybeGone(p, at)
+		}
+	}
+}
+
+// container returns (creating) the container with this id.
+func (c *Correlator) container(id string, p *pod) *container {
+	if ct, ok := c.containers[id]; ok {
+		if ct.pod == nil && p != nil {
+			ct.pod = p
+			p.containers = append(p.containers, ct)
+		}
+		return ct
+	}
+	ct := &container{id: id, pod: p, sessions: map[uint32]*session{}, delivered: map[syscall.Signal]probe.Disposition{}}
+	c.containers[id] = ct
+	if p != nil {
+		p.containers = append(p.containers, ct)
+		if p.sandboxID == id {
+			ct.sandbox = true
+		}
+	}
+	return ct
+}
+
+// byCgroup finds the container a cgroup id belongs to.
+func (c *Correlator) byCgroup(id uint64) *container {
+	ref := c.cgroups[id]
+	if ref == nil || ref.ident.Kind != cgroupid.KindContainer {
+		return nil
+	}
+	return c.containers[ref.ident.ContainerID]
+}
+
+func (c *Correlator) procSeen(ps *ProcSeen) {
+	ct := c.byCgroup(ps.CgroupID)
+	if ct == nil {
+		return
+	}
+	pr := &proc{tgid: ps.PID, ctr: ct}
+	if parent, ok := c.procs[ps.PPID]; ok && parent.ctr == ct {
+		pr.session = parent.session
+	} else if ct.initPID == 0 {
+		ct.initPID = ps.PID
+		ct.initExec = ps.Started
+		ct.initArgs = ps.Args
+	}
+	c.procs[ps.PID] = pr
+}
+
+func (c *Correlator) exec(e *probe.ExecEvent) {
+	if e.CNI != nil {
+		c.cniExec(e)
+		return
+	}
+	if e.Origin&probe.OriginWatched == 0 {
+		return // a runtime process: its facts come through CRI
+	}
+	ct := c.byCgroup(e.CgroupID)
+	if ct == nil {
+		if ref := c.cgroups[e.CgroupID]; ref == nil {
+			c.miss("exec_unknown_cgroup")
+		}
+		return
+	}
+	if pr, ok := c.procs[e.TGID]; ok && pr.ctr == ct {
+		// A process of the container exec'd again (a shell exec'ing the app).
+		if pr.session == nil && ct.initPID == e.TGID {
+			ct.initArgs = e.Args
+		} else if pr.session != nil && pr.session.pid == e.TGID {
+			pr.session.args = e.Args
+		}
+		return
+	}
+	if parent, ok := c.procs[e.PPID]; ok && parent.ctr == ct {
+		c.procs[e.TGID] = &proc{tgid: e.TGID, ctr: ct, session: parent.session}
+		return
+	}
+	// A process entering the container from outside: its init, then exec sessions.
+	if ct.initPID == 0 && !ct.exited {
+		ct.initPID = e.TGID
+		ct.initExec = e.Time
+		ct.initArgs = e.Args
+		c.procs[e.TGID] = &proc{tgid: e.TGID, ctr: ct}
+		c.backoff(ct)
+		return
+	}
+	s := &session{pid: e.TGID, args: e.Args, start: e.Time}
+	s.kind = c.sessionKind(ct, e.Args)
+	ct.sessions[e.TGID] = s
+	c.procs[e.TGID] = &proc{tgid: e.TGID, ctr: ct, session: s}
+}
+
+// sessionKind matches an exec session's argv to the pod spec's hooks and probes.
+func (c *Correlator) sessionKind(ct *container, args []string) string {
+	if ct.pod == nil {
+		return "exec"
+	}
+	spec, _ := ct.pod.spec(ct.name)
+	if spec == nil {
+		return "exec"
+	}
+	match := func(h *Handler) bool {
+		return h != nil && h.Kind == "exec" && len(h.Exec) > 0 && argsMatch(h.Exec, args)
+	}
+	switch {
+	case spec.PreStop != nil && match(spec.PreStop) && !ct.pod.terminating.IsZero():
+		return "prestop"
+	case spec.PostStart != nil && match(spec.PostStart):
+		return "poststart"
+	case spec.Startup != nil && match(&spec.Startup.Handler):
+		return "probe.startup"
+	case spec.Liveness != nil && match(&spec.Liveness.Handler):
+		if spec.Readiness != nil && match(&spec.Readiness.Handler) && !ct.pod.startupDone {
+			return "probe.readiness"
+		}
+		return "probe.liveness"
+	case spec.Readiness != nil && match(&spec.Readiness.Handler):
+		return "probe.readiness"
+	case spec.PreStop != nil && match(spec.PreStop):
+		return "prestop"
+	}
+	return "exec"
+}
+
+// argsMatch compares a spec command with a captured argv, whose tail may be
+// truncated (the kernel captures the first 256 bytes).
+func argsMatch(want, got []string) bool {
+	if len(got) == 0 || len(got) > len(want) {
+		return false
+	}
+	for i := range got {
+		if i == len(got)-1 {
+			return strings.HasPrefix(want[i], got[i])
+		}
+		if got[i] != want[i] {
+			return false
+		}
+	}
+	return len(got) == len(want)
+}
+
+func (c *Correlator) cniExec(e *probe.ExecEvent) {
+	r := &cniRun{
+		pid:          e.TGID,
+		plugin:       filepath.Base(e.Filename),
+		command:      e.CNI.Command,
+		containerID:  e.CNI.ContainerID,
+		ifname:       e.CNI.IfName,
+		netns:        e.CNI.NetNS,
+		podUID:       e.CNI.PodUID,
+		podNamespace: e.CNI.PodNamespace,
+		podName:      e.CNI.PodName,
+		start:        e.Time,
+	}
+	c.cni[e.TGID] = r
+}
+
+func (c *Correlator) cniPod(r *cniRun) *pod {
+	if r.podUID != "" {
+		return c.pod(r.podUID, r.start)
+	}
+	if p, ok := c.bySandbox[r.containerID]; ok {
+		return p
+	}
+	return nil
+}
+
+func (c *Correlator) fork(e *probe.ForkEvent) {
+	parent, ok := c.procs[e.TGID]
+	if !ok {
+		return
+	}
+	c.procs[e.ChildTGID] = &proc{tgid: e.ChildTGID, ctr: parent.ctr, session: parent.session}
+}
+
+func (c *Correlator) exit(e *probe.ExitEvent) {
+	if r, ok := c.cni[e.TGID]; ok {
+		delete(c.cni, e.TGID)
+		c.cniDone(r, e)
+		return
+	}
+	pr, ok := c.procs[e.TGID]
+	if !ok {
+		return
+	}
+	delete(c.procs, e.TGID)
+	ct := pr.ctr
+	if pr.session != nil {
+		if pr.session.pid == e.TGID {
+			delete(ct.sessions, e.TGID)
+			c.sessionDone(ct, pr.session, e)
+		}
+		return
+	}
+	if ct.initPID == e.TGID {
+		ct.exited = true
+		ct.exitAt = e.Time
+		ct.exitCode = e.ExitCode
+		ct.exitSignal = e.Signal
+		c.containerExited(ct)
+	}
+}
+
+func (c *Correlator) cniDone(r *cniRun, e *probe.ExitEvent) {
+	r.end = e.Time
+	r.exitCode = e.ExitCode
+	r.signal = e.Signal
+	r.done = true
+	result := "ok"
+	if r.exitCode != 0 || r.signal != 0 {
+		result = "error"
+	}
+	c.cfg.Observer.CNICall(r.plugin, r.command, result, r.end.Sub(r.start))
+	p := c.cniPod(r)
+	if p == nil {
+		c.miss("cni_unknown_pod")
+		return
+	}
+	switch r.command {
+	case "ADD":
+		p.cniAdd = append(p.cniAdd, r)
+		if r.end.After(p.sandboxReady) && p.startupDone == false {
+			p.sandboxReady = r.end
+		}
+	case "DEL":
+		p.cniDel = append(p.cniDel, r)
+		c.emit(p, c.cniSpan(p, r, c.terminationParent(p)))
+	default:
+		p.cniAdd = append(p.cniAdd, r)
+	}
+}
+
+func (c *Correlator) signal(e *probe.SignalEvent) {
+	kind := c.senderKind(e)
+	c.cfg.Observer.Signal(probe.SignalName(e.Signal), kind)
+	ct := c.byCgroup(e.TargetCgroupID)
+	if ct == nil {
+		return
+	}
+	rec := signalRec{
+		at: e.Time, sig: e.Signal, senderPID: e.TGID, senderComm: e.Comm, senderKind: kind,
+		code: e.Code, result: e.Result, disposition: e.Disposition, nsInit: e.TargetNSInit,
+		toInit: e.TargetTGID == ct.initPID,
+	}
+	ct.signals = append(ct.signals, rec)
+	p := ct.pod
+	if p != nil && rec.toInit && kind == "runtime" && p.terminating.IsZero() && (e.Signal == syscall.SIGTERM || e.Signal == syscall.SIGKILL) && c.stopping(p) {
+		// No API server told us about a deletion: the runtime's stop signal
+		// is where termination shows.
+		p.terminating = e.Time
+	}
+}
+
+// stopping tells whether a runtime stop signal means the pod is going away
+// (rather than a single container being restarted).
+func (c *Correlator) stopping(p *pod) bool {
+	if p.info != nil && p.info.DeletionTimestamp != nil {
+		return true
+	}
+	return p.info == nil
+}
+
+var runtimeComms = []string{"containerd-shim", "containerd", "runc", "crun", "conmon", "crio", "dockerd", "cri-dockerd"}
+
+func (c *Correlator) senderKind(e *probe.SignalEvent) string {
+	if e.Code == probe.SIKernel {
+		return "kernel"
+	}
+	if e.TGID == 0 {
+		return "kernel"
+	}
+	if e.Origin&probe.OriginRuntime != 0 {
+		return "runtime"
+	}
+	for _, r := range runtimeComms {
+		if strings.HasPrefix(e.Comm, r) {
+			return "runtime"
+		}
+	}
+	if e.Comm == "kubelet" {
+		return "kubelet"
+	}
+	sender := c.byCgroup(e.CgroupID)
+	target := c.byCgroup(e.TargetCgroupID)
+	if sender != nil && target != nil && sender.pod == target.pod {
+		return "in_pod"
+	}
+	if ref := c.cgroups[e.CgroupID]; ref != nil && target != nil && target.pod != nil && ref.ident.PodUID == target.pod.uid {
+		return "in_pod"
+	}
+	return "external"
+}
+
+func (c *Correlator) deliver(e *probe.SignalDeliverEvent) {
+	ct := c.byCgroup(e.CgroupID)
+	if ct == nil || e.TGID != ct.initPID {
+		return
+	}
+	if _, ok := ct.delivered[e.Signal]; !ok {
+		ct.delivered[e.Signal] = e.Disposition
+	}
+}
+
+func (c *Correlator) oom(e *probe.OOMEvent) {
+	var ct *container
+	if e.VictimKnown {
+		ct = c.byCgroup(e.VictimCgroupID)
+	}
+	if ct == nil {
+		if pr, ok := c.procs[e.VictimTGID]; ok {
+			ct = pr.ctr
+		}
+	}
+	if ct == nil {
+		c.miss("oom_unknown_victim")
+		return
+	}
+	ct.oom = e
+	scope := "node"
+	if ct.memLimit > 0 {
+		scope = "memcg"
+	} else if ct.pod != nil {
+		if spec, _ := ct.pod.spec(ct.name); spec != nil && spec.MemoryLimitBytes > 0 {
+			scope = "memcg"
+		}
+	}
+	ct.oomScope = scope
+	ns := ""
+	if ct.pod != nil {
+		ns = ct.pod.namespace()
+	}
+	c.cfg.Observer.OOMKill(ns, scope)
+}
+
+// signalOf returns the first signal of a kind sent to the container's init.
+func (ct *container) signalOf(sig syscall.Signal) *signalRec {
+	i := slices.IndexFunc(ct.signals, func(s signalRec) bool { return s.sig == sig && s.toInit })
+	if i < 0 {
+		return nil
+	}
+	return &ct.signals[i]
+}

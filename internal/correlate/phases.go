@@ -1,0 +1,549 @@
+package correlate
+
+import (
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/probe"
+)
+
+func sigNum(n int) syscall.Signal { return syscall.Signal(n) }
+
+// Span keys: stable names for a pod's spans (ids derive from them).
+const (
+	keyRoot        = "root"
+	keyStartup     = "startup"
+	keyTermination = "termination"
+)
+
+func (c *Correlator) rootID(p *pod) SpanID        { return p.spanID(keyRoot) }
+func (c *Correlator) startupID(p *pod) SpanID     { return p.spanID(keyStartup) }
+func (c *Correlator) terminationID(p *pod) SpanID { return p.spanID(keyTermination) }
+
+// terminationParent is the parent for spans of the pod's ending.
+func (c *Correlator) terminationParent(p *pod) SpanID {
+	if p.terminating.IsZero() {
+		return c.rootID(p)
+	}
+	return c.terminationID(p)
+}
+
+func containerAttrs(ct *container) []Attr {
+	a := []Attr{String("k8s.container.name", ct.name), String("container.id", ct.id)}
+	if ct.attempt > 0 {
+		a = append(a, Int("podtrace.restart.count", int64(ct.attempt)))
+	}
+	return a
+}
+
+// cause explains why a container's init process ended.
+func (c *Correlator) cause(ct *container) (string, []Attr) {
+	p := ct.pod
+	var attrs []Attr
+	if ct.oom != nil || ct.reason == "OOMKilled" {
+		if ct.oom != nil {
+			attrs = append(attrs, Int("podtrace.oom.victim.pid", int64(ct.oom.VictimTGID)),
+				String("podtrace.oom.victim.comm", ct.oom.VictimComm), String("podtrace.oom.scope", ct.oomScope))
+			if ct.oom.HasRSS {
+				attrs = append(attrs, Int("podtrace.oom.anon_rss_kb", int64(ct.oom.AnonRSSKB)))
+			}
+		}
+		return "oom_killed", attrs
+	}
+	if ct.exitSignal == 0 {
+		if p != nil && p.info != nil && p.info.Reason == "Evicted" {
+			return "evicted", nil
+		}
+		if ct.exitCode == 0 {
+			return "completed", nil
+		}
+		return "error", nil
+	}
+	sig := ct.signalOf(ct.exitSignal)
+	if sig == nil && ct.exitSignal == syscall.SIGTERM {
+		sig = ct.signalOf(syscall.SIGTERM)
+	}
+	if sig != nil {
+		attrs = append(attrs, String("podtrace.signal.sender.kind", sig.senderKind),
+			String("podtrace.signal.sender.comm", sig.senderComm), Int("podtrace.signal.sender.pid", int64(sig.senderPID)))
+	}
+	if p != nil {
+		if ev := p.recentEvent("Killing", ct.name, ct.startedAtOr(), ct.exitAt); ev != nil && containsLiveness(ev.Message) {
+			return "liveness_restart", append(attrs, String("message", ev.Message))
+		}
+		if p.info != nil && p.info.Reason == "Evicted" || p.recentEvent("Evicted", "", ct.startedAtOr(), ct.exitAt) != nil {
+			return "evicted", attrs
+		}
+	}
+	if sig == nil {
+		return "signal", attrs
+	}
+	switch sig.senderKind {
+	case "runtime", "kubelet":
+		return "killed_by_runtime", attrs
+	case "in_pod":
+		return "killed_in_pod", attrs
+	case "kernel":
+		return "signal", attrs
+	}
+	return "killed_external", attrs
+}
+
+func containsLiveness(msg string) bool {
+	return len(msg) > 0 && (contains(msg, "failed liveness probe") || contains(msg, "Liveness"))
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
+
+func (ct *container) startedAtOr() time.Time {
+	return earliest(ct.initExec, ct.startedAt, ct.createdAt, ct.cgroupAt)
+}
+
+// containerExited emits the spans a container's end closes.
+func (c *Correlator) containerExited(ct *container) {
+	p := ct.pod
+	if p == nil || ct.sandbox {
+		return
+	}
+	ns := p.namespace()
+	cause, cattrs := c.cause(ct)
+	c.cfg.Observer.ContainerExit(ns, cause)
+
+	attrs := containerAttrs(ct)
+	attrs = append(attrs, String("podtrace.exit.cause", cause), Int("process.pid", int64(ct.initPID)))
+	if ct.exitSignal != 0 {
+		attrs = append(attrs, String("podtrace.signal", probe.SignalName(ct.exitSignal)))
+	} else {
+		attrs = append(attrs, Int("process.exit.code", int64(ct.exitCode)))
+	}
+	if len(ct.initArgs) > 0 {
+		attrs = append(attrs, Strings("process.command_args", ct.initArgs...))
+	}
+	attrs = append(attrs, cattrs...)
+	status := StatusOK
+	msg := ""
+	if cause != "completed" && !(cause == "killed_by_runtime" && !p.terminating.IsZero() && ct.exitSignal == syscall.SIGTERM) {
+		status = StatusError
+		msg = cause
+	}
+	var events []SpanEvent
+	for _, s := range ct.signals {
+		events = append(events, signalEvent(s))
+	}
+	if ct.oom != nil {
+		events = append(events, SpanEvent{Name: "oom_kill", Time: ct.oom.Time, Attrs: []Attr{
+			Int("podtrace.oom.victim.pid", int64(ct.oom.VictimTGID)), String("podtrace.oom.scope", ct.oomScope)}})
+	}
+	events = append(events, ct.probeFails...)
+
+	start := ct.startedAtOr()
+	name, parent := "container.run", c.rootID(p)
+	if ct.init {
+		name, parent = "container.init", c.startupID(p)
+	}
+	key := p.key(name + "/" + ct.name)
+	c.emit(p, Span{SpanID: p.spanID(key), Parent: parent, Name: name, Start: start, End: ct.exitAt,
+		Status: status, StatusMessage: msg, Attrs: attrs, Events: events})
+
+	// The stop: SIGTERM (or the runtime's first signal) to exit.
+	if !p.terminating.IsZero() || ct.signalOf(syscall.SIGTERM) != nil && ct.signalOf(syscall.SIGTERM).senderKind == "runtime" {
+		c.stopSpan(ct)
+	}
+	c.maybeStarted(p)
+}
+
+// stopSpan emits container.stop: from the stop signal to the exit.
+func (c *Correlator) stopSpan(ct *container) {
+	p := ct.pod
+	term := ct.signalOf(syscall.SIGTERM)
+	kill := ct.signalOf(syscall.SIGKILL)
+	start := p.terminating
+	if term != nil {
+		start = term.at
+	} else if kill != nil {
+		start = kill.at
+	}
+	if start.IsZero() {
+		return
+	}
+	attrs := containerAttrs(ct)
+	sigkill := kill != nil && (kill.senderKind == "runtime" || kill.senderKind == "kubelet")
+	attrs = append(attrs, Bool("podtrace.sigkill", sigkill))
+	if term != nil {
+		disp := term.disposition.String()
+		if term.result == probe.SignalIgnored {
+			disp = "ignored"
+		} else if d, ok := ct.delivered[syscall.SIGTERM]; ok {
+			disp = d.String()
+		}
+		attrs = append(attrs, String("podtrace.signal", "SIGTERM"), String("podtrace.signal.disposition", disp),
+			String("podtrace.signal.sender.kind", term.senderKind), String("podtrace.signal.sender.comm", term.senderComm),
+			Int("podtrace.signal.sender.pid", int64(term.senderPID)))
+		if term.nsInit && term.disposition == probe.DispositionDefault {
+			attrs = append(attrs, Bool("podtrace.signal.pidns_init", true))
+		}
+	}
+	status, msg := StatusOK, ""
+	if sigkill {
+		status = StatusError
+		msg = "killed with SIGKILL after the grace period"
+		if p.grace > 0 && term != nil {
+			msg = fmt.Sprintf("SIGKILL %.1fs after SIGTERM (grace period %s)", kill.at.Sub(term.at).Seconds(), p.grace)
+		}
+		attrs = append(attrs, Bool("podtrace.grace_period.overrun", true))
+		p.overrun = true
+		c.cfg.Observer.GracePeriodOverrun(p.namespace())
+	}
+	if p.grace > 0 {
+		attrs = append(attrs, Float("podtrace.grace_period.seconds", p.grace.Seconds()))
+	}
+	d := ct.exitAt.Sub(start)
+	c.cfg.Observer.ContainerStop(p.namespace(), d, sigkill)
+	key := p.key("container.stop/" + ct.name)
+	c.emit(p, Span{SpanID: p.spanID(key), Parent: c.terminationParent(p), Name: "container.stop",
+		Start: start, End: ct.exitAt, Status: status, StatusMessage: msg, Attrs: attrs})
+}
+
+func signalEvent(s signalRec) SpanEvent {
+	a := []Attr{String("podtrace.signal", probe.SignalName(s.sig)), String("podtrace.signal.sender.kind", s.senderKind),
+		String("podtrace.signal.sender.comm", s.senderComm), Int("podtrace.signal.sender.pid", int64(s.senderPID)),
+		String("podtrace.signal.result", s.result.String()), String("podtrace.signal.disposition", s.disposition.String())}
+	if !s.toInit {
+		a = append(a, Bool("podtrace.signal.to_child", true))
+	}
+	return SpanEvent{Name: "signal " + probe.SignalName(s.sig), Time: s.at, Attrs: a}
+}
+
+// sessionDone emits a hook or probe span for an exec session.
+func (c *Correlator) sessionDone(ct *container, s *session, e *probe.ExitEvent) {
+	p := ct.pod
+	if p == nil {
+		return
+	}
+	name := ""
+	parent := c.rootID(p)
+	switch s.kind {
+	case "poststart":
+		name, parent = "container.poststart", c.startupID(p)
+	case "prestop":
+		name, parent = "container.prestop", c.terminationParent(p)
+	case "probe.startup", "probe.readiness", "probe.liveness":
+		name = s.kind
+		if !p.startupDone {
+			parent = c.startupID(p)
+		} else if e.ExitCode == 0 && e.Signal == 0 {
+			return // a passing probe after start-up: not news
+		}
+	default:
+		name = "container.exec"
+	}
+	attrs := append(containerAttrs(ct), Int("process.pid", int64(s.pid)), Strings("process.command_args", s.args...))
+	status := StatusOK
+	result := "success"
+	if e.Signal != 0 {
+		attrs = append(attrs, String("podtrace.signal", probe.SignalName(e.Signal)))
+		status, result = StatusError, "killed"
+	} else {
+		attrs = append(attrs, Int("process.exit.code", int64(e.ExitCode)))
+		if e.ExitCode != 0 {
+			status, result = StatusError, "failure"
+		}
+	}
+	if len(name) > 6 && name[:6] == "probe." {
+		attrs = append(attrs, String("podtrace.probe.type", name[6:]), String("podtrace.probe.result", result))
+	}
+	key := p.key(name + "/" + ct.name)
+	c.emit(p, Span{SpanID: p.spanID(key), Parent: parent, Name: name, Start: s.start, End: e.Time, Status: status, Attrs: attrs})
+}
+
+func (c *Correlator) cniSpan(p *pod, r *cniRun, parent SpanID) Span {
+	attrs := []Attr{String("podtrace.cni.plugin", r.plugin), String("podtrace.cni.command", r.command),
+		String("container.id", r.containerID), Int("process.pid", int64(r.pid))}
+	if r.ifname != "" {
+		attrs = append(attrs, String("podtrace.cni.ifname", r.ifname))
+	}
+	if r.netns != "" {
+		attrs = append(attrs, String("podtrace.cni.netns", r.netns))
+	}
+	status := StatusOK
+	if r.signal != 0 {
+		attrs = append(attrs, String("podtrace.signal", probe.SignalName(r.signal)))
+		status = StatusError
+	} else {
+		attrs = append(attrs, Int("process.exit.code", int64(r.exitCode)))
+		if r.exitCode != 0 {
+			status = StatusError
+		}
+	}
+	key := p.key("cni/" + r.command + "/" + r.plugin)
+	return Span{SpanID: p.spanID(key), Parent: parent, Name: "cni." + r.command + " " + r.plugin,
+		Start: r.start, End: r.end, Status: status, Attrs: attrs}
+}
+
+// maybeStarted emits the startup phase once the pod is ready.
+func (c *Correlator) maybeStarted(p *pod) {
+	if p.startupDone {
+		return
+	}
+	var ready time.Time
+	if t, ok := p.condition("Ready"); ok {
+		ready = t
+	} else if p.info == nil {
+		// No API server: started once every app container's init process ran.
+		var apps int
+		for _, ct := range p.containers {
+			if ct.sandbox || ct.init {
+				continue
+			}
+			apps++
+			if ct.initExec.IsZero() && ct.startedAt.IsZero() {
+				return
+			}
+			ready = latest(ready, ct.initExec, ct.startedAt)
+		}
+		if apps == 0 || c.apiKnown && c.apiUp {
+			return
+		}
+	} else {
+		return
+	}
+	p.startupDone = true
+	if !p.observedFrom.IsZero() && ready.Before(p.observedFrom) {
+		return // started before the tracer: an earlier instance reported it
+	}
+	start := p.firstSeen
+	if p.info != nil && !p.info.CreatedAt.IsZero() {
+		start = p.info.CreatedAt
+	}
+	start = earliest(start, p.sandboxCreated)
+	id := c.startupID(p)
+	// Scheduling.
+	if sched, ok := p.condition("PodScheduled"); ok && p.info != nil {
+		c.emit(p, Span{SpanID: p.spanID("scheduling"), Parent: id, Name: "pod.scheduling", Start: p.info.CreatedAt, End: sched, Status: StatusOK})
+	}
+	// The sandbox and its network.
+	if !p.sandboxCreated.IsZero() {
+		sbID := p.spanID("sandbox")
+		end := latest(p.sandboxCreated, p.sandboxReady)
+		for _, ct := range p.containers {
+			if ct.sandbox && ct.initExec.After(end) {
+				end = ct.initExec
+			}
+		}
+		var sattrs []Attr
+		if p.sandboxID != "" {
+			sattrs = append(sattrs, String("container.id", p.sandboxID))
+		}
+		for _, r := range p.cniAdd {
+			if r.done {
+				c.emit(p, c.cniSpan(p, r, sbID))
+			}
+		}
+		c.emit(p, Span{SpanID: sbID, Parent: id, Name: "pod.sandbox", Start: p.sandboxCreated, End: end, Status: StatusOK, Attrs: sattrs})
+	}
+	// Image pulls.
+	for _, name := range sortedKeys(p.pulls) {
+		pl := p.pulls[name]
+		if pl.start.IsZero() || pl.end.IsZero() {
+			continue
+		}
+		c.emit(p, Span{SpanID: p.spanID("pull/" + name), Parent: id, Name: "container.image_pull", Start: pl.start, End: pl.end,
+			Status: StatusOK, Attrs: []Attr{String("k8s.container.name", name), String("message", pl.message)}})
+	}
+	// Each app container's start: created -> its init process runs.
+	for _, ct := range p.containers {
+		if ct.sandbox || ct.init {
+			continue
+		}
+		s := earliest(ct.createdAt, ct.cgroupAt)
+		e := latest(ct.startedAt, ct.initExec)
+		if s.IsZero() || e.IsZero() {
+			continue
+		}
+		attrs := containerAttrs(ct)
+		if len(ct.initArgs) > 0 {
+			attrs = append(attrs, Strings("process.command_args", ct.initArgs...), Int("process.pid", int64(ct.initPID)))
+		}
+		c.emit(p, Span{SpanID: p.spanID(p.key("start/" + ct.name)), Parent: id, Name: "container.start", Start: s, End: e, Status: StatusOK, Attrs: attrs})
+	}
+	d := ready.Sub(start)
+	c.cfg.Observer.PodStartup(p.namespace(), p.ownerKind(), d)
+	c.emit(p, Span{SpanID: id, Parent: c.rootID(p), Name: "pod.startup", Start: start, End: ready, Status: StatusOK,
+		Attrs: []Attr{String("podtrace.owner.kind", p.ownerKind())}})
+}
+
+// maybeGone ends the pod when its object is gone (or, without an API
+// server, when its sandbox and cgroups are).
+func (c *Correlator) maybeGone(p *pod, at time.Time) {
+	if p.finished {
+		return
+	}
+	gone := false
+	switch {
+	case p.info != nil && p.info.Deleted:
+		gone = true
+	case p.info == nil || (c.apiKnown && !c.apiUp):
+		gone = !p.sandboxRemoved.IsZero() || !p.cgroupRemoved.IsZero()
+	}
+	if !gone {
+		return
+	}
+	c.finishPod(p, at, "")
+}
+
+// finishPod emits the termination phase and the root span, and forgets the pod.
+func (c *Correlator) finishPod(p *pod, at time.Time, unfinished string) {
+	if p.finished {
+		return
+	}
+	p.finished = true
+	p.goneAt = at
+	// Containers still running (no exit seen): close them as unfinished.
+	for _, ct := range p.containers {
+		if !ct.sandbox && !ct.exited && !ct.startedAtOr().IsZero() && unfinished != "" {
+			c.emit(p, Span{SpanID: p.spanID(p.key("container.run/" + ct.name)), Parent: c.rootID(p), Name: "container.run",
+				Start: ct.startedAtOr(), End: at, Status: StatusUnset, StatusMessage: "still running: " + unfinished, Attrs: containerAttrs(ct)})
+		}
+	}
+	if !p.terminating.IsZero() {
+		c.terminationSpan(p, at, unfinished)
+	}
+	start := p.firstSeen
+	if p.info != nil && !p.info.CreatedAt.IsZero() {
+		start = p.info.CreatedAt
+	}
+	start = earliest(start, p.sandboxCreated)
+	attrs := []Attr{String("podtrace.owner.kind", p.ownerKind())}
+	if p.info != nil {
+		if p.info.OwnerName != "" {
+			attrs = append(attrs, String("podtrace.owner.name", p.info.OwnerName))
+		}
+		if p.info.QOSClass != "" {
+			attrs = append(attrs, String("podtrace.qos_class", p.info.QOSClass))
+		}
+		if p.info.Phase != "" {
+			attrs = append(attrs, String("podtrace.phase", p.info.Phase))
+		}
+	}
+	status, msg := StatusOK, ""
+	if unfinished != "" {
+		status, msg = StatusUnset, "pod still alive: "+unfinished
+	}
+	if p.stuck {
+		attrs = append(attrs, Bool("podtrace.termination.stuck", true))
+	}
+	c.emit(p, Span{SpanID: c.rootID(p), Name: "pod", Start: start, End: at, Status: status, StatusMessage: msg,
+		Attrs: attrs, Events: p.rootEvents})
+	if p.stuck {
+		c.cfg.Observer.StuckTerminating(p.namespace(), false)
+	}
+	delete(c.pods, p.uid)
+	if p.sandboxID != "" {
+		delete(c.bySandbox, p.sandboxID)
+	}
+	for _, ct := range p.containers {
+		delete(c.containers, ct.id)
+		for pid, pr := range c.procs {
+			if pr.ctr == ct {
+				delete(c.procs, pid)
+			}
+		}
+	}
+	for id, ref := range c.cgroups {
+		if ref.ident.PodUID == p.uid {
+			delete(c.cgroups, id)
+		}
+	}
+}
+
+func (c *Correlator) terminationSpan(p *pod, at time.Time, unfinished string) {
+	attrs := []Attr{String("podtrace.owner.kind", p.ownerKind())}
+	if !p.deletedAt.IsZero() {
+		attrs = append(attrs, Float("podtrace.grace_period.seconds", p.grace.Seconds()))
+	}
+	if p.forced {
+		attrs = append(attrs, Bool("podtrace.termination.forced", true))
+	}
+	attrs = append(attrs, Bool("podtrace.grace_period.overrun", p.overrun))
+	status, msg := StatusOK, ""
+	if p.overrun {
+		status, msg = StatusError, "grace period overrun: a container was killed with SIGKILL"
+	}
+	if p.stuck {
+		attrs = append(attrs, Bool("podtrace.termination.stuck", true))
+		status, msg = StatusError, fmt.Sprintf("stuck terminating: gone %.1fs after the deadline", at.Sub(p.deadline).Seconds())
+	}
+	if unfinished != "" {
+		status, msg = StatusUnset, "still terminating: "+unfinished
+	}
+	// Cleanup: from the last container exit to the pod being gone.
+	var lastExit time.Time
+	for _, ct := range p.containers {
+		if !ct.sandbox && ct.exited {
+			lastExit = latest(lastExit, ct.exitAt)
+		}
+	}
+	if !lastExit.IsZero() && at.After(lastExit) {
+		c.emit(p, Span{SpanID: p.spanID("cleanup"), Parent: c.terminationID(p), Name: "pod.cleanup", Start: lastExit, End: at, Status: StatusOK,
+			Attrs: []Attr{Int("podtrace.cni.del_runs", int64(len(p.cniDel)))}})
+	}
+	d := at.Sub(p.terminating)
+	if unfinished == "" {
+		c.cfg.Observer.PodTermination(p.namespace(), p.ownerKind(), d, p.overrun)
+	}
+	c.emit(p, Span{SpanID: c.terminationID(p), Parent: c.rootID(p), Name: "pod.termination", Start: p.terminating, End: at,
+		Status: status, StatusMessage: msg, Attrs: attrs})
+}
+
+// tick runs timers: stuck terminations.
+func (c *Correlator) tick() {
+	for _, p := range c.pods {
+		if p.stuck || p.deadline.IsZero() || p.finished {
+			continue
+		}
+		if c.now.Sub(p.deadline) > c.cfg.StuckAfter {
+			p.stuck = true
+			p.rootEvents = append(p.rootEvents, SpanEvent{Name: "podtrace.stuck_terminating", Time: c.now,
+				Attrs: []Attr{Float("podtrace.past_deadline.seconds", c.now.Sub(p.deadline).Seconds())}})
+			c.cfg.Observer.StuckTerminating(p.namespace(), true)
+		}
+	}
+}
+
+// backoff emits the wait between a container's previous run and this one
+// (CrashLoopBackOff shows as growing waits).
+func (c *Correlator) backoff(ct *container) {
+	p := ct.pod
+	if p == nil || ct.sandbox || ct.name == "" || ct.backoffDone {
+		return
+	}
+	start := latest(ct.initExec, ct.startedAt)
+	if start.IsZero() {
+		return
+	}
+	var prev *container
+	for _, o := range p.containers {
+		if o != ct && o.name == ct.name && o.exited && !o.exitAt.After(start) && (prev == nil || o.exitAt.After(prev.exitAt)) {
+			prev = o
+		}
+	}
+	if prev == nil {
+		return
+	}
+	ct.backoffDone = true
+	wait := start.Sub(prev.exitAt)
+	attrs := append(containerAttrs(ct), Float("podtrace.backoff.seconds", wait.Seconds()))
+	if ev := p.recentEvent("BackOff", ct.name, prev.exitAt, start); ev != nil {
+		attrs = append(attrs, String("message", ev.Message))
+	}
+	c.emit(p, Span{SpanID: p.spanID(p.key("backoff/" + ct.name)), Parent: c.rootID(p), Name: "container.backoff",
+		Start: prev.exitAt, End: start, Status: StatusOK, Attrs: attrs})
+}

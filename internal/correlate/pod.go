@@ -1,0 +1,238 @@
+package correlate
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// pod is everything known about one pod (by UID).
+type pod struct {
+	uid   string
+	trace TraceID
+	info  *PodInfo // latest from the API server, nil without one
+
+	firstSeen    time.Time
+	observedFrom time.Time // set when the tracer started after the pod
+	eventsLost   uint64
+	degraded     map[string]bool
+
+	sandboxID      string
+	sandboxCreated time.Time // the runtime's time, or the pod cgroup's mkdir
+	sandboxReady   time.Time
+	sandboxStopped time.Time
+	sandboxRemoved time.Time
+	cgroupRemoved  time.Time
+
+	cniAdd []*cniRun
+	cniDel []*cniRun
+
+	containers []*container // in order of appearance
+	pulls      map[string]*pull
+	events     map[string]int32 // k8s event UID -> count seen (dedupe)
+	k8sEvents  []*K8sEvent      // kept for causes (Killing, Unhealthy, Evicted)
+	rootEvents []SpanEvent
+
+	startupDone   bool
+	deletedAt     time.Time // deletion requested (deletionTimestamp - grace)
+	deadline      time.Time // deletionTimestamp: the grace period ends
+	grace         time.Duration
+	terminating   time.Time // termination began (deletion, or first stop signal)
+	forced        bool      // grace period 0
+	stuck         bool
+	overrun       bool
+	goneAt        time.Time
+	emitted       map[string]bool
+	spanSeq       map[string]int
+	finished      bool
+	terminationCh []Span // children of the termination span, emitted with it
+}
+
+type pull struct {
+	container  string
+	start, end time.Time
+	message    string
+}
+
+func (c *Correlator) pod(uid string, at time.Time) *pod {
+	if p, ok := c.pods[uid]; ok {
+		return p
+	}
+	p := &pod{
+		uid:       uid,
+		trace:     TraceIDForPod(uid),
+		firstSeen: at,
+		degraded:  map[string]bool{},
+		pulls:     map[string]*pull{},
+		events:    map[string]int32{},
+		emitted:   map[string]bool{},
+		spanSeq:   map[string]int{},
+	}
+	if !c.started.IsZero() && !at.After(c.started.Add(time.Second)) {
+		// Known at start-up: alive before the tracer was.
+		p.observedFrom = c.started
+	}
+	if c.apiKnown && !c.apiUp {
+		p.degraded["apiserver unavailable: "+c.apiReason] = true
+	}
+	if c.runtimeGap != nil {
+		p.degraded["runtime unavailable"] = true
+	}
+	c.pods[uid] = p
+	return p
+}
+
+func (p *pod) namespace() string {
+	if p.info != nil {
+		return p.info.Namespace
+	}
+	for _, r := range p.cniAdd {
+		if r.podNamespace != "" {
+			return r.podNamespace
+		}
+	}
+	for _, ct := range p.containers {
+		if ct.podNamespace != "" {
+			return ct.podNamespace
+		}
+	}
+	return ""
+}
+
+func (p *pod) name() string {
+	if p.info != nil {
+		return p.info.Name
+	}
+	for _, ct := range p.containers {
+		if ct.podName != "" {
+			return ct.podName
+		}
+	}
+	for _, r := range p.cniAdd {
+		if r.podName != "" {
+			return r.podName
+		}
+	}
+	return ""
+}
+
+func (p *pod) ownerKind() string {
+	if p.info == nil || p.info.OwnerKind == "" {
+		return "none"
+	}
+	return p.info.OwnerKind
+}
+
+// spec returns the container's spec from the API, if known.
+func (p *pod) spec(name string) (*ContainerSpec, bool) {
+	if p.info == nil {
+		return nil, false
+	}
+	for i := range p.info.InitContainers {
+		if p.info.InitContainers[i].Name == name {
+			return &p.info.InitContainers[i], true
+		}
+	}
+	for i := range p.info.Containers {
+		if p.info.Containers[i].Name == name {
+			return &p.info.Containers[i], false
+		}
+	}
+	return nil, false
+}
+
+// condition returns when a condition last became True.
+func (p *pod) condition(typ string) (time.Time, bool) {
+	if p.info == nil {
+		return time.Time{}, false
+	}
+	for _, cd := range p.info.Conditions {
+		if cd.Type == typ && cd.Status == "True" {
+			return cd.LastTransitionTime, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// resource is the OTel resource of every span in the pod's trace.
+func (c *Correlator) resource(p *pod) []Attr {
+	r := []Attr{String("k8s.pod.uid", p.uid)}
+	if n := p.name(); n != "" {
+		r = append(r, String("k8s.pod.name", n))
+	}
+	if ns := p.namespace(); ns != "" {
+		r = append(r, String("k8s.namespace.name", ns))
+	}
+	if c.cfg.NodeName != "" {
+		r = append(r, String("k8s.node.name", c.cfg.NodeName))
+	}
+	return r
+}
+
+// key makes a span key unique within the pod: the first use of "x" is "x",
+// later ones "x#2", "x#3" (restarts, repeated probe runs).
+func (p *pod) key(base string) string {
+	p.spanSeq[base]++
+	if n := p.spanSeq[base]; n > 1 {
+		return fmt.Sprintf("%s#%d", base, n)
+	}
+	return base
+}
+
+func (p *pod) spanID(key string) SpanID { return SpanIDFor(p.trace, key) }
+
+// emit sends a span once.
+func (c *Correlator) emit(p *pod, s Span) {
+	key := s.SpanID.String()
+	if p.emitted[key] {
+		return
+	}
+	p.emitted[key] = true
+	s.TraceID = p.trace
+	s.Resource = c.resource(p)
+	if p.eventsLost > 0 {
+		s.Attrs = append(s.Attrs, Int("podtrace.events_lost", int64(p.eventsLost)))
+	}
+	if len(p.degraded) > 0 {
+		s.Attrs = append(s.Attrs, String("podtrace.degraded", strings.Join(sortedKeys(p.degraded), "; ")))
+	}
+	if !p.observedFrom.IsZero() {
+		s.Attrs = append(s.Attrs, String("podtrace.observed_from", p.observedFrom.UTC().Format(time.RFC3339Nano)))
+	}
+	if s.End.Before(s.Start) {
+		s.End = s.Start
+	}
+	c.stats.SpansEmitted++
+	c.cfg.Sink.Emit(s)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// earliest returns the earliest non-zero time.
+func earliest(ts ...time.Time) time.Time {
+	var out time.Time
+	for _, t := range ts {
+		if !t.IsZero() && (out.IsZero() || t.Before(out)) {
+			out = t
+		}
+	}
+	return out
+}
+
+func latest(ts ...time.Time) time.Time {
+	var out time.Time
+	for _, t := range ts {
+		if t.After(out) {
+			out = t
+		}
+	}
+	return out
+}

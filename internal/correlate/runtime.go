@@ -1,0 +1,103 @@
+package correlate
+
+import (
+	"github.com/podtrace/podtrace/internal/cri"
+)
+
+func (c *Correlator) runtime(ev *cri.Event) {
+	switch ev.Type {
+	case cri.EventRuntimeUnavailable:
+		c.runtimeGap = ev.Gap
+		for _, p := range c.pods {
+			p.degraded["runtime unavailable"] = true
+		}
+		return
+	case cri.EventRuntimeAvailable:
+		c.runtimeGap = nil
+		for _, p := range c.pods {
+			if p.degraded["runtime unavailable"] && ev.Gap != nil {
+				p.rootEvents = append(p.rootEvents, SpanEvent{Name: "podtrace.runtime_gap", Time: ev.Gap.Since,
+					Attrs: []Attr{String("podtrace.gap.until", ev.Gap.Until.UTC().Format("2006-01-02T15:04:05.000Z07:00"))}})
+			}
+		}
+		return
+	}
+	if sb := ev.Sandbox; sb != nil && ev.Container == nil {
+		if sb.PodUID == "" {
+			c.miss("sandbox_without_pod_uid")
+			return
+		}
+		p := c.pod(sb.PodUID, ev.At)
+		switch ev.Type {
+		case cri.EventSandboxCreated:
+			p.sandboxID = sb.ID
+			c.bySandbox[sb.ID] = p
+			if !sb.CreatedAt.IsZero() && (p.sandboxCreated.IsZero() || sb.CreatedAt.Before(p.sandboxCreated)) {
+				p.sandboxCreated = sb.CreatedAt
+			}
+			ct := c.container(sb.ID, p)
+			ct.sandbox = true
+			ct.name = "POD"
+			ct.podName, ct.podNamespace = sb.PodName, sb.PodNamespace
+		case cri.EventSandboxStopped:
+			p.sandboxStopped = ev.At
+		case cri.EventSandboxRemoved:
+			p.sandboxRemoved = ev.At
+			c.maybeGone(p, ev.At)
+		}
+		return
+	}
+	rc := ev.Container
+	if rc == nil {
+		return
+	}
+	var p *pod
+	if rc.PodUID != "" {
+		p = c.pod(rc.PodUID, ev.At)
+	} else if sp, ok := c.bySandbox[rc.SandboxID]; ok {
+		p = sp
+	}
+	if p == nil {
+		c.miss("container_without_pod")
+		return
+	}
+	ct := c.container(rc.ID, p)
+	if ct.name == "" {
+		ct.name = rc.Name
+		ct.attempt = rc.Attempt
+		ct.podName, ct.podNamespace = rc.PodName, rc.PodNamespace
+		ct.memLimit = rc.MemoryLimitBytes
+		if _, isInit := p.spec(rc.Name); isInit {
+			if spec, _ := p.spec(rc.Name); spec != nil && !spec.Sidecar {
+				ct.init = true
+			}
+		}
+	}
+	switch ev.Type {
+	case cri.EventContainerCreated:
+		if ct.createdAt.IsZero() {
+			ct.createdAt = rc.CreatedAt
+		}
+	case cri.EventContainerStarted:
+		ct.startedAt = rc.StartedAt
+		c.backoff(ct)
+	case cri.EventContainerExited:
+		ct.reason = rc.Reason
+		if !ct.exited {
+			// The kernel did not show the init's exit (lost, or started
+			// before the tracer): the runtime's facts close the run.
+			ct.exited = true
+			ct.exitAt = rc.FinishedAt
+			ct.exitCode = int(rc.ExitCode)
+			if rc.ExitCode > 128 && rc.ExitCode < 128+65 {
+				ct.exitSignal = sigNum(int(rc.ExitCode) - 128)
+			}
+			c.containerExited(ct)
+		} else if ct.reason == "OOMKilled" {
+			// The reason arrives after the kernel's exit; runs are emitted
+			// at exit, so the OOM is already known from the kernel.
+		}
+	case cri.EventContainerRemoved:
+		ct.removed = true
+	}
+}
