@@ -34,6 +34,21 @@ struct {
 	__type(value, __u8);
 } watched_cgroups SEC(".maps");
 
+/* Paths of the configured roots (relative to the hierarchy root), so a root
+ * created after load is watched from its mkdir on, with no race against user
+ * space: path -> 1. */
+#define ROOT_PATH_LEN 128
+struct root_path {
+	char path[ROOT_PATH_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, struct root_path);
+	__type(value, __u8);
+} root_paths SEC(".maps");
+
 /* Longest-prefix match keys, for CNI plugin directories and runtime comms. */
 #define PREFIX_KEY_LEN 64
 struct prefix_key {

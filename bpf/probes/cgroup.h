@@ -19,6 +19,21 @@ static __always_inline int cgroup_event(struct cgroup *cgrp, const char *path, _
 		origin = ORIGIN_WATCHED;
 	else if (level > cfg_report_level)
 		return 0;
+	else if (type == EVENT_CGROUP_MKDIR) {
+		/* A configured root being created: watch it at once, before any
+		 * cgroup or task appears below it. */
+		struct root_path key;
+		__u64 id;
+		__u8 one = 1;
+
+		__builtin_memset(&key, 0, sizeof(key));
+		bpf_probe_read_kernel_str(key.path, sizeof(key.path), path);
+		if (bpf_map_lookup_elem(&root_paths, &key)) {
+			id = cgroup_id(cgrp);
+			bpf_map_update_elem(&watched_cgroups, &id, &one, BPF_ANY);
+			origin = ORIGIN_WATCHED;
+		}
+	}
 
 	e = reserve(type, sizeof(*e));
 	if (!e)

@@ -13,7 +13,11 @@ func (c *Correlator) podInfo(info *PodInfo) {
 	if at.IsZero() {
 		at = c.now
 	}
+	_, known := c.pods[info.UID]
 	p := c.pod(info.UID, at)
+	if !known && !c.started.IsZero() && info.CreatedAt.Before(c.started) {
+		p.observedFrom = c.started
+	}
 	cp := *info
 	p.info = &cp
 	// Learn container names and init-ness from the spec.

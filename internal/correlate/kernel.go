@@ -38,13 +38,17 @@ type container struct {
 	oomScope   string
 	probeFails []SpanEvent
 
-	backoffDone bool
-	exited      bool
-	exitAt      time.Time
-	exitCode    int
-	exitSignal  syscall.Signal
-	reason      string // runtime's reason (OOMKilled, Error, Completed)
-	removed     bool
+	backoffDone  bool
+	finalized    bool
+	runtimeExit  bool
+	settleBy     time.Time
+	doneSessions []doneSession
+	exited       bool
+	exitAt       time.Time
+	exitCode     int
+	exitSignal   syscall.Signal
+	reason       string // runtime's reason (OOMKilled, Error, Completed)
+	removed      bool
 }
 
 type proc struct {
@@ -98,6 +102,12 @@ func (c *Correlator) cgroupSeen(id uint64, path string, at time.Time, seeded boo
 	c.cgroups[id] = ref
 	if err != nil {
 		return // not a pod's cgroup (a root, a QoS slice, or unrelated)
+	}
+	if seeded && ident.PodUID != "" {
+		// Found at start-up: the pod was alive before the tracer.
+		if _, known := c.pods[ident.PodUID]; !known {
+			c.pod(ident.PodUID, at).observedFrom = c.started
+		}
 	}
 	switch ident.Kind {
 	case cgroupid.KindPod:
@@ -217,6 +227,9 @@ func (c *Correlator) exec(e *probe.ExecEvent) {
 		ct.initArgs = e.Args
 		c.procs[e.TGID] = &proc{tgid: e.TGID, ctr: ct}
 		c.backoff(ct)
+		if ct.pod != nil {
+			c.maybeStarted(ct.pod)
+		}
 		return
 	}
 	s := &session{pid: e.TGID, args: e.Args, start: e.Time}
@@ -288,6 +301,14 @@ func (c *Correlator) cniExec(e *probe.ExecEvent) {
 		start:        e.Time,
 	}
 	c.cni[e.TGID] = r
+	// A CNI run names the pod's sandbox: the container whose network it sets up.
+	if p := c.cniPod(r); p != nil && r.containerID != "" && p.sandboxID == "" {
+		p.sandboxID = r.containerID
+		c.bySandbox[r.containerID] = p
+		if ct, ok := c.containers[r.containerID]; ok {
+			ct.sandbox = true
+		}
+	}
 }
 
 func (c *Correlator) cniPod(r *cniRun) *pod {

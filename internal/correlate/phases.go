@@ -107,12 +107,54 @@ func (ct *container) startedAtOr() time.Time {
 	return earliest(ct.initExec, ct.startedAt, ct.createdAt, ct.cgroupAt)
 }
 
-// containerExited emits the spans a container's end closes.
+// settle is how long a finished container or exec session waits for the
+// runtime's view (its name, its reason) before its spans are emitted anyway:
+// the kernel usually reports an exit before the runtime poll does.
+const settle = 1500 * time.Millisecond
+
+// containerExited records a container's end; its spans follow once settled.
 func (c *Correlator) containerExited(ct *container) {
-	p := ct.pod
-	if p == nil || ct.sandbox {
+	if ct.pod == nil || ct.sandbox || ct.finalized {
 		return
 	}
+	ct.settleBy = c.now.Add(settle)
+	c.settleContainer(ct, false)
+}
+
+// settleContainer emits a finished container's spans once the runtime has
+// named it and given its reason, or once the settle time passed (or force).
+func (c *Correlator) settleContainer(ct *container, force bool) {
+	known := ct.name != "" && (ct.reason != "" || ct.runtimeExit)
+	if !force && !known && c.now.Before(ct.settleBy) {
+		return
+	}
+	for _, sd := range ct.doneSessions {
+		c.sessionSpan(ct, sd.s, sd.e)
+	}
+	ct.doneSessions = nil
+	if ct.exited && !ct.finalized {
+		ct.finalized = true
+		if !ct.sandbox {
+			c.finalizeContainer(ct)
+		}
+	}
+}
+
+// settleAll settles what is due (force: everything).
+func (c *Correlator) settleAll(force bool) {
+	for _, uid := range sortedKeys(c.pods) {
+		p := c.pods[uid]
+		for _, ct := range p.containers {
+			if (ct.exited && !ct.finalized) || len(ct.doneSessions) > 0 {
+				c.settleContainer(ct, force)
+			}
+		}
+	}
+}
+
+// finalizeContainer emits the spans a container's end closes.
+func (c *Correlator) finalizeContainer(ct *container) {
+	p := ct.pod
 	ns := p.namespace()
 	cause, cattrs := c.cause(ct)
 	c.cfg.Observer.ContainerExit(ns, cause)
@@ -222,11 +264,31 @@ func signalEvent(s signalRec) SpanEvent {
 	return SpanEvent{Name: "signal " + probe.SignalName(s.sig), Time: s.at, Attrs: a}
 }
 
-// sessionDone emits a hook or probe span for an exec session.
+// sessionDone records a finished exec session; its span follows once the
+// container is named (see settleContainer).
 func (c *Correlator) sessionDone(ct *container, s *session, e *probe.ExitEvent) {
-	p := ct.pod
-	if p == nil {
+	if ct.pod == nil {
 		return
+	}
+	ct.doneSessions = append(ct.doneSessions, doneSession{s, e})
+	if ct.settleBy.Before(c.now.Add(settle)) && !ct.exited {
+		ct.settleBy = c.now.Add(settle)
+	}
+	if ct.name != "" {
+		c.settleContainer(ct, true)
+	}
+}
+
+type doneSession struct {
+	s *session
+	e *probe.ExitEvent
+}
+
+// sessionSpan emits a hook or probe span for an exec session.
+func (c *Correlator) sessionSpan(ct *container, s *session, e *probe.ExitEvent) {
+	p := ct.pod
+	if s.kind == "exec" || s.kind == "" {
+		s.kind = c.sessionKind(ct, s.args)
 	}
 	name := ""
 	parent := c.rootID(p)
@@ -297,11 +359,25 @@ func (c *Correlator) maybeStarted(p *pod) {
 	if t, ok := p.condition("Ready"); ok {
 		ready = t
 	} else if p.info == nil {
-		// No API server: started once every app container's init process ran.
+		// No API server: started once every app container's init process
+		// ran. The sandbox must be known, or its pause process would pass
+		// for an app container.
+		if p.sandboxID == "" {
+			return
+		}
 		var apps int
 		for _, ct := range p.containers {
 			if ct.sandbox || ct.init {
 				continue
+			}
+			if ct.name == "" {
+				// Wait a little for the runtime to name it.
+				if p.startupSettle.IsZero() {
+					p.startupSettle = c.now.Add(settle)
+				}
+				if c.now.Before(p.startupSettle) {
+					return
+				}
 			}
 			apps++
 			if ct.initExec.IsZero() && ct.startedAt.IsZero() {
@@ -404,6 +480,7 @@ func (c *Correlator) finishPod(p *pod, at time.Time, unfinished string) {
 	if p.finished {
 		return
 	}
+	c.settleAll(true)
 	p.finished = true
 	p.goneAt = at
 	// Containers still running (no exit seen): close them as unfinished.
@@ -503,8 +580,15 @@ func (c *Correlator) terminationSpan(p *pod, at time.Time, unfinished string) {
 		Status: status, StatusMessage: msg, Attrs: attrs})
 }
 
-// tick runs timers: stuck terminations.
+// tick runs timers: settling finished containers and start-ups, stuck
+// terminations.
 func (c *Correlator) tick() {
+	c.settleAll(false)
+	for _, uid := range sortedKeys(c.pods) {
+		if p := c.pods[uid]; !p.startupDone && !p.startupSettle.IsZero() {
+			c.maybeStarted(p)
+		}
+	}
 	for _, p := range c.pods {
 		if p.stuck || p.deadline.IsZero() || p.finished {
 			continue

@@ -35,6 +35,7 @@ type pod struct {
 	rootEvents []SpanEvent
 
 	startupDone   bool
+	startupSettle time.Time
 	deletedAt     time.Time // deletion requested (deletionTimestamp - grace)
 	deadline      time.Time // deletionTimestamp: the grace period ends
 	grace         time.Duration
@@ -68,10 +69,6 @@ func (c *Correlator) pod(uid string, at time.Time) *pod {
 		events:    map[string]int32{},
 		emitted:   map[string]bool{},
 		spanSeq:   map[string]int{},
-	}
-	if !c.started.IsZero() && !at.After(c.started.Add(time.Second)) {
-		// Known at start-up: alive before the tracer was.
-		p.observedFrom = c.started
 	}
 	if c.apiKnown && !c.apiUp {
 		p.degraded["apiserver unavailable: "+c.apiReason] = true

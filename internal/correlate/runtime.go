@@ -81,8 +81,10 @@ func (c *Correlator) runtime(ev *cri.Event) {
 	case cri.EventContainerStarted:
 		ct.startedAt = rc.StartedAt
 		c.backoff(ct)
+		c.maybeStarted(p)
 	case cri.EventContainerExited:
 		ct.reason = rc.Reason
+		ct.runtimeExit = true
 		if !ct.exited {
 			// The kernel did not show the init's exit (lost, or started
 			// before the tracer): the runtime's facts close the run.
@@ -93,10 +95,8 @@ func (c *Correlator) runtime(ev *cri.Event) {
 				ct.exitSignal = sigNum(int(rc.ExitCode) - 128)
 			}
 			c.containerExited(ct)
-		} else if ct.reason == "OOMKilled" {
-			// The reason arrives after the kernel's exit; runs are emitted
-			// at exit, so the OOM is already known from the kernel.
 		}
+		c.settleContainer(ct, false)
 	case cri.EventContainerRemoved:
 		ct.removed = true
 	}

@@ -134,8 +134,8 @@ type ExitEvent struct {
 	// Signal is the signal that killed the process, 0 for a normal exit.
 	Signal     syscall.Signal `json:"signal,omitempty"`
 	CoreDumped bool           `json:"core_dumped,omitempty"`
-	RawStatus uint32    `json:"raw_status"`
-	Start     time.Time `json:"start"`
+	RawStatus  uint32         `json:"raw_status"`
+	Start      time.Time      `json:"start"`
 }
 
 // SignalResult mirrors the kernel's TRACE_SIGNAL_* results.

@@ -116,6 +116,11 @@ type podtracePrefixKey struct {
 	Data      [64]uint8
 }
 
+type podtraceRootPath struct {
+	_    structs.HostLayout
+	Path [128]int8
+}
+
 type podtraceScratch struct {
 	_   structs.HostLayout
 	Cni podtraceCniInfo
@@ -155,6 +160,7 @@ const (
 	podtraceMapCounters              = "counters"
 	podtraceMapEvents                = "events"
 	podtraceMapExitsSeen             = "exits_seen"
+	podtraceMapRootPaths             = "root_paths"
 	podtraceMapRuntimeComms          = "runtime_comms"
 	podtraceMapScratchMap            = "scratch_map"
 	podtraceMapTrackedTasks          = "tracked_tasks"
@@ -248,6 +254,7 @@ type podtraceMapSpecs struct {
 	Counters       *ebpf.MapSpec `ebpf:"counters"`
 	Events         *ebpf.MapSpec `ebpf:"events"`
 	ExitsSeen      *ebpf.MapSpec `ebpf:"exits_seen"`
+	RootPaths      *ebpf.MapSpec `ebpf:"root_paths"`
 	RuntimeComms   *ebpf.MapSpec `ebpf:"runtime_comms"`
 	ScratchMap     *ebpf.MapSpec `ebpf:"scratch_map"`
 	TrackedTasks   *ebpf.MapSpec `ebpf:"tracked_tasks"`
@@ -303,6 +310,7 @@ type podtraceMaps struct {
 	Counters       *ebpf.Map `ebpf:"counters"`
 	Events         *ebpf.Map `ebpf:"events"`
 	ExitsSeen      *ebpf.Map `ebpf:"exits_seen"`
+	RootPaths      *ebpf.Map `ebpf:"root_paths"`
 	RuntimeComms   *ebpf.Map `ebpf:"runtime_comms"`
 	ScratchMap     *ebpf.Map `ebpf:"scratch_map"`
 	TrackedTasks   *ebpf.Map `ebpf:"tracked_tasks"`
@@ -315,6 +323,7 @@ func (m *podtraceMaps) Close() error {
 		m.Counters,
 		m.Events,
 		m.ExitsSeen,
+		m.RootPaths,
 		m.RuntimeComms,
 		m.ScratchMap,
 		m.TrackedTasks,

@@ -197,6 +197,17 @@ func (p *Probes) AddRoot(rel string) error {
 	p.mu.Lock()
 	p.roots[rel] = true
 	p.mu.Unlock()
+	if len(rel) >= len(podtraceRootPath{}.Path) {
+		return fmt.Errorf("cgroup root %s: longer than %d bytes", rel, len(podtraceRootPath{}.Path)-1)
+	}
+	var key podtraceRootPath
+	for i := 0; i < len(rel); i++ {
+		key.Path[i] = int8(rel[i])
+	}
+	one := uint8(1)
+	if err := p.objs.RootPaths.Put(&key, &one); err != nil {
+		return fmt.Errorf("add cgroup root %s: %w", rel, err)
+	}
 	id, err := p.layout.ID(rel)
 	if err != nil {
 		p.log.Debug("cgroup root not present yet; will watch it once created", "root", rel)
@@ -236,6 +247,7 @@ func (p *Probes) observe(ev Event) {
 	}
 	var err error
 	if c.Type == EventCgroupMkdir {
+		// The kernel side already watches it (root_paths); make sure.
 		p.log.Info("cgroup root created; watching it", "root", c.Path, "id", c.ID)
 		err = p.WatchID(c.ID)
 	} else {

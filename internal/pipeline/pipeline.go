@@ -1,0 +1,174 @@
+// Package pipeline wires podtrace's sources (kernel probes, the runtime over
+// CRI, the API server) into one ordered input stream for the correlator,
+// optionally recording it. It owns every goroutine it starts.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podtrace/podtrace/internal/record"
+)
+
+// Source produces inputs until ctx is done (or it fails).
+type Source func(ctx context.Context, out chan<- correlate.Input) error
+
+// Config wires a pipeline.
+type Config struct {
+	// Kernel is the kernel event source (nil: no kernel facts, e.g. replay).
+	Kernel probe.Source
+	// Counters reads the kernel's emitted/lost counters, for loss reports.
+	Counters func() (map[probe.EventType]probe.Counter, error)
+	// Seed produces the start-up inputs (existing cgroups and processes)
+	// before any live input is handled.
+	Seed []correlate.Input
+	// Sources are the other live sources (runtime, API server).
+	Sources map[string]Source
+	// Correlator consumes the stream.
+	Correlator *correlate.Correlator
+	// Record, when set, gets every input before the correlator does.
+	Record *record.Writer
+	// Now is the clock inputs are stamped with.
+	Now func() time.Time
+	// Tick is how often timers run (stuck terminations) and losses are read.
+	Tick time.Duration
+	// Buffer is the input channel's size.
+	Buffer int
+	// Heartbeat is called after each input and tick (health checks).
+	Heartbeat func()
+	// SourceState reports a source failing or recovering.
+	SourceState func(name string, ok bool, reason string)
+	Logger      *slog.Logger
+}
+
+// Run feeds the correlator until ctx is done, then flushes it.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Tick == 0 {
+		cfg.Tick = time.Second
+	}
+	if cfg.Buffer == 0 {
+		cfg.Buffer = 16384
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	log := cfg.Logger
+	handle := func(in correlate.Input) {
+		if cfg.Record != nil {
+			if err := cfg.Record.Write(in); err != nil {
+				log.Warn("record input", "err", err)
+			}
+		}
+		cfg.Correlator.Handle(in)
+		if cfg.Heartbeat != nil {
+			cfg.Heartbeat()
+		}
+	}
+	for _, in := range cfg.Seed {
+		handle(in)
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	in := make(chan correlate.Input, cfg.Buffer)
+	var wg sync.WaitGroup
+	errc := make(chan error, len(cfg.Sources)+1)
+	start := func(name string, src Source) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := src(ctx, in)
+			if err != nil && ctx.Err() == nil {
+				log.Warn("source stopped", "source", name, "err", err)
+				if cfg.SourceState != nil {
+					cfg.SourceState(name, false, err.Error())
+				}
+				if name == "kernel" {
+					errc <- fmt.Errorf("kernel source: %w", err)
+				}
+			}
+		}()
+	}
+	if cfg.Kernel != nil {
+		start("kernel", func(ctx context.Context, out chan<- correlate.Input) error {
+			for {
+				ev, err := cfg.Kernel.Next(ctx)
+				if err != nil {
+					if errors.Is(err, io.EOF) || ctx.Err() != nil {
+						return nil
+					}
+					return err
+				}
+				select {
+				case out <- correlate.Input{Time: cfg.Now(), Kernel: ev}:
+				case <-ctx.Done():
+					return nil
+				}
+			}
+		})
+	}
+	for name, src := range cfg.Sources {
+		start(name, src)
+	}
+
+	ticker := time.NewTicker(cfg.Tick)
+	defer ticker.Stop()
+	var lastLost uint64
+	var runErr error
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case err := <-errc:
+			runErr = err
+			break loop
+		case x := <-in:
+			handle(x)
+		case <-ticker.C:
+			if cfg.Counters != nil {
+				if c, err := cfg.Counters(); err == nil {
+					var lost uint64
+					for _, v := range c {
+						lost += v.Lost
+					}
+					if lost > lastLost {
+						handle(correlate.Input{Time: cfg.Now(), Losses: &correlate.Losses{Lost: lost - lastLost}})
+						log.Warn("kernel events lost: the ring buffer was full", "lost", lost-lastLost, "total", lost)
+					}
+					lastLost = lost
+				}
+			}
+			handle(correlate.Input{Time: cfg.Now(), Tick: true})
+		}
+	}
+	cancel()
+	wg.Wait()
+	// Drain what the sources queued before they stopped.
+	for {
+		select {
+		case x := <-in:
+			handle(x)
+			continue
+		default:
+		}
+		break
+	}
+	cfg.Correlator.Flush()
+	if cfg.Record != nil {
+		if err := cfg.Record.Flush(); err != nil && runErr == nil {
+			runErr = fmt.Errorf("flush record: %w", err)
+		}
+	}
+	return runErr
+}

@@ -1,0 +1,115 @@
+package pipeline
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/cgroupfs"
+	"github.com/podtrace/podtrace/internal/correlate"
+)
+
+// Seed walks the watched cgroup roots and /proc so that pods already running
+// when the tracer starts are known: their cgroups (ids and paths) and their
+// processes. The inputs start with a Start marker.
+func Seed(layout cgroupfs.Layout, roots []string, now time.Time, node string) ([]correlate.Input, error) {
+	out := []correlate.Input{{Time: now, Start: &correlate.Start{At: now, NodeName: node}}}
+	ids := map[uint64]bool{}
+	mount := layout.Mount()
+	for _, root := range roots {
+		dir := layout.Path(root)
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil // vanished while walking, or unreadable: skip
+			}
+			if !d.IsDir() {
+				return nil
+			}
+			id, err := cgroupfs.DirID(path)
+			if err != nil {
+				return nil
+			}
+			rel := "/" + strings.TrimPrefix(strings.TrimPrefix(path, mount), "/")
+			ids[id] = true
+			out = append(out, correlate.Input{Time: now, Cgroup: &correlate.CgroupSeen{ID: id, Path: rel}})
+			return nil
+		})
+		if err != nil {
+			return out, fmt.Errorf("walk %s: %w", dir, err)
+		}
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return out, fmt.Errorf("read /proc: %w", err)
+	}
+	boot := bootTime(now)
+	for _, e := range procs {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		rel, err := layout.ProcPath(pid)
+		if err != nil {
+			continue
+		}
+		id, err := layout.ID(rel)
+		if err != nil || !ids[id] {
+			continue
+		}
+		ps, err := readProc(pid, boot)
+		if err != nil {
+			continue
+		}
+		ps.CgroupID = id
+		out = append(out, correlate.Input{Time: now, Proc: ps})
+	}
+	return out, nil
+}
+
+var clockTicks = 100 // USER_HZ: 100 on every Linux architecture podtrace supports
+
+func readProc(pid int, boot time.Time) (*correlate.ProcSeen, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	// pid (comm) state ppid ... field 22 starttime
+	open, close := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+	if open < 0 || close < open {
+		return nil, fmt.Errorf("malformed stat of %d", pid)
+	}
+	f := strings.Fields(string(stat[close+2:]))
+	if len(f) < 20 {
+		return nil, fmt.Errorf("short stat of %d", pid)
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	ticks, _ := strconv.ParseInt(f[19], 10, 64)
+	ps := &correlate.ProcSeen{PID: uint32(pid), PPID: uint32(ppid), Comm: string(stat[open+1 : close]),
+		Started: boot.Add(time.Duration(ticks) * time.Second / time.Duration(clockTicks))}
+	if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && len(cmd) > 0 {
+		ps.Args = strings.Split(strings.TrimRight(string(cmd), "\x00"), "\x00")
+	}
+	return ps, nil
+}
+
+// bootTime is the wall-clock time the system booted.
+func bootTime(now time.Time) time.Time {
+	b, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		return time.Time{}
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return time.Time{}
+	}
+	up, _ := strconv.ParseFloat(f[0], 64)
+	return now.Add(-time.Duration(up * float64(time.Second)))
+}

@@ -1,0 +1,272 @@
+// Package record writes and reads the correlator's input stream as JSON
+// lines, so a real run can be replayed offline through the same model
+// (`tracer record FILE`, `tracer replay FILE`) and kept as a golden test input.
+package record
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podtrace/podtrace/internal/cri"
+	"github.com/podtrace/podtrace/internal/probe"
+)
+
+// Version is the format version written in each file's header line.
+const Version = 1
+
+type line struct {
+	Version int             `json:"v,omitempty"`
+	Time    time.Time       `json:"t"`
+	Kind    string          `json:"k"`
+	Type    string          `json:"type,omitempty"` // kernel event type
+	Data    json.RawMessage `json:"d,omitempty"`
+}
+
+// runtimeEvent is cri.Event with the gap's error as text.
+type runtimeEvent struct {
+	Type      cri.EventType  `json:"type"`
+	Phase     cri.Phase      `json:"phase,omitempty"`
+	At        time.Time      `json:"at"`
+	Observed  time.Time      `json:"observed"`
+	Sandbox   *cri.Sandbox   `json:"sandbox,omitempty"`
+	Container *cri.Container `json:"container,omitempty"`
+	Gap       *gap           `json:"gap,omitempty"`
+}
+
+type gap struct {
+	LastSeen time.Time `json:"last_seen"`
+	Since    time.Time `json:"since"`
+	Until    time.Time `json:"until"`
+	Attempts int       `json:"attempts"`
+	Err      string    `json:"err,omitempty"`
+}
+
+// Writer appends inputs to a stream. Safe for concurrent use.
+type Writer struct {
+	mu  sync.Mutex
+	w   *bufio.Writer
+	enc *json.Encoder
+	n   int
+}
+
+// NewWriter writes the header line.
+func NewWriter(w io.Writer) (*Writer, error) {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	rw := &Writer{w: bw, enc: json.NewEncoder(bw)}
+	if err := rw.enc.Encode(line{Version: Version, Kind: "header", Time: time.Unix(0, 0).UTC()}); err != nil {
+		return nil, fmt.Errorf("write record header: %w", err)
+	}
+	return rw, nil
+}
+
+// Write appends one input.
+func (w *Writer) Write(in correlate.Input) error {
+	l, err := encode(in)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n++
+	if err := w.enc.Encode(l); err != nil {
+		return fmt.Errorf("write record: %w", err)
+	}
+	return nil
+}
+
+// Flush writes buffered lines out.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Flush()
+}
+
+// Count is how many inputs were written.
+func (w *Writer) Count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n
+}
+
+func encode(in correlate.Input) (line, error) {
+	l := line{Time: in.Time}
+	var v any
+	switch {
+	case in.Kernel != nil:
+		l.Kind, l.Type, v = "kernel", in.Kernel.Hdr().Type.String(), in.Kernel
+	case in.Runtime != nil:
+		e := in.Runtime
+		re := runtimeEvent{Type: e.Type, Phase: e.Phase, At: e.At, Observed: e.Observed, Sandbox: e.Sandbox, Container: e.Container}
+		if e.Gap != nil {
+			re.Gap = &gap{LastSeen: e.Gap.LastSeen, Since: e.Gap.Since, Until: e.Gap.Until, Attempts: e.Gap.Attempts}
+			if e.Gap.Err != nil {
+				re.Gap.Err = e.Gap.Err.Error()
+			}
+		}
+		l.Kind, v = "runtime", re
+	case in.Pod != nil:
+		l.Kind, v = "pod", in.Pod
+	case in.Event != nil:
+		l.Kind, v = "event", in.Event
+	case in.API != nil:
+		l.Kind, v = "api", in.API
+	case in.Cgroup != nil:
+		l.Kind, v = "cgroup", in.Cgroup
+	case in.Proc != nil:
+		l.Kind, v = "proc", in.Proc
+	case in.Losses != nil:
+		l.Kind, v = "losses", in.Losses
+	case in.Start != nil:
+		l.Kind, v = "start", in.Start
+	case in.Tick:
+		l.Kind = "tick"
+	default:
+		return l, errors.New("record: empty input")
+	}
+	if v != nil {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return l, fmt.Errorf("record %s: %w", l.Kind, err)
+		}
+		l.Data = b
+	}
+	return l, nil
+}
+
+// Reader reads a recorded stream.
+type Reader struct {
+	sc   *bufio.Scanner
+	line int
+}
+
+// NewReader checks the header line.
+func NewReader(r io.Reader) (*Reader, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	rd := &Reader{sc: sc}
+	if !sc.Scan() {
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("read record header: %w", err)
+		}
+		return nil, errors.New("record: empty file")
+	}
+	rd.line = 1
+	var h line
+	if err := json.Unmarshal(sc.Bytes(), &h); err != nil || h.Kind != "header" {
+		return nil, fmt.Errorf("record: line 1 is not a podtrace record header: %q", truncate(sc.Text()))
+	}
+	if h.Version != Version {
+		return nil, fmt.Errorf("record: format version %d, this build reads %d", h.Version, Version)
+	}
+	return rd, nil
+}
+
+// Next returns the next input, io.EOF at the end.
+func (r *Reader) Next() (correlate.Input, error) {
+	if !r.sc.Scan() {
+		if err := r.sc.Err(); err != nil {
+			return correlate.Input{}, fmt.Errorf("read record line %d: %w", r.line+1, err)
+		}
+		return correlate.Input{}, io.EOF
+	}
+	r.line++
+	var l line
+	if err := json.Unmarshal(r.sc.Bytes(), &l); err != nil {
+		return correlate.Input{}, fmt.Errorf("record line %d: %w", r.line, err)
+	}
+	in, err := decode(l)
+	if err != nil {
+		return correlate.Input{}, fmt.Errorf("record line %d: %w", r.line, err)
+	}
+	return in, nil
+}
+
+func decode(l line) (correlate.Input, error) {
+	in := correlate.Input{Time: l.Time}
+	var target any
+	switch l.Kind {
+	case "kernel":
+		ev, err := newKernelEvent(l.Type)
+		if err != nil {
+			return in, err
+		}
+		target, in.Kernel = ev, ev
+	case "runtime":
+		var re runtimeEvent
+		if err := json.Unmarshal(l.Data, &re); err != nil {
+			return in, fmt.Errorf("runtime event: %w", err)
+		}
+		e := &cri.Event{Type: re.Type, Phase: re.Phase, At: re.At, Observed: re.Observed, Sandbox: re.Sandbox, Container: re.Container}
+		if re.Gap != nil {
+			e.Gap = &cri.Gap{LastSeen: re.Gap.LastSeen, Since: re.Gap.Since, Until: re.Gap.Until, Attempts: re.Gap.Attempts}
+			if re.Gap.Err != "" {
+				e.Gap.Err = errors.New(re.Gap.Err)
+			}
+		}
+		in.Runtime = e
+		return in, nil
+	case "pod":
+		in.Pod = &correlate.PodInfo{}
+		target = in.Pod
+	case "event":
+		in.Event = &correlate.K8sEvent{}
+		target = in.Event
+	case "api":
+		in.API = &correlate.APIStatus{}
+		target = in.API
+	case "cgroup":
+		in.Cgroup = &correlate.CgroupSeen{}
+		target = in.Cgroup
+	case "proc":
+		in.Proc = &correlate.ProcSeen{}
+		target = in.Proc
+	case "losses":
+		in.Losses = &correlate.Losses{}
+		target = in.Losses
+	case "start":
+		in.Start = &correlate.Start{}
+		target = in.Start
+	case "tick":
+		in.Tick = true
+		return in, nil
+	default:
+		return in, fmt.Errorf("unknown input kind %q", l.Kind)
+	}
+	if err := json.Unmarshal(l.Data, target); err != nil {
+		return in, fmt.Errorf("%s: %w", l.Kind, err)
+	}
+	return in, nil
+}
+
+func newKernelEvent(typ string) (probe.Event, error) {
+	switch typ {
+	case probe.EventExec.String():
+		return &probe.ExecEvent{}, nil
+	case probe.EventFork.String():
+		return &probe.ForkEvent{}, nil
+	case probe.EventExit.String():
+		return &probe.ExitEvent{}, nil
+	case probe.EventSignalGenerate.String():
+		return &probe.SignalEvent{}, nil
+	case probe.EventSignalDeliver.String():
+		return &probe.SignalDeliverEvent{}, nil
+	case probe.EventOOMKill.String():
+		return &probe.OOMEvent{}, nil
+	case probe.EventCgroupMkdir.String(), probe.EventCgroupRmdir.String():
+		return &probe.CgroupEvent{}, nil
+	}
+	return nil, fmt.Errorf("unknown kernel event type %q", typ)
+}
+
+func truncate(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}

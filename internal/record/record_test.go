@@ -1,0 +1,92 @@
+package record
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podtrace/podtrace/internal/cri"
+	"github.com/podtrace/podtrace/internal/probe"
+)
+
+func TestRoundTrip(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+	grace := int64(3)
+	del := t0.Add(5 * time.Second)
+	hdr := probe.Header{Type: probe.EventExec, Origin: probe.OriginCNI, Time: t0, BootNS: 42, CgroupID: 7, TGID: 100, PID: 100, PPID: 1, Comm: "bridge"}
+	inputs := []correlate.Input{
+		{Time: t0, Start: &correlate.Start{At: t0, NodeName: "node-1"}},
+		{Time: t0, Kernel: &probe.ExecEvent{Header: hdr, Filename: "/opt/cni/bin/bridge", Args: []string{"bridge"},
+			CNI: &probe.CNIRun{Command: "ADD", ContainerID: "abc", PodUID: "u1"}}},
+		{Time: t0, Kernel: &probe.ExitEvent{Header: probe.Header{Type: probe.EventExit, Time: t0, TGID: 100}, Signal: syscall.SIGKILL, RawStatus: 9}},
+		{Time: t0, Kernel: &probe.SignalEvent{Header: probe.Header{Type: probe.EventSignalGenerate, Time: t0, TGID: 5}, Signal: syscall.SIGTERM, Result: probe.SignalIgnored, Disposition: probe.DispositionIgnored, TargetTGID: 9}},
+		{Time: t0, Kernel: &probe.CgroupEvent{Header: probe.Header{Type: probe.EventCgroupRmdir, Time: t0}, ID: 9, Level: 3, Path: "/kubepods/pod1"}},
+		{Time: t0, Runtime: &cri.Event{Type: cri.EventRuntimeAvailable, At: t0, Gap: &cri.Gap{Since: t0, Until: t0.Add(time.Second), Err: errors.New("connection refused")}}},
+		{Time: t0, Runtime: &cri.Event{Type: cri.EventContainerExited, At: t0, Container: &cri.Container{ID: "c1", Name: "app", ExitCode: 137, Reason: "OOMKilled"}}},
+		{Time: t0, Pod: &correlate.PodInfo{UID: "u1", Name: "web", Namespace: "shop", CreatedAt: t0, DeletionTimestamp: &del, DeletionGracePeriodSeconds: &grace,
+			Containers: []correlate.ContainerSpec{{Name: "app", PreStop: &correlate.Handler{Kind: "exec", Exec: []string{"sleep", "1"}}}}}},
+		{Time: t0, Event: &correlate.K8sEvent{UID: "e1", PodUID: "u1", Reason: "Killing", Count: 1}},
+		{Time: t0, API: &correlate.APIStatus{Available: false, Forbidden: true, Err: "forbidden"}},
+		{Time: t0, Cgroup: &correlate.CgroupSeen{ID: 9, Path: "/kubepods/pod1"}},
+		{Time: t0, Proc: &correlate.ProcSeen{PID: 3, PPID: 1, CgroupID: 9, Args: []string{"sleep", "1"}}},
+		{Time: t0, Losses: &correlate.Losses{Lost: 12}},
+		{Time: t0, Tick: true},
+	}
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range inputs {
+		if err := w.Write(in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range inputs {
+		got, err := r.Next()
+		if err != nil {
+			t.Fatalf("input %d: %v", i, err)
+		}
+		a, _ := encode(want)
+		b, _ := encode(got)
+		ja, _ := json.Marshal(a)
+		jb, _ := json.Marshal(b)
+		if !bytes.Equal(ja, jb) {
+			t.Errorf("input %d changed:\n want %s\n got  %s", i, ja, jb)
+		}
+	}
+	if got := inputs[5].Runtime.Gap.Err.Error(); got != "connection refused" {
+		t.Fatal(got)
+	}
+	if _, err := r.Next(); err != io.EOF {
+		t.Fatalf("want EOF, got %v", err)
+	}
+}
+
+func TestReaderRejectsOtherFiles(t *testing.T) {
+	for _, in := range []string{"", "hello\n", `{"v":99,"k":"header","t":"1970-01-01T00:00:00Z"}` + "\n"} {
+		if _, err := NewReader(strings.NewReader(in)); err == nil {
+			t.Errorf("accepted %q", in)
+		}
+	}
+	r, err := NewReader(strings.NewReader(`{"v":1,"k":"header","t":"1970-01-01T00:00:00Z"}` + "\n" + `{"k":"bogus","t":"1970-01-01T00:00:00Z"}` + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Next(); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("bogus kind: %v", err)
+	}
+}

@@ -1,0 +1,343 @@
+// Package runtime_test drives pods through a real containerd the way a
+// kubelet does (no API server), with podtrace's real probes, CRI watcher and
+// lifecycle model, and asserts the spans it emits.
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/cgroupfs"
+	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podtrace/podtrace/internal/cri"
+	"github.com/podtrace/podtrace/internal/pipeline"
+	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podtrace/podtrace/internal/record"
+	"github.com/podtrace/podtrace/test/harness/containerd"
+)
+
+var recordDir = flag.String("record-dir", "", "write each scenario's input stream here (golden inputs for internal/correlate)")
+
+type spans struct {
+	mu  sync.Mutex
+	all []correlate.Span
+}
+
+func (s *spans) Emit(sp correlate.Span) {
+	s.mu.Lock()
+	s.all = append(s.all, sp)
+	s.mu.Unlock()
+}
+
+func (s *spans) trace(uid string) []correlate.Span {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := correlate.TraceIDForPod(uid)
+	var out []correlate.Span
+	for _, sp := range s.all {
+		if sp.TraceID == id {
+			out = append(out, sp)
+		}
+	}
+	return out
+}
+
+func (s *spans) wait(t *testing.T, uid, name string) correlate.Span {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, sp := range s.trace(uid) {
+			if sp.Name == name {
+				return sp
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	dump(t, s.trace(uid))
+	t.Fatalf("no %q span for pod %s", name, uid)
+	return correlate.Span{}
+}
+
+func find(all []correlate.Span, name string) []correlate.Span {
+	var out []correlate.Span
+	for _, sp := range all {
+		if sp.Name == name || strings.HasPrefix(sp.Name, name+" ") {
+			out = append(out, sp)
+		}
+	}
+	return out
+}
+
+func dump(t *testing.T, all []correlate.Span) {
+	sort.Slice(all, func(i, j int) bool { return all[i].Start.Before(all[j].Start) })
+	for _, sp := range all {
+		var a []string
+		for _, x := range sp.Attrs {
+			a = append(a, fmt.Sprintf("%s=%v", x.Key, x.Value))
+		}
+		t.Logf("  %-22s %8.3fs %-5s %s %s", sp.Name, sp.Duration().Seconds(), sp.Status, sp.StatusMessage, strings.Join(a, " "))
+	}
+}
+
+type env struct {
+	h     *containerd.Harness
+	spans *spans
+}
+
+// start runs containerd, the probes and the pipeline for one scenario.
+func start(t *testing.T, scenario string) *env {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (BPF, containerd)")
+	}
+	if err := probe.Preflight(); err != nil {
+		t.Skipf("kernel cannot run the probes: %v", err)
+	}
+	h := containerd.Start(t, containerd.Config{})
+	cfg := probe.DefaultConfig()
+	cfg.CgroupRoots = []string{h.CgroupRoot}
+	cfg.PollInterval = 20 * time.Millisecond
+	p, err := probe.Load(cfg)
+	if err != nil {
+		t.Fatalf("load probes: %v", err)
+	}
+	t.Cleanup(func() { p.Close() })
+	src, err := p.NewSource()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := &spans{}
+	corr := correlate.New(correlate.Config{NodeName: "test-node", Sink: sp, CgroupRoots: []string{h.CgroupRoot}})
+	seed, err := pipeline.Seed(p.Layout(), []string{h.CgroupRoot}, time.Now(), "test-node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec *record.Writer
+	if *recordDir != "" {
+		f, err := os.Create(filepath.Join(*recordDir, scenario+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		if rec, err = record.NewWriter(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- pipeline.Run(ctx, pipeline.Config{
+			Kernel:     src,
+			Counters:   p.Counters,
+			Seed:       seed,
+			Correlator: corr,
+			Record:     rec,
+			Tick:       200 * time.Millisecond,
+			Sources: map[string]pipeline.Source{
+				"runtime": func(ctx context.Context, out chan<- correlate.Input) error {
+					return criSource(ctx, h.Endpoint, out)
+				},
+			},
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("pipeline: %v", err)
+		}
+		src.Close()
+		c, _ := p.Counters()
+		for typ, n := range c {
+			if n.Lost > 0 {
+				t.Errorf("kernel lost %d %s events", n.Lost, typ)
+			}
+		}
+	})
+	return &env{h: h, spans: sp}
+}
+
+func criSource(ctx context.Context, endpoint string, out chan<- correlate.Input) error {
+	evs, _ := cri.Watch(ctx, cri.WatchConfig{Endpoint: endpoint, Interval: 200 * time.Millisecond}, 256)
+	for ev := range evs {
+		e := ev
+		select {
+		case out <- correlate.Input{Time: time.Now(), Runtime: &e}:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	return nil
+}
+
+func attr(sp correlate.Span, k string) any { return sp.Attr(k) }
+
+// TestGracefulStop: a container that handles SIGTERM stops in time.
+func TestGracefulStop(t *testing.T) {
+	e := start(t, "graceful-stop")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pod, err := e.h.RunPodSandbox(ctx, containerd.PodSpec{Name: "graceful", Namespace: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := e.h.RunContainer(ctx, pod, containerd.ContainerSpec{Name: "app",
+		Command: []string{"sh", "-c", "trap 'exit 0' TERM; while :; do sleep 0.2; done"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.spans.wait(t, pod.UID, "pod.startup")
+	if err := e.h.StopContainer(ctx, id, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.h.TeardownPod(ctx, pod.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	root := e.spans.wait(t, pod.UID, "pod")
+	all := e.spans.trace(pod.UID)
+	dump(t, all)
+
+	if root.Parent != (correlate.SpanID{}) || root.Duration() <= 0 {
+		t.Errorf("root: %+v", root)
+	}
+	adds := find(all, "cni.ADD")
+	if len(adds) < 2 {
+		t.Errorf("want the CNI ADD plugin runs (loopback, bridge, host-local), got %d", len(adds))
+	}
+	sandbox := find(all, "pod.sandbox")
+	if len(sandbox) != 1 {
+		t.Fatalf("want 1 sandbox span, got %d", len(sandbox))
+	}
+	for _, a := range adds {
+		if a.Parent != sandbox[0].SpanID || a.Attr("process.exit.code") != int64(0) {
+			t.Errorf("CNI ADD %s: parent %s exit %v", a.Name, a.Parent, a.Attr("process.exit.code"))
+		}
+	}
+	run := find(all, "container.run")
+	if len(run) != 1 || run[0].Attr("podtrace.exit.cause") != "completed" || run[0].Attr("process.exit.code") != int64(0) || run[0].Attr("k8s.container.name") != "app" {
+		t.Fatalf("run: %+v", run)
+	}
+	stop := find(all, "container.stop")
+	if len(stop) != 1 {
+		t.Fatalf("want 1 stop span, got %d", len(stop))
+	}
+	if stop[0].Attr("podtrace.signal.disposition") != "handler" || stop[0].Attr("podtrace.sigkill") != false || stop[0].Attr("podtrace.signal.sender.kind") != "runtime" {
+		t.Errorf("stop: %v", stop[0].Attrs)
+	}
+	if d := stop[0].Duration(); d > 2*time.Second {
+		t.Errorf("graceful stop took %s", d)
+	}
+	dels := find(all, "cni.DEL")
+	if len(dels) < 2 {
+		t.Errorf("want CNI DEL runs, got %d", len(dels))
+	}
+	term := find(all, "pod.termination")
+	if len(term) != 1 || term[0].Attr("podtrace.grace_period.overrun") != false {
+		t.Errorf("termination: %+v", term)
+	}
+	for _, sp := range all {
+		if sp.TraceID != correlate.TraceIDForPod(pod.UID) {
+			t.Errorf("%s in another trace", sp.Name)
+		}
+	}
+}
+
+// TestIgnoredSIGTERM: PID 1 without a TERM handler ignores SIGTERM; the
+// runtime kills it with SIGKILL when the timeout runs out.
+func TestIgnoredSIGTERM(t *testing.T) {
+	e := start(t, "ignored-sigterm")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pod, err := e.h.RunPodSandbox(ctx, containerd.PodSpec{Name: "stubborn", Namespace: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := e.h.RunContainer(ctx, pod, containerd.ContainerSpec{Name: "app", Command: []string{"sleep", "1000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.spans.wait(t, pod.UID, "pod.startup")
+	if err := e.h.StopContainer(ctx, id, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.h.TeardownPod(ctx, pod.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	e.spans.wait(t, pod.UID, "pod")
+	all := e.spans.trace(pod.UID)
+	dump(t, all)
+	stop := find(all, "container.stop")
+	if len(stop) != 1 {
+		t.Fatalf("want 1 stop span, got %d", len(stop))
+	}
+	s := stop[0]
+	if s.Attr("podtrace.signal.disposition") != "ignored" || s.Attr("podtrace.sigkill") != true || s.Status != correlate.StatusError {
+		t.Errorf("stop: status %s attrs %v", s.Status, s.Attrs)
+	}
+	if d := s.Duration(); d < 1900*time.Millisecond || d > 5*time.Second {
+		t.Errorf("stop took %s, want about the 2 s timeout", d)
+	}
+	run := find(all, "container.run")
+	if len(run) != 1 || run[0].Attr("podtrace.exit.cause") != "killed_by_runtime" || run[0].Attr("podtrace.signal") != "SIGKILL" {
+		t.Errorf("run: %+v", run)
+	}
+	term := find(all, "pod.termination")
+	if len(term) != 1 || term[0].Attr("podtrace.grace_period.overrun") != true {
+		t.Errorf("termination: %+v", term)
+	}
+}
+
+// TestOOMKilled: a container over its memory limit is killed by the kernel.
+func TestOOMKilled(t *testing.T) {
+	e := start(t, "oom-killed")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pod, err := e.h.RunPodSandbox(ctx, containerd.PodSpec{Name: "hungry", Namespace: "batch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := e.h.RunContainer(ctx, pod, containerd.ContainerSpec{Name: "eater", MemoryLimitBytes: 32 << 20,
+		Command: []string{"sh", "-c", "sleep 0.5; dd if=/dev/zero of=/dev/null bs=256M count=1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.h.WaitExited(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Reason != "OOMKilled" {
+		t.Fatalf("runtime says %q, want OOMKilled", c.Reason)
+	}
+	run := e.spans.wait(t, pod.UID, "container.run")
+	if err := e.h.TeardownPod(ctx, pod.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	e.spans.wait(t, pod.UID, "pod")
+	dump(t, e.spans.trace(pod.UID))
+	if run.Attr("podtrace.exit.cause") != "oom_killed" || run.Attr("podtrace.oom.scope") != "memcg" || run.Status != correlate.StatusError {
+		t.Errorf("run: status %s attrs %v", run.Status, run.Attrs)
+	}
+	var oomEvent bool
+	for _, ev := range run.Events {
+		oomEvent = oomEvent || ev.Name == "oom_kill"
+	}
+	if !oomEvent {
+		t.Errorf("no oom_kill event on the run span: %+v", run.Events)
+	}
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if _, err := cgroupfs.Detect(cgroupfs.ModeAuto); err != nil {
+		fmt.Println("no cgroups:", err)
+	}
+	os.Exit(m.Run())
+}
