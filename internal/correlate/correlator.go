@@ -147,6 +147,9 @@ func (c *Correlator) Handle(in Input) {
 		if in.Start.NodeName != "" && c.cfg.NodeName == "" {
 			c.cfg.NodeName = in.Start.NodeName
 		}
+		if len(in.Start.CgroupRoots) > 0 {
+			c.parser = cgroupid.NewParser(append(append([]string(nil), c.cfg.CgroupRoots...), in.Start.CgroupRoots...)...)
+		}
 	}
 	c.tick()
 }

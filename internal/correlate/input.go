@@ -53,6 +53,9 @@ type Losses struct {
 type Start struct {
 	At       time.Time `json:"at"`
 	NodeName string    `json:"node_name,omitempty"`
+	// CgroupRoots are the watched roots (custom kubepods roots included), so
+	// a replay needs no configuration.
+	CgroupRoots []string `json:"cgroup_roots,omitempty"`
 }
 
 // PodInfo is what the API server says about a pod, reduced to what the

@@ -39,6 +39,7 @@ type container struct {
 	probeFails []SpanEvent
 
 	backoffDone  bool
+	unknownExit  bool
 	finalized    bool
 	runtimeExit  bool
 	settleBy     time.Time

@@ -41,6 +41,9 @@ func containerAttrs(ct *container) []Attr {
 func (c *Correlator) cause(ct *container) (string, []Attr) {
 	p := ct.pod
 	var attrs []Attr
+	if ct.unknownExit {
+		return "unknown", []Attr{String("message", "removed before its exit was seen (kernel events lost or the tracer started late)")}
+	}
 	if ct.oom != nil || ct.reason == "OOMKilled" {
 		if ct.oom != nil {
 			attrs = append(attrs, Int("podtrace.oom.victim.pid", int64(ct.oom.VictimTGID)),
@@ -498,6 +501,9 @@ func (c *Correlator) finishPod(p *pod, at time.Time, unfinished string) {
 		start = p.info.CreatedAt
 	}
 	start = earliest(start, p.sandboxCreated)
+	for _, ct := range p.containers {
+		start = earliest(start, ct.startedAtOr())
+	}
 	attrs := []Attr{String("podtrace.owner.kind", p.ownerKind())}
 	if p.info != nil {
 		if p.info.OwnerName != "" {
@@ -568,6 +574,7 @@ func (c *Correlator) terminationSpan(p *pod, at time.Time, unfinished string) {
 			lastExit = latest(lastExit, ct.exitAt)
 		}
 	}
+	lastExit = latest(lastExit, p.terminating)
 	if !lastExit.IsZero() && at.After(lastExit) {
 		c.emit(p, Span{SpanID: p.spanID("cleanup"), Parent: c.terminationID(p), Name: "pod.cleanup", Start: lastExit, End: at, Status: StatusOK,
 			Attrs: []Attr{Int("podtrace.cni.del_runs", int64(len(p.cniDel)))}})

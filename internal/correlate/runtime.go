@@ -99,5 +99,14 @@ func (c *Correlator) runtime(ev *cri.Event) {
 		c.settleContainer(ct, false)
 	case cri.EventContainerRemoved:
 		ct.removed = true
+		if !ct.exited && !ct.startedAtOr().IsZero() {
+			// Neither the kernel nor a runtime poll saw it exit before it was
+			// removed: close the run, saying the cause is unknown.
+			ct.exited = true
+			ct.exitAt = ev.At
+			ct.unknownExit = true
+			ct.runtimeExit = true
+			c.containerExited(ct)
+		}
 	}
 }

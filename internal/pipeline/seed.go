@@ -18,7 +18,7 @@ import (
 // when the tracer starts are known: their cgroups (ids and paths) and their
 // processes. The inputs start with a Start marker.
 func Seed(layout cgroupfs.Layout, roots []string, now time.Time, node string) ([]correlate.Input, error) {
-	out := []correlate.Input{{Time: now, Start: &correlate.Start{At: now, NodeName: node}}}
+	out := []correlate.Input{{Time: now, Start: &correlate.Start{At: now, NodeName: node, CgroupRoots: roots}}}
 	ids := map[uint64]bool{}
 	mount := layout.Mount()
 	for _, root := range roots {
