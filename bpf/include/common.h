@@ -19,7 +19,7 @@ volatile const __u32 cfg_cgroup_v1 = 0;       /* 0: cgroup v2 ids; 1: v1 memory 
 volatile const __u32 cfg_hierarchy_id = 0;    /* hierarchy whose mkdir/rmdir we report (0 = v2) */
 volatile const __s32 cfg_report_level = 1;    /* also report mkdir/rmdir at this level or above, so new roots are seen */
 volatile const __u64 cfg_signal_mask = ~0ULL; /* bit (sig-1) set: report that signal */
-volatile const __u32 cfg_wakeup_bytes = 0;    /* wake the reader only past this much pending data (0: every event) */
+volatile const __u32 cfg_wakeup_events = 0;   /* wake the reader every this many records per CPU (0: every record) */
 volatile const __s32 cfg_min_root_level = 0;  /* shallowest and deepest level of a watched root: */
 volatile const __s32 cfg_max_root_level = 15; /* only those ancestor levels are looked up */
 
@@ -135,15 +135,33 @@ static __always_inline void *reserve(__u32 type, __u64 size)
 	return e;
 }
 
+/* Per-CPU count of records submitted without waking the reader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} quiet_submits SEC(".maps");
+
+/*
+ * Submit a record. With cfg_wakeup_events set, the reader is woken only on
+ * every cfg_wakeup_events-th record of a CPU (its poll picks up the rest):
+ * wakeups cost the reader a syscall each. A per-CPU count (an inlined array
+ * lookup) is cheaper than asking the ring buffer how full it is.
+ */
 static __always_inline void submit(void *e)
 {
 	__u64 flags = 0;
+	__u32 zero = 0;
 
-	if (cfg_wakeup_bytes) {
-		if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= cfg_wakeup_bytes)
+	if (cfg_wakeup_events) {
+		__u32 *n = bpf_map_lookup_elem(&quiet_submits, &zero);
+
+		flags = BPF_RB_NO_WAKEUP;
+		if (n && ++*n >= cfg_wakeup_events) {
+			*n = 0;
 			flags = BPF_RB_FORCE_WAKEUP;
-		else
-			flags = BPF_RB_NO_WAKEUP;
+		}
 	}
 	bpf_ringbuf_submit(e, flags);
 }
@@ -158,6 +176,22 @@ static __always_inline __u32 tracked(__u32 tgid)
 	__u32 *o = bpf_map_lookup_elem(&tracked_tasks, &tgid);
 
 	return o ? *o : 0;
+}
+
+/* fill_header for a BTF pointer to the current task (tp_btf arguments):
+ * direct loads, no helper calls but the clock. */
+static __always_inline void fill_header_btf(struct event_header *h, __u32 type, __u32 origin, __u64 cgid,
+					    struct task_struct *t)
+{
+	h->type = type;
+	h->origin = origin;
+	h->ktime_ns = bpf_ktime_get_boot_ns();
+	h->cgroup_id = cgid;
+	h->tgid = t->tgid;
+	h->pid = t->pid;
+	h->ppid = t->real_parent->tgid;
+	h->_pad = 0;
+	__builtin_memcpy(h->comm, t->comm, sizeof(h->comm));
 }
 
 /* Every event's header describes the current task: the exec'ing, forking or

@@ -68,6 +68,30 @@ static __always_inline bool cgroup_watched(struct cgroup *cg)
 	return false;
 }
 
+/*
+ * Direct-load variants for BTF-typed task pointers (tp_btf arguments). Every
+ * helper call costs several kernel function returns, which are expensive on
+ * CPUs with return-stack mitigations (SRSO "safe RET"); plain loads through
+ * BTF pointers cost one instruction each. The hot probes (exec, fork, exit)
+ * use these.
+ */
+static __always_inline struct cgroup *task_cgroup_btf(struct task_struct *t)
+{
+	if (cfg_cgroup_v1) {
+		int id = bpf_core_enum_value(enum cgroup_subsys_id, memory_cgrp_id);
+
+		if (id < 0 || id >= 12)
+			return NULL;
+		return t->cgroups->subsys[id]->cgroup;
+	}
+	return t->cgroups->dfl_cgrp;
+}
+
+static __always_inline u64 cgroup_id_btf(struct cgroup *cg)
+{
+	return cg ? cg->kn->id : 0;
+}
+
 /* The current task's cgroup id. On v2 one helper call does it. */
 static __always_inline u64 current_cgroup_id(void)
 {
@@ -94,6 +118,38 @@ static __always_inline bool current_watched(void)
 			break;
 		if (bpf_map_lookup_elem(&watched_cgroups, &id))
 			return true;
+	}
+	return false;
+}
+
+
+/*
+ * Whether cg (a BTF pointer) or an ancestor is a watched root, walking up
+ * through each cgroup's own css's parent with plain loads. (The verifier
+ * does not let BTF loads index cgroup's flexible ancestors array.) Only the
+ * levels roots live at are looked up; the loop unrolls.
+ */
+static __always_inline bool cgroup_watched_btf(struct cgroup *cg)
+{
+	struct cgroup_subsys_state *css;
+	int level;
+
+	if (!cg)
+		return false;
+	css = &cg->self;
+	level = cg->level;
+#pragma unroll
+	for (int i = 0; i < MAX_CGROUP_LEVEL; i++) {
+		if (level < cfg_min_root_level || !css)
+			break;
+		if (level <= cfg_max_root_level) {
+			u64 id = css->cgroup->kn->id;
+
+			if (bpf_map_lookup_elem(&watched_cgroups, &id))
+				return true;
+		}
+		css = css->parent;
+		level--;
 	}
 	return false;
 }

@@ -77,6 +77,7 @@ struct cgroup;
 
 struct cgroup_subsys_state {
 	struct cgroup *cgroup;
+	struct cgroup_subsys_state *parent;
 } __attribute__((preserve_access_index));
 
 struct cgroup {

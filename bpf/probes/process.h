@@ -12,7 +12,7 @@ static __always_inline bool is_runtime_comm(struct task_struct *t)
 	struct prefix_key key = {};
 
 	key.prefixlen = TASK_COMM_LEN * 8;
-	BPF_CORE_READ_STR_INTO(&key.data, t, comm);
+	__builtin_memcpy(key.data, t->comm, TASK_COMM_LEN);
 	return bpf_map_lookup_elem(&runtime_comms, &key) != NULL;
 }
 
@@ -24,7 +24,7 @@ static __always_inline void track(__u32 tgid, __u32 origin)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid);
+	__u32 tgid = p->tgid;
 	struct cni_info *cni = NULL;
 	struct exec_event *e;
 	const char *filename;
@@ -36,11 +36,14 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	if (is_self(tgid))
 		return 0;
 
-	if (current_watched())
+	/* p is the current task */
+	struct cgroup *cg = task_cgroup_btf(p);
+	if (cgroup_watched_btf(cg))
 		origin |= ORIGIN_WATCHED;
-	origin |= tracked(tgid);
+	else
+		origin |= tracked(tgid);
 
-	filename = BPF_CORE_READ(bprm, filename);
+	filename = bprm->filename;
 	if (!(origin & ORIGIN_WATCHED)) {
 		cni = cni_run(p, filename);
 		if (cni) {
@@ -61,14 +64,14 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	if (!e)
 		return 0;
 
-	cgid = current_cgroup_id();
-	fill_header(&e->hdr, EVENT_EXEC, origin, cgid);
+	cgid = cgroup_id_btf(cg);
+	fill_header_btf(&e->hdr, EVENT_EXEC, origin, cgid, p);
 	e->flags = 0;
 	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), filename);
 
-	mm = BPF_CORE_READ(p, mm);
-	arg_start = BPF_CORE_READ(mm, arg_start);
-	arg_end = BPF_CORE_READ(mm, arg_end);
+	mm = p->mm;
+	arg_start = mm->arg_start;
+	arg_end = mm->arg_end;
 	len = arg_end - arg_start;
 	if (len > ARGS_LEN) {
 		len = ARGS_LEN;
@@ -89,10 +92,11 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 {
-	__u32 child_tgid = BPF_CORE_READ(child, tgid);
-	__u32 child_pid = BPF_CORE_READ(child, pid);
-	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	__u32 child_tgid = child->tgid;
+	__u32 child_pid = child->pid;
+	__u32 ptgid = parent->tgid;
 	struct fork_event *e;
+	struct cgroup *cg;
 	__u32 origin = 0;
 
 	/* New threads are not new processes. */
@@ -100,16 +104,18 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 
 	/* parent is the current task */
-	if (current_watched())
+	cg = task_cgroup_btf(parent);
+	if (cgroup_watched_btf(cg))
 		origin |= ORIGIN_WATCHED;
-	origin |= tracked(ptgid);
+	else
+		origin |= tracked(ptgid);
 	if (!origin)
 		return 0;
 
 	e = reserve(EVENT_FORK, sizeof(*e));
 	if (!e)
 		return 0;
-	fill_header(&e->hdr, EVENT_FORK, origin, current_cgroup_id());
+	fill_header_btf(&e->hdr, EVENT_FORK, origin, cgroup_id_btf(cg), parent);
 	e->child_tgid = child_tgid;
 	e->child_pid = child_pid;
 	submit(e);
@@ -139,8 +145,9 @@ SEC("tp_btf/sched_process_exit")
 int handle_exit(u64 *ctx)
 {
 	struct task_struct *p = (struct task_struct *)ctx[0];
-	__u32 tgid = BPF_CORE_READ(p, tgid);
+	__u32 tgid = p->tgid;
 	struct exit_event *e;
+	struct cgroup *cg;
 	bool group_dead;
 	__u32 origin = 0;
 
@@ -156,18 +163,20 @@ int handle_exit(u64 *ctx)
 	else
 		/* signal->live was decremented before the tracepoint; another
 		 * exiting thread may see 0 too, so exits_seen deduplicates below. */
-		group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
+		group_dead = p->signal->live.counter == 0;
 	if (!group_dead)
 		return 0;
 
 	/* p is the current task */
-	if (current_watched())
+	cg = task_cgroup_btf(p);
+	if (cgroup_watched_btf(cg))
 		origin |= ORIGIN_WATCHED;
-	origin |= tracked(tgid);
+	else
+		origin |= tracked(tgid);
 	if (!origin)
 		return 0;
 	if (!cfg_exit_has_group_dead) {
-		struct exit_key k = { .tgid = tgid, .start = BPF_CORE_READ(p, group_leader, start_boottime) };
+		struct exit_key k = { .tgid = tgid, .start = p->group_leader->start_boottime };
 		__u8 one = 1;
 
 		if (bpf_map_update_elem(&exits_seen, &k, &one, BPF_NOEXIST))
@@ -179,10 +188,10 @@ int handle_exit(u64 *ctx)
 	e = reserve(EVENT_EXIT, sizeof(*e));
 	if (!e)
 		return 0;
-	fill_header(&e->hdr, EVENT_EXIT, origin, current_cgroup_id());
-	e->exit_code = BPF_CORE_READ(p, exit_code);
+	fill_header_btf(&e->hdr, EVENT_EXIT, origin, cgroup_id_btf(cg), p);
+	e->exit_code = p->exit_code;
 	e->_pad = 0;
-	e->start_ns = BPF_CORE_READ(p, group_leader, start_boottime);
+	e->start_ns = p->group_leader->start_boottime;
 	submit(e);
 	return 0;
 }

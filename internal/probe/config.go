@@ -47,9 +47,10 @@ type Config struct {
 	SignalMask uint64
 	// RingBufferBytes is the ring buffer size (a power of two, >= page size).
 	RingBufferBytes int
-	// WakeupBytes: the reader is woken only once this much data is pending;
-	// a poll every PollInterval picks up the rest. 0 wakes it on every event.
-	WakeupBytes int
+	// WakeupEvents: the reader is woken on every WakeupEvents-th record of a
+	// CPU; a poll every PollInterval picks up the rest. 0 wakes it on every
+	// record (lowest latency, most CPU).
+	WakeupEvents int
 	// PollInterval bounds how long an event can wait in the ring buffer.
 	PollInterval time.Duration
 	// CgroupMode chooses v2 or v1-memory cgroup ids (auto-detected by default).
@@ -71,7 +72,7 @@ func DefaultConfig() Config {
 		RuntimeComms:    append([]string(nil), DefaultRuntimeComms...),
 		SignalMask:      DefaultSignalMask(),
 		RingBufferBytes: 4 << 20,
-		WakeupBytes:     32 << 10,
+		WakeupEvents:    64,
 		PollInterval:    100 * time.Millisecond,
 	}
 }
@@ -106,8 +107,8 @@ func (c *Config) validate() error {
 	if n < 4096 || n&(n-1) != 0 {
 		return fmt.Errorf("ring buffer size %d: must be a power of two of at least 4096", n)
 	}
-	if c.WakeupBytes < 0 || c.WakeupBytes >= n {
-		return fmt.Errorf("wakeup threshold %d: must be between 0 and the ring buffer size %d", c.WakeupBytes, n)
+	if c.WakeupEvents < 0 || c.WakeupEvents*1024 >= n {
+		return fmt.Errorf("wakeup every %d events: must be between 0 and ring buffer size / 1 KiB", c.WakeupEvents)
 	}
 	for _, r := range c.CgroupRoots {
 		if !strings.HasPrefix(r, "/") {

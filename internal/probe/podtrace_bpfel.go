@@ -160,6 +160,7 @@ const (
 	podtraceMapCounters              = "counters"
 	podtraceMapEvents                = "events"
 	podtraceMapExitsSeen             = "exits_seen"
+	podtraceMapQuietSubmits          = "quiet_submits"
 	podtraceMapRootPaths             = "root_paths"
 	podtraceMapRuntimeComms          = "runtime_comms"
 	podtraceMapScratchMap            = "scratch_map"
@@ -191,7 +192,7 @@ const (
 	podtraceVarCfgReportLevel        = "cfg_report_level"
 	podtraceVarCfgSelfTgid           = "cfg_self_tgid"
 	podtraceVarCfgSignalMask         = "cfg_signal_mask"
-	podtraceVarCfgWakeupBytes        = "cfg_wakeup_bytes"
+	podtraceVarCfgWakeupEvents       = "cfg_wakeup_events"
 )
 
 // loadPodtrace returns the embedded CollectionSpec for podtrace.
@@ -254,6 +255,7 @@ type podtraceMapSpecs struct {
 	Counters       *ebpf.MapSpec `ebpf:"counters"`
 	Events         *ebpf.MapSpec `ebpf:"events"`
 	ExitsSeen      *ebpf.MapSpec `ebpf:"exits_seen"`
+	QuietSubmits   *ebpf.MapSpec `ebpf:"quiet_submits"`
 	RootPaths      *ebpf.MapSpec `ebpf:"root_paths"`
 	RuntimeComms   *ebpf.MapSpec `ebpf:"runtime_comms"`
 	ScratchMap     *ebpf.MapSpec `ebpf:"scratch_map"`
@@ -283,7 +285,7 @@ type podtraceVariableSpecs struct {
 	CfgReportLevel      *ebpf.VariableSpec `ebpf:"cfg_report_level"`
 	CfgSelfTgid         *ebpf.VariableSpec `ebpf:"cfg_self_tgid"`
 	CfgSignalMask       *ebpf.VariableSpec `ebpf:"cfg_signal_mask"`
-	CfgWakeupBytes      *ebpf.VariableSpec `ebpf:"cfg_wakeup_bytes"`
+	CfgWakeupEvents     *ebpf.VariableSpec `ebpf:"cfg_wakeup_events"`
 }
 
 // podtraceObjects contains all objects after they have been loaded into the kernel.
@@ -310,6 +312,7 @@ type podtraceMaps struct {
 	Counters       *ebpf.Map `ebpf:"counters"`
 	Events         *ebpf.Map `ebpf:"events"`
 	ExitsSeen      *ebpf.Map `ebpf:"exits_seen"`
+	QuietSubmits   *ebpf.Map `ebpf:"quiet_submits"`
 	RootPaths      *ebpf.Map `ebpf:"root_paths"`
 	RuntimeComms   *ebpf.Map `ebpf:"runtime_comms"`
 	ScratchMap     *ebpf.Map `ebpf:"scratch_map"`
@@ -323,6 +326,7 @@ func (m *podtraceMaps) Close() error {
 		m.Counters,
 		m.Events,
 		m.ExitsSeen,
+		m.QuietSubmits,
 		m.RootPaths,
 		m.RuntimeComms,
 		m.ScratchMap,
@@ -353,7 +357,7 @@ type podtraceVariables struct {
 	CfgReportLevel      *ebpf.Variable `ebpf:"cfg_report_level"`
 	CfgSelfTgid         *ebpf.Variable `ebpf:"cfg_self_tgid"`
 	CfgSignalMask       *ebpf.Variable `ebpf:"cfg_signal_mask"`
-	CfgWakeupBytes      *ebpf.Variable `ebpf:"cfg_wakeup_bytes"`
+	CfgWakeupEvents     *ebpf.Variable `ebpf:"cfg_wakeup_events"`
 }
 
 // podtracePrograms contains all programs after they have been loaded into the kernel.

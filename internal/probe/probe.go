@@ -89,7 +89,7 @@ func Load(cfg Config) (*Probes, error) {
 		"cfg_hierarchy_id":        layout.HierarchyID(),
 		"cfg_report_level":        int32(maxLevel),
 		"cfg_signal_mask":         cfg.SignalMask,
-		"cfg_wakeup_bytes":        uint32(cfg.WakeupBytes),
+		"cfg_wakeup_events":       uint32(cfg.WakeupEvents),
 		"cfg_exit_has_group_dead": groupDead,
 	} {
 		v, ok := spec.Variables[name]

@@ -693,7 +693,7 @@ func testLostEvents(t *testing.T, dedupe bool) {
 	cfg := DefaultConfig()
 	cfg.CgroupRoots = []string{root}
 	cfg.RingBufferBytes = 4096
-	cfg.WakeupBytes = 0
+	cfg.WakeupEvents = 0
 	cfg.exitDedupe = dedupe
 	p, err := Load(cfg)
 	if err != nil {

@@ -1,5 +1,3 @@
-// Command tracer loads podtrace's kernel probes and prints pod-relevant
-// kernel events as they happen.
 package main
 
 import (
@@ -18,20 +16,9 @@ import (
 	"github.com/podtrace/podtrace/internal/probe"
 )
 
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
-
-func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "tracer:", err)
-		os.Exit(1)
-	}
-}
-
-func run(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("tracer", flag.ContinueOnError)
+// runEvents prints raw kernel events as they happen: the probes' view alone.
+func runEvents(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("tracer events", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var roots, cniDirs, comms listFlag
 	output := fs.String("output", "text", "event output: text, json, or none (decode and count only)")
