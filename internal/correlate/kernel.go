@@ -56,6 +56,20 @@ type proc struct {
 	tgid    uint32
 	ctr     *container
 	session *session // the exec session it belongs to, nil for the init tree
+	// bootstrap: the runtime's own process setting the container up (runc
+	// init); it becomes the container's init or an exec session when it
+	// execs the real command.
+	bootstrap bool
+}
+
+// isRuntimeBinary tells the runtime's bootstrap execs ("runc init") from a
+// container's own commands.
+func isRuntimeBinary(filename string) bool {
+	switch filepath.Base(filename) {
+	case "runc", "crun", "runsc", "youki", "conmon", "containerd-shim", "containerd-shim-runc-v2":
+		return true
+	}
+	return false
 }
 
 // session is a process started in a container from outside it after its
@@ -208,6 +222,16 @@ func (c *Correlator) exec(e *probe.ExecEvent) {
 		}
 		return
 	}
+	if isRuntimeBinary(e.Filename) {
+		if _, ok := c.procs[e.TGID]; !ok {
+			c.procs[e.TGID] = &proc{tgid: e.TGID, ctr: ct, bootstrap: true}
+		}
+		return
+	}
+	if pr, ok := c.procs[e.TGID]; ok && pr.ctr == ct && pr.bootstrap {
+		// The runtime's bootstrap process now runs the real command.
+		delete(c.procs, e.TGID)
+	}
 	if pr, ok := c.procs[e.TGID]; ok && pr.ctr == ct {
 		// A process of the container exec'd again (a shell exec'ing the app).
 		if pr.session == nil && ct.initPID == e.TGID {
@@ -217,7 +241,7 @@ func (c *Correlator) exec(e *probe.ExecEvent) {
 		}
 		return
 	}
-	if parent, ok := c.procs[e.PPID]; ok && parent.ctr == ct {
+	if parent, ok := c.procs[e.PPID]; ok && parent.ctr == ct && !parent.bootstrap {
 		c.procs[e.TGID] = &proc{tgid: e.TGID, ctr: ct, session: parent.session}
 		return
 	}
@@ -327,7 +351,7 @@ func (c *Correlator) fork(e *probe.ForkEvent) {
 	if !ok {
 		return
 	}
-	c.procs[e.ChildTGID] = &proc{tgid: e.ChildTGID, ctr: parent.ctr, session: parent.session}
+	c.procs[e.ChildTGID] = &proc{tgid: e.ChildTGID, ctr: parent.ctr, session: parent.session, bootstrap: parent.bootstrap}
 }
 
 func (c *Correlator) exit(e *probe.ExitEvent) {
@@ -342,6 +366,9 @@ func (c *Correlator) exit(e *probe.ExitEvent) {
 	}
 	delete(c.procs, e.TGID)
 	ct := pr.ctr
+	if pr.bootstrap {
+		return
+	}
 	if pr.session != nil {
 		if pr.session.pid == e.TGID {
 			delete(ct.sessions, e.TGID)

@@ -1,0 +1,24 @@
+// Package metrics exposes podtrace's Prometheus metrics and its health
+// endpoints.
+//
+// Everything here lives on a registry the caller creates (NewRegistry, or any
+// *prometheus.Registry): nothing touches client_golang's global registry, so
+// tests and several podtraces in one process never collide.
+//
+//   - Recorder implements correlate.Observer: the lifecycle model's
+//     measurements (startup and termination durations, exits, OOM kills, CNI
+//     calls, signals, ...) become histograms, counters and a gauge.
+//   - Small collectors, one concern a file, read the rest at scrape time:
+//     kernel probe counters (probe.go), ring buffer reader health (reader.go),
+//     span exporter stats (spans.go), build info (buildinfo.go) and the state
+//     of podtrace's three sources (sourceup.go).
+//   - Health tracks liveness (a heartbeat from the main loop) and readiness
+//     (which sources are up) for /healthz and /readyz.
+//   - Server serves /metrics, /healthz and /readyz.
+//
+// Label values are bounded: pod names, container ids and other per-object
+// values are never labels, and free-form values (namespaces, owner kinds,
+// CNI plugin names, exit causes, ...) go through a per-label cap that folds
+// values past it into "other" and counts the folding in
+// podtrace_label_values_folded_total{label}.
+package metrics

@@ -1,0 +1,281 @@
+package metrics
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/podtrace/podtrace/internal/correlate"
+)
+
+// Histogram buckets, in seconds.
+var (
+	// Pod startup (created → ready): sub-second for cached images on an idle
+	// node, minutes for big image pulls or slow init containers.
+	startupBuckets = []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600}
+	// Pod termination (deletion requested → gone): the default grace period
+	// is 30 s, so 30 and 45 tell "used its whole grace period" apart.
+	terminationBuckets = []float64{0.1, 0.5, 1, 2.5, 5, 10, 20, 30, 45, 60, 120, 300, 600}
+	// Container stop (SIGTERM → exit): well-behaved processes exit in
+	// milliseconds; the tail is the grace period.
+	stopBuckets = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300}
+	// One CNI plugin run: 1 ms … 60 s.
+	cniBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+)
+
+// Limits caps the distinct values of the Recorder's free-form labels. Values
+// past a cap are recorded as "other" and counted in
+// podtrace_label_values_folded_total{label}. Zero fields take the defaults.
+type Limits struct {
+	// Namespaces is the number of distinct namespaces (default 100). Each
+	// one costs up to ~34 series per owner kind it runs (startup and
+	// termination histograms) plus ~40 (container stops, exits, OOM kills).
+	Namespaces int
+	// OwnerKinds is the number of owner kinds beyond the built-in ones
+	// (ReplicaSet, StatefulSet, DaemonSet, Job, ReplicationController, Node,
+	// none), for custom controllers (default 8).
+	OwnerKinds int
+	// CNIPlugins is the number of distinct CNI plugins (default 16).
+	CNIPlugins int
+	// Values caps each remaining free-form label: exit cause, CNI result and
+	// correlation miss reason (default 32).
+	Values int
+}
+
+// DefaultLimits are the limits NewRecorder uses for zero fields.
+var DefaultLimits = Limits{Namespaces: 100, OwnerKinds: 8, CNIPlugins: 16, Values: 32}
+
+func (l Limits) withDefaults() Limits {
+	pick := func(v, def int) int {
+		if v > 0 {
+			return v
+		}
+		return def
+	}
+	return Limits{
+		Namespaces: pick(l.Namespaces, DefaultLimits.Namespaces),
+		OwnerKinds: pick(l.OwnerKinds, DefaultLimits.OwnerKinds),
+		CNIPlugins: pick(l.CNIPlugins, DefaultLimits.CNIPlugins),
+		Values:     pick(l.Values, DefaultLimits.Values),
+	}
+}
+
+// Recorder turns the lifecycle model's measurements into Prometheus metrics.
+// It implements correlate.Observer and prometheus.Collector: register it on
+// the daemon's registry. It is safe for concurrent use.
+type Recorder struct {
+	startup          *prometheus.HistogramVec
+	termination      *prometheus.HistogramVec
+	terminations     *prometheus.CounterVec
+	containerStop    *prometheus.HistogramVec
+	overruns         *prometheus.CounterVec
+	exits            *prometheus.CounterVec
+	oomKills         *prometheus.CounterVec
+	cni              *prometheus.HistogramVec
+	signals          *prometheus.CounterVec
+	misses           *prometheus.CounterVec
+	stuck            *prometheus.GaugeVec
+	folded           *prometheus.CounterVec
+	negativeDuration *prometheus.CounterVec
+
+	namespace, ownerKind                     *labelLimiter
+	plugin, command, result                  *labelLimiter
+	cause, scope, signal, sender, missReason *labelLimiter
+
+	stuckMu    sync.Mutex
+	stuckCount map[string]int // by (folded) namespace label value
+}
+
+var _ correlate.Observer = (*Recorder)(nil)
+
+// Names of the histograms in podtrace_negative_durations_total{metric}.
+const (
+	histPodStartup     = "pod_startup"
+	histPodTermination = "pod_termination"
+	histContainerStop  = "container_stop"
+	histCNI            = "cni"
+)
+
+// NewRecorder makes a Recorder whose labels are capped by lim.
+func NewRecorder(lim Limits) *Recorder {
+	lim = lim.withDefaults()
+	r := &Recorder{
+		startup: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "podtrace_pod_startup_duration_seconds",
+			Help:    "Time from pod creation to the pod being ready, as podtrace traced it.",
+			Buckets: startupBuckets,
+		}, []string{"namespace", "owner_kind"}),
+		termination: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "podtrace_pod_termination_duration_seconds",
+			Help:    "Time from the pod's deletion being requested to the pod being gone.",
+			Buckets: terminationBuckets,
+		}, []string{"namespace", "owner_kind"}),
+		terminations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "podtrace_pod_terminations_total",
+			Help: "Pod terminations traced to the end; overrun=\"true\" when a container outlived the grace period.",
+		}, []string{"namespace", "owner_kind", "overrun"}),
+		containerStop: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "podtrace_container_stop_duration_seconds",
+			Help:    "Time from SIGTERM to the container's exit; sigkill=\"true\" when it had to be SIGKILLed.",
+			Buckets: stopBuckets,
+		}, []string{"namespace", "sigkill"}),
+		overruns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "podtrace_grace_period_overruns_total",
+			Help: "Containers SIGKILLed because they were still running when the grace period ended.",
+		}, []string{"namespace"}),
+		exits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "podtrace_container_exits_total",
+			Help: "Container exits, by cause.",
+		}, []string{"namespace", "cause"}),
+		oomKills: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "podtrace_oom_kills_total",
+			Help: "OOM kills of processes in pods; scope is memcg (the container's or pod's limit) or node (global memory pressure).",
+		}, []string{"namespace", "scope"}),
+		cni: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "podtrace_cni_duration_seconds",
+			Help:    "Duration of one CNI plugin run, by plugin, CNI command and result.",
+			Buckets: cniBuckets,
+		}, []string{"plugin", "command", "result"}),
+		signals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "podtrace_signals_total",
+			Help: "Signals sent to processes in pods, by signal and kind of sender (runtime, kubelet, in_pod, external, kernel).",
+		}, []string{"signal", "sender_kind"}),
+		misses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "podtrace_correlation_misses_total",
+			Help: "Facts podtrace could not attach to a pod, by reason.",
+		}, []string{"reason"}),
+		stuck: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "podtrace_pods_terminating_stuck",
+			Help: "Pods currently stuck terminating (deletion requested, still not gone well past their grace period).",
+		}, []string{"namespace"}),
+		folded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "podtrace_label_values_folded_total",
+			Help: "Observations whose label value was recorded as \"other\" because the label reached its cap of distinct values.",
+		}, []string{"label"}),
+		negativeDuration: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "podtrace_negative_durations_total",
+			Help: "Negative durations left out of a histogram (clock steps or mismatched timestamps), by histogram.",
+		}, []string{"metric"}),
+		stuckCount: map[string]int{},
+	}
+	r.namespace = newLabelLimiter("namespace", "unknown", lim.Namespaces, nil, r.folded)
+	r.ownerKind = newLabelLimiter("owner_kind", "none", lim.OwnerKinds,
+		[]string{"ReplicaSet", "StatefulSet", "DaemonSet", "Job", "ReplicationController", "Node", "none"}, r.folded)
+	r.plugin = newLabelLimiter("plugin", "unknown", lim.CNIPlugins, nil, r.folded)
+	r.command = newLabelLimiter("command", "unknown", 2,
+		[]string{"ADD", "DEL", "CHECK", "VERSION", "GC", "STATUS"}, r.folded)
+	r.result = newLabelLimiter("result", "unknown", lim.Values, nil, r.folded)
+	r.cause = newLabelLimiter("cause", "unknown", lim.Values, nil, r.folded)
+	r.scope = newLabelLimiter("scope", "unknown", 2, []string{"memcg", "node"}, r.folded)
+	// Linux has 64 signals; names or numbers, a few more is already a bug.
+	r.signal = newLabelLimiter("signal", "unknown", 72, nil, r.folded)
+	r.sender = newLabelLimiter("sender_kind", "unknown", 4,
+		[]string{"runtime", "kubelet", "in_pod", "external", "kernel"}, r.folded)
+	r.missReason = newLabelLimiter("reason", "unknown", lim.Values, nil, r.folded)
+	for _, h := range []string{histPodStartup, histPodTermination, histContainerStop, histCNI} {
+		r.negativeDuration.WithLabelValues(h)
+	}
+	return r
+}
+
+func (r *Recorder) collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		r.startup, r.termination, r.terminations, r.containerStop, r.overruns,
+		r.exits, r.oomKills, r.cni, r.signals, r.misses, r.stuck, r.folded,
+		r.negativeDuration,
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (r *Recorder) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range r.collectors() {
+		c.Describe(ch)
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (r *Recorder) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range r.collectors() {
+		c.Collect(ch)
+	}
+}
+
+// observe records d in h's series for labels unless d is negative, which
+// only a clock step or a mismatched pair of timestamps produces: it would
+// corrupt the sum. The series is not created for a dropped observation.
+func (r *Recorder) observe(h *prometheus.HistogramVec, metric string, d time.Duration, labels ...string) {
+	if d < 0 {
+		r.negativeDuration.WithLabelValues(metric).Inc()
+		return
+	}
+	h.WithLabelValues(labels...).Observe(d.Seconds())
+}
+
+// PodStartup implements correlate.Observer.
+func (r *Recorder) PodStartup(namespace, ownerKind string, d time.Duration) {
+	r.observe(r.startup, histPodStartup, d, r.namespace.value(namespace), r.ownerKind.value(ownerKind))
+}
+
+// PodTermination implements correlate.Observer. Every termination is
+// counted; only non-negative durations are observed.
+func (r *Recorder) PodTermination(namespace, ownerKind string, d time.Duration, overrun bool) {
+	ns, kind := r.namespace.value(namespace), r.ownerKind.value(ownerKind)
+	r.terminations.WithLabelValues(ns, kind, boolLabel(overrun)).Inc()
+	r.observe(r.termination, histPodTermination, d, ns, kind)
+}
+
+// ContainerStop implements correlate.Observer.
+func (r *Recorder) ContainerStop(namespace string, d time.Duration, sigkill bool) {
+	r.observe(r.containerStop, histContainerStop, d, r.namespace.value(namespace), boolLabel(sigkill))
+}
+
+// GracePeriodOverrun implements correlate.Observer.
+func (r *Recorder) GracePeriodOverrun(namespace string) {
+	r.overruns.WithLabelValues(r.namespace.value(namespace)).Inc()
+}
+
+// ContainerExit implements correlate.Observer.
+func (r *Recorder) ContainerExit(namespace, cause string) {
+	r.exits.WithLabelValues(r.namespace.value(namespace), r.cause.value(cause)).Inc()
+}
+
+// OOMKill implements correlate.Observer.
+func (r *Recorder) OOMKill(namespace, scope string) {
+	r.oomKills.WithLabelValues(r.namespace.value(namespace), r.scope.value(scope)).Inc()
+}
+
+// CNICall implements correlate.Observer.
+func (r *Recorder) CNICall(plugin, command, result string, d time.Duration) {
+	r.observe(r.cni, histCNI, d, r.plugin.value(plugin), r.command.value(command), r.result.value(result))
+}
+
+// Signal implements correlate.Observer.
+func (r *Recorder) Signal(signal, senderKind string) {
+	r.signals.WithLabelValues(r.signal.value(signal), r.sender.value(senderKind)).Inc()
+}
+
+// CorrelationMiss implements correlate.Observer.
+func (r *Recorder) CorrelationMiss(reason string) {
+	r.misses.WithLabelValues(r.missReason.value(reason)).Inc()
+}
+
+// StuckTerminating implements correlate.Observer. The gauge counts entries
+// minus exits per namespace and never goes below zero: an exit without a
+// matching entry (say, podtrace restarted while the pod was stuck) is ignored.
+func (r *Recorder) StuckTerminating(namespace string, stuck bool) {
+	ns := r.namespace.value(namespace)
+	r.stuckMu.Lock()
+	defer r.stuckMu.Unlock()
+	n := r.stuckCount[ns]
+	switch {
+	case stuck:
+		n++
+	case n > 0:
+		n--
+	default:
+		return
+	}
+	r.stuckCount[ns] = n
+	r.stuck.WithLabelValues(ns).Set(float64(n))
+}

@@ -1,0 +1,75 @@
+package metrics
+
+import (
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// SpanStats is what the span exporter (the OTLP sink) reports: cumulative
+// counts of spans exported and dropped, the latter by reason. Reasons should
+// be a small fixed set (queue_full, export_error, ...); past maxDropReasons
+// distinct reasons the rest are summed into "other".
+type SpanStats interface {
+	Stats() (exported uint64, dropped map[string]uint64)
+}
+
+// maxDropReasons caps the distinct reason label values.
+const maxDropReasons = 16
+
+var (
+	spansExportedDesc = prometheus.NewDesc("podtrace_spans_exported_total",
+		"Spans the exporter delivered.", nil, nil)
+	spansDroppedDesc = prometheus.NewDesc("podtrace_spans_dropped_total",
+		"Spans the exporter dropped, by reason.", []string{"reason"}, nil)
+)
+
+// SpanCollector exports a SpanStats, read at each scrape.
+type SpanCollector struct {
+	stats SpanStats
+
+	mu      sync.Mutex
+	reasons map[string]bool // admitted reason values; sticky, so "other" only grows
+}
+
+// NewSpanCollector reads s at each scrape; a nil s exports nothing.
+func NewSpanCollector(s SpanStats) *SpanCollector {
+	return &SpanCollector{stats: s, reasons: map[string]bool{}}
+}
+
+// Describe implements prometheus.Collector.
+func (c *SpanCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- spansExportedDesc
+	ch <- spansDroppedDesc
+}
+
+// Collect implements prometheus.Collector.
+func (c *SpanCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.stats == nil {
+		return
+	}
+	exported, dropped := c.stats.Stats()
+	ch <- prometheus.MustNewConstMetric(spansExportedDesc, prometheus.CounterValue, float64(exported))
+
+	out := map[string]uint64{}
+	c.mu.Lock()
+	for _, reason := range slices.Sorted(maps.Keys(dropped)) {
+		v := sanitizeLabelValue(reason)
+		if v == "" {
+			v = "unknown"
+		}
+		if !c.reasons[v] && len(c.reasons) < maxDropReasons {
+			c.reasons[v] = true
+		}
+		if !c.reasons[v] {
+			v = otherValue
+		}
+		out[v] += dropped[reason]
+	}
+	c.mu.Unlock()
+	for reason, n := range out {
+		ch <- prometheus.MustNewConstMetric(spansDroppedDesc, prometheus.CounterValue, float64(n), reason)
+	}
+}
