@@ -1,0 +1,61 @@
+// Command tracer is podtrace's node daemon and CLI.
+//
+//	tracer [flags]              trace this node: one trace per pod lifecycle
+//	                            (console timeline, or OTLP when OTEL_EXPORTER_OTLP_*
+//	                            is set), Prometheus metrics on --metrics-addr
+//	tracer record FILE [flags]  the same, also writing the input stream to FILE
+//	tracer replay FILE [flags]  feed a recorded stream through the model offline
+//	tracer events [flags]       raw kernel events as they happen
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "tracer:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "events":
+			return runEvents(args[1:], stdout, stderr)
+		case "record":
+			if len(args) < 2 || strings.HasPrefix(args[1], "-") {
+				return fmt.Errorf("usage: tracer record FILE [flags]")
+			}
+			return runTrace(args[2:], args[1], stdout, stderr)
+		case "replay":
+			if len(args) < 2 || strings.HasPrefix(args[1], "-") {
+				return fmt.Errorf("usage: tracer replay FILE [flags]")
+			}
+			return runReplay(args[1], args[2:], stdout, stderr)
+		case "help", "-h", "--help":
+			fmt.Fprint(stdout, usage)
+			return nil
+		}
+	}
+	return runTrace(args, "", stdout, stderr)
+}
+
+const usage = `tracer: podtrace's node daemon.
+
+  tracer [flags]              trace this node: one trace per pod lifecycle
+  tracer record FILE [flags]  trace, and write the input stream to FILE
+  tracer replay FILE [flags]  feed a recorded stream through the model offline
+  tracer events [flags]       raw kernel events as they happen
+
+'tracer -h', 'tracer events -h' list the flags.
+`

@@ -1,0 +1,359 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/podtrace/podtrace/internal/cgroupfs"
+	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podtrace/podtrace/internal/cri"
+	"github.com/podtrace/podtrace/internal/export/console"
+	"github.com/podtrace/podtrace/internal/export/metrics"
+	"github.com/podtrace/podtrace/internal/export/otlp"
+	"github.com/podtrace/podtrace/internal/pipeline"
+	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podtrace/podtrace/internal/record"
+	"github.com/podtrace/podtrace/internal/watcher"
+)
+
+// version is set at build time (-ldflags "-X main.version=...").
+var version = "dev"
+
+type traceFlags struct {
+	node        string
+	kubeconfig  string
+	noAPI       bool
+	runtime     string
+	noRuntime   bool
+	metricsAddr string
+	output      string
+	verbose     bool
+	roots       listFlag
+	cniDirs     listFlag
+	mode        string
+	ringSize    int
+	stuckAfter  time.Duration
+	duration    time.Duration
+	logLevel    string
+}
+
+func (f *traceFlags) register(fs *flag.FlagSet) {
+	host, _ := os.Hostname()
+	node := os.Getenv("NODE_NAME")
+	if node == "" {
+		node = host
+	}
+	fs.StringVar(&f.node, "node-name", node, "this node's name (default $NODE_NAME, else the host name)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for the API server (default: in-cluster, else $KUBECONFIG)")
+	fs.BoolVar(&f.noAPI, "no-api", false, "do not use the API server (kernel and runtime facts only)")
+	fs.StringVar(&f.runtime, "runtime-endpoint", "", "CRI socket (default: auto-detect containerd, CRI-O)")
+	fs.BoolVar(&f.noRuntime, "no-runtime", false, "do not use the container runtime (kernel and API facts only)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", ":9464", "serve /metrics, /healthz, /readyz here (empty: off)")
+	fs.StringVar(&f.output, "output", "text", "console output when no OTLP endpoint is set: text, json or none")
+	fs.BoolVar(&f.verbose, "verbose", false, "console: show every span attribute")
+	fs.Var(&f.roots, "cgroup-root", "watched cgroup subtree (repeatable; default /kubepods and /kubepods.slice)")
+	fs.Var(&f.cniDirs, "cni-bin-dir", "directory holding CNI plugins (repeatable)")
+	fs.StringVar(&f.mode, "cgroup-mode", "auto", "cgroup ids to use: auto, v2 or v1")
+	fs.IntVar(&f.ringSize, "ringbuf-size", 4<<20, "kernel ring buffer size in bytes (power of two)")
+	fs.DurationVar(&f.stuckAfter, "stuck-after", 30*time.Second, "report a terminating pod stuck this long after its grace period ended")
+	fs.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until SIGINT/SIGTERM)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+}
+
+func newLogger(level string, w io.Writer) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl})), nil
+}
+
+// sinks builds where spans go: OTLP when an endpoint is configured, else the
+// console timeline. The returned stop flushes them.
+func sinks(ctx context.Context, f *traceFlags, stdout io.Writer, log *slog.Logger) (correlate.Sink, metrics.SpanStats, func(context.Context), error) {
+	if otlp.Configured() {
+		exp, err := otlp.New(ctx, otlp.Config{NodeName: f.node, ServiceVersion: version, Logger: log})
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("OTLP exporter: %w", err)
+		}
+		log.Info("exporting spans over OTLP (OTEL_EXPORTER_OTLP_* is set)")
+		return exp, spanStats{exp}, func(ctx context.Context) {
+			if err := exp.Shutdown(ctx); err != nil {
+				log.Warn("OTLP shutdown", "err", err)
+			}
+		}, nil
+	}
+	if f.output == "none" {
+		return correlate.SinkFunc(func(correlate.Span) {}), nil, func(context.Context) {}, nil
+	}
+	format, err := console.ParseFormat(f.output)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("--output: %w", err)
+	}
+	p := console.New(stdout, console.Config{Format: format, Verbose: f.verbose})
+	log.Info("no OTLP endpoint configured (OTEL_EXPORTER_OTLP_ENDPOINT): printing pod timelines")
+	return p, nil, func(context.Context) { p.Close() }, nil
+}
+
+type spanStats struct{ e *otlp.Exporter }
+
+func (s spanStats) Stats() (uint64, map[string]uint64) {
+	exported, _, _ := s.e.Stats()
+	return exported, s.e.Drops().ByReason()
+}
+
+// runTrace is the daemon: probes, runtime and API server in, spans and
+// metrics out. With recordPath it also records the input stream.
+func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("tracer", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f traceFlags
+	f.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log, err := newLogger(f.logLevel, stderr)
+	if err != nil {
+		return err
+	}
+	slog.SetDefault(log)
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if f.duration > 0 {
+		var c2 context.CancelFunc
+		ctx, c2 = context.WithTimeout(ctx, f.duration)
+		defer c2()
+	}
+
+	// Metrics and health first: /healthz must answer while we start.
+	health := metrics.NewHealth(metrics.HealthOptions{Logger: log})
+	rec := metrics.NewRecorder(metrics.Limits{})
+
+	// Kernel.
+	cfg := probe.DefaultConfig()
+	cfg.Logger = log
+	cfg.RingBufferBytes = f.ringSize
+	if len(f.roots) > 0 {
+		cfg.CgroupRoots = f.roots
+	}
+	if len(f.cniDirs) > 0 {
+		cfg.CNIDirs = nil
+		for _, d := range f.cniDirs {
+			cfg.CNIDirs = append(cfg.CNIDirs, strings.TrimSuffix(d, "/")+"/")
+		}
+	}
+	if cfg.CgroupMode, err = cgroupfs.ParseMode(f.mode); err != nil {
+		return err
+	}
+	p, err := probe.Load(cfg)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	src, err := p.NewSource()
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	health.SetReady("kernel", true, "")
+	layout := p.Layout()
+	log.Info("probes attached", "cgroup_mode", layout.Mode.String(), "cgroup_mount", layout.Mount(), "roots", cfg.CgroupRoots, "node", f.node)
+
+	sink, stats, stopSinks, err := sinks(ctx, &f, stdout, log)
+	if err != nil {
+		return err
+	}
+	collectors := []prometheus.Collector{rec,
+		metrics.NewProbeCollector(p.Counters, log),
+		metrics.NewReaderCollector(src.DecodeErrors.Load),
+		metrics.NewBuildInfoCollector(metrics.CurrentBuildInfo(version)),
+		metrics.NewSourceCollector(health),
+	}
+	if stats != nil {
+		collectors = append(collectors, metrics.NewSpanCollector(stats))
+	}
+	reg, err := metrics.NewRegistry(append(collectors, metrics.RuntimeCollectors()...)...)
+	if err != nil {
+		return fmt.Errorf("metrics registry: %w", err)
+	}
+	serveErr := make(chan error, 1)
+	if f.metricsAddr != "" {
+		srv := metrics.NewServer(reg, health, log)
+		go func() { serveErr <- srv.Run(ctx, f.metricsAddr) }()
+	} else {
+		close(serveErr)
+	}
+
+	corr := correlate.New(correlate.Config{NodeName: f.node, Sink: sink, Observer: rec, CgroupRoots: cfg.CgroupRoots, StuckAfter: f.stuckAfter, Logger: log})
+	seed, err := pipeline.Seed(layout, cfg.CgroupRoots, time.Now(), f.node)
+	if err != nil {
+		log.Warn("start-up scan incomplete: pods already running may be partly known", "err", err)
+	}
+
+	sources := map[string]pipeline.Source{}
+	if !f.noRuntime {
+		sources["runtime"] = runtimeSource(f.runtime, health, log)
+	} else {
+		health.SetReady("runtime", false, "disabled by --no-runtime")
+	}
+	if !f.noAPI {
+		if src, err := apiSource(&f, health, log); err != nil {
+			log.Warn("no API server: tracing from kernel and runtime facts only (traces are marked degraded)", "err", err)
+			health.SetReady("apiserver", false, err.Error())
+			seed = append(seed, correlate.Input{Time: time.Now(), API: &correlate.APIStatus{Available: false, Since: time.Now(), Err: err.Error()}})
+		} else {
+			sources["apiserver"] = src
+		}
+	} else {
+		health.SetReady("apiserver", false, "disabled by --no-api")
+	}
+
+	var rw *record.Writer
+	if recordPath != "" {
+		fh, err := os.Create(recordPath)
+		if err != nil {
+			return fmt.Errorf("record: %w", err)
+		}
+		defer fh.Close()
+		if rw, err = record.NewWriter(fh); err != nil {
+			return err
+		}
+		log.Info("recording the input stream", "file", recordPath)
+	}
+
+	err = pipeline.Run(ctx, pipeline.Config{
+		Kernel:     src,
+		Counters:   p.Counters,
+		Seed:       seed,
+		Sources:    sources,
+		Correlator: corr,
+		Record:     rw,
+		Tick:       500 * time.Millisecond,
+		Heartbeat:  health.Beat,
+		SourceState: func(name string, ok bool, reason string) {
+			health.SetReady(name, ok, reason)
+		},
+		Logger: log,
+	})
+	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer scancel()
+	stopSinks(sctx)
+	if e := <-serveErr; e != nil && !errors.Is(e, context.Canceled) {
+		log.Warn("metrics server", "err", e)
+	}
+	st := corr.Stats()
+	log.Info("stopped", "inputs", st.Inputs, "spans", st.SpansEmitted, "correlation_misses", st.Misses)
+	if rw != nil {
+		log.Info("recorded", "inputs", rw.Count(), "file", recordPath)
+	}
+	return err
+}
+
+func runtimeSource(endpoint string, health *metrics.Health, log *slog.Logger) pipeline.Source {
+	return func(ctx context.Context, out chan<- correlate.Input) error {
+		evs, _ := cri.Watch(ctx, cri.WatchConfig{Endpoint: endpoint, Logger: log}, 1024)
+		for ev := range evs {
+			e := ev
+			switch e.Type {
+			case cri.EventRuntimeUnavailable:
+				health.SetReady("runtime", false, e.Gap.String())
+			case cri.EventRuntimeAvailable:
+				health.SetReady("runtime", true, "")
+			default:
+				health.SetReady("runtime", true, "")
+			}
+			select {
+			case out <- correlate.Input{Time: time.Now(), Runtime: &e}:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		return nil
+	}
+}
+
+func apiSource(f *traceFlags, health *metrics.Health, log *slog.Logger) (pipeline.Source, error) {
+	client, err := watcher.NewClient(f.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	w, err := watcher.New(watcher.Config{Client: client, NodeName: f.node, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, out chan<- correlate.Input) error {
+		// Mirror the watcher's API status into health, passing inputs on.
+		mid := make(chan correlate.Input, 256)
+		done := make(chan error, 1)
+		go func() { done <- w.Run(ctx, mid) }()
+		for {
+			select {
+			case in := <-mid:
+				if in.API != nil {
+					health.SetReady("apiserver", in.API.Available, in.API.Err)
+				}
+				select {
+				case out <- in:
+				case <-ctx.Done():
+					return <-done
+				}
+			case err := <-done:
+				return err
+			}
+		}
+	}, nil
+}
+
+// runReplay feeds a recorded stream through the model.
+func runReplay(path string, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("tracer replay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	output := fs.String("output", "text", "text or json")
+	verbose := fs.Bool("verbose", false, "show every span attribute")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	r, err := record.NewReader(fh)
+	if err != nil {
+		return err
+	}
+	format, err := console.ParseFormat(*output)
+	if err != nil {
+		return err
+	}
+	pr := console.New(stdout, console.Config{Format: format, Verbose: *verbose})
+	corr := correlate.New(correlate.Config{Sink: pr})
+	n := 0
+	for {
+		in, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		corr.Handle(in)
+		n++
+	}
+	corr.Flush()
+	pr.Close()
+	st := corr.Stats()
+	fmt.Fprintf(stderr, "replayed %d inputs: %d spans, correlation misses %v\n", n, st.SpansEmitted, st.Misses)
+	return nil
+}
