@@ -51,6 +51,7 @@ type Correlator struct {
 	log    *slog.Logger
 
 	now        time.Time
+	timersAt   time.Time // when timers next run
 	started    time.Time // tracer start (Input.Start), zero if unknown
 	apiUp      bool
 	apiKnown   bool
@@ -151,8 +152,15 @@ func (c *Correlator) Handle(in Input) {
 			c.parser = cgroupid.NewParser(append(append([]string(nil), c.cfg.CgroupRoots...), in.Start.CgroupRoots...)...)
 		}
 	}
-	c.tick()
+	// Timers run on ticks, and at most every timerEvery of input time
+	// otherwise: per-input work stays independent of the number of pods.
+	if in.Tick || !c.now.Before(c.timersAt) {
+		c.tick()
+		c.timersAt = c.now.Add(timerEvery)
+	}
 }
+
+const timerEvery = 250 * time.Millisecond
 
 // Flush ends the model: every live pod's root span is emitted, marked
 // unfinished (the tracer is shutting down). Phases in progress are emitted

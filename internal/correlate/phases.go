@@ -143,14 +143,18 @@ func (c *Correlator) settleContainer(ct *container, force bool) {
 	}
 }
 
-// settleAll settles what is due (force: everything).
-func (c *Correlator) settleAll(force bool) {
+// settleAll settles what is due.
+func (c *Correlator) settleAll() {
 	for _, uid := range sortedKeys(c.pods) {
-		p := c.pods[uid]
-		for _, ct := range p.containers {
-			if (ct.exited && !ct.finalized) || len(ct.doneSessions) > 0 {
-				c.settleContainer(ct, force)
-			}
+		c.settlePod(c.pods[uid], false)
+	}
+}
+
+// settlePod settles a pod's containers (force: whatever their state).
+func (c *Correlator) settlePod(p *pod, force bool) {
+	for _, ct := range p.containers {
+		if (ct.exited && !ct.finalized) || len(ct.doneSessions) > 0 {
+			c.settleContainer(ct, force)
 		}
 	}
 }
@@ -483,7 +487,7 @@ func (c *Correlator) finishPod(p *pod, at time.Time, unfinished string) {
 	if p.finished {
 		return
 	}
-	c.settleAll(true)
+	c.settlePod(p, true)
 	p.finished = true
 	p.goneAt = at
 	// Containers still running (no exit seen): close them as unfinished.
@@ -590,7 +594,7 @@ func (c *Correlator) terminationSpan(p *pod, at time.Time, unfinished string) {
 // tick runs timers: settling finished containers and start-ups, stuck
 // terminations.
 func (c *Correlator) tick() {
-	c.settleAll(false)
+	c.settleAll()
 	for _, uid := range sortedKeys(c.pods) {
 		if p := c.pods[uid]; !p.startupDone && !p.startupSettle.IsZero() {
 			c.maybeStarted(p)

@@ -1,0 +1,73 @@
+package probe
+
+import (
+	"unsafe"
+)
+
+// EncodeForTest builds the raw ring buffer record the kernel would send for
+// ev, so benchmarks and tests elsewhere can drive the decoder. Times are not
+// encoded (the decoder stamps them from BootNS).
+func EncodeForTest(ev Event) []byte {
+	h := ev.Hdr()
+	hdr := podtraceEventHeader{Type: uint32(h.Type), Origin: uint32(h.Origin), KtimeNs: h.BootNS, CgroupId: h.CgroupID, Tgid: h.TGID, Pid: h.PID, Ppid: h.PPID}
+	putStr(hdr.Comm[:], h.Comm)
+	switch e := ev.(type) {
+	case *ExecEvent:
+		r := podtraceExecEvent{Hdr: hdr}
+		putStr(r.Filename[:], e.Filename)
+		n := 0
+		for _, a := range e.Args {
+			if n+len(a)+1 > len(r.Args) {
+				r.Flags |= execFlagArgsTruncated
+				break
+			}
+			putStr(r.Args[n:], a)
+			n += len(a) + 1
+		}
+		r.ArgsSize = uint32(n)
+		if e.CNI == nil {
+			return bytesOf(&r)
+		}
+		r.Flags |= execFlagCNI
+		var c podtraceCniInfo
+		putStr(c.Command[:], e.CNI.Command)
+		putStr(c.ContainerId[:], e.CNI.ContainerID)
+		putStr(c.Ifname[:], e.CNI.IfName)
+		putStr(c.Netns[:], e.CNI.NetNS)
+		putStr(c.Args[:], e.CNI.Args)
+		return append(bytesOf(&r), bytesOf(&c)...)
+	case *ForkEvent:
+		return bytesOf(&podtraceForkEvent{Hdr: hdr, ChildTgid: e.ChildTGID, ChildPid: e.ChildPID})
+	case *ExitEvent:
+		st := e.RawStatus
+		if st == 0 {
+			st = uint32(e.ExitCode)<<8 | uint32(e.Signal)
+		}
+		return bytesOf(&podtraceExitEvent{Hdr: hdr, ExitCode: st})
+	case *SignalEvent:
+		r := podtraceSignalEvent{Hdr: hdr, Sig: uint32(e.Signal), Code: e.Code, Result: int32(e.Result), TargetTgid: e.TargetTGID, TargetPid: e.TargetPID, TargetCgroupId: e.TargetCgroupID, Disposition: uint32(e.Disposition)}
+		putStr(r.TargetComm[:], e.TargetComm)
+		return bytesOf(&r)
+	case *SignalDeliverEvent:
+		return bytesOf(&podtraceSignalDeliverEvent{Hdr: hdr, Sig: uint32(e.Signal), Code: e.Code, Disposition: uint32(e.Disposition)})
+	case *OOMEvent:
+		r := podtraceOomEvent{Hdr: hdr, VictimTgid: e.VictimTGID, VictimCgroupId: e.VictimCgroupID}
+		putStr(r.VictimComm[:], e.VictimComm)
+		return bytesOf(&r)
+	case *CgroupEvent:
+		r := podtraceCgroupEvent{Hdr: hdr, Id: e.ID, Level: e.Level, HierarchyId: e.HierarchyID}
+		putStr(r.Path[:], e.Path)
+		return bytesOf(&r)
+	}
+	return nil
+}
+
+func putStr(dst []int8, s string) {
+	for i := 0; i < len(s) && i < len(dst)-1; i++ {
+		dst[i] = int8(s[i])
+	}
+}
+
+func bytesOf[T any](v *T) []byte {
+	return append([]byte(nil), unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v))...)
+}
