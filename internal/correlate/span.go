@@ -111,10 +111,10 @@ type Span struct {
 }
 
 // Duration is End - Start.
-func (s *Span) Duration() time.Duration { return s.End.Sub(s.Start) }
+func (s Span) Duration() time.Duration { return s.End.Sub(s.Start) }
 
 // Attr returns the value of the attribute k, or nil.
-func (s *Span) Attr(k string) any {
+func (s Span) Attr(k string) any {
 	for _, a := range s.Attrs {
 		if a.Key == k {
 			return a.Value

@@ -1,0 +1,379 @@
+package correlate_test
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podtrace/podtrace/internal/cri"
+	"github.com/podtrace/podtrace/internal/probe"
+)
+
+// Synthetic streams for what the recorded runs (no API server) cannot show:
+// the API server's view, hooks and probes, liveness restarts, eviction,
+// stuck terminations, degraded mode.
+
+type obs struct {
+	correlate.NopObserver
+	calls []string
+}
+
+func (o *obs) PodStartup(ns, owner string, d time.Duration) {
+	o.calls = append(o.calls, fmt.Sprintf("startup %s %s %s", ns, owner, d))
+}
+func (o *obs) PodTermination(ns, owner string, d time.Duration, overrun bool) {
+	o.calls = append(o.calls, fmt.Sprintf("termination %s %s %s overrun=%v", ns, owner, d, overrun))
+}
+func (o *obs) GracePeriodOverrun(ns string) { o.calls = append(o.calls, "overrun "+ns) }
+func (o *obs) ContainerExit(ns, cause string) {
+	o.calls = append(o.calls, "exit "+ns+" "+cause)
+}
+func (o *obs) StuckTerminating(ns string, stuck bool) {
+	o.calls = append(o.calls, fmt.Sprintf("stuck %s %v", ns, stuck))
+}
+
+type sim struct {
+	t     *testing.T
+	c     *correlate.Correlator
+	o     *obs
+	spans []correlate.Span
+	now   time.Time
+	uid   string
+	info  correlate.PodInfo
+	cg    map[string]uint64 // container name -> cgroup id
+	ids   map[string]string // container name -> container id
+	pid   uint32
+}
+
+const podUID = "0b6e0b3c-1f2d-4a5b-9c8d-7e6f5a4b3c2d"
+
+func newSim(t *testing.T) *sim {
+	s := &sim{t: t, o: &obs{}, now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC), uid: podUID,
+		cg: map[string]uint64{}, ids: map[string]string{}, pid: 4000}
+	s.c = correlate.New(correlate.Config{NodeName: "node-a", Observer: s.o, StuckAfter: 10 * time.Second,
+		Sink: correlate.SinkFunc(func(sp correlate.Span) { s.spans = append(s.spans, sp) })})
+	s.info = correlate.PodInfo{UID: podUID, Name: "web-7d9f", Namespace: "shop", NodeName: "node-a", OwnerKind: "ReplicaSet",
+		OwnerName: "web-7d9f", QOSClass: "Burstable", CreatedAt: s.now, TerminationGracePeriodSeconds: 3, Phase: "Pending",
+		InitContainers: []correlate.ContainerSpec{{Name: "migrate"}},
+		Containers: []correlate.ContainerSpec{{Name: "app",
+			PostStart: &correlate.Handler{Kind: "exec", Exec: []string{"sh", "-c", "echo warm"}},
+			PreStop:   &correlate.Handler{Kind: "exec", Exec: []string{"sleep", "1"}},
+			Readiness: &correlate.ProbeSpec{Handler: correlate.Handler{Kind: "exec", Exec: []string{"cat", "/tmp/ready"}}},
+			Liveness:  &correlate.ProbeSpec{Handler: correlate.Handler{Kind: "exec", Exec: []string{"true"}}},
+		}}}
+	return s
+}
+
+func (s *sim) at(d time.Duration) { s.now = s.now.Add(d) }
+
+func (s *sim) in(x correlate.Input) {
+	x.Time = s.now
+	s.c.Handle(x)
+}
+
+func (s *sim) kernel(ev probe.Event) {
+	ev.Hdr().Time = s.now
+	s.in(correlate.Input{Kernel: ev})
+}
+
+func (s *sim) pod() { cp := s.info; s.in(correlate.Input{Pod: &cp}) }
+
+func (s *sim) cond(typ string) {
+	s.info.Conditions = append(s.info.Conditions, correlate.Condition{Type: typ, Status: "True", LastTransitionTime: s.now})
+	s.pod()
+}
+
+func (s *sim) event(reason, container, msg string) {
+	s.in(correlate.Input{Event: &correlate.K8sEvent{UID: fmt.Sprintf("ev-%d", s.now.UnixNano()), PodUID: s.uid, Reason: reason,
+		Container: container, Message: msg, FirstTime: s.now, LastTime: s.now, Count: 1}})
+}
+
+func (s *sim) mkdir(id uint64, path string) {
+	s.kernel(&probe.CgroupEvent{Header: probe.Header{Type: probe.EventCgroupMkdir, Origin: probe.OriginWatched}, ID: id, Path: path})
+}
+
+// container: cgroup, CRI create+start, and its init's exec.
+func (s *sim) container(name string, id string, attempt uint32) uint32 {
+	cgid := uint64(9000 + len(s.cg)*10 + int(attempt))
+	s.cg[name] = cgid
+	s.ids[name] = id
+	s.mkdir(cgid, "/kubepods/burstable/pod"+s.uid+"/"+id)
+	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventContainerCreated, At: s.now,
+		Container: &cri.Container{ID: id, SandboxID: "sb1", Name: name, Attempt: attempt, PodUID: s.uid, CreatedAt: s.now}}})
+	s.at(20 * time.Millisecond)
+	pid := s.exec(name, 1, "/app", name)
+	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventContainerStarted, At: s.now,
+		Container: &cri.Container{ID: id, SandboxID: "sb1", Name: name, Attempt: attempt, PodUID: s.uid, StartedAt: s.now}}})
+	return pid
+}
+
+func (s *sim) exec(name string, ppid uint32, args ...string) uint32 {
+	s.pid++
+	s.kernel(&probe.ExecEvent{Header: probe.Header{Type: probe.EventExec, Origin: probe.OriginWatched, CgroupID: s.cg[name], TGID: s.pid, PID: s.pid, PPID: ppid, Comm: "x"},
+		Filename: args[0], Args: args})
+	return s.pid
+}
+
+func (s *sim) exit(name string, pid uint32, code int, sig syscall.Signal) {
+	s.kernel(&probe.ExitEvent{Header: probe.Header{Type: probe.EventExit, Origin: probe.OriginWatched, CgroupID: s.cg[name], TGID: pid, PID: pid}, ExitCode: code, Signal: sig})
+}
+
+func (s *sim) signal(name string, target uint32, sig syscall.Signal, senderComm string, result probe.SignalResult, disp probe.Disposition) {
+	s.kernel(&probe.SignalEvent{Header: probe.Header{Type: probe.EventSignalGenerate, Origin: probe.OriginTarget, TGID: 77, Comm: senderComm, CgroupID: 1},
+		Signal: sig, Code: probe.SIUser, Result: result, Disposition: disp, TargetTGID: target, TargetPID: target, TargetCgroupID: s.cg[name], TargetNSInit: true})
+}
+
+func (s *sim) cri(typ cri.EventType, name string, code int32, reason string) {
+	s.in(correlate.Input{Runtime: &cri.Event{Type: typ, At: s.now,
+		Container: &cri.Container{ID: s.ids[name], SandboxID: "sb1", Name: name, PodUID: s.uid, ExitCode: code, Reason: reason, FinishedAt: s.now}}})
+}
+
+func (s *sim) tick(d time.Duration) {
+	s.at(d)
+	s.in(correlate.Input{Tick: true})
+}
+
+// startup drives a pod to Ready: scheduling, sandbox and CNI, an init
+// container, the app with its postStart hook and readiness probes.
+func (s *sim) startup() uint32 {
+	s.pod()
+	s.event("Scheduled", "", "Successfully assigned shop/web-7d9f to node-a")
+	s.at(100 * time.Millisecond)
+	s.cond("PodScheduled")
+	s.mkdir(8000, "/kubepods/burstable/pod"+s.uid)
+	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop", CreatedAt: s.now}}})
+	s.at(10 * time.Millisecond)
+	s.pid++
+	cni := s.pid
+	s.kernel(&probe.ExecEvent{Header: probe.Header{Type: probe.EventExec, Origin: probe.OriginCNI, TGID: cni, PID: cni, Comm: "bridge"}, Filename: "/opt/cni/bin/bridge",
+		CNI: &probe.CNIRun{Command: "ADD", ContainerID: "sb1", IfName: "eth0", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop"}})
+	s.at(40 * time.Millisecond)
+	s.kernel(&probe.ExitEvent{Header: probe.Header{Type: probe.EventExit, Origin: probe.OriginCNI, TGID: cni, PID: cni}})
+	s.event("Pulled", "migrate", `Container image "busybox" already present on machine`)
+	init := s.container("migrate", "c0ffee01", 0)
+	s.at(500 * time.Millisecond)
+	s.exit("migrate", init, 0, 0)
+	s.cri(cri.EventContainerExited, "migrate", 0, "Completed")
+	s.cond("Initialized")
+	app := s.container("app", "c0ffee02", 0)
+	hook := s.exec("app", 99, "sh", "-c", "echo warm")
+	s.at(30 * time.Millisecond)
+	s.exit("app", hook, 0, 0)
+	s.at(time.Second)
+	probe1 := s.exec("app", 99, "cat", "/tmp/ready")
+	s.at(5 * time.Millisecond)
+	s.exit("app", probe1, 1, 0)
+	s.at(time.Second)
+	probe2 := s.exec("app", 99, "cat", "/tmp/ready")
+	s.at(5 * time.Millisecond)
+	s.exit("app", probe2, 0, 0)
+	s.cond("ContainersReady")
+	s.cond("Ready")
+	s.tick(2 * time.Second)
+	return app
+}
+
+func (s *sim) find(name string) []correlate.Span {
+	var out []correlate.Span
+	for _, sp := range s.spans {
+		if sp.Name == name {
+			out = append(out, sp)
+		}
+	}
+	return out
+}
+
+func (s *sim) one(name string) correlate.Span {
+	s.t.Helper()
+	f := s.find(name)
+	if len(f) != 1 {
+		s.t.Fatalf("want one %s span, got %d\n%s", name, len(f), render(s.spans))
+	}
+	return f[0]
+}
+
+func (s *sim) byID(id correlate.SpanID) string {
+	for _, sp := range s.spans {
+		if sp.SpanID == id {
+			return sp.Name
+		}
+	}
+	return "?"
+}
+
+func TestStartupFromAPIAndKernel(t *testing.T) {
+	s := newSim(t)
+	s.startup()
+	st := s.one("pod.startup")
+	if st.Start != s.info.CreatedAt || st.Duration() != 2730*time.Millisecond {
+		t.Errorf("startup %s..%s", st.Start, st.End)
+	}
+	for name, parent := range map[string]string{"pod.scheduling": "pod.startup", "pod.sandbox": "pod.startup", "cni.ADD bridge": "pod.sandbox",
+		"container.init": "pod.startup", "container.start": "pod.startup", "container.poststart": "pod.startup"} {
+		sp := s.one(name)
+		if got := s.byID(sp.Parent); got != parent {
+			t.Errorf("%s: parent %s, want %s", name, got, parent)
+		}
+	}
+	if d := s.one("pod.scheduling").Duration(); d != 100*time.Millisecond {
+		t.Errorf("scheduling took %s", d)
+	}
+	if in := s.one("container.init"); in.Attr("k8s.container.name") != "migrate" || in.Attr("podtrace.exit.cause") != "completed" {
+		t.Errorf("init: %v", in.Attrs)
+	}
+	probes := s.find("probe.readiness")
+	if len(probes) != 2 || probes[0].Attr("podtrace.probe.result") != "failure" || probes[1].Attr("podtrace.probe.result") != "success" {
+		t.Fatalf("readiness probes: %+v", probes)
+	}
+	if got := strings.Join(s.o.calls, ";"); !strings.Contains(got, "startup shop ReplicaSet") || !strings.Contains(got, "exit shop completed") {
+		t.Errorf("observer: %s", got)
+	}
+	// Passing liveness probes after start-up are not spans.
+	lp := s.exec("app", 99, "true")
+	s.at(5 * time.Millisecond)
+	s.exit("app", lp, 0, 0)
+	s.tick(2 * time.Second)
+	if n := len(s.find("probe.liveness")); n != 0 {
+		t.Errorf("%d liveness spans for passing probes", n)
+	}
+}
+
+// Deletion with a preStop hook, SIGTERM ignored by PID 1, SIGKILL at the end
+// of the grace period.
+func TestTerminationOverrun(t *testing.T) {
+	s := newSim(t)
+	app := s.startup()
+	del := s.now.Add(3 * time.Second)
+	grace := int64(3)
+	s.info.DeletionTimestamp, s.info.DeletionGracePeriodSeconds = &del, &grace
+	s.pod()
+	ps := s.exec("app", 99, "sleep", "1")
+	s.at(time.Second)
+	s.exit("app", ps, 0, 0)
+	s.signal("app", app, syscall.SIGTERM, "runc", probe.SignalIgnored, probe.DispositionDefault)
+	s.at(2 * time.Second)
+	s.signal("app", app, syscall.SIGKILL, "runc", probe.SignalDelivered, probe.DispositionDefault)
+	s.exit("app", app, 0, syscall.SIGKILL)
+	s.cri(cri.EventContainerExited, "app", 137, "Error")
+	s.at(500 * time.Millisecond)
+	s.info.Deleted = true
+	s.pod()
+
+	term := s.one("pod.termination")
+	if term.Start != del.Add(-3*time.Second) || term.Attr("podtrace.grace_period.overrun") != true || term.Status != correlate.StatusError {
+		t.Errorf("termination: start %s status %s attrs %v", term.Start, term.Status, term.Attrs)
+	}
+	stop := s.one("container.stop")
+	if stop.Attr("podtrace.signal.disposition") != "ignored" || stop.Attr("podtrace.sigkill") != true || s.byID(stop.Parent) != "pod.termination" {
+		t.Errorf("stop: %v", stop.Attrs)
+	}
+	if pre := s.one("container.prestop"); pre.Duration() != time.Second || s.byID(pre.Parent) != "pod.termination" {
+		t.Errorf("prestop: %+v", pre)
+	}
+	if run := s.find("container.run"); len(run) != 1 || run[0].Attr("podtrace.exit.cause") != "killed_by_runtime" {
+		t.Errorf("run: %+v", run)
+	}
+	root := s.one("pod")
+	if !root.Parent.IsZero() || root.Attr("podtrace.owner.kind") != "ReplicaSet" {
+		t.Errorf("root: %+v", root)
+	}
+	if s.spans[len(s.spans)-1].Name != "pod" {
+		t.Errorf("the root span must come last, got %s", s.spans[len(s.spans)-1].Name)
+	}
+	calls := strings.Join(s.o.calls, ";")
+	for _, want := range []string{"overrun shop", "termination shop ReplicaSet 3.5s overrun=true", "exit shop killed_by_runtime"} {
+		if !strings.Contains(calls, want) {
+			t.Errorf("observer missing %q: %s", want, calls)
+		}
+	}
+}
+
+func TestLivenessRestartAndBackoff(t *testing.T) {
+	s := newSim(t)
+	app := s.startup()
+	s.event("Unhealthy", "app", "Liveness probe failed: command \"true\" timed out")
+	s.at(10 * time.Millisecond)
+	s.event("Killing", "app", "Container app failed liveness probe, will be restarted")
+	s.signal("app", app, syscall.SIGTERM, "containerd-shim", probe.SignalDelivered, probe.DispositionDefault)
+	s.at(50 * time.Millisecond)
+	s.exit("app", app, 0, syscall.SIGTERM)
+	s.cri(cri.EventContainerExited, "app", 143, "Error")
+	s.at(10 * time.Second)
+	s.container("app", "c0ffee03", 1)
+	s.tick(2 * time.Second)
+	run := s.find("container.run")
+	if len(run) != 1 || run[0].Attr("podtrace.exit.cause") != "liveness_restart" {
+		t.Fatalf("run: %+v", run)
+	}
+	bo := s.one("container.backoff")
+	if bo.Attr("podtrace.backoff.seconds") != 10.02 || bo.Attr("podtrace.restart.count") != int64(1) {
+		t.Errorf("backoff: %v", bo.Attrs)
+	}
+}
+
+func TestStuckTermination(t *testing.T) {
+	s := newSim(t)
+	s.startup()
+	del := s.now.Add(time.Second)
+	grace := int64(1)
+	s.info.DeletionTimestamp, s.info.DeletionGracePeriodSeconds = &del, &grace
+	s.pod()
+	s.tick(5 * time.Second)
+	if strings.Contains(strings.Join(s.o.calls, ";"), "stuck") {
+		t.Fatal("stuck before StuckAfter")
+	}
+	s.tick(10 * time.Second)
+	if !strings.Contains(strings.Join(s.o.calls, ";"), "stuck shop true") {
+		t.Fatalf("not reported stuck: %v", s.o.calls)
+	}
+	s.info.Deleted = true
+	s.pod()
+	term := s.one("pod.termination")
+	if term.Attr("podtrace.termination.stuck") != true || term.Status != correlate.StatusError {
+		t.Errorf("termination: %+v", term)
+	}
+	if !strings.Contains(strings.Join(s.o.calls, ";"), "stuck shop false") {
+		t.Errorf("stuck gauge not released: %v", s.o.calls)
+	}
+}
+
+func TestEvictionAndDegraded(t *testing.T) {
+	s := newSim(t)
+	s.in(correlate.Input{API: &correlate.APIStatus{Available: false, Err: "connection refused"}})
+	app := s.startup()
+	s.info.Reason = "Evicted"
+	s.pod()
+	s.signal("app", app, syscall.SIGTERM, "runc", probe.SignalDelivered, probe.DispositionHandler)
+	s.exit("app", app, 0, syscall.SIGTERM)
+	s.cri(cri.EventContainerExited, "app", 143, "Error")
+	s.tick(2 * time.Second)
+	run := s.one("container.run")
+	if run.Attr("podtrace.exit.cause") != "evicted" {
+		t.Errorf("cause %v", run.Attr("podtrace.exit.cause"))
+	}
+	if d, _ := run.Attr("podtrace.degraded").(string); !strings.Contains(d, "apiserver unavailable") {
+		t.Errorf("degraded: %v", run.Attrs)
+	}
+}
+
+func TestLossesMarkLivePods(t *testing.T) {
+	s := newSim(t)
+	s.startup()
+	s.in(correlate.Input{Losses: &correlate.Losses{Lost: 42}})
+	s.info.Deleted = true
+	s.pod()
+	root := s.one("pod")
+	if root.Attr("podtrace.events_lost") != int64(42) {
+		t.Errorf("root: %v", root.Attrs)
+	}
+	var ev bool
+	for _, e := range root.Events {
+		ev = ev || e.Name == "podtrace.events_lost"
+	}
+	if !ev {
+		t.Error("no events_lost span event")
+	}
+}
