@@ -4,7 +4,7 @@ BIN       ?= bin
 CLANG     ?= clang-19
 GENERATED := internal/probe/podtrace_bpfel.go internal/probe/podtrace_bpfel.o
 
-.PHONY: help deps generate check-generate build test test-unit test-vm test-vm-selftest bench lint run clean
+.PHONY: help deps generate check-generate build test test-unit test-vm test-vm-selftest bench lint run trace events clean
 
 help: ## list targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -19,11 +19,20 @@ generate: ## regenerate the eBPF object and Go bindings from bpf/
 check-generate: ## fail if the committed eBPF objects differ from what bpf/ generates
 	bash scripts/check-generate.sh
 
-build: ## build the tracer into bin/
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/tracer ./cmd/tracer
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-run: deps build ## trace this node (root): installs what it needs, then prints pod lifecycle events
+build: ## build the tracer (and the demo driver) into bin/
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(BIN)/tracer ./cmd/tracer
+	$(GO) build -o $(BIN)/demo ./examples/demo
+
+run: deps build ## a real trace on this node (root): pods driven through a private containerd, traced
+	$(BIN)/demo -tracer $(BIN)/tracer $(ARGS)
+
+trace: deps build ## trace this (Kubernetes) node's pods: bin/tracer with ARGS
 	$(BIN)/tracer $(ARGS)
+
+events: deps build ## raw kernel events on this node
+	$(BIN)/tracer events $(ARGS)
 
 test: deps check-generate ## everything CI runs (root): unit, real-kernel, containerd and 6.1-guest tests
 	$(GO) vet ./...
@@ -40,7 +49,9 @@ test-vm-selftest: ## the VM runner's own smoke test
 	$(GO) run ./test/vm -pkg ./test/vm/testdata/smoke
 
 bench: build ## decode benchmark and the exec-storm benchmark (root)
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/probe ./internal/correlate/...
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/probe ./internal/correlate/cgroupid
+	$(GO) test -run '^$$' -bench CorrelateKernelEvent -benchmem ./internal/correlate
+	$(GO) test -run '^$$' -bench TrackedNodeMemory -benchtime 3x ./internal/correlate
 	bash bench/execstorm.sh
 
 lint: ## gofmt, go vet, clang-format-free checks
