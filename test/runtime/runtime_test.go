@@ -94,7 +94,7 @@ type env struct {
 }
 
 // start runs containerd, the probes and the pipeline for one scenario.
-func start(t *testing.T, scenario string) *env {
+func start(t *testing.T, scenario string, extra ...correlate.Sink) *env {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (BPF, containerd)")
@@ -116,13 +116,22 @@ func start(t *testing.T, scenario string) *env {
 		t.Fatal(err)
 	}
 	sp := &spans{}
-	corr := correlate.New(correlate.Config{NodeName: "test-node", Sink: sp, CgroupRoots: []string{h.CgroupRoot}})
+	var sink correlate.Sink = sp
+	if len(extra) > 0 {
+		sink = correlate.SinkFunc(func(s correlate.Span) {
+			sp.Emit(s)
+			for _, x := range extra {
+				x.Emit(s)
+			}
+		})
+	}
+	corr := correlate.New(correlate.Config{NodeName: "test-node", Sink: sink, CgroupRoots: []string{h.CgroupRoot}})
 	seed, err := pipeline.Seed(p.Layout(), []string{h.CgroupRoot}, time.Now(), "test-node")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rec *record.Writer
-	if *recordDir != "" {
+	if *recordDir != "" && scenario != "" {
 		f, err := os.Create(filepath.Join(*recordDir, scenario+".jsonl"))
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Builds a minimal OpenTelemetry Collector (OTLP receiver -> debug exporter)
+# with the collector builder, for test/runtime's OTLP test. Prints its path.
+# Cached under ${PODTRACE_CACHE:-$HOME/.cache/podtrace}/otelcol.
+set -euo pipefail
+cache=${PODTRACE_CACHE:-$HOME/.cache/podtrace}/otelcol
+bin=$cache/dist/otelcol-podtrace
+if [ -x "$bin" ]; then echo "$bin"; exit 0; fi
+mkdir -p "$cache"
+cat >"$cache/builder.yaml" <<YAML
+dist:
+  name: otelcol-podtrace
+  output_path: $cache/dist
+receivers:
+  - gomod: go.opentelemetry.io/collector/receiver/otlpreceiver v0.162.0
+processors:
+  - gomod: go.opentelemetry.io/collector/processor/batchprocessor v0.162.0
+exporters:
+  - gomod: go.opentelemetry.io/collector/exporter/debugexporter v0.162.0
+providers:
+  - gomod: go.opentelemetry.io/collector/confmap/provider/fileprovider v1.68.0
+  - gomod: go.opentelemetry.io/collector/confmap/provider/envprovider v1.68.0
+YAML
+GOBIN=$cache go install go.opentelemetry.io/collector/cmd/builder@v0.162.0 >&2
+(cd "$cache" && ./builder --config builder.yaml >&2)
+echo "$bin"
