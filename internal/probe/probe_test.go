@@ -694,6 +694,10 @@ func testLostEvents(t *testing.T, dedupe bool) {
 	cfg.CgroupRoots = []string{root}
 	cfg.RingBufferBytes = 4096
 	cfg.WakeupEvents = 0
+	// Count only the storm: runtime processes and CNI plugins run by tests of
+	// other packages (go test runs packages in parallel) would be counted too.
+	cfg.RuntimeComms = []string{"podtrace-none"}
+	cfg.CNIDirs = []string{"/nonexistent-podtrace-test/"}
 	cfg.exitDedupe = dedupe
 	p, err := Load(cfg)
 	if err != nil {
