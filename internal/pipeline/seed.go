@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ import (
 func Seed(layout cgroupfs.Layout, roots []string, now time.Time, node string) ([]correlate.Input, error) {
 	out := []correlate.Input{{Time: now, Start: &correlate.Start{At: now, NodeName: node, CgroupRoots: roots}}}
 	ids := map[uint64]bool{}
+	pidsIn := map[int]uint64{} // pid -> cgroup id, from each cgroup's cgroup.procs
 	mount := layout.Mount()
 	for _, root := range roots {
 		dir := layout.Path(root)
@@ -36,6 +38,15 @@ func Seed(layout cgroupfs.Layout, roots []string, now time.Time, node string) ([
 			}
 			rel := "/" + strings.TrimPrefix(strings.TrimPrefix(path, mount), "/")
 			ids[id] = true
+			// cgroup.procs, not /proc/<pid>/cgroup: inside a cgroup namespace
+			// (containerd on pure v2 nodes) the latter is relative to us.
+			if b, err := os.ReadFile(filepath.Join(path, "cgroup.procs")); err == nil {
+				for _, f := range strings.Fields(string(b)) {
+					if pid, err := strconv.Atoi(f); err == nil {
+						pidsIn[pid] = id
+					}
+				}
+			}
 			out = append(out, correlate.Input{Time: now, Cgroup: &correlate.CgroupSeen{ID: id, Path: rel}})
 			return nil
 		})
@@ -43,27 +54,17 @@ func Seed(layout cgroupfs.Layout, roots []string, now time.Time, node string) ([
 			return out, fmt.Errorf("walk %s: %w", dir, err)
 		}
 	}
-	if len(ids) == 0 {
+	if len(pidsIn) == 0 {
 		return out, nil
 	}
-	procs, err := os.ReadDir("/proc")
-	if err != nil {
-		return out, fmt.Errorf("read /proc: %w", err)
+	pids := make([]int, 0, len(pidsIn))
+	for pid := range pidsIn {
+		pids = append(pids, pid)
 	}
+	sort.Ints(pids)
 	boot := bootTime(now)
-	for _, e := range procs {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		rel, err := layout.ProcPath(pid)
-		if err != nil {
-			continue
-		}
-		id, err := layout.ID(rel)
-		if err != nil || !ids[id] {
-			continue
-		}
+	for _, pid := range pids {
+		id := pidsIn[pid]
 		ps, err := readProc(pid, boot)
 		if err != nil {
 			continue
