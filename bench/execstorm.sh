@@ -44,7 +44,7 @@ for r in $(seq "$ROUNDS"); do
 	off=$(storm "off$r")
 	echo "$off" | awk '{print $3}' >>"$work/off"
 
-	bin/tracer --cgroup-root "$root" --output "$OUTPUT" >"$work/out$r" 2>"$work/log$r" &
+	bin/tracer events --cgroup-root "$root" --output "$OUTPUT" >"$work/out$r" 2>"$work/log$r" &
 	tracer_pid=$!
 	for _ in $(seq 100); do grep -q "probes attached" "$work/log$r" && break; sleep 0.1; done
 	grep -q "probes attached" "$work/log$r" || { cat "$work/log$r"; exit 1; }

@@ -72,7 +72,7 @@ func DefaultConfig() Config {
 		RuntimeComms:    append([]string(nil), DefaultRuntimeComms...),
 		SignalMask:      DefaultSignalMask(),
 		RingBufferBytes: 4 << 20,
-		WakeupEvents:    64,
+		WakeupEvents:    256,
 		PollInterval:    100 * time.Millisecond,
 	}
 }

@@ -20,6 +20,8 @@ var ErrUnknownEvent = errors.New("unknown event type")
 // reflection, one allocation per string field.
 type Decoder struct {
 	Clock *Clock
+	// comms interns command names: few distinct values, one on every event.
+	comms map[string]string
 }
 
 // NewDecoder returns a decoder stamping events with wall-clock times.
@@ -56,8 +58,21 @@ func (d *Decoder) header(h *podtraceEventHeader) Header {
 		TGID:     h.Tgid,
 		PID:      h.Pid,
 		PPID:     h.Ppid,
-		Comm:     cstr(h.Comm[:]),
+		Comm:     d.comm(h.Comm[:]),
 	}
+}
+
+func (d *Decoder) comm(a []int8) string {
+	b := cbytes(a)
+	if s, ok := d.comms[string(b)]; ok { // no allocation for the lookup
+		return s
+	}
+	s := string(b)
+	if d.comms == nil || len(d.comms) >= 4096 {
+		d.comms = make(map[string]string, 256)
+	}
+	d.comms[s] = s
+	return s
 }
 
 // Decode decodes one ring buffer record.

@@ -29,6 +29,11 @@ type RingSource struct {
 	dec      *Decoder
 	poll     time.Duration
 	lastSync time.Time
+	deadline time.Time
+	// The context whose cancellation closes the reader, registered once
+	// (not per event: Next runs for every record).
+	ctx  context.Context
+	stop func() bool
 	// DecodeErrors counts records that could not be decoded (skipped).
 	DecodeErrors atomic.Uint64
 }
@@ -48,16 +53,27 @@ func (s *RingSource) Decoder() *Decoder { return s.dec }
 // Next returns the next decoded event.
 func (s *RingSource) Next(ctx context.Context) (Event, error) {
 	// A cancelled context unblocks the reader by closing it.
-	stop := context.AfterFunc(ctx, func() { s.rd.Close() })
-	defer stop()
+	if ctx != s.ctx {
+		if s.stop != nil {
+			s.stop()
+		}
+		s.ctx = ctx
+		s.stop = context.AfterFunc(ctx, func() { s.rd.Close() })
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		s.rd.SetDeadline(time.Now().Add(s.poll))
+		// The deadline bounds a wait for records the kernel submitted without
+		// a wakeup; renewing it costs a lock, so only when half spent.
+		if now := time.Now(); now.After(s.deadline.Add(-s.poll / 2)) {
+			s.deadline = now.Add(s.poll)
+			s.rd.SetDeadline(s.deadline)
+		}
 		err := s.rd.ReadInto(&s.rec)
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
+			s.deadline = time.Time{}
 			s.resync()
 			continue
 		case errors.Is(err, ringbuf.ErrClosed):
@@ -91,7 +107,12 @@ func (s *RingSource) resync() {
 func (s *RingSource) Pending() int { return s.rd.AvailableBytes() }
 
 // Close closes the reader; a blocked Next returns io.EOF.
-func (s *RingSource) Close() error { return s.rd.Close() }
+func (s *RingSource) Close() error {
+	if s.stop != nil {
+		s.stop()
+	}
+	return s.rd.Close()
+}
 
 // SliceSource replays a fixed list of events.
 type SliceSource struct {
