@@ -9,10 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
-	"github.com/podtrace/podtrace/internal/cgroupfs"
 	"github.com/podtrace/podtrace/internal/probe"
 )
 
@@ -53,29 +51,13 @@ func runEvents(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--output %q: want text, json or none", *output)
 	}
 
-	cfg := probe.DefaultConfig()
-	cfg.Logger = log
-	cfg.RingBufferBytes = *ringSize
-	if len(roots) > 0 {
-		cfg.CgroupRoots = roots
-	}
-	if len(cniDirs) > 0 {
-		cfg.CNIDirs = nil
-		for _, d := range cniDirs {
-			cfg.CNIDirs = append(cfg.CNIDirs, strings.TrimSuffix(d, "/")+"/")
-		}
-	}
-	if len(comms) > 0 {
-		cfg.RuntimeComms = comms
+	cfg, err := probeConfig(log, roots, cniDirs, comms, *mode, *ringSize)
+	if err != nil {
+		return err
 	}
 	if *allSignals {
 		cfg.SignalMask = ^uint64(0)
 	}
-	m, err := cgroupfs.ParseMode(*mode)
-	if err != nil {
-		return err
-	}
-	cfg.CgroupMode = m
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()

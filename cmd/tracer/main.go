@@ -11,8 +11,12 @@ package main
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
+
+	"github.com/podtrace/podtrace/internal/cgroupfs"
+	"github.com/podtrace/podtrace/internal/probe"
 )
 
 type listFlag []string
@@ -48,6 +52,32 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return runTrace(args, "", stdout, stderr)
+}
+
+// probeConfig builds the probes' settings from the flags both the daemon
+// and `tracer events` take.
+func probeConfig(log *slog.Logger, roots, cniDirs, comms []string, mode string, ringSize int) (probe.Config, error) {
+	cfg := probe.DefaultConfig()
+	cfg.Logger = log
+	cfg.RingBufferBytes = ringSize
+	if len(roots) > 0 {
+		cfg.CgroupRoots = roots
+	}
+	if len(cniDirs) > 0 {
+		cfg.CNIDirs = nil
+		for _, d := range cniDirs {
+			cfg.CNIDirs = append(cfg.CNIDirs, strings.TrimSuffix(d, "/")+"/")
+		}
+	}
+	if len(comms) > 0 {
+		cfg.RuntimeComms = comms
+	}
+	m, err := cgroupfs.ParseMode(mode)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.CgroupMode = m
+	return cfg, nil
 }
 
 const usage = `tracer: podtrace's node daemon.

@@ -9,13 +9,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/podtrace/podtrace/internal/cgroupfs"
 	"github.com/podtrace/podtrace/internal/correlate"
 	"github.com/podtrace/podtrace/internal/cri"
 	"github.com/podtrace/podtrace/internal/export/console"
@@ -141,19 +139,8 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 	rec := metrics.NewRecorder(metrics.Limits{})
 
 	// Kernel.
-	cfg := probe.DefaultConfig()
-	cfg.Logger = log
-	cfg.RingBufferBytes = f.ringSize
-	if len(f.roots) > 0 {
-		cfg.CgroupRoots = f.roots
-	}
-	if len(f.cniDirs) > 0 {
-		cfg.CNIDirs = nil
-		for _, d := range f.cniDirs {
-			cfg.CNIDirs = append(cfg.CNIDirs, strings.TrimSuffix(d, "/")+"/")
-		}
-	}
-	if cfg.CgroupMode, err = cgroupfs.ParseMode(f.mode); err != nil {
+	cfg, err := probeConfig(log, f.roots, f.cniDirs, nil, f.mode, f.ringSize)
+	if err != nil {
 		return err
 	}
 	p, err := probe.Load(cfg)
