@@ -67,18 +67,11 @@ func runEvents(args []string, stdout, stderr io.Writer) error {
 		defer c2()
 	}
 
-	p, err := probe.Load(cfg)
+	p, src, closeProbes, err := loadProbes(cfg, log)
 	if err != nil {
 		return err
 	}
-	defer p.Close()
-	src, err := p.NewSource()
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	l := p.Layout()
-	log.Info("probes attached", "cgroup_mode", l.Mode.String(), "cgroup_mount", l.Mount(), "roots", cfg.CgroupRoots)
+	defer closeProbes()
 
 	var received uint64
 	for {

@@ -80,6 +80,23 @@ func probeConfig(log *slog.Logger, roots, cniDirs, comms []string, mode string, 
 	return cfg, nil
 }
 
+// loadProbes loads and attaches the probes and opens their ring buffer.
+// The returned close undoes both.
+func loadProbes(cfg probe.Config, log *slog.Logger, attrs ...any) (*probe.Probes, *probe.RingSource, func(), error) {
+	p, err := probe.Load(cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	src, err := p.NewSource()
+	if err != nil {
+		p.Close()
+		return nil, nil, nil, err
+	}
+	l := p.Layout()
+	log.Info("probes attached", append([]any{"cgroup_mode", l.Mode.String(), "cgroup_mount", l.Mount(), "roots", cfg.CgroupRoots}, attrs...)...)
+	return p, src, func() { src.Close(); p.Close() }, nil
+}
+
 const usage = `tracer: podtrace's node daemon.
 
   tracer [flags]              trace this node: one trace per pod lifecycle

@@ -20,7 +20,6 @@ import (
 	"github.com/podtrace/podtrace/internal/export/metrics"
 	"github.com/podtrace/podtrace/internal/export/otlp"
 	"github.com/podtrace/podtrace/internal/pipeline"
-	"github.com/podtrace/podtrace/internal/probe"
 	"github.com/podtrace/podtrace/internal/record"
 	"github.com/podtrace/podtrace/internal/watcher"
 )
@@ -143,19 +142,13 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	p, err := probe.Load(cfg)
+	p, src, closeProbes, err := loadProbes(cfg, log, "node", f.node)
 	if err != nil {
 		return err
 	}
-	defer p.Close()
-	src, err := p.NewSource()
-	if err != nil {
-		return err
-	}
-	defer src.Close()
+	defer closeProbes()
 	health.SetReady("kernel", true, "")
 	layout := p.Layout()
-	log.Info("probes attached", "cgroup_mode", layout.Mode.String(), "cgroup_mount", layout.Mount(), "roots", cfg.CgroupRoots, "node", f.node)
 
 	sink, stats, stopSinks, err := sinks(ctx, &f, stdout, log)
 	if err != nil {

@@ -117,7 +117,7 @@ func parseMountinfo(b []byte) Layout {
 		if len(pre) < 5 || len(post) < 1 {
 			continue
 		}
-		mnt := unescapeMount(pre[4])
+		mnt := UnescapeMount(pre[4])
 		switch post[0] {
 		case "cgroup2":
 			// Prefer the first (outermost) cgroup2 mount.
@@ -137,7 +137,8 @@ func parseMountinfo(b []byte) Layout {
 	return l
 }
 
-func unescapeMount(s string) string {
+// UnescapeMount undoes mountinfo's octal escaping (\040 for a space).
+func UnescapeMount(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}

@@ -32,7 +32,7 @@ func TestParseMountinfo(t *testing.T) {
 	if got := memoryHierarchy([]byte(procCgroups)); got != 4 {
 		t.Fatalf("memory hierarchy = %d, want 4", got)
 	}
-	if got := unescapeMount(`/mnt/with\040space`); got != "/mnt/with space" {
+	if got := UnescapeMount(`/mnt/with\040space`); got != "/mnt/with space" {
 		t.Fatalf("unescape = %q", got)
 	}
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/podtrace/podtrace/internal/correlate"
 	"github.com/podtrace/podtrace/internal/export/otlp"
-	"github.com/podtrace/podtrace/test/harness/containerd"
 )
 
 type syncBuffer struct {
@@ -100,25 +99,9 @@ service:
 		t.Fatal(err)
 	}
 	e := start(t, "", exp)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	pod, _ := e.gracefulPod(t, "exported")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pod, err := e.h.RunPodSandbox(ctx, containerd.PodSpec{Name: "exported", Namespace: "shop"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := e.h.RunContainer(ctx, pod, containerd.ContainerSpec{Name: "app",
-		Command: []string{"sh", "-c", "trap 'exit 0' TERM; while :; do sleep 0.2; done"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.spans.wait(t, pod.UID, "pod.startup")
-	if err := e.h.StopContainer(ctx, id, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.h.TeardownPod(ctx, pod.ID, 0); err != nil {
-		t.Fatal(err)
-	}
-	e.spans.wait(t, pod.UID, "pod")
 	if err := exp.Flush(ctx); err != nil {
 		t.Fatalf("flush: %v", err)
 	}

@@ -187,14 +187,13 @@ func criSource(ctx context.Context, endpoint string, out chan<- correlate.Input)
 	return nil
 }
 
-func attr(sp correlate.Span, k string) any { return sp.Attr(k) }
-
-// TestGracefulStop: a container that handles SIGTERM stops in time.
-func TestGracefulStop(t *testing.T) {
-	e := start(t, "graceful-stop")
+// gracefulPod runs a pod whose container handles SIGTERM, stops it the way
+// a kubelet does and returns the pod and its root span.
+func (e *env) gracefulPod(t *testing.T, name string) (*containerd.Pod, correlate.Span) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	pod, err := e.h.RunPodSandbox(ctx, containerd.PodSpec{Name: "graceful", Namespace: "shop"})
+	pod, err := e.h.RunPodSandbox(ctx, containerd.PodSpec{Name: name, Namespace: "shop"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +209,13 @@ func TestGracefulStop(t *testing.T) {
 	if err := e.h.TeardownPod(ctx, pod.ID, 0); err != nil {
 		t.Fatal(err)
 	}
-	root := e.spans.wait(t, pod.UID, "pod")
+	return pod, e.spans.wait(t, pod.UID, "pod")
+}
+
+// TestGracefulStop: a container that handles SIGTERM stops in time.
+func TestGracefulStop(t *testing.T) {
+	e := start(t, "graceful-stop")
+	pod, root := e.gracefulPod(t, "graceful")
 	all := e.spans.trace(pod.UID)
 	dump(t, all)
 

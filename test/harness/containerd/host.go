@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/podtrace/podtrace/internal/cgroupfs"
 	"io/fs"
 	"log/slog"
 	"math/rand/v2"
@@ -419,28 +420,9 @@ func readMountInfo() []mountInfo {
 		if len(pf) < 5 || len(qf) < 1 {
 			continue
 		}
-		out = append(out, mountInfo{mountPoint: unescapeMount(pf[4]), fstype: qf[0]})
+		out = append(out, mountInfo{mountPoint: cgroupfs.UnescapeMount(pf[4]), fstype: qf[0]})
 	}
 	return out
-}
-
-// unescapeMount undoes the octal escaping of mountinfo (\040 for space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // mountsUnder returns mount points below dir, deepest first.
