@@ -3,7 +3,7 @@
 set -euo pipefail
 pkgs=(clang-19 llvm-19 libbpf-dev bpftool make git
       containerd runc containernetworking-plugins busybox-static iptables
-      qemu-system-x86 cpio prometheus)
+      qemu-system-x86 cpio prometheus etcd-server openssl iproute2)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,541 @@
+// Package cluster runs a real single-node Kubernetes cluster on this machine
+// for the e2e tests: etcd (Debian), kube-apiserver, kube-controller-manager,
+// kube-scheduler and kubelet (v1.34.4, built by test/e2e/tools/build.sh) on a
+// real containerd (test/harness/containerd), everything bound to loopback or
+// to a /32 address on a node-local bridge. Close stops every process it
+// started, by PID, and puts the host back: mounts, the bridge, iptables
+// chains, sysctls, directories and cgroups.
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/podtrace/podtrace/test/harness/containerd"
+)
+
+// Config configures a Cluster.
+type Config struct {
+	// BinDir holds kube-apiserver, kube-controller-manager, kube-scheduler,
+	// kubelet and kubectl.
+	BinDir string
+	// WorkDir receives certificates, configs, data and logs. Keep it short.
+	WorkDir string
+	// Runtime is the containerd the kubelet uses; its CgroupRoot should be
+	// "/kubepods" (the kubelet's cgroupfs layout).
+	Runtime *containerd.Harness
+	// NodeName (default "podtrace-e2e") and NodeIP (default 10.250.250.1,
+	// put on bridge NodeBridge, default "ptnode0").
+	NodeName, NodeIP, NodeBridge string
+	// APIPort is the API server's loopback port (default 16443); etcd uses
+	// 12379/12380, the controller-manager 17257, the scheduler 17259.
+	APIPort int
+	Logger  *slog.Logger
+}
+
+// Cluster is a running single-node cluster.
+type Cluster struct {
+	cfg Config
+	log *slog.Logger
+	pki pki
+
+	// Server is the API server URL; Kubeconfig the admin kubeconfig.
+	Server     string
+	Kubeconfig string
+	// CAFile is the cluster CA.
+	CAFile string
+
+	host hostSnapshot
+
+	mu    sync.Mutex
+	procs []*proc
+}
+
+type proc struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+	err     error
+}
+
+// Binaries the cluster needs in Config.BinDir.
+var Binaries = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kubectl"}
+
+// CheckRequirements says why the cluster cannot run here.
+func CheckRequirements(binDir string) error {
+	if os.Geteuid() != 0 {
+		return errors.New("needs root")
+	}
+	for _, b := range Binaries {
+		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
+			return fmt.Errorf("%s: %w (build with test/e2e/tools/build.sh)", b, err)
+		}
+	}
+	for _, b := range []string{"etcd", "openssl", "ip", "iptables-save"} {
+		if _, err := exec.LookPath(b); err != nil {
+			return fmt.Errorf("%s not on PATH (scripts/install-deps.sh installs it): %w", b, err)
+		}
+	}
+	return nil
+}
+
+// Start brings the cluster up and waits for the node to be Ready. On error
+// everything already started is stopped and the host restored.
+func Start(ctx context.Context, cfg Config) (_ *Cluster, retErr error) {
+	if err := CheckRequirements(cfg.BinDir); err != nil {
+		return nil, err
+	}
+	if cfg.NodeName == "" {
+		cfg.NodeName = "podtrace-e2e"
+	}
+	if cfg.NodeIP == "" {
+		cfg.NodeIP = "10.250.250.1"
+	}
+	if cfg.NodeBridge == "" {
+		cfg.NodeBridge = "ptnode0"
+	}
+	if cfg.APIPort == 0 {
+		cfg.APIPort = 16443
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	snap, err := snapshotHost()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{
+		cfg: cfg, log: cfg.Logger.With("component", "e2e-cluster"),
+		pki:    pki{dir: filepath.Join(cfg.WorkDir, "pki")},
+		Server: fmt.Sprintf("https://127.0.0.1:%d", cfg.APIPort),
+		host:   snap,
+	}
+	c.CAFile = c.pki.path("ca.crt")
+	defer func() {
+		if retErr != nil {
+			cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if err := c.Close(cctx); err != nil {
+				c.log.Error("teardown after failed start", "err", err)
+			}
+		}
+	}()
+	t0 := time.Now()
+	if err := c.makePKI(); err != nil {
+		return nil, err
+	}
+	c.log.Info("certificates written", "took", time.Since(t0).Round(time.Millisecond))
+	if err := addNodeBridge(cfg.NodeBridge, cfg.NodeIP); err != nil {
+		return nil, err
+	}
+	if err := c.startEtcd(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.startAPIServer(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.startControlPlane(); err != nil {
+		return nil, err
+	}
+	if err := c.startKubelet(); err != nil {
+		return nil, err
+	}
+	if err := c.waitNodeReady(ctx); err != nil {
+		return nil, err
+	}
+	// The controller-manager creates the default ServiceAccount of each
+	// namespace; pods are refused until it exists.
+	if err := c.waitFor(ctx, "default ServiceAccount", time.Minute, func() error {
+		_, err := c.Kubectl(ctx, "get", "serviceaccount", "default", "-n", "default")
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	c.log.Info("cluster ready", "node", cfg.NodeName, "took", time.Since(t0).Round(time.Millisecond))
+	return c, nil
+}
+
+// NodeName is the name of the cluster's only node.
+func (c *Cluster) NodeName() string { return c.cfg.NodeName }
+
+// APIPort is the API server's loopback port.
+func (c *Cluster) APIPort() int { return c.cfg.APIPort }
+
+func (c *Cluster) makePKI() error {
+	p := c.pki
+	if err := p.ca(); err != nil {
+		return err
+	}
+	type cert struct {
+		name, cn, org string
+		dns, ips      []string
+	}
+	for _, ct := range []cert{
+		{"apiserver", "kube-apiserver", "", []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc",
+			"kubernetes.default.svc.cluster.local", "localhost"}, []string{"127.0.0.1", "10.96.0.1", c.cfg.NodeIP}},
+		{"admin", "e2e-admin", "system:masters", nil, nil},
+		{"apiserver-kubelet-client", "kube-apiserver-kubelet-client", "system:masters", nil, nil},
+		{"kubelet", "system:node:" + c.cfg.NodeName, "system:nodes", nil, nil},
+		{"kubelet-serving", "system:node:" + c.cfg.NodeName, "system:nodes", []string{c.cfg.NodeName}, []string{c.cfg.NodeIP}},
+		{"controller-manager", "system:kube-controller-manager", "", nil, nil},
+		{"scheduler", "system:kube-scheduler", "", nil, nil},
+	} {
+		if err := p.cert(ct.name, ct.cn, ct.org, ct.dns, ct.ips); err != nil {
+			return err
+		}
+	}
+	if err := p.openssl("genrsa", "-out", p.path("sa.key"), "2048"); err != nil {
+		return err
+	}
+	if err := p.openssl("rsa", "-in", p.path("sa.key"), "-pubout", "-out", p.path("sa.pub")); err != nil {
+		return err
+	}
+	for _, n := range []string{"admin", "kubelet", "controller-manager", "scheduler"} {
+		path, err := p.kubeconfig(n, c.Server)
+		if err != nil {
+			return err
+		}
+		if n == "admin" {
+			c.Kubeconfig = path
+		}
+	}
+	return nil
+}
+
+// start runs a component in its own process group, logging to a file.
+func (c *Cluster) start(name string, bin string, args ...string) (*proc, error) {
+	logPath := filepath.Join(c.cfg.WorkDir, "logs", name+".log")
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return nil, fmt.Errorf("log dir: %w", err)
+	}
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("%s log: %w", name, err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	c.mu.Lock()
+	c.procs = append(c.procs, p)
+	c.mu.Unlock()
+	c.log.Info("started", "component", name, "pid", cmd.Process.Pid)
+	return p, nil
+}
+
+// stop sends SIGTERM to the process (by PID), then SIGKILL after grace.
+func (p *proc) stop(grace time.Duration) error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(grace):
+	}
+	_ = p.cmd.Process.Kill()
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", p.name, p.cmd.Process.Pid)
+	}
+}
+
+// Logs returns the last max bytes of a component's log ("etcd",
+// "kube-apiserver", "kubelet", ...).
+func (c *Cluster) Logs(name string, max int) string {
+	b, err := os.ReadFile(filepath.Join(c.cfg.WorkDir, "logs", name+".log"))
+	if err != nil {
+		return err.Error()
+	}
+	if len(b) > max {
+		b = b[len(b)-max:]
+	}
+	return string(b)
+}
+
+// waitFor polls check until it succeeds, failing with the last error and
+// the logs of any component that died.
+func (c *Cluster) waitFor(ctx context.Context, what string, timeout time.Duration, check func() error) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		if last = check(); last == nil {
+			return nil
+		}
+		if dead := c.dead(); dead != "" {
+			return fmt.Errorf("waiting for %s: %s", what, dead)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("waiting for %s (%s): %w", what, timeout, last)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// dead describes components that exited.
+func (c *Cluster) dead() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, p := range c.procs {
+		select {
+		case <-p.done:
+			out = append(out, fmt.Sprintf("%s exited (%v); log tail:\n%s", p.name, p.err, c.Logs(p.name, 3000)))
+		default:
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func (c *Cluster) startEtcd(ctx context.Context) error {
+	data := filepath.Join(c.cfg.WorkDir, "etcd")
+	if _, err := c.start("etcd", "etcd", "--name=e2e", "--data-dir="+data,
+		"--listen-client-urls=http://127.0.0.1:12379", "--advertise-client-urls=http://127.0.0.1:12379",
+		"--listen-peer-urls=http://127.0.0.1:12380", "--initial-advertise-peer-urls=http://127.0.0.1:12380",
+		"--initial-cluster=e2e=http://127.0.0.1:12380", "--listen-metrics-urls=http://127.0.0.1:12381",
+		"--unsafe-no-fsync", "--log-level=warn"); err != nil {
+		return err
+	}
+	return c.waitFor(ctx, "etcd", 30*time.Second, func() error {
+		return httpOK(ctx, "http://127.0.0.1:12379/health", nil)
+	})
+}
+
+func (c *Cluster) startAPIServer(ctx context.Context) error {
+	p := c.pki
+	if _, err := c.start("kube-apiserver", filepath.Join(c.cfg.BinDir, "kube-apiserver"),
+		"--etcd-servers=http://127.0.0.1:12379",
+		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", c.cfg.APIPort), "--advertise-address=127.0.0.1",
+		"--endpoint-reconciler-type=none",
+		"--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
+		"--allow-privileged=true", "--service-cluster-ip-range=10.96.0.0/16",
+		"--tls-cert-file="+p.path("apiserver.crt"), "--tls-private-key-file="+p.path("apiserver.key"),
+		"--client-ca-file="+p.path("ca.crt"),
+		"--kubelet-client-certificate="+p.path("apiserver-kubelet-client.crt"),
+		"--kubelet-client-key="+p.path("apiserver-kubelet-client.key"),
+		"--kubelet-preferred-address-types=InternalIP",
+		"--service-account-key-file="+p.path("sa.pub"),
+		"--service-account-signing-key-file="+p.path("sa.key"),
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--profiling=false", "--v=1"); err != nil {
+		return err
+	}
+	tlsCfg, err := c.clientTLS("admin")
+	if err != nil {
+		return err
+	}
+	return c.waitFor(ctx, "kube-apiserver /readyz", 90*time.Second, func() error {
+		return httpOK(ctx, c.Server+"/readyz", tlsCfg)
+	})
+}
+
+func (c *Cluster) startControlPlane() error {
+	p := c.pki
+	if _, err := c.start("kube-controller-manager", filepath.Join(c.cfg.BinDir, "kube-controller-manager"),
+		"--kubeconfig="+p.path("controller-manager.kubeconfig"),
+		"--authentication-kubeconfig="+p.path("controller-manager.kubeconfig"),
+		"--authorization-kubeconfig="+p.path("controller-manager.kubeconfig"),
+		"--bind-address=127.0.0.1", "--secure-port=17257", "--leader-elect=false",
+		"--use-service-account-credentials=true",
+		"--service-account-private-key-file="+p.path("sa.key"),
+		"--root-ca-file="+p.path("ca.crt"),
+		"--cluster-signing-cert-file="+p.path("ca.crt"), "--cluster-signing-key-file="+p.path("ca.key"),
+		"--controllers=*,-nodeipam", "--profiling=false", "--v=1"); err != nil {
+		return err
+	}
+	_, err := c.start("kube-scheduler", filepath.Join(c.cfg.BinDir, "kube-scheduler"),
+		"--kubeconfig="+p.path("scheduler.kubeconfig"),
+		"--authentication-kubeconfig="+p.path("scheduler.kubeconfig"),
+		"--authorization-kubeconfig="+p.path("scheduler.kubeconfig"),
+		"--bind-address=127.0.0.1", "--secure-port=17259", "--leader-elect=false", "--profiling=false", "--v=1")
+	return err
+}
+
+func (c *Cluster) startKubelet() error {
+	p := c.pki
+	dir := filepath.Join(c.cfg.WorkDir, "kubelet")
+	for _, d := range []string{dir, filepath.Join(dir, "pod-logs"), filepath.Join(dir, "volume-plugins")} {
+		if err := os.MkdirAll(d, 0o750); err != nil {
+			return fmt.Errorf("kubelet dirs: %w", err)
+		}
+	}
+	config := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: %[1]s
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+cgroupDriver: cgroupfs
+failSwapOn: false
+containerRuntimeEndpoint: %[2]s
+tlsCertFile: %[3]s
+tlsPrivateKeyFile: %[4]s
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: %[5]s}
+authorization: {mode: Webhook}
+evictionHard:
+  memory.available: 100Mi
+  nodefs.available: "1%%"
+  nodefs.inodesFree: "1%%"
+  imagefs.available: "1%%"
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+podLogsDir: %[6]s
+volumePluginDir: %[7]s
+resolvConf: /etc/resolv.conf
+syncFrequency: 10s
+fileCheckFrequency: 10s
+nodeStatusUpdateFrequency: 5s
+serializeImagePulls: false
+`, c.cfg.NodeIP, c.cfg.Runtime.Endpoint, p.path("kubelet-serving.crt"), p.path("kubelet-serving.key"),
+		p.path("ca.crt"), filepath.Join(dir, "pod-logs"), filepath.Join(dir, "volume-plugins"))
+	cfgPath := filepath.Join(c.cfg.WorkDir, "kubelet.yaml")
+	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
+		return fmt.Errorf("kubelet config: %w", err)
+	}
+	_, err := c.start("kubelet", filepath.Join(c.cfg.BinDir, "kubelet"),
+		"--config="+cfgPath, "--kubeconfig="+p.path("kubelet.kubeconfig"),
+		"--root-dir="+filepath.Join(dir, "root"), "--cert-dir="+filepath.Join(dir, "pki"),
+		"--hostname-override="+c.cfg.NodeName, "--node-ip="+c.cfg.NodeIP, "--v=2")
+	return err
+}
+
+func (c *Cluster) waitNodeReady(ctx context.Context) error {
+	return c.waitFor(ctx, "node Ready", 2*time.Minute, func() error {
+		out, err := c.Kubectl(ctx, "get", "node", c.cfg.NodeName,
+			"-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(string(out)) != "True" {
+			return fmt.Errorf("node Ready=%q", out)
+		}
+		return nil
+	})
+}
+
+// Kubectl runs the cluster's own kubectl as the admin.
+func (c *Cluster) Kubectl(ctx context.Context, args ...string) ([]byte, error) {
+	return c.KubectlIn(ctx, nil, args...)
+}
+
+// KubectlIn runs kubectl with stdin.
+func (c *Cluster) KubectlIn(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, filepath.Join(c.cfg.BinDir, "kubectl"),
+		append([]string{"--kubeconfig=" + c.Kubeconfig}, args...)...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.Bytes(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.Bytes(), nil
+}
+
+func (c *Cluster) clientTLS(name string) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(c.pki.path(name+".crt"), c.pki.path(name+".key"))
+	if err != nil {
+		return nil, fmt.Errorf("client cert %s: %w", name, err)
+	}
+	// Only used against our own loopback API server, whose cert we made.
+	return &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}, nil //nolint:gosec
+}
+
+func httpOK(ctx context.Context, url string, tlsCfg *tls.Config) error {
+	cl := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := cl.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+// stopProc stops the named component (pods keep running in containerd).
+func (c *Cluster) stopProc(name string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for _, p := range c.procs {
+		if p.name == name {
+			errs = append(errs, p.stop(15*time.Second))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close stops the kubelet, removes every pod through CRI (the runtime
+// harness is closed by its owner afterwards), stops the control plane and
+// etcd by PID, and restores the host. It reports what was left behind.
+func (c *Cluster) Close(ctx context.Context) error {
+	var errs []error
+	if err := c.stopProc("kubelet"); err != nil {
+		errs = append(errs, err)
+	}
+	c.mu.Lock()
+	procs := append([]*proc(nil), c.procs...)
+	c.mu.Unlock()
+	for i := len(procs) - 1; i >= 0; i-- {
+		if err := procs[i].stop(15 * time.Second); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := unmountAll(c.cfg.WorkDir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := delBridge(c.cfg.NodeBridge); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.host.restore(); err != nil {
+		errs = append(errs, err)
+	}
+	if left := c.host.leftovers(); len(left) > 0 {
+		errs = append(errs, fmt.Errorf("host not restored: %s", strings.Join(left, "; ")))
+	}
+	return errors.Join(errs...)
+}
