@@ -20,6 +20,7 @@ func (c *Correlator) podInfo(info *PodInfo) {
 	}
 	cp := *info
 	p.info = &cp
+	c.podSeen(p)
 	// Learn container names and init-ness from the spec.
 	for _, st := range append(append([]ContainerStatus(nil), info.InitStatuses...), info.Statuses...) {
 		if st.ContainerID == "" {

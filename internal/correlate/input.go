@@ -196,6 +196,14 @@ type APIStatus struct {
 // Observer receives the measurements the lifecycle model makes, for metrics.
 // Label values are bounded: namespaces and owner kinds, never pod names.
 type Observer interface {
+	// PodSeen is called once per pod as soon as its namespace is known (its
+	// first API server fact, or the first runtime or finished CNI ADD fact
+	// naming the namespace), before any measurement of the pod that names
+	// the namespace, and again only if the pod's namespace or owner kind
+	// changes later (the owner kind is "none" until the API server's view
+	// arrives). It lets metrics create a namespace's series at zero, so that
+	// the first event in the namespace is an increase.
+	PodSeen(namespace, ownerKind string)
 	PodStartup(namespace, ownerKind string, d time.Duration)
 	PodTermination(namespace, ownerKind string, d time.Duration, overrun bool)
 	ContainerStop(namespace string, d time.Duration, sigkill bool)
@@ -211,6 +219,7 @@ type Observer interface {
 // NopObserver discards measurements.
 type NopObserver struct{}
 
+func (NopObserver) PodSeen(string, string)                             {}
 func (NopObserver) PodStartup(string, string, time.Duration)           {}
 func (NopObserver) PodTermination(string, string, time.Duration, bool) {}
 func (NopObserver) ContainerStop(string, time.Duration, bool)          {}

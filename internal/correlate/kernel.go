@@ -412,6 +412,7 @@ func (c *Correlator) cniDone(r *cniRun, e *probe.ExitEvent) {
 	default:
 		p.cniAdd = append(p.cniAdd, r)
 	}
+	c.podSeen(p) // a finished ADD names the namespace without the API server or runtime
 }
 
 func (c *Correlator) signal(e *probe.SignalEvent) {

@@ -21,6 +21,7 @@ type obs struct {
 	calls []string
 }
 
+func (o *obs) PodSeen(ns, owner string) { o.calls = append(o.calls, "seen "+ns+" "+owner) }
 func (o *obs) PodStartup(ns, owner string, d time.Duration) {
 	o.calls = append(o.calls, fmt.Sprintf("startup %s %s %s", ns, owner, d))
 }
@@ -34,6 +35,10 @@ func (o *obs) ContainerExit(ns, cause string) {
 func (o *obs) StuckTerminating(ns string, stuck bool) {
 	o.calls = append(o.calls, fmt.Sprintf("stuck %s %v", ns, stuck))
 }
+func (o *obs) ContainerStop(ns string, d time.Duration, sigkill bool) {
+	o.calls = append(o.calls, fmt.Sprintf("stop %s %s sigkill=%v", ns, d, sigkill))
+}
+func (o *obs) OOMKill(ns, scope string) { o.calls = append(o.calls, "oom "+ns+" "+scope) }
 
 type sim struct {
 	t     *testing.T

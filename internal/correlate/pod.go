@@ -18,6 +18,9 @@ type pod struct {
 	eventsLost   uint64
 	degraded     map[string]bool
 
+	// seenNS and seenKind are what the observer was last told in PodSeen.
+	seenNS, seenKind string
+
 	sandboxID      string
 	sandboxCreated time.Time // the runtime's time, or the pod cgroup's mkdir
 	sandboxReady   time.Time
@@ -95,6 +98,23 @@ func (p *pod) namespace() string {
 		}
 	}
 	return ""
+}
+
+// podSeen tells the observer about the pod once its namespace is known, and
+// again only if the namespace or the owner kind changed since (the owner
+// kind is "none" until the API server's view arrives). Call it wherever a
+// fact can make the namespace or owner kind known.
+func (c *Correlator) podSeen(p *pod) {
+	ns := p.namespace()
+	if ns == "" {
+		return
+	}
+	kind := p.ownerKind()
+	if ns == p.seenNS && kind == p.seenKind {
+		return
+	}
+	p.seenNS, p.seenKind = ns, kind
+	c.cfg.Observer.PodSeen(ns, kind)
 }
 
 func (p *pod) name() string {

@@ -39,6 +39,7 @@ func (c *Correlator) runtime(ev *cri.Event) {
 			ct.sandbox = true
 			ct.name = "POD"
 			ct.podName, ct.podNamespace = sb.PodName, sb.PodNamespace
+			c.podSeen(p)
 		case cri.EventSandboxStopped:
 			p.sandboxStopped = ev.At
 		case cri.EventSandboxRemoved:
@@ -66,6 +67,7 @@ func (c *Correlator) runtime(ev *cri.Event) {
 		ct.name = rc.Name
 		ct.attempt = rc.Attempt
 		ct.podName, ct.podNamespace = rc.PodName, rc.PodNamespace
+		c.podSeen(p)
 		ct.memLimit = rc.MemoryLimitBytes
 		if _, isInit := p.spec(rc.Name); isInit {
 			if spec, _ := p.spec(rc.Name); spec != nil && !spec.Sidecar {

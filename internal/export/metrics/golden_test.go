@@ -36,6 +36,11 @@ func fixture(t *testing.T) (*prometheus.Registry, *Health) {
 	t.Helper()
 	rec := NewRecorder(Limits{Namespaces: 3, CNIPlugins: 2, Values: 4})
 	s := time.Second
+	// Pods seen: their namespaces' alerting series exist at zero.
+	rec.PodSeen("default", "ReplicaSet")
+	rec.PodSeen("kube-system", "DaemonSet")
+	rec.PodSeen("batch", "Job")
+	rec.PodSeen("team-a", "") // namespace past the cap: other (a fold counted only by observations)
 	rec.PodStartup("default", "ReplicaSet", 1500*time.Millisecond)
 	rec.PodStartup("default", "ReplicaSet", 42*s)
 	rec.PodStartup("kube-system", "DaemonSet", 800*time.Millisecond)
@@ -51,13 +56,16 @@ func fixture(t *testing.T) (*prometheus.Registry, *Health) {
 	rec.ContainerExit("default", "oom_killed")
 	rec.ContainerExit("batch", "error")
 	rec.ContainerExit("batch", "signal")
-	rec.ContainerExit("batch", "evicted") // fifth cause: other
+	rec.ContainerExit("batch", "evicted") // created at zero: never folded
+	rec.ContainerExit("batch", "killed_in_pod")
+	rec.ContainerExit("batch", "killed_external")
+	rec.ContainerExit("batch", "unknown") // fifth cause besides those: other
 	rec.OOMKill("default", "memcg")
 	rec.OOMKill("kube-system", "node")
-	rec.CNICall("bridge", "ADD", "success", 35*time.Millisecond)
-	rec.CNICall("bridge", "DEL", "success", 4*time.Millisecond)
+	rec.CNICall("bridge", "ADD", "ok", 35*time.Millisecond)
+	rec.CNICall("bridge", "DEL", "ok", 4*time.Millisecond)
 	rec.CNICall("portmap", "ADD", "error", 2*s)
-	rec.CNICall("/opt/cni/bin/\xffbad", "ADD", "success", time.Millisecond) // third plugin: other
+	rec.CNICall("/opt/cni/bin/\xffbad", "ADD", "ok", time.Millisecond) // third plugin: other
 	rec.Signal("SIGTERM", "kubelet")
 	rec.Signal("SIGKILL", "runtime")
 	rec.Signal("SIGKILL", "kernel")

@@ -48,7 +48,14 @@ func newLabelLimiter(label, empty string, limit int, known []string, folded *pro
 }
 
 // value maps v to the label value to record it under.
-func (l *labelLimiter) value(v string) string {
+func (l *labelLimiter) value(v string) string { return l.admit(v, true) }
+
+// zeroValue is value for a series created at zero, before any observation:
+// it admits v the same way but does not count a fold, which is only counted
+// for observations.
+func (l *labelLimiter) zeroValue(v string) string { return l.admit(v, false) }
+
+func (l *labelLimiter) admit(v string, countFold bool) string {
 	v = sanitizeLabelValue(v)
 	if v == "" {
 		v = l.empty
@@ -65,7 +72,9 @@ func (l *labelLimiter) value(v string) string {
 		l.dynamic[v] = struct{}{}
 		return v
 	}
-	l.folded.Inc()
+	if countFold {
+		l.folded.Inc()
+	}
 	return otherValue
 }
 

@@ -30,7 +30,9 @@ var (
 type Limits struct {
 	// Namespaces is the number of distinct namespaces (default 100). Each
 	// one costs up to ~34 series per owner kind it runs (startup and
-	// termination histograms) plus ~40 (container stops, exits, OOM kills).
+	// termination histograms) plus ~50 (container stops, exits, OOM kills,
+	// overruns, stuck pods). Those that alerts compute increase() over are
+	// created at zero as soon as a pod of the namespace is seen (PodSeen).
 	Namespaces int
 	// OwnerKinds is the number of owner kinds beyond the built-in ones
 	// (ReplicaSet, StatefulSet, DaemonSet, Job, ReplicationController, Node,
@@ -39,7 +41,8 @@ type Limits struct {
 	// CNIPlugins is the number of distinct CNI plugins (default 16).
 	CNIPlugins int
 	// Values caps each remaining free-form label: exit cause, CNI result and
-	// correlation miss reason (default 32).
+	// correlation miss reason (default 32), beyond the values created at
+	// zero (zeroExitCauses, ok and error), which are always kept.
 	Values int
 }
 
@@ -88,6 +91,20 @@ type Recorder struct {
 }
 
 var _ correlate.Observer = (*Recorder)(nil)
+
+// zeroExitCauses are the container exit causes whose
+// podtrace_container_exits_total series PodSeen creates at zero in every
+// namespace with a pod: the failures worth alerting on. The common causes
+// (completed, killed_by_runtime) and the rare ones are created by their
+// first exit.
+var zeroExitCauses = []string{"error", "oom_killed", "liveness_restart", "evicted"}
+
+// CNI results: the series of both are created at zero with a plugin and
+// command's first run.
+const (
+	cniOK    = "ok"
+	cniError = "error"
+)
 
 // Names of the histograms in podtrace_negative_durations_total{metric}.
 const (
@@ -165,8 +182,8 @@ func NewRecorder(lim Limits) *Recorder {
 	r.plugin = newLabelLimiter("plugin", "unknown", lim.CNIPlugins, nil, r.folded)
 	r.command = newLabelLimiter("command", "unknown", 2,
 		[]string{"ADD", "DEL", "CHECK", "VERSION", "GC", "STATUS"}, r.folded)
-	r.result = newLabelLimiter("result", "unknown", lim.Values, nil, r.folded)
-	r.cause = newLabelLimiter("cause", "unknown", lim.Values, nil, r.folded)
+	r.result = newLabelLimiter("result", "unknown", lim.Values, []string{cniOK, cniError}, r.folded)
+	r.cause = newLabelLimiter("cause", "unknown", lim.Values, zeroExitCauses, r.folded)
 	r.scope = newLabelLimiter("scope", "unknown", 2, []string{"memcg", "node"}, r.folded)
 	// Linux has 64 signals; names or numbers, a few more is already a bug.
 	r.signal = newLabelLimiter("signal", "unknown", 72, nil, r.folded)
@@ -212,6 +229,33 @@ func (r *Recorder) observe(h *prometheus.HistogramVec, metric string, d time.Dur
 	h.WithLabelValues(labels...).Observe(d.Seconds())
 }
 
+// PodSeen implements correlate.Observer. It creates, at zero, the series of
+// the pod's namespace that alerts compute increase() over: a counter series
+// that first appears at 1 has no earlier sample, so increase() never sees
+// its first event. Only labels already bounded by the limiters are used, and
+// the values past a cap fold into "other" without counting as folded.
+func (r *Recorder) PodSeen(namespace, ownerKind string) {
+	ns, kind := r.namespace.zeroValue(namespace), r.ownerKind.zeroValue(ownerKind)
+	r.overruns.WithLabelValues(ns)
+	for _, scope := range []string{"memcg", "node"} {
+		r.oomKills.WithLabelValues(ns, r.scope.zeroValue(scope))
+	}
+	for _, overrun := range []bool{false, true} {
+		r.terminations.WithLabelValues(ns, kind, boolLabel(overrun))
+	}
+	for _, cause := range zeroExitCauses {
+		r.exits.WithLabelValues(ns, r.cause.zeroValue(cause))
+	}
+	r.stuckMu.Lock()
+	defer r.stuckMu.Unlock()
+	if _, ok := r.stuckCount[ns]; !ok {
+		// Only when the namespace has no count yet: the gauge of a namespace
+		// with stuck pods must keep its value.
+		r.stuckCount[ns] = 0
+		r.stuck.WithLabelValues(ns).Set(0)
+	}
+}
+
 // PodStartup implements correlate.Observer.
 func (r *Recorder) PodStartup(namespace, ownerKind string, d time.Duration) {
 	r.observe(r.startup, histPodStartup, d, r.namespace.value(namespace), r.ownerKind.value(ownerKind))
@@ -245,9 +289,15 @@ func (r *Recorder) OOMKill(namespace, scope string) {
 	r.oomKills.WithLabelValues(r.namespace.value(namespace), r.scope.value(scope)).Inc()
 }
 
-// CNICall implements correlate.Observer.
+// CNICall implements correlate.Observer. The plugin and command's ok and
+// error series are both created with their first run, so that the first
+// failure after successful runs is an increase from zero (a failing first
+// run still shows only as a new series).
 func (r *Recorder) CNICall(plugin, command, result string, d time.Duration) {
-	r.observe(r.cni, histCNI, d, r.plugin.value(plugin), r.command.value(command), r.result.value(result))
+	p, cmd := r.plugin.value(plugin), r.command.value(command)
+	r.cni.WithLabelValues(p, cmd, cniOK)
+	r.cni.WithLabelValues(p, cmd, cniError)
+	r.observe(r.cni, histCNI, d, p, cmd, r.result.value(result))
 }
 
 // Signal implements correlate.Observer.

@@ -46,6 +46,7 @@ func TestCardinalityGuard(t *testing.T) {
 	for i := range n {
 		ns := fmt.Sprintf("ci-run-%d", i)
 		s := fmt.Sprint(i)
+		rec.PodSeen(ns, "Kind"+s)
 		rec.PodStartup(ns, "Kind"+s, time.Second)
 		rec.PodTermination(ns, "Kind"+s, time.Second, i%2 == 0)
 		rec.ContainerStop(ns, time.Second, i%3 == 0)
@@ -65,8 +66,8 @@ func TestCardinalityGuard(t *testing.T) {
 		"owner_kind":  7 + 2 + 1,
 		"plugin":      3 + 1,
 		"command":     6 + 2 + 1,
-		"result":      4 + 1,
-		"cause":       4 + 1,
+		"result":      4 + 2 + 1,
+		"cause":       4 + len(zeroExitCauses) + 1,
 		"scope":       2 + 2 + 1,
 		"signal":      72 + 1,
 		"sender_kind": 5 + 4 + 1,
@@ -150,11 +151,15 @@ func TestNegativeDurationsNotObserved(t *testing.T) {
 	rec.CNICall("bridge", "ADD", "success", -time.Millisecond)
 	for _, name := range []string{
 		"podtrace_pod_startup_duration_seconds", "podtrace_pod_termination_duration_seconds",
-		"podtrace_container_stop_duration_seconds", "podtrace_cni_duration_seconds",
+		"podtrace_container_stop_duration_seconds",
 	} {
 		if got := testutil.CollectAndCount(rec, name); got != 0 {
 			t.Errorf("%s: %d series after only negative durations, want 0", name, got)
 		}
+	}
+	// The plugin ran: only its ok and error series exist, empty.
+	if got := series(t, rec, "podtrace_cni_duration_seconds"); len(got) != 2 || got["command=ADD,plugin=bridge,result=ok"] != 0 || got["command=ADD,plugin=bridge,result=error"] != 0 {
+		t.Errorf("CNI series after a negative duration: %v, want ok and error, empty", got)
 	}
 	for _, h := range []string{histPodStartup, histPodTermination, histContainerStop, histCNI} {
 		if got := testutil.ToFloat64(rec.negativeDuration.WithLabelValues(h)); got != 1 {
