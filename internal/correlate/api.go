@@ -15,6 +15,9 @@ func (c *Correlator) podInfo(info *PodInfo) {
 	}
 	_, known := c.pods[info.UID]
 	p := c.pod(info.UID, at)
+	if p == nil {
+		return
+	}
 	if !known && !c.started.IsZero() && info.CreatedAt.Before(c.started) {
 		p.observedFrom = c.started
 	}
@@ -29,6 +32,9 @@ func (c *Correlator) podInfo(info *PodInfo) {
 		ct := c.container(st.ContainerID, p)
 		if ct.name == "" {
 			ct.name = st.Name
+		}
+		if st.RestartCount > 0 && ct.attempt == 0 {
+			ct.attempt = uint32(st.RestartCount)
 		}
 		if spec, isInit := p.spec(st.Name); isInit && spec != nil && !spec.Sidecar {
 			ct.init = true
@@ -61,6 +67,9 @@ func (c *Correlator) k8sEvent(ev *K8sEvent) {
 			return
 		}
 		p = c.pod(ev.PodUID, ev.FirstTime)
+		if p == nil {
+			return
+		}
 	}
 	if n, seen := p.events[ev.UID]; seen && n >= ev.Count {
 		return
@@ -82,8 +91,12 @@ func (c *Correlator) k8sEvent(ev *K8sEvent) {
 			pl = &pull{container: ev.Container, start: ev.FirstTime}
 			p.pulls[ev.Container] = pl
 		}
-		pl.end = ev.LastTime
-		pl.message = ev.Message
+		// A Pulled event repeats (count, lastTimestamp) at every restart
+		// ("already present"): the pull is the first one.
+		if pl.end.IsZero() {
+			pl.end = ev.FirstTime
+			pl.message = ev.Message
+		}
 	case "Unhealthy":
 		for _, ct := range p.containers {
 			if ct.name == ev.Container && !ct.exited {

@@ -58,8 +58,12 @@ type Correlator struct {
 	apiReason  string
 	runtimeGap *cri.Gap
 
-	cgroups    map[uint64]*cgroupRef
-	pods       map[string]*pod
+	cgroups map[uint64]*cgroupRef
+	pods    map[string]*pod
+	// gone keeps finished pods for a while (goneRetention): facts that
+	// arrive after a pod's trace ended (the runtime's late sandbox removal,
+	// its second CNI DEL) must not start a second trace for it.
+	gone       map[string]*pod
 	bySandbox  map[string]*pod
 	containers map[string]*container
 	procs      map[uint32]*proc
@@ -95,6 +99,7 @@ func New(cfg Config) *Correlator {
 		log:        cfg.Logger,
 		cgroups:    map[uint64]*cgroupRef{},
 		pods:       map[string]*pod{},
+		gone:       map[string]*pod{},
 		bySandbox:  map[string]*pod{},
 		containers: map[string]*container{},
 		procs:      map[uint32]*proc{},

@@ -13,15 +13,17 @@ import (
 
 // container is one container (one attempt) of a pod, sandbox included.
 type container struct {
-	id           string
-	pod          *pod
-	name         string
-	attempt      uint32
-	sandbox      bool
-	init         bool // an init container (not a sidecar)
-	podName      string
-	podNamespace string
-	memLimit     int64
+	id      string
+	pod     *pod
+	name    string
+	attempt uint32
+	// lastLivenessFail is when a liveness probe last failed (kernel view).
+	lastLivenessFail time.Time
+	sandbox          bool
+	init             bool // an init container (not a sidecar)
+	podName          string
+	podNamespace     string
+	memLimit         int64
 
 	cgroupID  uint64
 	cgroupAt  time.Time
@@ -60,6 +62,17 @@ type proc struct {
 	// init); it becomes the container's init or an exec session when it
 	// execs the real command.
 	bootstrap bool
+}
+
+// isRuntimeExec tells the runtime's bootstrap execs: runc re-executes itself
+// through /proc/self/exe or a sealed memfd copy ("/memfd:runc_cloned:..."),
+// so the binary's name is in argv[0] ("runc init"), not in the filename.
+func isRuntimeExec(e *probe.ExecEvent) bool {
+	if isRuntimeBinary(e.Filename) || strings.HasPrefix(e.Filename, "/memfd:runc") {
+		return true
+	}
+	return len(e.Args) >= 2 && e.Args[1] == "init" && isRuntimeBinary(e.Args[0]) &&
+		(e.Filename == "/proc/self/exe" || strings.HasPrefix(e.Filename, "/memfd:") || isRuntimeBinary(e.Filename))
 }
 
 // isRuntimeBinary tells the runtime's bootstrap execs ("runc init") from a
@@ -121,12 +134,17 @@ func (c *Correlator) cgroupSeen(id uint64, path string, at time.Time, seeded boo
 	if seeded && ident.PodUID != "" {
 		// Found at start-up: the pod was alive before the tracer.
 		if _, known := c.pods[ident.PodUID]; !known {
-			c.pod(ident.PodUID, at).observedFrom = c.started
+			if p := c.pod(ident.PodUID, at); p != nil {
+				p.observedFrom = c.started
+			}
 		}
 	}
 	switch ident.Kind {
 	case cgroupid.KindPod:
 		p := c.pod(ident.PodUID, at)
+		if p == nil {
+			return
+		}
 		if p.sandboxCreated.IsZero() && !seeded {
 			p.sandboxCreated = at
 		}
@@ -135,6 +153,9 @@ func (c *Correlator) cgroupSeen(id uint64, path string, at time.Time, seeded boo
 			return
 		}
 		p := c.pod(ident.PodUID, at)
+		if p == nil {
+			return
+		}
 		ct := c.container(ident.ContainerID, p)
 		if ct.cgroupID == 0 {
 			ct.cgroupID = id
@@ -222,7 +243,7 @@ func (c *Correlator) exec(e *probe.ExecEvent) {
 		}
 		return
 	}
-	if isRuntimeBinary(e.Filename) {
+	if isRuntimeExec(e) {
 		if _, ok := c.procs[e.TGID]; !ok {
 			c.procs[e.TGID] = &proc{tgid: e.TGID, ctr: ct, bootstrap: true}
 		}
@@ -338,6 +359,9 @@ func (c *Correlator) cniExec(e *probe.ExecEvent) {
 
 func (c *Correlator) cniPod(r *cniRun) *pod {
 	if r.podUID != "" {
+		if _, gone := c.gone[r.podUID]; gone {
+			return nil // cniDone puts it in the finished trace
+		}
 		return c.pod(r.podUID, r.start)
 	}
 	if p, ok := c.bySandbox[r.containerID]; ok {
@@ -395,6 +419,12 @@ func (c *Correlator) cniDone(r *cniRun, e *probe.ExitEvent) {
 		result = "error"
 	}
 	c.cfg.Observer.CNICall(r.plugin, r.command, result, r.end.Sub(r.start))
+	if gp, ok := c.gone[r.podUID]; ok && r.podUID != "" {
+		// The runtime's second DEL (sandbox removal) after the pod's trace
+		// ended: still part of that trace, under its termination.
+		c.emit(gp, c.cniSpan(gp, r, c.terminationParent(gp)))
+		return
+	}
 	p := c.cniPod(r)
 	if p == nil {
 		c.miss("cni_unknown_pod")

@@ -314,14 +314,14 @@ func TestLivenessRestartAndBackoff(t *testing.T) {
 		t.Fatalf("run: %+v", run)
 	}
 	bo := s.one("container.backoff")
-	if bo.Attr("podtrace.backoff.seconds") != 10.02 || bo.Attr("podtrace.restart.count") != int64(1) {
+	if bo.Attr("podtrace.backoff.seconds") != 10.0 || bo.Attr("podtrace.restart.count") != int64(1) {
 		t.Errorf("backoff: %v", bo.Attrs)
 	}
 }
 
 func TestStuckTermination(t *testing.T) {
 	s := newSim(t)
-	s.startup()
+	app := s.startup()
 	del := s.now.Add(time.Second)
 	grace := int64(1)
 	s.info.DeletionTimestamp, s.info.DeletionGracePeriodSeconds = &del, &grace
@@ -334,6 +334,7 @@ func TestStuckTermination(t *testing.T) {
 	if !strings.Contains(strings.Join(s.o.calls, ";"), "stuck shop true") {
 		t.Fatalf("not reported stuck: %v", s.o.calls)
 	}
+	s.exit("app", app, 0, syscall.SIGTERM)
 	s.info.Deleted = true
 	s.pod()
 	term := s.one("pod.termination")
@@ -366,8 +367,9 @@ func TestEvictionAndDegraded(t *testing.T) {
 
 func TestLossesMarkLivePods(t *testing.T) {
 	s := newSim(t)
-	s.startup()
+	app := s.startup()
 	s.in(correlate.Input{Losses: &correlate.Losses{Lost: 42}})
+	s.exit("app", app, 0, syscall.SIGTERM)
 	s.info.Deleted = true
 	s.pod()
 	root := s.one("pod")

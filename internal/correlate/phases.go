@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"fmt"
+	"strings"
 	"syscall"
 	"time"
 
@@ -54,6 +55,9 @@ func (c *Correlator) cause(ct *container) (string, []Attr) {
 		}
 		return "oom_killed", attrs
 	}
+	if cause, a := c.livenessCause(ct); cause != "" {
+		return cause, a
+	}
 	if ct.exitSignal == 0 {
 		if p != nil && p.info != nil && p.info.Reason == "Evicted" {
 			return "evicted", nil
@@ -92,6 +96,41 @@ func (c *Correlator) cause(ct *container) (string, []Attr) {
 	}
 	return "killed_external", attrs
 }
+
+// livenessCause tells a kubelet restart after failed liveness probes, whatever
+// the exit code (a process that handles SIGTERM exits 0): the kubelet's
+// Killing event says so, or, without it (events lag, or no API server), the
+// runtime's SIGTERM came right after a failed liveness probe seen in the
+// kernel while the pod was not being deleted.
+func (c *Correlator) livenessCause(ct *container) (string, []Attr) {
+	p := ct.pod
+	if p == nil {
+		return "", nil
+	}
+	term := ct.signalOf(syscall.SIGTERM)
+	var attrs []Attr
+	if term != nil {
+		attrs = append(attrs, String("podtrace.signal.sender.kind", term.senderKind),
+			String("podtrace.signal.sender.comm", term.senderComm), Int("podtrace.signal.sender.pid", int64(term.senderPID)))
+	}
+	if ev := p.recentEvent("Killing", ct.name, ct.startedAtOr(), ct.exitAt); ev != nil && containsLiveness(ev.Message) {
+		return "liveness_restart", append(attrs, String("message", ev.Message))
+	}
+	if term == nil || (term.senderKind != "runtime" && term.senderKind != "kubelet") || ct.lastLivenessFail.IsZero() {
+		return "", nil
+	}
+	if p.info != nil && p.info.DeletionTimestamp != nil {
+		return "", nil
+	}
+	if gap := term.at.Sub(ct.lastLivenessFail); gap >= 0 && gap < livenessKillWindow {
+		return "liveness_restart", append(attrs, String("message", "stopped by the runtime right after a failed liveness probe"))
+	}
+	return "", nil
+}
+
+// livenessKillWindow: a runtime SIGTERM this soon after a failed liveness
+// probe is the kubelet's restart.
+const livenessKillWindow = 5 * time.Second
 
 func containsLiveness(msg string) bool {
 	return len(msg) > 0 && (contains(msg, "failed liveness probe") || contains(msg, "Liveness"))
@@ -278,6 +317,17 @@ func (c *Correlator) sessionDone(ct *container, s *session, e *probe.ExitEvent) 
 		return
 	}
 	ct.doneSessions = append(ct.doneSessions, doneSession{s, e})
+	kind := s.kind
+	if kind == "exec" || kind == "" {
+		kind = c.sessionKind(ct, s.args)
+	}
+	ok := e.ExitCode == 0 && e.Signal == 0
+	switch {
+	case kind == "probe.liveness" && !ok:
+		ct.lastLivenessFail = e.Time
+	case ok && (kind == "probe.readiness" || kind == "probe.startup" || kind == "poststart"):
+		ct.pod.readyEvidence = append(ct.pod.readyEvidence, e.Time)
+	}
 	if ct.settleBy.Before(c.now.Add(settle)) && !ct.exited {
 		ct.settleBy = c.now.Add(settle)
 	}
@@ -306,7 +356,13 @@ func (c *Correlator) sessionSpan(ct *container, s *session, e *probe.ExitEvent) 
 		name, parent = "container.prestop", c.terminationParent(p)
 	case "probe.startup", "probe.readiness", "probe.liveness":
 		name = s.kind
+		// Part of the start-up: begun before the pod was ready (or before
+		// the API server said so, while the start-up settles).
+		readyBy := p.readyAt
 		if !p.startupDone {
+			readyBy = p.readySeen
+		}
+		if readyBy.IsZero() || !s.start.After(readyBy) {
 			parent = c.startupID(p)
 		} else if e.ExitCode == 0 && e.Signal == 0 {
 			return // a passing probe after start-up: not news
@@ -357,6 +413,26 @@ func (c *Correlator) cniSpan(p *pod, r *cniRun, parent SpanID) Span {
 		Start: r.start, End: r.end, Status: status, Attrs: attrs}
 }
 
+// refineReady sharpens the Ready condition's time, which the API server keeps
+// in whole seconds (truncated): the pod became ready in [cond, cond+1s), no
+// later than the tracer saw it, at the last kernel-observed readiness
+// evidence in that window; cond when there is none.
+func refineReady(cond, seen time.Time, evidence []time.Time) time.Time {
+	upper := cond.Add(time.Second)
+	// Kernel stamps are converted from the boot clock and can be a few ms
+	// off the wall clock the API fact was seen by: allow the settle time.
+	if !seen.IsZero() && seen.Add(settle).Before(upper) {
+		upper = seen.Add(settle)
+	}
+	ready := cond
+	for _, t := range evidence {
+		if !t.Before(cond) && !t.After(upper) && t.After(ready) {
+			ready = t
+		}
+	}
+	return ready
+}
+
 // maybeStarted emits the startup phase once the pod is ready.
 func (c *Correlator) maybeStarted(p *pod) {
 	if p.startupDone {
@@ -364,7 +440,16 @@ func (c *Correlator) maybeStarted(p *pod) {
 	}
 	var ready time.Time
 	if t, ok := p.condition("Ready"); ok {
-		ready = t
+		if p.readySeen.IsZero() {
+			p.readySeen = c.now
+		}
+		// Wait a little for the kernel's view of what made the pod ready
+		// (its events can trail the API server's by the ring buffer's poll).
+		if due := p.readySeen.Add(settle); c.now.Before(due) && !p.finishing {
+			p.startupSettle = due
+			return
+		}
+		ready = refineReady(t, p.readySeen, p.readyEvidence)
 	} else if p.info == nil {
 		// No API server: started once every app container's init process
 		// ran. The sandbox must be known, or its pause process would pass
@@ -399,6 +484,7 @@ func (c *Correlator) maybeStarted(p *pod) {
 		return
 	}
 	p.startupDone = true
+	p.readyAt = ready
 	if !p.observedFrom.IsZero() && ready.Before(p.observedFrom) {
 		return // started before the tracer: an earlier instance reported it
 	}
@@ -472,7 +558,15 @@ func (c *Correlator) maybeGone(p *pod, at time.Time) {
 	gone := false
 	switch {
 	case p.info != nil && p.info.Deleted:
-		gone = true
+		// The object is gone. After a forced deletion (or a kubelet that
+		// lost track of it) the containers may still run: the termination
+		// lasts until they exit.
+		gone = c.lingering(p) == ""
+		if !gone && p.apiGoneAt.IsZero() {
+			p.apiGoneAt = at
+			p.rootEvents = append(p.rootEvents, SpanEvent{Name: "podtrace.api_object_deleted", Time: at,
+				Attrs: []Attr{String("podtrace.lingering.containers", c.lingering(p))}})
+		}
 	case p.info == nil || (c.apiKnown && !c.apiUp):
 		gone = !p.sandboxRemoved.IsZero() || !p.cgroupRemoved.IsZero()
 	}
@@ -482,10 +576,40 @@ func (c *Correlator) maybeGone(p *pod, at time.Time) {
 	c.finishPod(p, at, "")
 }
 
+// lingering names the pod's containers whose init process still runs
+// (started, no exit seen, cgroup not removed), "" when there are none.
+func (c *Correlator) lingering(p *pod) string {
+	if !p.sandboxRemoved.IsZero() || !p.cgroupRemoved.IsZero() {
+		return ""
+	}
+	var names []string
+	for _, ct := range p.containers {
+		if ct.sandbox || ct.exited || ct.initPID == 0 {
+			continue
+		}
+		if ref := c.cgroups[ct.cgroupID]; ref != nil && ref.removed {
+			continue
+		}
+		names = append(names, ct.name)
+	}
+	return strings.Join(names, ",")
+}
+
+// lingerLimit bounds how long a deleted pod's trace waits for processes
+// that outlive the pod object.
+const lingerLimit = 10 * time.Minute
+
+// goneRetention is how long a finished pod is remembered (see Correlator.gone).
+const goneRetention = 5 * time.Minute
+
 // finishPod emits the termination phase and the root span, and forgets the pod.
 func (c *Correlator) finishPod(p *pod, at time.Time, unfinished string) {
 	if p.finished {
 		return
+	}
+	p.finishing = true
+	if !p.startupDone && !p.readySeen.IsZero() {
+		c.maybeStarted(p) // a start-up still settling
 	}
 	c.settlePod(p, true)
 	p.finished = true
@@ -533,6 +657,7 @@ func (c *Correlator) finishPod(p *pod, at time.Time, unfinished string) {
 		c.cfg.Observer.StuckTerminating(p.namespace(), false)
 	}
 	delete(c.pods, p.uid)
+	c.gone[p.uid] = p
 	if p.sandboxID != "" {
 		delete(c.bySandbox, p.sandboxID)
 	}
@@ -600,6 +725,32 @@ func (c *Correlator) tick() {
 			c.maybeStarted(p)
 		}
 	}
+	for _, uid := range sortedKeys(c.pods) {
+		p := c.pods[uid]
+		if p.apiGoneAt.IsZero() || p.finished {
+			continue
+		}
+		if left := c.lingering(p); left == "" {
+			// Gone with its last container, once the runtime had time
+			// to say why it ended.
+			at := p.apiGoneAt
+			for _, ct := range p.containers {
+				if !ct.sandbox && ct.exited {
+					at = latest(at, ct.exitAt)
+				}
+			}
+			if c.now.Sub(at) >= settle {
+				c.finishPod(p, at, "")
+			}
+		} else if c.now.Sub(p.apiGoneAt) > lingerLimit {
+			c.finishPod(p, c.now, "containers "+left+" still running "+lingerLimit.String()+" after the pod object was deleted")
+		}
+	}
+	for uid, p := range c.gone {
+		if c.now.Sub(p.goneAt) > goneRetention {
+			delete(c.gone, uid)
+		}
+	}
 	for _, p := range c.pods {
 		if p.stuck || p.deadline.IsZero() || p.finished {
 			continue
@@ -620,7 +771,8 @@ func (c *Correlator) backoff(ct *container) {
 	if p == nil || ct.sandbox || ct.name == "" || ct.backoffDone {
 		return
 	}
-	start := latest(ct.initExec, ct.startedAt)
+	// The wait ends when the kubelet creates the next attempt.
+	start := ct.startedAtOr()
 	if start.IsZero() {
 		return
 	}

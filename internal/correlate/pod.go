@@ -39,6 +39,14 @@ type pod struct {
 
 	startupDone   bool
 	startupSettle time.Time
+	// readySeen is when the API server's Ready=True was first seen;
+	// readyAt the ready time the start-up span ends at. readyEvidence holds
+	// the kernel times of what makes a pod ready (a passing readiness or
+	// startup probe, a postStart hook's end, an app container's exec):
+	// the API's condition time has whole seconds, the kernel's do not.
+	readySeen     time.Time
+	readyAt       time.Time
+	readyEvidence []time.Time
 	deletedAt     time.Time // deletion requested (deletionTimestamp - grace)
 	deadline      time.Time // deletionTimestamp: the grace period ends
 	grace         time.Duration
@@ -47,9 +55,11 @@ type pod struct {
 	stuck         bool
 	overrun       bool
 	goneAt        time.Time
+	apiGoneAt     time.Time // the object was deleted while containers still ran
 	emitted       map[string]bool
 	spanSeq       map[string]int
 	finished      bool
+	finishing     bool
 	terminationCh []Span // children of the termination span, emitted with it
 }
 
@@ -59,9 +69,15 @@ type pull struct {
 	message    string
 }
 
+// pod returns the pod with this UID, creating it, or nil when the pod's
+// trace already ended (a late fact, counted as a miss).
 func (c *Correlator) pod(uid string, at time.Time) *pod {
 	if p, ok := c.pods[uid]; ok {
 		return p
+	}
+	if _, ok := c.gone[uid]; ok {
+		c.miss("fact_after_pod_gone")
+		return nil
 	}
 	p := &pod{
 		uid:       uid,

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,12 +45,13 @@ func checkSeenFirst(t *testing.T, calls []string) {
 // again for the runtime, CNI and kernel facts of the pod's whole life.
 func TestPodSeenOncePerPod(t *testing.T) {
 	s := newSim(t)
-	s.startup()
+	app := s.startup()
 	del := s.now.Add(3 * time.Second)
 	grace := int64(3)
 	s.info.DeletionTimestamp, s.info.DeletionGracePeriodSeconds = &del, &grace
 	s.pod()
 	s.tick(time.Second)
+	s.exit("app", app, 0, syscall.SIGTERM)
 	s.info.Deleted = true
 	s.pod()
 	s.one("pod")

@@ -28,6 +28,9 @@ func (c *Correlator) runtime(ev *cri.Event) {
 			return
 		}
 		p := c.pod(sb.PodUID, ev.At)
+		if p == nil {
+			return
+		}
 		switch ev.Type {
 		case cri.EventSandboxCreated:
 			p.sandboxID = sb.ID
@@ -54,7 +57,9 @@ func (c *Correlator) runtime(ev *cri.Event) {
 	}
 	var p *pod
 	if rc.PodUID != "" {
-		p = c.pod(rc.PodUID, ev.At)
+		if p = c.pod(rc.PodUID, ev.At); p == nil {
+			return
+		}
 	} else if sp, ok := c.bySandbox[rc.SandboxID]; ok {
 		p = sp
 	}
@@ -63,9 +68,11 @@ func (c *Correlator) runtime(ev *cri.Event) {
 		return
 	}
 	ct := c.container(rc.ID, p)
+	if rc.Attempt > ct.attempt {
+		ct.attempt = rc.Attempt
+	}
 	if ct.name == "" {
 		ct.name = rc.Name
-		ct.attempt = rc.Attempt
 		ct.podName, ct.podNamespace = rc.PodName, rc.PodNamespace
 		c.podSeen(p)
 		ct.memLimit = rc.MemoryLimitBytes

@@ -1,0 +1,169 @@
+package correlate_test
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podtrace/podtrace/internal/cri"
+	"github.com/podtrace/podtrace/internal/probe"
+)
+
+// Behaviours first seen on a real kubelet (test/e2e), reproduced here.
+
+// The API server's Ready condition has whole seconds and can arrive before
+// the kernel's exit of the readiness probe that made the pod ready: the
+// probe still belongs to the start-up, and the start-up ends at that probe,
+// not at the truncated second.
+func TestReadyBeforeProbeExitIsSeen(t *testing.T) {
+	s := newSim(t)
+	s.pod()
+	s.cond("PodScheduled")
+	s.mkdir(8000, "/kubepods/burstable/pod"+s.uid)
+	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop", CreatedAt: s.now}}})
+	s.at(100 * time.Millisecond)
+	s.container("app", "c0ffee02", 0)
+	s.at(400 * time.Millisecond)
+	probeStart := s.now
+	pr := s.exec("app", 99, "cat", "/tmp/ready")
+	s.at(5 * time.Millisecond)
+	exitAt := s.now
+	// Ready=True with the second truncated, seen (10 ms later) before the
+	// probe's exit event, which trails in the ring buffer.
+	s.at(10 * time.Millisecond)
+	s.info.Conditions = append(s.info.Conditions, correlate.Condition{Type: "Ready", Status: "True", LastTransitionTime: exitAt.Truncate(time.Second)})
+	s.pod()
+	if len(s.find("pod.startup")) != 0 {
+		t.Fatal("start-up emitted before the kernel's view could settle")
+	}
+	s.at(50 * time.Millisecond)
+	s.in(correlate.Input{Kernel: &probe.ExitEvent{Header: probe.Header{Type: probe.EventExit, Origin: probe.OriginWatched,
+		CgroupID: s.cg["app"], TGID: pr, PID: pr, Time: exitAt}}})
+	// The next (passing) probe, still within the settle time: not start-up.
+	s.at(time.Second)
+	pr2 := s.exec("app", 99, "cat", "/tmp/ready")
+	s.at(5 * time.Millisecond)
+	s.exit("app", pr2, 0, 0)
+	s.tick(2 * time.Second)
+	st := s.one("pod.startup")
+	if !st.End.Equal(exitAt) {
+		t.Errorf("start-up ends %s, want the readiness probe's exit %s", st.End, exitAt)
+	}
+	p := s.one("probe.readiness")
+	if p.Parent != st.SpanID || !p.Start.Equal(probeStart) {
+		t.Errorf("probe.readiness parent %s start %s", s.byID(p.Parent), p.Start)
+	}
+}
+
+// A container that handles SIGTERM exits 0 when the kubelet restarts it for
+// failed liveness probes; without the Killing event (it lags, or there is no
+// API server) the kernel's failed probes and the runtime's SIGTERM tell.
+func TestLivenessRestartExitZeroFromKernel(t *testing.T) {
+	s := newSim(t)
+	app := s.startup()
+	for range 2 {
+		s.at(time.Second)
+		pr := s.exec("app", 99, "true")
+		s.at(5 * time.Millisecond)
+		s.exit("app", pr, 1, 0)
+	}
+	s.at(20 * time.Millisecond)
+	s.signal("app", app, syscall.SIGTERM, "runc", probe.SignalDelivered, probe.DispositionHandler)
+	s.at(30 * time.Millisecond)
+	s.exit("app", app, 0, 0)
+	s.cri(cri.EventContainerExited, "app", 0, "Completed")
+	s.tick(2 * time.Second)
+	run := s.one("container.run")
+	if got := run.Attr("podtrace.exit.cause"); got != "liveness_restart" {
+		t.Fatalf("cause %v, want liveness_restart: %v", got, run.Attrs)
+	}
+	if run.Attr("podtrace.signal.sender.comm") != "runc" {
+		t.Errorf("sender: %v", run.Attrs)
+	}
+}
+
+// kubectl delete --force: the object is gone at once while the container
+// still runs; the termination lasts until it exits, and what comes after
+// (the runtime's second CNI DEL) joins the same trace without a second root.
+func TestForcedDeletionLingers(t *testing.T) {
+	s := newSim(t)
+	app := s.startup()
+	del := s.now
+	grace := int64(0)
+	s.info.DeletionTimestamp, s.info.DeletionGracePeriodSeconds = &del, &grace
+	s.pod()
+	s.info.Deleted = true
+	s.pod()
+	s.tick(time.Second)
+	if len(s.find("pod")) != 0 {
+		t.Fatal("pod finished while its container still runs")
+	}
+	s.signal("app", app, syscall.SIGKILL, "runc", probe.SignalDelivered, probe.DispositionDefault)
+	s.exit("app", app, 0, syscall.SIGKILL)
+	exitAt := s.now
+	s.cri(cri.EventContainerExited, "app", 137, "Error")
+	s.tick(2 * time.Second)
+	root := s.one("pod")
+	term := s.one("pod.termination")
+	if !term.End.Equal(exitAt) || term.Attr("podtrace.termination.forced") != true {
+		t.Errorf("termination %s–%s %v, want the end at the exit %s", term.Start, term.End, term.Attrs, exitAt)
+	}
+	var deleted bool
+	for _, e := range root.Events {
+		deleted = deleted || e.Name == "podtrace.api_object_deleted"
+	}
+	if !deleted {
+		t.Errorf("no podtrace.api_object_deleted event: %v", root.Events)
+	}
+	// Late facts: the sandbox's removal and its CNI DEL.
+	s.at(30 * time.Second)
+	s.pid++
+	cni := s.pid
+	s.kernel(&probe.ExecEvent{Header: probe.Header{Type: probe.EventExec, Origin: probe.OriginCNI, TGID: cni, PID: cni, Comm: "bridge"}, Filename: "/opt/cni/bin/bridge",
+		CNI: &probe.CNIRun{Command: "DEL", ContainerID: "sb1", IfName: "eth0", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop"}})
+	s.at(5 * time.Millisecond)
+	s.kernel(&probe.ExitEvent{Header: probe.Header{Type: probe.EventExit, Origin: probe.OriginCNI, TGID: cni, PID: cni}})
+	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventSandboxRemoved, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid}}})
+	s.tick(2 * time.Second)
+	s.one("pod")
+	del2 := s.one("cni.DEL bridge")
+	if del2.TraceID != root.TraceID || del2.Parent != term.SpanID {
+		t.Errorf("late CNI DEL: trace %s parent %s", del2.TraceID, s.byID(del2.Parent))
+	}
+}
+
+// runc re-executes itself as "runc init" through /proc/self/exe (or a
+// memfd copy): that exec is the runtime's, not the container's init.
+func TestRuncInitIsNotTheContainerInit(t *testing.T) {
+	for _, fn := range []string{"/proc/self/exe", "/memfd:runc_cloned:/proc/self/exe (deleted)"} {
+		t.Run(fn, func(t *testing.T) {
+			s := newSim(t)
+			s.pod()
+			s.mkdir(8000, "/kubepods/burstable/pod"+s.uid)
+			s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop", CreatedAt: s.now}}})
+			s.cg["app"] = 9100
+			s.ids["app"] = "c0ffee09"
+			s.mkdir(9100, "/kubepods/burstable/pod"+s.uid+"/c0ffee09")
+			s.pid++
+			stage := s.pid
+			s.kernel(&probe.ExecEvent{Header: probe.Header{Type: probe.EventExec, Origin: probe.OriginWatched, CgroupID: 9100, TGID: stage, PID: stage, PPID: 1},
+				Filename: fn, Args: []string{"/usr/sbin/runc", "init"}})
+			s.pid++
+			child := s.pid
+			s.kernel(&probe.ForkEvent{Header: probe.Header{Type: probe.EventFork, Origin: probe.OriginWatched, CgroupID: 9100, TGID: stage, PID: stage}, ChildTGID: child})
+			s.exit("app", stage, 0, 0)
+			s.kernel(&probe.ExecEvent{Header: probe.Header{Type: probe.EventExec, Origin: probe.OriginWatched, CgroupID: 9100, TGID: child, PID: child, PPID: stage},
+				Filename: "/bin/sh", Args: []string{"/bin/sh", "-c", "serve"}})
+			s.cri(cri.EventContainerStarted, "app", 0, "")
+			s.at(time.Second)
+			s.exit("app", child, 0, 0)
+			s.cri(cri.EventContainerExited, "app", 0, "Completed")
+			s.tick(2 * time.Second)
+			runs := s.find("container.run")
+			if len(runs) != 1 || runs[0].Attr("process.pid") != int64(child) {
+				t.Fatalf("runs: %v", runs)
+			}
+		})
+	}
+}
