@@ -4,7 +4,7 @@ BIN       ?= bin
 CLANG     ?= clang-19
 GENERATED := internal/probe/podtrace_bpfel.go internal/probe/podtrace_bpfel.o
 
-.PHONY: help deps generate check-generate build test test-unit test-vm test-vm-selftest bench lint run trace events clean
+.PHONY: help deps generate check-generate build test test-unit test-vm test-vm-selftest e2e e2e-build bench lint run trace events clean
 
 help: ## list targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -41,6 +41,13 @@ test: deps check-generate ## everything CI runs (root): unit, real-kernel, conta
 
 test-unit: ## tests without the VM run
 	$(GO) test -count=1 -timeout 20m ./...
+
+e2e-build: ## build Kubernetes v1.34.4 and Jaeger v2 for the e2e (cached; ~20 min cold on 2 cores)
+	bash test/e2e/tools/build.sh
+
+e2e: deps ## the real-cluster e2e (root): Kubernetes + containerd + podtrace from deploy/ + Jaeger + Prometheus
+	bin="$$(bash test/e2e/tools/build.sh)" && \
+	PODTRACE_E2E_BIN="$$bin" $(GO) test -count=1 -timeout 30m -parallel 8 -v ./test/e2e/... $(E2EARGS)
 
 test-vm: ## probe tests on every kernel in test/vm/kernels.txt, under qemu
 	$(GO) run ./test/vm $(VMARGS)

@@ -1,0 +1,476 @@
+// Package backends runs the real observability back ends the e2e checks
+// podtrace against — Jaeger v2 (in-memory storage, OTLP in, query API out)
+// and Prometheus (Debian) with podtrace's alert rules — on loopback, and
+// reads back what they hold.
+package backends
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// process is a back end started by this package, stopped by PID.
+type process struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+	err     error
+}
+
+func startProcess(log *slog.Logger, name, logPath string, bin string, args ...string) (*process, error) {
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("%s log: %w", name, err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	log.Info("started", "component", name, "pid", cmd.Process.Pid)
+	return p, nil
+}
+
+func (p *process) stop() error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(15 * time.Second):
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+	return nil
+}
+
+func (p *process) logTail(max int) string {
+	b, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	if len(b) > max {
+		b = b[len(b)-max:]
+	}
+	return string(b)
+}
+
+// waitHTTP polls url until it answers 200.
+func (p *process) waitHTTP(ctx context.Context, url string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := getJSON(ctx, url, nil)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited (%v):\n%s", p.name, p.err, p.logTail(3000))
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready at %s after %s: %w\n%s", p.name, url, timeout, err, p.logTail(3000))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func getJSON(ctx context.Context, u string, into any) error {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return &httpError{URL: u, Status: resp.StatusCode, Body: strings.TrimSpace(string(body))}
+	}
+	if into == nil {
+		return nil
+	}
+	if err := json.Unmarshal(body, into); err != nil {
+		return fmt.Errorf("GET %s: %w", u, err)
+	}
+	return nil
+}
+
+type httpError struct {
+	URL    string
+	Status int
+	Body   string
+}
+
+func (e *httpError) Error() string {
+	return fmt.Sprintf("GET %s: HTTP %d: %.300s", e.URL, e.Status, e.Body)
+}
+
+// Jaeger is a running Jaeger v2 all-in-one.
+type Jaeger struct {
+	p *process
+	// OTLPGRPC is the OTLP/gRPC receiver's host:port; Query the query
+	// API's base URL.
+	OTLPGRPC, Query string
+}
+
+// JaegerPorts are the loopback ports Jaeger binds.
+type JaegerPorts struct {
+	OTLPGRPC, OTLPHTTP, QueryHTTP, QueryGRPC, Health, Metrics int
+}
+
+// DefaultJaegerPorts are Jaeger's usual ports (on 127.0.0.1 only).
+var DefaultJaegerPorts = JaegerPorts{OTLPGRPC: 4317, OTLPHTTP: 4318, QueryHTTP: 16686, QueryGRPC: 16685, Health: 13133, Metrics: 18888}
+
+// StartJaeger starts bin (the v2 `jaeger` binary) with in-memory storage.
+func StartJaeger(ctx context.Context, log *slog.Logger, bin, dir string, ports JaegerPorts) (*Jaeger, error) {
+	cfg := fmt.Sprintf(`service:
+  extensions: [jaeger_storage, jaeger_query, healthcheckv2]
+  pipelines:
+    traces:
+      receivers: [otlp]
+      processors: [batch]
+      exporters: [jaeger_storage_exporter]
+  telemetry:
+    logs:
+      level: info
+    metrics:
+      level: basic
+      readers:
+        - pull:
+            exporter:
+              prometheus:
+                host: 127.0.0.1
+                port: %[6]d
+extensions:
+  healthcheckv2:
+    use_v2: true
+    http:
+      endpoint: 127.0.0.1:%[5]d
+  jaeger_query:
+    enable_tracing: false
+    storage:
+      traces: mem
+    http:
+      endpoint: 127.0.0.1:%[3]d
+    grpc:
+      endpoint: 127.0.0.1:%[4]d
+  jaeger_storage:
+    backends:
+      mem:
+        memory:
+          max_traces: 100000
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:%[1]d
+      http:
+        endpoint: 127.0.0.1:%[2]d
+processors:
+  batch:
+    timeout: 200ms
+exporters:
+  jaeger_storage_exporter:
+    trace_storage: mem
+`, ports.OTLPGRPC, ports.OTLPHTTP, ports.QueryHTTP, ports.QueryGRPC, ports.Health, ports.Metrics)
+	path := filepath.Join(dir, "jaeger.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		return nil, fmt.Errorf("jaeger config: %w", err)
+	}
+	p, err := startProcess(log, "jaeger", filepath.Join(dir, "jaeger.log"), bin, "--config", path)
+	if err != nil {
+		return nil, err
+	}
+	j := &Jaeger{p: p, OTLPGRPC: fmt.Sprintf("127.0.0.1:%d", ports.OTLPGRPC),
+		Query: fmt.Sprintf("http://127.0.0.1:%d", ports.QueryHTTP)}
+	if err := p.waitHTTP(ctx, j.Query+"/api/services", 60*time.Second); err != nil {
+		_ = p.stop()
+		return nil, err
+	}
+	return j, nil
+}
+
+// Close stops Jaeger.
+func (j *Jaeger) Close() error { return j.p.stop() }
+
+// Log returns the tail of Jaeger's log.
+func (j *Jaeger) Log(max int) string { return j.p.logTail(max) }
+
+// Trace is a trace as Jaeger's query API returns it, flattened.
+type Trace struct {
+	TraceID string
+	Spans   []*Span
+}
+
+// Span is one span of a Trace.
+type Span struct {
+	SpanID, ParentID string
+	Name             string
+	Start            time.Time
+	Duration         time.Duration
+	Tags             map[string]any
+	Events           []SpanEvent
+	Service          string
+	Resource         map[string]any
+	// Error: otel.status_code=ERROR (or error=true).
+	Error bool
+}
+
+// SpanEvent is a span event (a Jaeger "log").
+type SpanEvent struct {
+	Time   time.Time
+	Name   string
+	Fields map[string]any
+}
+
+// End is Start+Duration.
+func (s *Span) End() time.Time { return s.Start.Add(s.Duration) }
+
+// Str returns a tag as a string ("" when absent).
+func (s *Span) Str(key string) string {
+	v, ok := s.Tags[key]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprint(v)
+}
+
+type jaegerKV struct {
+	Key   string `json:"key"`
+	Type  string `json:"type"`
+	Value any    `json:"value"`
+}
+
+type jaegerTrace struct {
+	TraceID string `json:"traceID"`
+	Spans   []struct {
+		TraceID       string `json:"traceID"`
+		SpanID        string `json:"spanID"`
+		OperationName string `json:"operationName"`
+		References    []struct {
+			RefType string `json:"refType"`
+			SpanID  string `json:"spanID"`
+		} `json:"references"`
+		StartTime int64      `json:"startTime"` // µs
+		Duration  int64      `json:"duration"`  // µs
+		Tags      []jaegerKV `json:"tags"`
+		Logs      []struct {
+			Timestamp int64      `json:"timestamp"`
+			Fields    []jaegerKV `json:"fields"`
+		} `json:"logs"`
+		ProcessID string `json:"processID"`
+	} `json:"spans"`
+	Processes map[string]struct {
+		ServiceName string     `json:"serviceName"`
+		Tags        []jaegerKV `json:"tags"`
+	} `json:"processes"`
+}
+
+func kvMap(kvs []jaegerKV) map[string]any {
+	m := make(map[string]any, len(kvs))
+	for _, kv := range kvs {
+		m[kv.Key] = kv.Value
+	}
+	return m
+}
+
+// ErrNoTrace: Jaeger does not (yet) have the trace.
+var ErrNoTrace = errors.New("trace not found")
+
+// Trace fetches one trace by ID (GET /api/traces/<id>).
+func (j *Jaeger) Trace(ctx context.Context, traceID string) (*Trace, error) {
+	var resp struct {
+		Data []jaegerTrace `json:"data"`
+	}
+	if err := getJSON(ctx, j.Query+"/api/traces/"+url.PathEscape(traceID), &resp); err != nil {
+		var he *httpError
+		if errors.As(err, &he) && he.Status == http.StatusNotFound {
+			return nil, ErrNoTrace
+		}
+		return nil, err
+	}
+	if len(resp.Data) == 0 {
+		return nil, ErrNoTrace
+	}
+	jt := resp.Data[0]
+	t := &Trace{TraceID: jt.TraceID}
+	for _, s := range jt.Spans {
+		sp := &Span{SpanID: s.SpanID, Name: s.OperationName,
+			Start: time.UnixMicro(s.StartTime), Duration: time.Duration(s.Duration) * time.Microsecond,
+			Tags: kvMap(s.Tags)}
+		for _, r := range s.References {
+			if r.RefType == "CHILD_OF" {
+				sp.ParentID = r.SpanID
+			}
+		}
+		for _, l := range s.Logs {
+			f := kvMap(l.Fields)
+			sp.Events = append(sp.Events, SpanEvent{Time: time.UnixMicro(l.Timestamp), Name: fmt.Sprint(f["event"]), Fields: f})
+		}
+		if pr, ok := jt.Processes[s.ProcessID]; ok {
+			sp.Service = pr.ServiceName
+			sp.Resource = kvMap(pr.Tags)
+		}
+		sp.Error = sp.Str("otel.status_code") == "ERROR" || sp.Str("error") == "true"
+		t.Spans = append(t.Spans, sp)
+	}
+	sort.SliceStable(t.Spans, func(a, b int) bool { return t.Spans[a].Start.Before(t.Spans[b].Start) })
+	return t, nil
+}
+
+// Services lists the services Jaeger knows.
+func (j *Jaeger) Services(ctx context.Context) ([]string, error) {
+	var resp struct {
+		Data []string `json:"data"`
+	}
+	err := getJSON(ctx, j.Query+"/api/services", &resp)
+	return resp.Data, err
+}
+
+// Named returns the spans called name.
+func (t *Trace) Named(name string) []*Span {
+	var out []*Span
+	for _, s := range t.Spans {
+		if s.Name == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Find returns the spans for which match is true.
+func (t *Trace) Find(match func(*Span) bool) []*Span {
+	var out []*Span
+	for _, s := range t.Spans {
+		if match(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ByID returns the span with this ID.
+func (t *Trace) ByID(id string) *Span {
+	for _, s := range t.Spans {
+		if s.SpanID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// Children returns the direct children of s.
+func (t *Trace) Children(s *Span) []*Span {
+	return t.Find(func(c *Span) bool { return c.ParentID == s.SpanID })
+}
+
+// String renders the trace as an indented tree with offsets and durations
+// (for test failure output).
+func (t *Trace) String() string {
+	if t == nil || len(t.Spans) == 0 {
+		return "(empty trace)"
+	}
+	t0 := t.Spans[0].Start
+	var b strings.Builder
+	fmt.Fprintf(&b, "trace %s, %d spans\n", t.TraceID, len(t.Spans))
+	var walk func(parent string, depth int)
+	seen := map[string]bool{}
+	walk = func(parent string, depth int) {
+		for _, s := range t.Spans {
+			if s.ParentID != parent || seen[s.SpanID] {
+				continue
+			}
+			seen[s.SpanID] = true
+			status := "ok "
+			if s.Error {
+				status = "ERR"
+			}
+			fmt.Fprintf(&b, "  %+9.3fs %10s %s %s%s %s\n", s.Start.Sub(t0).Seconds(), s.Duration.Round(100*time.Microsecond),
+				status, strings.Repeat("  ", depth), s.Name, tagSummary(s))
+			for _, e := range s.Events {
+				fmt.Fprintf(&b, "  %+9.3fs %10s     %s  • %s %s\n", e.Time.Sub(t0).Seconds(), "", strings.Repeat("  ", depth), e.Name, fieldSummary(e.Fields))
+			}
+			walk(s.SpanID, depth+1)
+		}
+	}
+	// Roots: no parent, or a parent not (yet) in Jaeger (the pod span is
+	// exported when the pod is gone).
+	ids := map[string]bool{}
+	for _, s := range t.Spans {
+		ids[s.SpanID] = true
+	}
+	parents := []string{""}
+	for _, s := range t.Spans {
+		if s.ParentID != "" && !ids[s.ParentID] && !slices.Contains(parents, s.ParentID) {
+			parents = append(parents, s.ParentID)
+		}
+	}
+	for i, p := range parents {
+		if i > 0 {
+			fmt.Fprintf(&b, "  (parent %s not in Jaeger yet)\n", p)
+		}
+		walk(p, 0)
+	}
+	return b.String()
+}
+
+func tagSummary(s *Span) string {
+	var parts []string
+	for k, v := range s.Tags {
+		if strings.HasPrefix(k, "podtrace.") || strings.HasPrefix(k, "process.") || k == "k8s.container.name" || k == "otel.status_description" {
+			parts = append(parts, fmt.Sprintf("%s=%v", k, v))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+func fieldSummary(f map[string]any) string {
+	var parts []string
+	for k, v := range f {
+		if k != "event" {
+			parts = append(parts, fmt.Sprintf("%s=%v", k, v))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,825 @@
+// Package e2e proves podtrace on a real single-node Kubernetes v1.34 cluster
+// (test/e2e/cluster) on a real containerd, runc and CNI bridge: podtrace is
+// deployed with deploy/ itself, its spans are read back from a real Jaeger
+// and its metrics and alerts from a real Prometheus loading
+// deploy/rules/podtrace.rules.yml. Run with `make e2e`.
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podtrace/podtrace/test/e2e/backends"
+	"github.com/podtrace/podtrace/test/harness/containerd"
+)
+
+func TestCluster(t *testing.T) {
+	e := setup(t)
+	start := time.Now()
+	// Scenarios 1–7 run side by side, each in its own namespace (the
+	// crash loop's back-off and the stuck termination take half a minute);
+	// 8 and 9 restart the tracer, so they run after.
+	t.Run("lifecycle", func(t *testing.T) {
+		t.Run("1-startup-2-graceful-delete", e.startupAndGracefulDelete)
+		t.Run("3-sigterm-ignored-overrun", e.overrun)
+		t.Run("4-oom-kill", e.oomKill)
+		t.Run("5-crashloop-backoff", e.crashLoop)
+		t.Run("6a-liveness-restart", e.livenessRestart)
+		t.Run("6b-kill-9-in-pod", e.killInPod)
+		t.Run("7a-force-delete", e.forceDelete)
+		t.Run("7b-stuck-terminating", e.stuckTerminating)
+	})
+	if t.Failed() {
+		return
+	}
+	t.Run("8-tracer-restart-mid-lifecycle", e.tracerRestart)
+	t.Run("9-no-api-access", e.noAPIAccess)
+	e.checkTracerHealth(t)
+	t.Logf("all scenarios in %s", time.Since(start).Round(time.Second))
+}
+
+// ---- building blocks -------------------------------------------------------
+
+const image = containerd.BusyboxImageName
+
+func (e *env) namespace(t *testing.T, name string) {
+	t.Helper()
+	_, err := e.cs.CoreV1().Namespaces().Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("namespace %s: %v", name, err)
+	}
+	// The controller-manager creates the default ServiceAccount.
+	e.eventually(t, "ServiceAccount default in "+name, time.Minute, func() error {
+		_, err := e.cs.CoreV1().ServiceAccounts(name).Get(e.ctx, "default", metav1.GetOptions{})
+		return err
+	})
+}
+
+func container(name string, cmd ...string) corev1.Container {
+	return corev1.Container{Name: name, Image: image, ImagePullPolicy: corev1.PullNever, Command: cmd}
+}
+
+func sh(script string) []string { return []string{"/bin/sh", "-c", script} }
+
+// A PID 1 that exits 0 on SIGTERM (a shell trap: disposition "handler").
+const gracefulApp = `trap 'exit 0' TERM; while :; do sleep 1 & wait $!; done`
+
+func (e *env) createPod(t *testing.T, ns string, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	pod.Namespace = ns
+	got, err := e.cs.CoreV1().Pods(ns).Create(e.ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create pod %s/%s: %v", ns, pod.Name, err)
+	}
+	return got
+}
+
+func (e *env) waitPod(t *testing.T, ns, name, what string, timeout time.Duration, cond func(*corev1.Pod) error) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	e.eventually(t, fmt.Sprintf("pod %s/%s %s", ns, name, what), timeout, func() error {
+		p, err := e.cs.CoreV1().Pods(ns).Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		pod = p
+		if err := cond(p); err != nil {
+			return fmt.Errorf("%w (%s)", err, podSummary(p))
+		}
+		return nil
+	})
+	return pod
+}
+
+func ready(p *corev1.Pod) error {
+	if !podReady(p) {
+		return errors.New("not Ready")
+	}
+	return nil
+}
+
+func (e *env) waitGone(t *testing.T, ns, name string, timeout time.Duration) {
+	t.Helper()
+	e.eventually(t, fmt.Sprintf("pod %s/%s gone", ns, name), timeout, func() error {
+		p, err := e.cs.CoreV1().Pods(ns).Get(e.ctx, name, metav1.GetOptions{})
+		if err == nil {
+			return fmt.Errorf("still there: %s", podSummary(p))
+		}
+		if strings.Contains(err.Error(), "not found") {
+			return nil
+		}
+		return err
+	})
+}
+
+func (e *env) deletePod(t *testing.T, ns, name string) {
+	t.Helper()
+	if err := e.cs.CoreV1().Pods(ns).Delete(e.ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete pod %s/%s: %v", ns, name, err)
+	}
+}
+
+// ---- trace assertions ---------------------------------------------------------
+
+// only returns the single span called name (with an optional attribute
+// filter), or an error saying what is there instead.
+func only(tr *backends.Trace, name string, where ...func(*backends.Span) bool) (*backends.Span, error) {
+	var got []*backends.Span
+	for _, s := range tr.Named(name) {
+		ok := true
+		for _, w := range where {
+			ok = ok && w(s)
+		}
+		if ok {
+			got = append(got, s)
+		}
+	}
+	if len(got) != 1 {
+		return nil, fmt.Errorf("%d %q spans, want 1", len(got), name)
+	}
+	return got[0], nil
+}
+
+func ctrName(n string) func(*backends.Span) bool {
+	return func(s *backends.Span) bool { return s.Str("k8s.container.name") == n }
+}
+
+func attr(s *backends.Span, key, want string) error {
+	if got := s.Str(key); got != want {
+		return fmt.Errorf("%s %s=%q, want %q", s.Name, key, got, want)
+	}
+	return nil
+}
+
+func childOf(tr *backends.Trace, child, parent *backends.Span) error {
+	if child.ParentID != parent.SpanID {
+		p := tr.ByID(child.ParentID)
+		pn := "none"
+		if p != nil {
+			pn = p.Name
+		}
+		return fmt.Errorf("%s's parent is %s, want %s", child.Name, pn, parent.Name)
+	}
+	return nil
+}
+
+// inOrder checks that each span ends no later than the next one starts
+// (with slack for clocks that are read in different places: the kernel's
+// boot clock, containerd's and the API server's wall clocks).
+func inOrder(spans ...*backends.Span) error {
+	const slack = 50 * time.Millisecond
+	for i := 1; i < len(spans); i++ {
+		a, b := spans[i-1], spans[i]
+		if a.End().After(b.Start.Add(slack)) {
+			return fmt.Errorf("%s ends %s after %s starts", a.Name, a.End().Sub(b.Start), b.Name)
+		}
+	}
+	return nil
+}
+
+func sane(s *backends.Span, max time.Duration) error {
+	if s.Duration <= 0 || s.Duration > max {
+		return fmt.Errorf("%s lasted %s, want (0, %s]", s.Name, s.Duration, max)
+	}
+	return nil
+}
+
+// firstErr returns the first non-nil error.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func report(t *testing.T, tr *backends.Trace) {
+	t.Helper()
+	t.Logf("as seen in Jaeger:\n%s", tr)
+}
+
+// ---- 1 + 2: start-up path, graceful delete ---------------------------------
+
+func (e *env) startupAndGracefulDelete(t *testing.T) {
+	t.Parallel()
+	const ns = "s1-startup"
+	e.namespace(t, ns)
+	app := container("app", sh(`touch /tmp/alive; `+gracefulApp)...)
+	app.Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
+		Command: sh("sleep 0.3; touch /tmp/started")}}}
+	app.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+		Command: []string{"cat", "/tmp/started"}}}, PeriodSeconds: 1}
+	app.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+		Command: []string{"test", "-e", "/tmp/alive"}}}, PeriodSeconds: 2}
+	grace := int64(10)
+	pod := e.createPod(t, ns, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: &grace,
+			InitContainers:                []corev1.Container{container("init", "sleep", "1")},
+			Containers:                    []corev1.Container{app},
+		},
+	})
+	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
+
+	// 1. The start-up trace, exported when the pod became Ready.
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		startup, err := only(tr, "pod.startup")
+		if err != nil {
+			return err
+		}
+		sched, err := only(tr, "pod.scheduling")
+		if err != nil {
+			return err
+		}
+		sandbox, err := only(tr, "pod.sandbox")
+		if err != nil {
+			return err
+		}
+		init, err := only(tr, "container.init", ctrName("init"))
+		if err != nil {
+			return err
+		}
+		start, err := only(tr, "container.start", ctrName("app"))
+		if err != nil {
+			return err
+		}
+		post, err := only(tr, "container.poststart", ctrName("app"))
+		if err != nil {
+			return err
+		}
+		probes := tr.Find(func(s *backends.Span) bool { return s.Name == "probe.readiness" && s.ParentID == startup.SpanID })
+		if len(probes) == 0 {
+			return errors.New("no probe.readiness span under pod.startup")
+		}
+		cni := tr.Find(func(s *backends.Span) bool { return strings.HasPrefix(s.Name, "cni.ADD ") })
+		plugins := map[string]bool{}
+		for _, s := range cni {
+			if err := firstErr(childOf(tr, s, sandbox), attr(s, "process.exit.code", "0")); err != nil {
+				return err
+			}
+			plugins[strings.TrimPrefix(s.Name, "cni.ADD ")] = true
+		}
+		for _, want := range []string{"loopback", "bridge", "host-local"} {
+			if !plugins[want] {
+				return fmt.Errorf("no cni.ADD %s span (have %v)", want, plugins)
+			}
+		}
+		lastProbe := probes[len(probes)-1]
+		return firstErr(
+			childOf(tr, sched, startup), childOf(tr, sandbox, startup), childOf(tr, init, startup),
+			childOf(tr, start, startup), childOf(tr, post, startup),
+			attr(init, "process.exit.code", "0"),
+			inOrder(sched, sandbox, init, start), inOrder(start, post), inOrder(post, lastProbe),
+			sane(startup, 60*time.Second), sane(sandbox, 20*time.Second), sane(init, 5*time.Second),
+			sane(post, 5*time.Second), sane(lastProbe, 5*time.Second),
+			func() error {
+				if init.Duration < 900*time.Millisecond {
+					return fmt.Errorf("init (sleep 1) lasted %s", init.Duration)
+				}
+				if post.Duration < 250*time.Millisecond {
+					return fmt.Errorf("postStart (sleep 0.3) lasted %s", post.Duration)
+				}
+				if startup.End().Before(lastProbe.End().Add(-50 * time.Millisecond)) {
+					return errors.New("pod.startup ends before its last readiness probe")
+				}
+				return nil
+			}(),
+		)
+	})
+	report(t, tr)
+	startup, _ := only(tr, "pod.startup")
+	sandbox, _ := only(tr, "pod.sandbox")
+	t.Logf("scenario 1: startup %s, sandbox %s", startup.Duration.Round(time.Millisecond), sandbox.Duration.Round(time.Millisecond))
+
+	// Prometheus: the startup histogram has this pod.
+	e.metric(t, fmt.Sprintf(`podtrace_pod_startup_duration_seconds_count{namespace=%q}`, ns), time.Minute,
+		func(v float64) bool { return v >= 1 })
+
+	// 2. Graceful delete: SIGTERM handled, exit 0, CNI DEL, no overrun.
+	e.deletePod(t, ns, pod.Name)
+	e.waitGone(t, ns, pod.Name, time.Minute)
+	tr = e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		if _, err := only(tr, "pod"); err != nil {
+			return err
+		}
+		term, err := only(tr, "pod.termination")
+		if err != nil {
+			return err
+		}
+		stop, err := only(tr, "container.stop", ctrName("app"))
+		if err != nil {
+			return err
+		}
+		run, err := only(tr, "container.run", ctrName("app"))
+		if err != nil {
+			return err
+		}
+		del := tr.Find(func(s *backends.Span) bool { return strings.HasPrefix(s.Name, "cni.DEL ") })
+		if len(del) == 0 {
+			return errors.New("no cni.DEL spans")
+		}
+		for _, s := range del {
+			if err := childOf(tr, s, term); err != nil {
+				return err
+			}
+		}
+		return firstErr(childOf(tr, stop, term),
+			attr(stop, "podtrace.signal", "SIGTERM"), attr(stop, "podtrace.signal.disposition", "handler"),
+			attr(stop, "podtrace.signal.sender.kind", "runtime"), attr(stop, "podtrace.sigkill", "false"),
+			attr(term, "podtrace.grace_period.overrun", "false"), attr(term, "podtrace.grace_period.seconds", "10"),
+			attr(run, "podtrace.exit.cause", "completed"), attr(run, "process.exit.code", "0"),
+			sane(stop, 2*time.Second), sane(term, 30*time.Second))
+	})
+	report(t, tr)
+	term, _ := only(tr, "pod.termination")
+	stop, _ := only(tr, "container.stop")
+	t.Logf("scenario 2: termination %s, SIGTERM→exit %s", term.Duration.Round(time.Millisecond), stop.Duration.Round(time.Millisecond))
+	e.metric(t, fmt.Sprintf(`podtrace_pod_terminations_total{namespace=%q,overrun="false"}`, ns), time.Minute,
+		func(v float64) bool { return v >= 1 })
+}
+
+// ---- 3: SIGTERM ignored, preStop, SIGKILL at grace end ------------------------
+
+func (e *env) overrun(t *testing.T) {
+	t.Parallel()
+	const ns = "s3-overrun"
+	e.namespace(t, ns)
+	app := container("app", sh(`trap '' TERM; while :; do sleep 1; done`)...)
+	app.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
+		Command: []string{"sleep", "1"}}}}
+	grace := int64(3)
+	pod := e.createPod(t, ns, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "stubborn"},
+		Spec:       corev1.PodSpec{TerminationGracePeriodSeconds: &grace, Containers: []corev1.Container{app}},
+	})
+	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
+	// Let Prometheus see the zero-valued overrun series before the overrun.
+	e.metric(t, fmt.Sprintf(`podtrace_grace_period_overruns_total{namespace=%q}`, ns), time.Minute,
+		func(v float64) bool { return v == 0 })
+	time.Sleep(3 * time.Second)
+	e.deletePod(t, ns, pod.Name)
+	e.waitGone(t, ns, pod.Name, time.Minute)
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		if _, err := only(tr, "pod"); err != nil {
+			return err
+		}
+		term, err := only(tr, "pod.termination")
+		if err != nil {
+			return err
+		}
+		pre, err := only(tr, "container.prestop", ctrName("app"))
+		if err != nil {
+			return err
+		}
+		stop, err := only(tr, "container.stop", ctrName("app"))
+		if err != nil {
+			return err
+		}
+		run, err := only(tr, "container.run", ctrName("app"))
+		if err != nil {
+			return err
+		}
+		return firstErr(childOf(tr, pre, term), childOf(tr, stop, term), inOrder(pre, stop),
+			attr(stop, "podtrace.signal.disposition", "ignored"), attr(stop, "podtrace.sigkill", "true"),
+			attr(stop, "podtrace.signal.sender.kind", "runtime"), attr(stop, "podtrace.grace_period.overrun", "true"),
+			attr(term, "podtrace.grace_period.overrun", "true"),
+			attr(run, "podtrace.exit.cause", "killed_by_runtime"), attr(run, "podtrace.signal.sender.kind", "runtime"),
+			func() error {
+				if !term.Error || !stop.Error {
+					return errors.New("pod.termination and container.stop should have error status")
+				}
+				if pre.Duration < 900*time.Millisecond || pre.Duration > 3*time.Second {
+					return fmt.Errorf("preStop (sleep 1) lasted %s", pre.Duration)
+				}
+				// The kubelet gives StopContainer what is left of the grace
+				// period after preStop, at least 2 s.
+				if stop.Duration < 1500*time.Millisecond || stop.Duration > 6*time.Second {
+					return fmt.Errorf("SIGTERM→SIGKILL took %s", stop.Duration)
+				}
+				return nil
+			}())
+	})
+	report(t, tr)
+	term, _ := only(tr, "pod.termination")
+	stop, _ := only(tr, "container.stop")
+	t.Logf("scenario 3: termination %s, SIGTERM→SIGKILL %s (%s)", term.Duration.Round(time.Millisecond),
+		stop.Duration.Round(time.Millisecond), stop.Str("otel.status_description"))
+	a := e.alert(t, "PodtraceGracePeriodOverruns", "firing", map[string]string{"namespace": ns}, 2*time.Minute)
+	t.Logf("scenario 3: alert %s firing since %s", a.Name, a.ActiveAt.Format(time.RFC3339))
+}
+
+// ---- 4: OOM kill ---------------------------------------------------------------
+
+func (e *env) oomKill(t *testing.T) {
+	t.Parallel()
+	const ns = "s4-oom"
+	e.namespace(t, ns)
+	app := container("hog", sh(`sleep 2; exec dd if=/dev/zero of=/dev/null bs=96M count=1`)...)
+	app.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("48Mi")}}
+	pod := e.createPod(t, ns, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "hog"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{app}},
+	})
+	p := e.waitPod(t, ns, pod.Name, "restarted after OOMKilled", 2*time.Minute, func(p *corev1.Pod) error {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.RestartCount >= 1 && cs.LastTerminationState.Terminated != nil {
+				if r := cs.LastTerminationState.Terminated.Reason; r != "OOMKilled" {
+					return fmt.Errorf("last termination %s, want OOMKilled", r)
+				}
+				return nil
+			}
+		}
+		return errors.New("no restart yet")
+	})
+	t.Logf("scenario 4: pod status %s", podSummary(p))
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		runs := tr.Find(func(s *backends.Span) bool { return s.Name == "container.run" && s.Str("k8s.container.name") == "hog" })
+		if len(runs) == 0 {
+			return errors.New("no container.run span")
+		}
+		r := runs[0]
+		if err := firstErr(attr(r, "podtrace.exit.cause", "oom_killed"), attr(r, "podtrace.oom.scope", "memcg")); err != nil {
+			return err
+		}
+		if !r.Error {
+			return errors.New("OOM-killed run should have error status")
+		}
+		oom := false
+		for _, ev := range r.Events {
+			oom = oom || ev.Name == "oom_kill"
+		}
+		if !oom {
+			return errors.New("no oom_kill event on the run")
+		}
+		// The restart: a backoff wait, then a second run (open until it
+		// ends: look for the backoff span, exported when the run starts).
+		if len(tr.Find(func(s *backends.Span) bool { return s.Name == "container.backoff" })) == 0 {
+			return errors.New("no container.backoff span for the restart")
+		}
+		return nil
+	})
+	report(t, tr)
+	e.alert(t, "PodtraceOOMKills", "firing", map[string]string{"namespace": ns}, 2*time.Minute)
+	e.deletePod(t, ns, pod.Name)
+}
+
+// ---- 5: CrashLoopBackOff ---------------------------------------------------
+
+func (e *env) crashLoop(t *testing.T) {
+	t.Parallel()
+	const ns = "s5-crashloop"
+	e.namespace(t, ns)
+	pod := e.createPod(t, ns, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "crasher"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{container("app", sh("sleep 0.5; exit 1")...)}},
+	})
+	// The kubelet restarts at once the first time, then backs off 10 s,
+	// 20 s, 40 s...
+	e.waitPod(t, ns, pod.Name, "restarted twice", 3*time.Minute, func(p *corev1.Pod) error {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.RestartCount >= 2 {
+				return nil
+			}
+		}
+		return errors.New("fewer than 2 restarts")
+	})
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		runs := tr.Named("container.run")
+		if len(runs) < 3 {
+			return fmt.Errorf("%d container.run spans, want 3", len(runs))
+		}
+		for _, r := range runs[:3] {
+			if err := firstErr(attr(r, "podtrace.exit.cause", "error"), attr(r, "process.exit.code", "1")); err != nil {
+				return err
+			}
+		}
+		bo := tr.Named("container.backoff")
+		if len(bo) < 2 {
+			return fmt.Errorf("%d container.backoff spans, want 2", len(bo))
+		}
+		if bo[1].Duration <= bo[0].Duration {
+			return fmt.Errorf("back-off did not grow: %s then %s", bo[0].Duration, bo[1].Duration)
+		}
+		if bo[1].Duration < 8*time.Second {
+			return fmt.Errorf("second back-off %s, the kubelet waits ~10 s", bo[1].Duration)
+		}
+		return inOrder(runs[0], bo[0], runs[1], bo[1], runs[2])
+	})
+	report(t, tr)
+	bo := tr.Named("container.backoff")
+	t.Logf("scenario 5: back-off waits %s, %s", bo[0].Duration.Round(time.Millisecond), bo[1].Duration.Round(time.Millisecond))
+	e.deletePod(t, ns, pod.Name)
+}
+
+// ---- 6: liveness restart, kill -9 from inside the pod ------------------------
+
+func (e *env) livenessRestart(t *testing.T) {
+	t.Parallel()
+	const ns = "s6-liveness"
+	e.namespace(t, ns)
+	app := container("app", sh(`touch /tmp/healthy; (sleep 4; rm -f /tmp/healthy) & `+gracefulApp)...)
+	app.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+		Command: []string{"cat", "/tmp/healthy"}}}, PeriodSeconds: 1, FailureThreshold: 2}
+	pod := e.createPod(t, ns, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "sick"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{app}},
+	})
+	e.waitPod(t, ns, pod.Name, "restarted by liveness", 2*time.Minute, func(p *corev1.Pod) error {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.RestartCount >= 1 {
+				return nil
+			}
+		}
+		return errors.New("no restart yet")
+	})
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		runs := tr.Named("container.run")
+		if len(runs) == 0 {
+			return errors.New("no container.run span")
+		}
+		r := runs[0]
+		fails := tr.Find(func(s *backends.Span) bool { return s.Name == "probe.liveness" && s.Error })
+		if len(fails) == 0 {
+			return errors.New("no failed probe.liveness span")
+		}
+		return firstErr(attr(r, "podtrace.exit.cause", "liveness_restart"), attr(r, "process.exit.code", "0"))
+	})
+	report(t, tr)
+	e.deletePod(t, ns, pod.Name)
+}
+
+func (e *env) killInPod(t *testing.T) {
+	t.Parallel()
+	const ns = "s6-kill"
+	e.namespace(t, ns)
+	share := true
+	pod := e.createPod(t, ns, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "victim"},
+		Spec: corev1.PodSpec{
+			// With a shared PID namespace the app is not PID 1 (pause is),
+			// so SIGKILL from a sibling container does kill it.
+			ShareProcessNamespace: &share,
+			Containers: []corev1.Container{
+				container("app", "sleep", "3601"),
+				container("sidecar", "tail", "-f", "/dev/null"),
+			},
+		},
+	})
+	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
+	time.Sleep(2 * time.Second)
+	out, err := e.cluster.Kubectl(e.ctx, "exec", "-n", ns, pod.Name, "-c", "sidecar", "--", "pidof", "sleep")
+	if err != nil {
+		t.Fatalf("kubectl exec pidof: %v\n%s", err, out)
+	}
+	// busybox's kill applet, run by the exec session itself (a shell's
+	// builtin kill would make the sender "sh").
+	if out, err := e.cluster.Kubectl(e.ctx, "exec", "-n", ns, pod.Name, "-c", "sidecar", "--",
+		"kill", "-9", strings.TrimSpace(string(out))); err != nil {
+		t.Fatalf("kubectl exec kill: %v\n%s", err, out)
+	}
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		r, err := only(tr, "container.run", ctrName("app"))
+		if err != nil {
+			return err
+		}
+		return firstErr(attr(r, "podtrace.exit.cause", "killed_in_pod"), attr(r, "podtrace.signal.sender.kind", "in_pod"),
+			attr(r, "podtrace.signal.sender.comm", "kill"), func() error {
+				if r.Str("podtrace.signal.sender.pid") == "" || r.Str("podtrace.signal.sender.pid") == "0" {
+					return errors.New("no sender pid")
+				}
+				return nil
+			}())
+	})
+	report(t, tr)
+	e.deletePod(t, ns, pod.Name)
+}
+
+// ---- 7: forced deletion, stuck termination ---------------------------------
+
+func (e *env) forceDelete(t *testing.T) {
+	t.Parallel()
+	const ns = "s7-force"
+	e.namespace(t, ns)
+	grace := int64(30)
+	pod := e.createPod(t, ns, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "lingering"},
+		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{container("app", sh(`trap '' TERM; while :; do sleep 1; done`)...)}},
+	})
+	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
+	out, err := e.cluster.Kubectl(e.ctx, "delete", "pod", "-n", ns, pod.Name, "--force", "--grace-period=0")
+	if err != nil {
+		t.Fatalf("kubectl delete --force: %v\n%s", err, out)
+	}
+	tr := e.trace(t, string(pod.UID), 2*time.Minute, func(tr *backends.Trace) error {
+		if _, err := only(tr, "pod"); err != nil {
+			return err
+		}
+		term, err := only(tr, "pod.termination")
+		if err != nil {
+			return err
+		}
+		run, err := only(tr, "container.run", ctrName("app"))
+		if err != nil {
+			return err
+		}
+		return firstErr(attr(term, "podtrace.termination.forced", "true"),
+			attr(run, "podtrace.exit.cause", "killed_by_runtime"))
+	})
+	report(t, tr)
+}
+
+func (e *env) stuckTerminating(t *testing.T) {
+	t.Parallel()
+	const ns = "s7-stuck"
+	e.namespace(t, ns)
+	grace := int64(1)
+	const finalizer = "podtrace.test/hold"
+	pod := e.createPod(t, ns, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "held", Finalizers: []string{finalizer}},
+		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{container("app", sh(gracefulApp)...)}},
+	})
+	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
+	e.deletePod(t, ns, pod.Name)
+	// The containers stop at once; the finalizer keeps the pod Terminating.
+	// The tracer reports it stuck 30 s (--stuck-after) past its deadline.
+	e.metric(t, fmt.Sprintf(`podtrace_pods_terminating_stuck{namespace=%q}`, ns), 2*time.Minute, func(v float64) bool { return v == 1 })
+	e.alert(t, "PodtracePodsStuckTerminating", "pending", map[string]string{"namespace": ns}, time.Minute)
+	patch := []byte(`{"metadata":{"finalizers":null}}`)
+	if _, err := e.cs.CoreV1().Pods(ns).Patch(e.ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("removing the finalizer: %v", err)
+	}
+	e.waitGone(t, ns, pod.Name, time.Minute)
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		root, err := only(tr, "pod")
+		if err != nil {
+			return err
+		}
+		term, err := only(tr, "pod.termination")
+		if err != nil {
+			return err
+		}
+		stuck := false
+		for _, ev := range root.Events {
+			stuck = stuck || ev.Name == "podtrace.stuck_terminating"
+		}
+		if !stuck {
+			return errors.New("no podtrace.stuck_terminating event on the pod span")
+		}
+		if !term.Error {
+			return errors.New("stuck pod.termination should have error status")
+		}
+		return firstErr(attr(term, "podtrace.termination.stuck", "true"), attr(root, "podtrace.termination.stuck", "true"))
+	})
+	report(t, tr)
+	e.metric(t, fmt.Sprintf(`podtrace_pods_terminating_stuck{namespace=%q}`, ns), time.Minute, func(v float64) bool { return v == 0 })
+}
+
+// ---- 8: tracer restarted mid-lifecycle ---------------------------------------
+
+func (e *env) tracerRestart(t *testing.T) {
+	const ns = "s8-restart"
+	e.namespace(t, ns)
+	pod := e.createPod(t, ns, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "long-lived"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{container("app", sh(gracefulApp)...)}},
+	})
+	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
+	e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		_, err := only(tr, "pod.startup")
+		return err
+	})
+	old, err := e.tracerPod("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.cs.CoreV1().Pods(podtraceNS).Delete(e.ctx, old.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGone(t, podtraceNS, old.Name, time.Minute)
+	fresh := e.waitTracerReady(t, old.Name)
+	t.Logf("scenario 8: tracer %s replaced by %s", old.Name, fresh.Name)
+	e.deletePod(t, ns, pod.Name)
+	e.waitGone(t, ns, pod.Name, time.Minute)
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		root, err := only(tr, "pod")
+		if err != nil {
+			return err
+		}
+		term, err := only(tr, "pod.termination")
+		if err != nil {
+			return err
+		}
+		startup, err := only(tr, "pod.startup")
+		if err != nil {
+			return err
+		}
+		stop, err := only(tr, "container.stop", ctrName("app"))
+		if err != nil {
+			return err
+		}
+		// Span IDs are derived from the pod UID too: the new tracer's root
+		// is the parent the old tracer gave the start-up span.
+		return firstErr(childOf(tr, startup, root), childOf(tr, term, root), childOf(tr, stop, term),
+			attr(stop, "podtrace.signal.disposition", "handler"), func() error {
+				if root.Str("podtrace.observed_from") == "" {
+					return errors.New("the restarted tracer's pod span should carry podtrace.observed_from")
+				}
+				return nil
+			}())
+	})
+	report(t, tr)
+	p, err := e.tracerPod("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.RestartCount != 0 {
+			t.Errorf("tracer %s restarted %d times", p.Name, cs.RestartCount)
+		}
+	}
+}
+
+// ---- 9: no API access ------------------------------------------------------
+
+func (e *env) noAPIAccess(t *testing.T) {
+	const ns = "s9-no-api"
+	e.namespace(t, ns)
+	if out, err := e.cluster.Kubectl(e.ctx, "delete", "clusterrolebinding", "podtrace"); err != nil {
+		t.Fatalf("removing RBAC: %v\n%s", err, out)
+	}
+	old, err := e.tracerPod("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.cs.CoreV1().Pods(podtraceNS).Delete(e.ctx, old.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGone(t, podtraceNS, old.Name, time.Minute)
+	e.waitTracerReady(t, old.Name)
+	e.metric(t, `podtrace_source_up{source="apiserver"}`, time.Minute, func(v float64) bool { return v == 0 })
+	e.metric(t, `podtrace_source_up{source="runtime"}`, time.Minute, func(v float64) bool { return v == 1 })
+
+	pod := e.createPod(t, ns, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "unseen-by-api"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{container("app", sh(gracefulApp)...)}},
+	})
+	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
+	e.deletePod(t, ns, pod.Name)
+	e.waitGone(t, ns, pod.Name, time.Minute)
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		root, err := only(tr, "pod")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(root.Str("podtrace.degraded"), "apiserver") {
+			return fmt.Errorf("pod span podtrace.degraded=%q, want the API server named", root.Str("podtrace.degraded"))
+		}
+		if _, err := only(tr, "pod.sandbox"); err != nil {
+			return err
+		}
+		stop, err := only(tr, "container.stop", ctrName("app"))
+		if err != nil {
+			return err
+		}
+		if len(tr.Find(func(s *backends.Span) bool { return strings.HasPrefix(s.Name, "cni.") })) == 0 {
+			return errors.New("no CNI spans")
+		}
+		return firstErr(attr(root, "k8s.pod.name", "unseen-by-api"), attr(stop, "podtrace.signal.disposition", "handler"))
+	})
+	report(t, tr)
+	// Put RBAC back for whoever runs next.
+	if out, err := e.cluster.KubectlIn(e.ctx, e.manifest, "apply", "-f", "-"); err != nil {
+		t.Errorf("restoring RBAC: %v\n%s", err, out)
+	}
+}
+
+// checkTracerHealth: no events lost, no spans dropped, over the whole run.
+func (e *env) checkTracerHealth(t *testing.T) {
+	for _, q := range []string{
+		`sum(podtrace_probe_events_lost_total)`,
+		`sum(podtrace_spans_dropped_total)`,
+	} {
+		s, err := e.prom.Query(e.ctx, q)
+		if err != nil {
+			t.Errorf("%s: %v", q, err)
+			continue
+		}
+		for _, x := range s {
+			if x.Value != 0 {
+				t.Errorf("%s = %v", q, x.Value)
+			}
+		}
+	}
+}

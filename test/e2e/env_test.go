@@ -1,0 +1,441 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podtrace/podtrace/test/e2e/backends"
+	"github.com/podtrace/podtrace/test/e2e/cluster"
+	"github.com/podtrace/podtrace/test/harness/containerd"
+)
+
+// env is everything the scenarios share: a real cluster on a real
+// containerd, Jaeger and Prometheus, and podtrace deployed with
+// deploy/daemonset.yaml.
+type env struct {
+	ctx      context.Context
+	repo     string
+	work     string
+	log      *slog.Logger
+	runtime  *containerd.Harness
+	cluster  *cluster.Cluster
+	cs       *kubernetes.Clientset
+	jaeger   *backends.Jaeger
+	prom     *backends.Prometheus
+	manifest []byte // the patched, rendered deploy/ manifests as applied
+}
+
+const (
+	podtraceNS    = "podtrace"
+	metricsTarget = "127.0.0.1:9464"
+	// The image deploy/daemonset.yaml names; deploy/build-image.sh builds
+	// and imports it under this name, so the manifest's image is unchanged.
+	podtraceImage = "ghcr.io/podtrace/podtrace:dev"
+)
+
+func repoRoot(t *testing.T) string {
+	_, file, _, _ := runtime.Caller(0)
+	root, err := filepath.Abs(filepath.Join(filepath.Dir(file), "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// setup brings the whole environment up; t.Cleanup tears it down and
+// checks that the host was restored.
+func setup(t *testing.T) *env {
+	binDir := os.Getenv("PODTRACE_E2E_BIN")
+	if binDir == "" {
+		t.Skip("PODTRACE_E2E_BIN is not set: `make e2e` builds Kubernetes and Jaeger and runs this test")
+	}
+	if testing.Short() {
+		t.Skip("-short: skipping the cluster end-to-end test")
+	}
+	if err := cluster.CheckRequirements(binDir); err != nil {
+		t.Fatalf("PODTRACE_E2E_BIN is set but the cluster cannot run: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(binDir, "jaeger")); err != nil {
+		t.Fatalf("PODTRACE_E2E_BIN is set but has no jaeger: %v", err)
+	}
+	if err := containerd.CheckRequirements(); err != nil {
+		t.Fatalf("containerd harness: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	e := &env{ctx: ctx, repo: repoRoot(t), log: containerd.TestLogger(t, slog.LevelInfo)}
+	work, err := os.MkdirTemp("/tmp", "pte2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.work = work
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("e2e work directory kept for inspection: %s", work)
+			return
+		}
+		_ = os.RemoveAll(work)
+	})
+
+	// 1. containerd (kubelet cgroupfs layout under /kubepods).
+	t0 := time.Now()
+	h, err := containerd.New(ctx, containerd.Config{CgroupRoot: "/kubepods", BaseDir: work, Logger: e.log})
+	if err != nil {
+		t.Fatalf("containerd: %v", err)
+	}
+	e.runtime = h
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := h.Close(cctx); err != nil {
+			t.Errorf("containerd teardown: %v", err)
+		}
+	})
+
+	// 2. podtrace's image, from the same build the Dockerfile does.
+	out, err := runCmd(ctx, e.repo, []string{"IMAGE=" + podtraceImage, "OUT=" + filepath.Join(work, "podtrace-image.tar"),
+		"CONTAINERD_ADDRESS=" + h.Socket}, "bash", "deploy/build-image.sh", "--import")
+	if err != nil {
+		t.Fatalf("deploy/build-image.sh --import: %v\n%s", err, out)
+	}
+
+	// 3. Jaeger and Prometheus.
+	j, err := backends.StartJaeger(ctx, e.log, filepath.Join(binDir, "jaeger"), work, backends.DefaultJaegerPorts)
+	if err != nil {
+		t.Fatalf("jaeger: %v", err)
+	}
+	e.jaeger = j
+	t.Cleanup(func() { _ = j.Close() })
+	p, err := backends.StartPrometheus(ctx, e.log, work, backends.PrometheusConfig{
+		Targets:   []string{metricsTarget},
+		RuleFiles: []string{filepath.Join(e.repo, "deploy", "rules", "podtrace.rules.yml")},
+	})
+	if err != nil {
+		t.Fatalf("prometheus: %v", err)
+	}
+	e.prom = p
+	t.Cleanup(func() { _ = p.Close() })
+
+	// 4. The cluster.
+	c, err := cluster.Start(ctx, cluster.Config{BinDir: binDir, WorkDir: filepath.Join(work, "k8s"), Runtime: h, Logger: e.log})
+	if err != nil {
+		t.Fatalf("cluster: %v", err)
+	}
+	e.cluster = c
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		if err := c.Close(cctx); err != nil {
+			t.Errorf("cluster teardown: %v", err)
+		}
+	})
+	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cs, err = kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("cluster, containerd, Jaeger and Prometheus up in %s", time.Since(t0).Round(time.Millisecond))
+
+	// 5. podtrace, with deploy/ as users apply it.
+	e.deployPodtrace(t)
+	return e
+}
+
+func runCmd(ctx context.Context, dir string, env []string, name string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	return cmd.CombinedOutput()
+}
+
+// deployPodtrace renders deploy/ with kustomize (the cluster's kubectl),
+// patches the DaemonSet for this cluster's endpoints only, applies it and
+// waits for the tracer to be ready and scraped.
+func (e *env) deployPodtrace(t *testing.T) {
+	t.Helper()
+	rendered, err := e.cluster.Kubectl(e.ctx, "kustomize", filepath.Join(e.repo, "deploy"))
+	if err != nil {
+		t.Fatalf("kubectl kustomize deploy/: %v", err)
+	}
+	patched, err := patchForCluster(rendered, e.cluster.APIPort(), backends.DefaultJaegerPorts.OTLPGRPC, e.runtime.RuntimeDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.manifest = patched
+	if err := os.WriteFile(filepath.Join(e.work, "podtrace-deploy.yaml"), patched, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := e.cluster.KubectlIn(e.ctx, patched, "apply", "-f", "-"); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+	e.waitTracerReady(t, "")
+}
+
+// patchForCluster changes what deploy/daemonset.yaml cannot know about this
+// cluster, and nothing else:
+//   - the API server: this cluster has no kube-proxy, so the ClusterIP
+//     10.96.0.1 is unreachable; the tracer uses host networking and the API
+//     server's loopback address (KUBERNETES_SERVICE_HOST/PORT, which
+//     in-cluster config reads);
+//   - the OTLP endpoint: Jaeger on loopback;
+//   - the runtime socket directory: the test's private containerd.
+func patchForCluster(rendered []byte, apiPort, otlpPort int, runtimeDir string) ([]byte, error) {
+	var out [][]byte
+	for _, doc := range bytes.Split(rendered, []byte("\n---\n")) {
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			return nil, fmt.Errorf("rendered manifest: %w", err)
+		}
+		if meta.Kind != "DaemonSet" {
+			out = append(out, doc)
+			continue
+		}
+		var ds appsv1.DaemonSet
+		if err := yaml.UnmarshalStrict(doc, &ds); err != nil {
+			return nil, fmt.Errorf("daemonset: %w", err)
+		}
+		spec := &ds.Spec.Template.Spec
+		spec.HostNetwork = true
+		spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
+		c := &spec.Containers[0]
+		if c.Image != podtraceImage {
+			return nil, fmt.Errorf("daemonset image %q, want %q", c.Image, podtraceImage)
+		}
+		found := false
+		for i := range c.Env {
+			if c.Env[i].Name == "OTEL_EXPORTER_OTLP_ENDPOINT" {
+				c.Env[i].Value = fmt.Sprintf("http://127.0.0.1:%d", otlpPort)
+				found = true
+			}
+		}
+		if !found {
+			return nil, errors.New("daemonset has no OTEL_EXPORTER_OTLP_ENDPOINT")
+		}
+		c.Env = append(c.Env,
+			corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: "127.0.0.1"},
+			corev1.EnvVar{Name: "KUBERNETES_SERVICE_PORT", Value: fmt.Sprint(apiPort)})
+		found = false
+		for i := range spec.Volumes {
+			if spec.Volumes[i].Name == "runtime" && spec.Volumes[i].HostPath != nil {
+				spec.Volumes[i].HostPath.Path = runtimeDir
+				found = true
+			}
+		}
+		if !found {
+			return nil, errors.New("daemonset has no runtime hostPath volume")
+		}
+		b, err := yaml.Marshal(&ds)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return bytes.Join(out, []byte("\n---\n")), nil
+}
+
+// tracerPod returns the running tracer pod (other than notName).
+func (e *env) tracerPod(notName string) (*corev1.Pod, error) {
+	pods, err := e.cs.CoreV1().Pods(podtraceNS).List(e.ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=podtrace"})
+	if err != nil {
+		return nil, err
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Name != notName && p.DeletionTimestamp == nil {
+			return p, nil
+		}
+	}
+	return nil, errors.New("no tracer pod")
+}
+
+// waitTracerReady waits for a tracer pod (other than notName) to be Ready
+// and for Prometheus to scrape it.
+func (e *env) waitTracerReady(t *testing.T, notName string) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	e.eventually(t, "tracer pod Ready", 3*time.Minute, func() error {
+		p, err := e.tracerPod(notName)
+		if err != nil {
+			return err
+		}
+		if !podReady(p) {
+			return fmt.Errorf("tracer pod %s not ready: %s", p.Name, podSummary(p))
+		}
+		pod = p
+		return nil
+	})
+	e.eventually(t, "Prometheus scraping the tracer", time.Minute, func() error {
+		s, err := e.prom.Query(e.ctx, `up{job="podtrace"}`)
+		if err != nil {
+			return err
+		}
+		if len(s) != 1 || s[0].Value != 1 {
+			return fmt.Errorf("up{job=podtrace} = %v", s)
+		}
+		return nil
+	})
+	return pod
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func podSummary(p *corev1.Pod) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "phase=%s", p.Status.Phase)
+	for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		fmt.Fprintf(&b, " [%s ready=%v restarts=%d", cs.Name, cs.Ready, cs.RestartCount)
+		if w := cs.State.Waiting; w != nil {
+			fmt.Fprintf(&b, " waiting=%s %s", w.Reason, w.Message)
+		}
+		if r := cs.State.Terminated; r != nil {
+			fmt.Fprintf(&b, " terminated=%s(%d)", r.Reason, r.ExitCode)
+		}
+		b.WriteString("]")
+	}
+	return b.String()
+}
+
+// eventually polls f until it returns nil; on timeout the test fails with
+// f's last error and the components' logs.
+func (e *env) eventually(t *testing.T, what string, timeout time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		if last = f(); last == nil {
+			return
+		}
+		if time.Now().After(deadline) || e.ctx.Err() != nil {
+			e.dumpLogs(t)
+			t.Fatalf("%s: not after %s: %v", what, timeout, last)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// dumpLogs prints what a failing scenario needs: the tracer's log and the
+// tails of the kubelet's, containerd's and Jaeger's.
+func (e *env) dumpLogs(t *testing.T) {
+	t.Helper()
+	if p, err := e.tracerPod(""); err == nil {
+		out, _ := e.cluster.Kubectl(e.ctx, "logs", "-n", podtraceNS, p.Name, "--tail=80")
+		t.Logf("tracer %s log (tail):\n%s", p.Name, out)
+		out, _ = e.cluster.Kubectl(e.ctx, "logs", "-n", podtraceNS, p.Name, "--previous", "--tail=40")
+		if len(out) > 0 {
+			t.Logf("tracer %s previous log (tail):\n%s", p.Name, out)
+		}
+	}
+	t.Logf("kubelet log (tail):\n%s", e.cluster.Logs("kubelet", 3000))
+	t.Logf("containerd log (tail):\n%s", e.runtime.ContainerdLog(2000))
+	t.Logf("jaeger log (tail):\n%s", e.jaeger.Log(1500))
+}
+
+// trace polls Jaeger for the pod's trace until check accepts it; on
+// timeout the test fails with the trace as Jaeger has it.
+func (e *env) trace(t *testing.T, uid string, timeout time.Duration, check func(*backends.Trace) error) *backends.Trace {
+	t.Helper()
+	id := correlate.TraceIDForPod(uid).String()
+	var tr *backends.Trace
+	deadline := time.Now().Add(timeout)
+	for {
+		got, err := e.jaeger.Trace(e.ctx, id)
+		if err == nil {
+			tr = got
+			if err = check(got); err == nil {
+				return got
+			}
+		}
+		if time.Now().After(deadline) {
+			e.dumpLogs(t)
+			t.Fatalf("trace %s (pod %s) in Jaeger: %v\n%s", id, uid, err, tr)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// alert waits for a Prometheus alert in state ("firing" or "pending")
+// whose labels include match.
+func (e *env) alert(t *testing.T, name, state string, match map[string]string, timeout time.Duration) backends.Alert {
+	t.Helper()
+	var found backends.Alert
+	e.eventually(t, "alert "+name+" "+state, timeout, func() error {
+		alerts, err := e.prom.Alerts(e.ctx)
+		if err != nil {
+			return err
+		}
+	next:
+		for _, a := range alerts {
+			if a.Name != name || a.State != state {
+				continue
+			}
+			for k, v := range match {
+				if a.Labels[k] != v {
+					continue next
+				}
+			}
+			found = a
+			return nil
+		}
+		return fmt.Errorf("alerts now: %v", alertNames(alerts))
+	})
+	return found
+}
+
+func alertNames(as []backends.Alert) []string {
+	var out []string
+	for _, a := range as {
+		out = append(out, fmt.Sprintf("%s{%s}=%s", a.Name, a.Labels["namespace"], a.State))
+	}
+	return out
+}
+
+// metric waits for a PromQL expression to return a sample accepted by ok.
+func (e *env) metric(t *testing.T, q string, timeout time.Duration, ok func(float64) bool) float64 {
+	t.Helper()
+	var v float64
+	e.eventually(t, "Prometheus "+q, timeout, func() error {
+		s, err := e.prom.Query(e.ctx, q)
+		if err != nil {
+			return err
+		}
+		for _, x := range s {
+			if ok(x.Value) {
+				v = x.Value
+				return nil
+			}
+		}
+		return fmt.Errorf("%s = %v", q, s)
+	})
+	return v
+}
