@@ -47,7 +47,7 @@ e2e-build: ## build Kubernetes v1.34.4 and Jaeger v2 for the e2e (cached; ~20 mi
 
 e2e: deps ## the real-cluster e2e (root): Kubernetes + containerd + podtrace from deploy/ + Jaeger + Prometheus
 	bin="$$(bash test/e2e/tools/build.sh)" && \
-	PODTRACE_E2E_BIN="$$bin" $(GO) test -count=1 -timeout 30m -parallel 8 -v ./test/e2e/... $(E2EARGS)
+	PODTRACE_E2E_BIN="$$bin" $(GO) test -count=1 -p 1 -timeout 30m -parallel 8 -v ./test/e2e/... $(E2EARGS)
 
 test-vm: ## probe tests on every kernel in test/vm/kernels.txt, under qemu
 	$(GO) run ./test/vm $(VMARGS)

@@ -167,3 +167,23 @@ func TestRuncInitIsNotTheContainerInit(t *testing.T) {
 		})
 	}
 }
+
+// A tracer restart (DaemonSet rollout) must not end live pods' traces: the
+// next instance continues them under the same IDs and emits their root.
+func TestShutdownLeavesLivePodsToTheNextTracer(t *testing.T) {
+	s := newSim(t)
+	s.startup()
+	s.c.Shutdown()
+	if got := s.find("pod"); len(got) != 0 {
+		t.Fatalf("Shutdown emitted the live pod's root: %v", got)
+	}
+	s.one("pod.startup")
+	s.one("container.init")
+	if got := s.find("container.run"); len(got) != 0 {
+		t.Errorf("Shutdown emitted a running container: %v", got)
+	}
+	s.c.Flush()
+	if root := s.one("pod"); root.Status != correlate.StatusUnset {
+		t.Errorf("Flush: root %+v", root)
+	}
+}

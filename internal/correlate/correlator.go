@@ -167,7 +167,23 @@ func (c *Correlator) Handle(in Input) {
 
 const timerEvery = 250 * time.Millisecond
 
-// Flush ends the model: every live pod's root span is emitted, marked
+// Shutdown ends the model of a tracer that stops while pods live on (a
+// restart, an upgrade): what has ended is emitted (settling containers, exec
+// sessions, a start-up settling); live pods' root spans and the phases still
+// in progress are not. The next tracer instance continues their traces, with
+// the same trace and span IDs, and emits them once, when they end.
+func (c *Correlator) Shutdown() {
+	for _, uid := range sortedKeys(c.pods) {
+		p := c.pods[uid]
+		p.finishing = true
+		if !p.startupDone && !p.readySeen.IsZero() {
+			c.maybeStarted(p)
+		}
+		c.settlePod(p, true)
+	}
+}
+
+// Flush ends the model (replay, tests): every live pod's root span is emitted, marked
 // unfinished (the tracer is shutting down). Phases in progress are emitted
 // as unfinished too, so a restart does not lose what was seen.
 func (c *Correlator) Flush() {

@@ -48,7 +48,8 @@ type Config struct {
 	Logger      *slog.Logger
 }
 
-// Run feeds the correlator until ctx is done, then flushes it.
+// Run feeds the correlator until ctx is done, then shuts it down (see
+// correlate.Correlator.Shutdown).
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -164,7 +165,8 @@ loop:
 		}
 		break
 	}
-	cfg.Correlator.Flush()
+	// Live pods' traces are continued by the next tracer instance.
+	cfg.Correlator.Shutdown()
 	if cfg.Record != nil {
 		if err := cfg.Record.Flush(); err != nil && runErr == nil {
 			runErr = fmt.Errorf("flush record: %w", err)

@@ -159,6 +159,14 @@ func attr(s *backends.Span, key, want string) error {
 	return nil
 }
 
+// resAttr checks an OTel resource attribute (Jaeger's process tags).
+func resAttr(s *backends.Span, key, want string) error {
+	if got := fmt.Sprint(s.Resource[key]); got != want {
+		return fmt.Errorf("%s resource %s=%q, want %q", s.Name, key, got, want)
+	}
+	return nil
+}
+
 func childOf(tr *backends.Trace, child, parent *backends.Span) error {
 	if child.ParentID != parent.SpanID {
 		p := tr.ByID(child.ParentID)
@@ -343,7 +351,7 @@ func (e *env) startupAndGracefulDelete(t *testing.T) {
 	report(t, tr)
 	term, _ := only(tr, "pod.termination")
 	stop, _ := only(tr, "container.stop")
-	t.Logf("scenario 2: termination %s, SIGTERM→exit %s", term.Duration.Round(time.Millisecond), stop.Duration.Round(time.Millisecond))
+	t.Logf("scenario 2: termination %s, SIGTERM→exit %s", term.Duration.Round(time.Millisecond), stop.Duration)
 	e.metric(t, fmt.Sprintf(`podtrace_pod_terminations_total{namespace=%q,overrun="false"}`, ns), time.Minute,
 		func(v float64) bool { return v >= 1 })
 }
@@ -796,7 +804,8 @@ func (e *env) noAPIAccess(t *testing.T) {
 		if len(tr.Find(func(s *backends.Span) bool { return strings.HasPrefix(s.Name, "cni.") })) == 0 {
 			return errors.New("no CNI spans")
 		}
-		return firstErr(attr(root, "k8s.pod.name", "unseen-by-api"), attr(stop, "podtrace.signal.disposition", "handler"))
+		return firstErr(resAttr(root, "k8s.pod.name", "unseen-by-api"), resAttr(root, "k8s.namespace.name", ns),
+			attr(stop, "podtrace.signal.disposition", "handler"))
 	})
 	report(t, tr)
 	// Put RBAC back for whoever runs next.
