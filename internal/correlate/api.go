@@ -22,7 +22,9 @@ func (c *Correlator) podInfo(info *PodInfo) {
 		p.observedFrom = c.started
 	}
 	cp := *info
+	c.sharpenAPITimes(p, &cp)
 	p.info = &cp
+	info = p.info
 	c.podSeen(p)
 	// Learn container names and init-ness from the spec.
 	for _, st := range append(append([]ContainerStatus(nil), info.InitStatuses...), info.Statuses...) {
@@ -58,6 +60,47 @@ func (c *Correlator) podInfo(info *PodInfo) {
 		return
 	}
 	c.maybeStarted(p)
+}
+
+// sharpenAPITimes replaces the API server's whole-second timestamps
+// (metav1.Time is truncated to seconds) by when the tracer saw the fact, when
+// that sighting falls within the second: the watch delivers in milliseconds,
+// so a pod created at 12:00:00.900 no longer seems to wait 0.9 s longer for
+// its sandbox. Facts older than the tracer keep their API times. The Ready
+// condition is sharpened from the kernel instead (refineReady).
+func (c *Correlator) sharpenAPITimes(p *pod, info *PodInfo) {
+	sharpen := func(key string, t time.Time) time.Time {
+		if t.IsZero() {
+			return t
+		}
+		seen, ok := p.sightings[key]
+		if !ok {
+			seen = c.now
+			p.sightings[key] = seen
+		}
+		if !seen.Before(t) && seen.Before(t.Add(time.Second)) {
+			return seen
+		}
+		return t
+	}
+	info.CreatedAt = sharpen("created", info.CreatedAt)
+	if info.DeletionTimestamp != nil {
+		grace := time.Duration(0)
+		if info.DeletionGracePeriodSeconds != nil {
+			grace = time.Duration(*info.DeletionGracePeriodSeconds) * time.Second
+		}
+		requested := sharpen("deletion", info.DeletionTimestamp.Add(-grace))
+		deadline := requested.Add(grace)
+		info.DeletionTimestamp = &deadline
+	}
+	conds := make([]Condition, len(info.Conditions))
+	copy(conds, info.Conditions)
+	for i, cd := range conds {
+		if cd.Type == "PodScheduled" && cd.Status == "True" {
+			conds[i].LastTransitionTime = sharpen("cond/PodScheduled", cd.LastTransitionTime)
+		}
+	}
+	info.Conditions = conds
 }
 
 func (c *Correlator) k8sEvent(ev *K8sEvent) {

@@ -187,3 +187,32 @@ func TestShutdownLeavesLivePodsToTheNextTracer(t *testing.T) {
 		t.Errorf("Flush: root %+v", root)
 	}
 }
+
+// The API server keeps whole seconds: a pod created at .900 and seen by the
+// watch at once starts at .900, not at the truncated second; a deletion
+// likewise.
+func TestAPITimesSharpenedBySightings(t *testing.T) {
+	s := newSim(t)
+	s.at(900 * time.Millisecond)
+	created := s.now
+	s.info.CreatedAt = s.now.Truncate(time.Second)
+	app := s.startup()
+	if st := s.one("pod.startup"); !st.Start.Equal(created) {
+		t.Errorf("start-up starts %s, want the sighting %s", st.Start, created)
+	}
+	s.at(1700 * time.Millisecond)
+	requested := s.now
+	deadline := requested.Truncate(time.Second).Add(3 * time.Second)
+	grace := int64(3)
+	s.info.DeletionTimestamp, s.info.DeletionGracePeriodSeconds = &deadline, &grace
+	s.pod()
+	s.at(100 * time.Millisecond)
+	s.signal("app", app, syscall.SIGTERM, "runc", probe.SignalDelivered, probe.DispositionHandler)
+	s.exit("app", app, 0, 0)
+	s.cri(cri.EventContainerExited, "app", 0, "Completed")
+	s.info.Deleted = true
+	s.pod()
+	if term := s.one("pod.termination"); !term.Start.Equal(requested) {
+		t.Errorf("termination starts %s, want the sighting %s", term.Start, requested)
+	}
+}

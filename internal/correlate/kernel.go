@@ -271,6 +271,9 @@ func (c *Correlator) exec(e *probe.ExecEvent) {
 		ct.initPID = e.TGID
 		ct.initExec = e.Time
 		ct.initArgs = e.Args
+		if ct.pod != nil && !ct.init && !ct.sandbox {
+			ct.pod.readyEvidence = append(ct.pod.readyEvidence, e.Time)
+		}
 		c.procs[e.TGID] = &proc{tgid: e.TGID, ctr: ct}
 		c.backoff(ct)
 		if ct.pod != nil {

@@ -47,6 +47,8 @@ type pod struct {
 	readySeen     time.Time
 	readyAt       time.Time
 	readyEvidence []time.Time
+	// sightings: when the tracer first saw API facts (sharpenAPITimes).
+	sightings     map[string]time.Time
 	deletedAt     time.Time // deletion requested (deletionTimestamp - grace)
 	deadline      time.Time // deletionTimestamp: the grace period ends
 	grace         time.Duration
@@ -88,6 +90,7 @@ func (c *Correlator) pod(uid string, at time.Time) *pod {
 		events:    map[string]int32{},
 		emitted:   map[string]bool{},
 		spanSeq:   map[string]int{},
+		sightings: map[string]time.Time{},
 	}
 	if c.apiKnown && !c.apiUp {
 		p.degraded["apiserver unavailable: "+c.apiReason] = true

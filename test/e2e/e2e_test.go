@@ -409,6 +409,11 @@ func (e *env) overrun(t *testing.T) {
 				if pre.Duration < 900*time.Millisecond || pre.Duration > 3*time.Second {
 					return fmt.Errorf("preStop (sleep 1) lasted %s", pre.Duration)
 				}
+				// The kubelet runs preStop as soon as it sees the deletion;
+				// the termination must not start at the API's truncated second.
+				if lag := pre.Start.Sub(term.Start); lag < 0 || lag > 500*time.Millisecond {
+					return fmt.Errorf("preStop starts %s after the deletion", lag)
+				}
 				// The kubelet gives StopContainer what is left of the grace
 				// period after preStop, at least 2 s.
 				if stop.Duration < 1500*time.Millisecond || stop.Duration > 6*time.Second {
@@ -814,8 +819,19 @@ func (e *env) noAPIAccess(t *testing.T) {
 	}
 }
 
-// checkTracerHealth: no events lost, no spans dropped, over the whole run.
+// checkTracerHealth: no events lost, no spans dropped, over the whole run;
+// and what the tracer cost on this node.
 func (e *env) checkTracerHealth(t *testing.T) {
+	for _, q := range []string{
+		`process_resident_memory_bytes{job="podtrace"} / 2^20`,
+		`rate(process_cpu_seconds_total{job="podtrace"}[1m])`,
+		`sum(podtrace_probe_events_total)`,
+		`sum(podtrace_spans_exported_total)`,
+	} {
+		if s, err := e.prom.Query(e.ctx, q); err == nil && len(s) > 0 {
+			t.Logf("tracer: %s = %.3f", q, s[0].Value)
+		}
+	}
 	for _, q := range []string{
 		`sum(podtrace_probe_events_lost_total)`,
 		`sum(podtrace_spans_dropped_total)`,
