@@ -106,6 +106,18 @@ func ready(p *corev1.Pod) error {
 	return nil
 }
 
+// restarted: a container of the pod restarted at least n times.
+func restarted(n int32) func(*corev1.Pod) error {
+	return func(p *corev1.Pod) error {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.RestartCount >= n {
+				return nil
+			}
+		}
+		return fmt.Errorf("fewer than %d restarts", n)
+	}
+}
+
 func (e *env) waitGone(t *testing.T, ns, name string, timeout time.Duration) {
 	t.Helper()
 	e.eventually(t, fmt.Sprintf("pod %s/%s gone", ns, name), timeout, func() error {
@@ -128,6 +140,25 @@ func (e *env) deletePod(t *testing.T, ns, name string) {
 }
 
 // ---- trace assertions ---------------------------------------------------------
+
+// pick finds spans in a trace; its first miss sticks in err, and the
+// spans it returns are then empty (never nil).
+type pick struct {
+	tr  *backends.Trace
+	err error
+}
+
+func (p *pick) one(name string, where ...func(*backends.Span) bool) *backends.Span {
+	if p.err != nil {
+		return &backends.Span{}
+	}
+	s, err := only(p.tr, name, where...)
+	if err != nil {
+		p.err = err
+		return &backends.Span{}
+	}
+	return s
+}
 
 // only returns the single span called name (with an optional attribute
 // filter), or an error saying what is there instead.
@@ -241,29 +272,15 @@ func (e *env) startupAndGracefulDelete(t *testing.T) {
 
 	// 1. The start-up trace, exported when the pod became Ready.
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
-		startup, err := only(tr, "pod.startup")
-		if err != nil {
-			return err
-		}
-		sched, err := only(tr, "pod.scheduling")
-		if err != nil {
-			return err
-		}
-		sandbox, err := only(tr, "pod.sandbox")
-		if err != nil {
-			return err
-		}
-		init, err := only(tr, "container.init", ctrName("init"))
-		if err != nil {
-			return err
-		}
-		start, err := only(tr, "container.start", ctrName("app"))
-		if err != nil {
-			return err
-		}
-		post, err := only(tr, "container.poststart", ctrName("app"))
-		if err != nil {
-			return err
+		pk := &pick{tr: tr}
+		startup := pk.one("pod.startup")
+		sched := pk.one("pod.scheduling")
+		sandbox := pk.one("pod.sandbox")
+		init := pk.one("container.init", ctrName("init"))
+		start := pk.one("container.start", ctrName("app"))
+		post := pk.one("container.poststart", ctrName("app"))
+		if pk.err != nil {
+			return pk.err
 		}
 		probes := tr.Find(func(s *backends.Span) bool { return s.Name == "probe.readiness" && s.ParentID == startup.SpanID })
 		if len(probes) == 0 {
@@ -317,20 +334,13 @@ func (e *env) startupAndGracefulDelete(t *testing.T) {
 	e.deletePod(t, ns, pod.Name)
 	e.waitGone(t, ns, pod.Name, time.Minute)
 	tr = e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
-		if _, err := only(tr, "pod"); err != nil {
-			return err
-		}
-		term, err := only(tr, "pod.termination")
-		if err != nil {
-			return err
-		}
-		stop, err := only(tr, "container.stop", ctrName("app"))
-		if err != nil {
-			return err
-		}
-		run, err := only(tr, "container.run", ctrName("app"))
-		if err != nil {
-			return err
+		pk := &pick{tr: tr}
+		pk.one("pod")
+		term := pk.one("pod.termination")
+		stop := pk.one("container.stop", ctrName("app"))
+		run := pk.one("container.run", ctrName("app"))
+		if pk.err != nil {
+			return pk.err
 		}
 		del := tr.Find(func(s *backends.Span) bool { return strings.HasPrefix(s.Name, "cni.DEL ") })
 		if len(del) == 0 {
@@ -378,24 +388,14 @@ func (e *env) overrun(t *testing.T) {
 	e.deletePod(t, ns, pod.Name)
 	e.waitGone(t, ns, pod.Name, time.Minute)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
-		if _, err := only(tr, "pod"); err != nil {
-			return err
-		}
-		term, err := only(tr, "pod.termination")
-		if err != nil {
-			return err
-		}
-		pre, err := only(tr, "container.prestop", ctrName("app"))
-		if err != nil {
-			return err
-		}
-		stop, err := only(tr, "container.stop", ctrName("app"))
-		if err != nil {
-			return err
-		}
-		run, err := only(tr, "container.run", ctrName("app"))
-		if err != nil {
-			return err
+		pk := &pick{tr: tr}
+		pk.one("pod")
+		term := pk.one("pod.termination")
+		pre := pk.one("container.prestop", ctrName("app"))
+		stop := pk.one("container.stop", ctrName("app"))
+		run := pk.one("container.run", ctrName("app"))
+		if pk.err != nil {
+			return pk.err
 		}
 		return firstErr(childOf(tr, pre, term), childOf(tr, stop, term), inOrder(pre, stop),
 			attr(stop, "podtrace.signal.disposition", "ignored"), attr(stop, "podtrace.sigkill", "true"),
@@ -498,14 +498,7 @@ func (e *env) crashLoop(t *testing.T) {
 	})
 	// The kubelet restarts at once the first time, then backs off 10 s,
 	// 20 s, 40 s...
-	e.waitPod(t, ns, pod.Name, "restarted twice", 3*time.Minute, func(p *corev1.Pod) error {
-		for _, cs := range p.Status.ContainerStatuses {
-			if cs.RestartCount >= 2 {
-				return nil
-			}
-		}
-		return errors.New("fewer than 2 restarts")
-	})
+	e.waitPod(t, ns, pod.Name, "restarted twice", 3*time.Minute, restarted(2))
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		runs := tr.Named("container.run")
 		if len(runs) < 3 {
@@ -547,14 +540,7 @@ func (e *env) livenessRestart(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "sick"},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{app}},
 	})
-	e.waitPod(t, ns, pod.Name, "restarted by liveness", 2*time.Minute, func(p *corev1.Pod) error {
-		for _, cs := range p.Status.ContainerStatuses {
-			if cs.RestartCount >= 1 {
-				return nil
-			}
-		}
-		return errors.New("no restart yet")
-	})
+	e.waitPod(t, ns, pod.Name, "restarted by liveness", 2*time.Minute, restarted(1))
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		runs := tr.Named("container.run")
 		if len(runs) == 0 {
@@ -635,16 +621,12 @@ func (e *env) forceDelete(t *testing.T) {
 		t.Fatalf("kubectl delete --force: %v\n%s", err, out)
 	}
 	tr := e.trace(t, string(pod.UID), 2*time.Minute, func(tr *backends.Trace) error {
-		if _, err := only(tr, "pod"); err != nil {
-			return err
-		}
-		term, err := only(tr, "pod.termination")
-		if err != nil {
-			return err
-		}
-		run, err := only(tr, "container.run", ctrName("app"))
-		if err != nil {
-			return err
+		pk := &pick{tr: tr}
+		pk.one("pod")
+		term := pk.one("pod.termination")
+		run := pk.one("container.run", ctrName("app"))
+		if pk.err != nil {
+			return pk.err
 		}
 		return firstErr(attr(term, "podtrace.termination.forced", "true"),
 			attr(run, "podtrace.exit.cause", "killed_by_runtime"))
@@ -675,13 +657,11 @@ func (e *env) stuckTerminating(t *testing.T) {
 	}
 	e.waitGone(t, ns, pod.Name, time.Minute)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
-		root, err := only(tr, "pod")
-		if err != nil {
-			return err
-		}
-		term, err := only(tr, "pod.termination")
-		if err != nil {
-			return err
+		pk := &pick{tr: tr}
+		root := pk.one("pod")
+		term := pk.one("pod.termination")
+		if pk.err != nil {
+			return pk.err
 		}
 		stuck := false
 		for _, ev := range root.Events {
@@ -726,21 +706,13 @@ func (e *env) tracerRestart(t *testing.T) {
 	e.deletePod(t, ns, pod.Name)
 	e.waitGone(t, ns, pod.Name, time.Minute)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
-		root, err := only(tr, "pod")
-		if err != nil {
-			return err
-		}
-		term, err := only(tr, "pod.termination")
-		if err != nil {
-			return err
-		}
-		startup, err := only(tr, "pod.startup")
-		if err != nil {
-			return err
-		}
-		stop, err := only(tr, "container.stop", ctrName("app"))
-		if err != nil {
-			return err
+		pk := &pick{tr: tr}
+		root := pk.one("pod")
+		term := pk.one("pod.termination")
+		startup := pk.one("pod.startup")
+		stop := pk.one("container.stop", ctrName("app"))
+		if pk.err != nil {
+			return pk.err
 		}
 		// Span IDs are derived from the pod UID too: the new tracer's root
 		// is the parent the old tracer gave the start-up span.
@@ -799,12 +771,11 @@ func (e *env) noAPIAccess(t *testing.T) {
 		if !strings.Contains(root.Str("podtrace.degraded"), "apiserver") {
 			return fmt.Errorf("pod span podtrace.degraded=%q, want the API server named", root.Str("podtrace.degraded"))
 		}
-		if _, err := only(tr, "pod.sandbox"); err != nil {
-			return err
-		}
-		stop, err := only(tr, "container.stop", ctrName("app"))
-		if err != nil {
-			return err
+		pk := &pick{tr: tr}
+		pk.one("pod.sandbox")
+		stop := pk.one("container.stop", ctrName("app"))
+		if pk.err != nil {
+			return pk.err
 		}
 		if len(tr.Find(func(s *backends.Span) bool { return strings.HasPrefix(s.Name, "cni.") })) == 0 {
 			return errors.New("no CNI spans")

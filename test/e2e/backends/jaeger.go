@@ -14,89 +14,28 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/podtrace/podtrace/test/e2e/proc"
 )
 
-// process is a back end started by this package, stopped by PID.
-type process struct {
-	name    string
-	cmd     *exec.Cmd
-	logPath string
-	done    chan struct{}
-	err     error
-}
-
-func startProcess(log *slog.Logger, name, logPath string, bin string, args ...string) (*process, error) {
-	f, err := os.Create(logPath)
-	if err != nil {
-		return nil, fmt.Errorf("%s log: %w", name, err)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
-	log.Info("started", "component", name, "pid", cmd.Process.Pid)
-	return p, nil
-}
-
-func (p *process) stop() error {
-	select {
-	case <-p.done:
-		return nil
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(15 * time.Second):
-	}
-	_ = p.cmd.Process.Kill()
-	<-p.done
-	return nil
-}
-
-func (p *process) logTail(max int) string {
-	b, err := os.ReadFile(p.logPath)
-	if err != nil {
-		return err.Error()
-	}
-	if len(b) > max {
-		b = b[len(b)-max:]
-	}
-	return string(b)
-}
-
 // waitHTTP polls url until it answers 200.
-func (p *process) waitHTTP(ctx context.Context, url string, timeout time.Duration) error {
+func waitHTTP(p *proc.Process, ctx context.Context, url string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		err := getJSON(ctx, url, nil)
 		if err == nil {
 			return nil
 		}
-		select {
-		case <-p.done:
-			return fmt.Errorf("%s exited (%v):\n%s", p.name, p.err, p.logTail(3000))
-		default:
+		if done, perr := p.Exited(); done {
+			return fmt.Errorf("%s exited (%v):\n%s", p.Name, perr, p.LogTail(3000))
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready at %s after %s: %w\n%s", p.name, url, timeout, err, p.logTail(3000))
+			return fmt.Errorf("%s not ready at %s after %s: %w\n%s", p.Name, url, timeout, err, p.LogTail(3000))
 		}
 		select {
 		case <-ctx.Done():
@@ -146,7 +85,7 @@ func (e *httpError) Error() string {
 
 // Jaeger is a running Jaeger v2 all-in-one.
 type Jaeger struct {
-	p *process
+	p *proc.Process
 	// OTLPGRPC is the OTLP/gRPC receiver's host:port; Query the query
 	// API's base URL.
 	OTLPGRPC, Query string
@@ -216,24 +155,27 @@ exporters:
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		return nil, fmt.Errorf("jaeger config: %w", err)
 	}
-	p, err := startProcess(log, "jaeger", filepath.Join(dir, "jaeger.log"), bin, "--config", path)
+	p, err := proc.Start(log, "jaeger", filepath.Join(dir, "jaeger.log"), bin, "--config", path)
 	if err != nil {
 		return nil, err
 	}
 	j := &Jaeger{p: p, OTLPGRPC: fmt.Sprintf("127.0.0.1:%d", ports.OTLPGRPC),
 		Query: fmt.Sprintf("http://127.0.0.1:%d", ports.QueryHTTP)}
-	if err := p.waitHTTP(ctx, j.Query+"/api/services", 60*time.Second); err != nil {
-		_ = p.stop()
+	if err := waitHTTP(p, ctx, j.Query+"/api/services", 60*time.Second); err != nil {
+		_ = p.Stop(stopGrace)
 		return nil, err
 	}
 	return j, nil
 }
 
 // Close stops Jaeger.
-func (j *Jaeger) Close() error { return j.p.stop() }
+func (j *Jaeger) Close() error { return j.p.Stop(stopGrace) }
+
+// stopGrace bounds a back end's SIGTERM shutdown.
+const stopGrace = 15 * time.Second
 
 // Log returns the tail of Jaeger's log.
-func (j *Jaeger) Log(max int) string { return j.p.logTail(max) }
+func (j *Jaeger) Log(max int) string { return j.p.LogTail(max) }
 
 // Trace is a trace as Jaeger's query API returns it, flattened.
 type Trace struct {

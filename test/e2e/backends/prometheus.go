@@ -10,11 +10,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/podtrace/podtrace/test/e2e/proc"
 )
 
 // Prometheus is a running Prometheus server.
 type Prometheus struct {
-	p   *process
+	p   *proc.Process
 	URL string
 }
 
@@ -65,25 +67,25 @@ scrape_configs:
 		return nil, fmt.Errorf("prometheus config: %w", err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", cfg.Port)
-	p, err := startProcess(log, "prometheus", filepath.Join(dir, "prometheus.log"), "prometheus",
+	p, err := proc.Start(log, "prometheus", filepath.Join(dir, "prometheus.log"), "prometheus",
 		"--config.file="+path, "--web.listen-address="+addr,
 		"--storage.tsdb.path="+filepath.Join(dir, "prometheus-data"))
 	if err != nil {
 		return nil, err
 	}
 	pr := &Prometheus{p: p, URL: "http://" + addr}
-	if err := p.waitHTTP(ctx, pr.URL+"/-/ready", 60*time.Second); err != nil {
-		_ = p.stop()
+	if err := waitHTTP(p, ctx, pr.URL+"/-/ready", 60*time.Second); err != nil {
+		_ = p.Stop(stopGrace)
 		return nil, err
 	}
 	return pr, nil
 }
 
 // Close stops Prometheus.
-func (pr *Prometheus) Close() error { return pr.p.stop() }
+func (pr *Prometheus) Close() error { return pr.p.Stop(stopGrace) }
 
 // Log returns the tail of Prometheus's log.
-func (pr *Prometheus) Log(max int) string { return pr.p.logTail(max) }
+func (pr *Prometheus) Log(max int) string { return pr.p.LogTail(max) }
 
 // Sample is one element of an instant vector.
 type Sample struct {

@@ -20,9 +20,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/podtrace/podtrace/test/e2e/proc"
 	"github.com/podtrace/podtrace/test/harness/containerd"
 )
 
@@ -60,15 +60,7 @@ type Cluster struct {
 	host hostSnapshot
 
 	mu    sync.Mutex
-	procs []*proc
-}
-
-type proc struct {
-	name    string
-	cmd     *exec.Cmd
-	logPath string
-	done    chan struct{}
-	err     error
+	procs []*proc.Process
 }
 
 // Binaries the cluster needs in Config.BinDir.
@@ -216,55 +208,19 @@ func (c *Cluster) makePKI() error {
 }
 
 // start runs a component in its own process group, logging to a file.
-func (c *Cluster) start(name string, bin string, args ...string) (*proc, error) {
+func (c *Cluster) start(name string, bin string, args ...string) (*proc.Process, error) {
 	logPath := filepath.Join(c.cfg.WorkDir, "logs", name+".log")
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return nil, fmt.Errorf("log dir: %w", err)
 	}
-	f, err := os.Create(logPath)
+	p, err := proc.Start(c.log, name, logPath, bin, args...)
 	if err != nil {
-		return nil, fmt.Errorf("%s log: %w", name, err)
+		return nil, err
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	p := &proc{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
 	c.mu.Lock()
 	c.procs = append(c.procs, p)
 	c.mu.Unlock()
-	c.log.Info("started", "component", name, "pid", cmd.Process.Pid)
 	return p, nil
-}
-
-// stop sends SIGTERM to the process (by PID), then SIGKILL after grace.
-func (p *proc) stop(grace time.Duration) error {
-	select {
-	case <-p.done:
-		return nil
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(grace):
-	}
-	_ = p.cmd.Process.Kill()
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(10 * time.Second):
-		return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", p.name, p.cmd.Process.Pid)
-	}
 }
 
 // Logs returns the last max bytes of a component's log ("etcd",
@@ -309,10 +265,8 @@ func (c *Cluster) dead() string {
 	defer c.mu.Unlock()
 	var out []string
 	for _, p := range c.procs {
-		select {
-		case <-p.done:
-			out = append(out, fmt.Sprintf("%s exited (%v); log tail:\n%s", p.name, p.err, c.Logs(p.name, 3000)))
-		default:
+		if done, err := p.Exited(); done {
+			out = append(out, fmt.Sprintf("%s exited (%v); log tail:\n%s", p.Name, err, p.LogTail(3000)))
 		}
 	}
 	return strings.Join(out, "\n")
@@ -502,8 +456,8 @@ func (c *Cluster) stopProc(name string) error {
 	defer c.mu.Unlock()
 	var errs []error
 	for _, p := range c.procs {
-		if p.name == name {
-			errs = append(errs, p.stop(15*time.Second))
+		if p.Name == name {
+			errs = append(errs, p.Stop(15*time.Second))
 		}
 	}
 	return errors.Join(errs...)
@@ -518,10 +472,10 @@ func (c *Cluster) Close(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	c.mu.Lock()
-	procs := append([]*proc(nil), c.procs...)
+	procs := append([]*proc.Process(nil), c.procs...)
 	c.mu.Unlock()
 	for i := len(procs) - 1; i >= 0; i-- {
-		if err := procs[i].stop(15 * time.Second); err != nil {
+		if err := procs[i].Stop(15 * time.Second); err != nil {
 			errs = append(errs, err)
 		}
 	}
