@@ -208,13 +208,22 @@ func midLife(in []correlate.Input) []correlate.Input {
 	return out
 }
 
-func TestGoldenReplays(t *testing.T) {
+// recorded loads every recorded run in testdata with its golden variants
+// (as recorded, kernel exits missing, tracer started mid-life), by name.
+type recordedRun struct {
+	base     string
+	inputs   []correlate.Input
+	variants map[string][]correlate.Input // by suffix
+}
+
+func recorded(t *testing.T) []recordedRun {
+	t.Helper()
 	files, _ := filepath.Glob("testdata/*.jsonl")
 	if len(files) == 0 {
 		t.Fatal("no recorded inputs in testdata")
 	}
+	var runs []recordedRun
 	for _, f := range files {
-		base := strings.TrimSuffix(filepath.Base(f), ".jsonl")
 		inputs := load(t, f)
 		variants := map[string][]correlate.Input{
 			"":                 inputs,
@@ -223,6 +232,14 @@ func TestGoldenReplays(t *testing.T) {
 		if m := midLife(inputs); m != nil {
 			variants["-mid-life"] = m
 		}
+		runs = append(runs, recordedRun{base: strings.TrimSuffix(filepath.Base(f), ".jsonl"), inputs: inputs, variants: variants})
+	}
+	return runs
+}
+
+func TestGoldenReplays(t *testing.T) {
+	for _, run := range recorded(t) {
+		base, variants := run.base, run.variants
 		for suffix, in := range variants {
 			name := base + suffix
 			t.Run(name, func(t *testing.T) {

@@ -1,7 +1,6 @@
 package correlate_test
 
 import (
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -98,20 +97,8 @@ func TestPodSeenRuntimeBeforeAPI(t *testing.T) {
 // trace names a namespace, with that namespace, before any observation in
 // it; owner kind none without the API server.
 func TestPodSeenReplays(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*.jsonl")
-	if len(files) == 0 {
-		t.Fatal("no recorded inputs in testdata")
-	}
-	for _, f := range files {
-		base := strings.TrimSuffix(filepath.Base(f), ".jsonl")
-		inputs := load(t, f)
-		variants := map[string][]correlate.Input{
-			"":                 inputs,
-			"-no-kernel-exits": withoutInitExits(inputs),
-		}
-		if m := midLife(inputs); m != nil {
-			variants["-mid-life"] = m
-		}
+	for _, run := range recorded(t) {
+		base, inputs, variants := run.base, run.inputs, run.variants
 		// Without the runtime's facts, only the CNI runs name the namespace.
 		var noRuntime []correlate.Input
 		for _, x := range inputs {
