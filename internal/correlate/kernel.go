@@ -271,7 +271,7 @@ func (c *Correlator) exec(e *probe.ExecEvent) {
 		ct.initPID = e.TGID
 		ct.initExec = e.Time
 		ct.initArgs = e.Args
-		if ct.pod != nil && !ct.init && !ct.sandbox {
+		if ct.pod != nil && !ct.pod.startupDone && !ct.init && !ct.sandbox {
 			ct.pod.readyEvidence = append(ct.pod.readyEvidence, e.Time)
 		}
 		c.procs[e.TGID] = &proc{tgid: e.TGID, ctr: ct}

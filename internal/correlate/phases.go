@@ -325,7 +325,9 @@ func (c *Correlator) sessionDone(ct *container, s *session, e *probe.ExitEvent) 
 	switch {
 	case kind == "probe.liveness" && !ok:
 		ct.lastLivenessFail = e.Time
-	case ok && (kind == "probe.readiness" || kind == "probe.startup" || kind == "poststart"):
+	case ok && !ct.pod.startupDone && (kind == "probe.readiness" || kind == "probe.startup" || kind == "poststart"):
+		// Only until the start-up is out: a probe every few seconds for
+		// the pod's whole life must not pile up here.
 		ct.pod.readyEvidence = append(ct.pod.readyEvidence, e.Time)
 	}
 	if ct.settleBy.Before(c.now.Add(settle)) && !ct.exited {
@@ -485,6 +487,7 @@ func (c *Correlator) maybeStarted(p *pod) {
 	}
 	p.startupDone = true
 	p.readyAt = ready
+	p.readyEvidence = nil
 	if !p.observedFrom.IsZero() && ready.Before(p.observedFrom) {
 		return // started before the tracer: an earlier instance reported it
 	}
