@@ -216,3 +216,28 @@ func TestAPITimesSharpenedBySightings(t *testing.T) {
 		t.Errorf("termination starts %s, want the sighting %s", term.Start, requested)
 	}
 }
+
+// When a container's init exits, the kernel SIGKILLs what is left in its PID
+// namespace, "sent" by the exiting init: the run's signal event says so.
+func TestPIDNamespaceTeardownIsNamed(t *testing.T) {
+	s := newSim(t)
+	app := s.startup()
+	child := app + 1000
+	s.kernel(&probe.SignalEvent{Header: probe.Header{Type: probe.EventSignalGenerate, Origin: probe.OriginTarget, TGID: app, PID: app, Comm: "sh", CgroupID: s.cg["app"]},
+		Signal: syscall.SIGKILL, Code: probe.SIKernel, Result: probe.SignalDelivered, TargetTGID: child, TargetPID: child, TargetCgroupID: s.cg["app"]})
+	s.exit("app", app, 0, 0)
+	s.cri(cri.EventContainerExited, "app", 0, "Completed")
+	s.tick(2 * time.Second)
+	run := s.one("container.run")
+	for _, ev := range run.Events {
+		if ev.Name == "signal SIGKILL" {
+			for _, a := range ev.Attrs {
+				if a.Key == "message" {
+					return
+				}
+			}
+			t.Fatalf("teardown SIGKILL not named: %v", ev.Attrs)
+		}
+	}
+	t.Fatalf("no SIGKILL event: %v", run.Events)
+}

@@ -105,6 +105,9 @@ type signalRec struct {
 	disposition probe.Disposition
 	nsInit      bool
 	toInit      bool
+	// pidnsTeardown: SIGKILL from the kernel to a leftover process when
+	// the namespace's init exited.
+	pidnsTeardown bool
 }
 
 type cniRun struct {
@@ -459,6 +462,10 @@ func (c *Correlator) signal(e *probe.SignalEvent) {
 		at: e.Time, sig: e.Signal, senderPID: e.TGID, senderComm: e.Comm, senderKind: kind,
 		code: e.Code, result: e.Result, disposition: e.Disposition, nsInit: e.TargetNSInit,
 		toInit: e.TargetTGID == ct.initPID,
+		// The kernel kills what is left in a PID namespace when its init
+		// exits: the "sender" is the exiting init itself.
+		pidnsTeardown: e.Code == probe.SIKernel && e.Signal == syscall.SIGKILL && ct.initPID != 0 &&
+			e.TGID == ct.initPID && e.TargetTGID != ct.initPID,
 	}
 	ct.signals = append(ct.signals, rec)
 	p := ct.pod

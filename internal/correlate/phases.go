@@ -307,6 +307,9 @@ func signalEvent(s signalRec) SpanEvent {
 	if !s.toInit {
 		a = append(a, Bool("podtrace.signal.to_child", true))
 	}
+	if s.pidnsTeardown {
+		a = append(a, String("message", "PID namespace teardown: the kernel kills what its init left behind"))
+	}
 	return SpanEvent{Name: "signal " + probe.SignalName(s.sig), Time: s.at, Attrs: a}
 }
 
