@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -260,15 +261,38 @@ func (e *env) startupAndGracefulDelete(t *testing.T) {
 	app.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
 		Command: []string{"test", "-e", "/tmp/alive"}}}, PeriodSeconds: 2}
 	grace := int64(10)
-	pod := e.createPod(t, ns, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec: corev1.PodSpec{
-			TerminationGracePeriodSeconds: &grace,
-			InitContainers:                []corev1.Container{container("init", "sleep", "1")},
-			Containers:                    []corev1.Container{app},
+	replicas := int32(1)
+	labels := map[string]string{"app": "web"}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: &grace,
+					InitContainers:                []corev1.Container{container("init", "sleep", "1")},
+					Containers:                    []corev1.Container{app},
+				},
+			},
 		},
+	}
+	if _, err := e.cs.AppsV1().Deployments(ns).Create(e.ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("deployment: %v", err)
+	}
+	var pod *corev1.Pod
+	e.eventually(t, "the Deployment's pod Ready", 2*time.Minute, func() error {
+		pods, err := e.cs.CoreV1().Pods(ns).List(e.ctx, metav1.ListOptions{LabelSelector: "app=web"})
+		if err != nil {
+			return err
+		}
+		if len(pods.Items) != 1 {
+			return fmt.Errorf("%d pods", len(pods.Items))
+		}
+		pod = &pods.Items[0]
+		return ready(pod)
 	})
-	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
 
 	// 1. The start-up trace, exported when the pod became Ready.
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
@@ -300,7 +324,7 @@ func (e *env) startupAndGracefulDelete(t *testing.T) {
 			}
 		}
 		lastProbe := probes[len(probes)-1]
-		return firstErr(
+		return firstErr(attr(startup, "podtrace.owner.kind", "ReplicaSet"),
 			childOf(tr, sched, startup), childOf(tr, sandbox, startup), childOf(tr, init, startup),
 			childOf(tr, start, startup), childOf(tr, post, startup),
 			attr(init, "process.exit.code", "0"),
@@ -326,12 +350,16 @@ func (e *env) startupAndGracefulDelete(t *testing.T) {
 	sandbox, _ := only(tr, "pod.sandbox")
 	t.Logf("scenario 1: startup %s, sandbox %s", startup.Duration.Round(time.Millisecond), sandbox.Duration.Round(time.Millisecond))
 
-	// Prometheus: the startup histogram has this pod.
-	e.metric(t, fmt.Sprintf(`podtrace_pod_startup_duration_seconds_count{namespace=%q}`, ns), time.Minute,
+	// Prometheus: the startup histogram has this pod, by owner kind.
+	e.metric(t, fmt.Sprintf(`podtrace_pod_startup_duration_seconds_count{namespace=%q,owner_kind="ReplicaSet"}`, ns), time.Minute,
 		func(v float64) bool { return v >= 1 })
 
-	// 2. Graceful delete: SIGTERM handled, exit 0, CNI DEL, no overrun.
-	e.deletePod(t, ns, pod.Name)
+	// 2. Graceful delete: the Deployment scaled to 0; SIGTERM handled,
+	// exit 0, CNI DEL, no overrun.
+	scale := []byte(`{"spec":{"replicas":0}}`)
+	if _, err := e.cs.AppsV1().Deployments(ns).Patch(e.ctx, "web", types.MergePatchType, scale, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("scaling to 0: %v", err)
+	}
 	e.waitGone(t, ns, pod.Name, time.Minute)
 	tr = e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
