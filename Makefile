@@ -34,10 +34,11 @@ trace: deps build ## trace this (Kubernetes) node's pods: bin/tracer with ARGS
 events: deps build ## raw kernel events on this node
 	$(BIN)/tracer events $(ARGS)
 
-test: deps check-generate ## everything CI runs (root): unit, real-kernel, containerd and 6.1-guest tests
+test: deps check-generate ## everything CI runs (root): unit, real-kernel, containerd, 6.1-guest and real-cluster tests
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
 	$(MAKE) test-vm
+	$(MAKE) e2e
 
 test-unit: ## tests without the VM run
 	$(GO) test -count=1 -timeout 20m ./...

@@ -41,7 +41,7 @@ func TestCluster(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	t.Run("8-tracer-restart-mid-lifecycle", e.tracerRestart)
+	t.Run("8-tracer-restart-mid-life", e.tracerRestart)
 	t.Run("9-no-api-access", e.noAPIAccess)
 	e.checkTracerHealth(t)
 	t.Logf("all scenarios in %s", time.Since(start).Round(time.Second))
