@@ -30,9 +30,13 @@ type container struct {
 	createdAt time.Time
 	startedAt time.Time // the runtime's StartedAt
 
-	initPID    uint32
-	initExec   time.Time
-	initArgs   []string
+	initPID  uint32
+	initExec time.Time
+	initArgs []string
+	// criPID and cfgArgs are the runtime's word on the init (its PID and
+	// the configured command line); see identity.go.
+	criPID     uint32
+	cfgArgs    []string
 	sessions   map[uint32]*session
 	signals    []signalRec
 	delivered  map[syscall.Signal]probe.Disposition
@@ -62,27 +66,10 @@ type proc struct {
 	// init); it becomes the container's init or an exec session when it
 	// execs the real command.
 	bootstrap bool
-}
-
-// isRuntimeExec tells the runtime's bootstrap execs: runc re-executes itself
-// through /proc/self/exe or a sealed memfd copy ("/memfd:runc_cloned:..."),
-// so the binary's name is in argv[0] ("runc init"), not in the filename.
-func isRuntimeExec(e *probe.ExecEvent) bool {
-	if isRuntimeBinary(e.Filename) || strings.HasPrefix(e.Filename, "/memfd:runc") {
-		return true
-	}
-	return len(e.Args) >= 2 && e.Args[1] == "init" && isRuntimeBinary(e.Args[0]) &&
-		(e.Filename == "/proc/self/exe" || strings.HasPrefix(e.Filename, "/memfd:") || isRuntimeBinary(e.Filename))
-}
-
-// isRuntimeBinary tells the runtime's bootstrap execs ("runc init") from a
-// container's own commands.
-func isRuntimeBinary(filename string) bool {
-	switch filepath.Base(filename) {
-	case "runc", "crun", "runsc", "youki", "conmon", "containerd-shim", "containerd-shim-runc-v2":
-		return true
-	}
-	return false
+	// execAt and args: its first exec of a real command (not a runtime's
+	// bootstrap) and its latest argv.
+	execAt time.Time
+	args   []string
 }
 
 // session is a process started in a container from outside it after its
@@ -220,7 +207,7 @@ func (c *Correlator) procSeen(ps *ProcSeen) {
 	if ct == nil {
 		return
 	}
-	pr := &proc{tgid: ps.PID, ctr: ct}
+	pr := &proc{tgid: ps.PID, ctr: ct, execAt: ps.Started, args: ps.Args}
 	if parent, ok := c.procs[ps.PPID]; ok && parent.ctr == ct {
 		pr.session = parent.session
 	} else if ct.initPID == 0 {
@@ -246,48 +233,55 @@ func (c *Correlator) exec(e *probe.ExecEvent) {
 		}
 		return
 	}
-	if isRuntimeExec(e) {
+	if c.bootstrapExec(ct, e) {
 		if _, ok := c.procs[e.TGID]; !ok {
 			c.procs[e.TGID] = &proc{tgid: e.TGID, ctr: ct, bootstrap: true}
 		}
 		return
 	}
-	if pr, ok := c.procs[e.TGID]; ok && pr.ctr == ct && pr.bootstrap {
-		// The runtime's bootstrap process now runs the real command.
+	pr, known := c.procs[e.TGID]
+	if known && (pr.ctr != ct || pr.bootstrap) {
+		// A reused PID, or the runtime's bootstrap now running the real
+		// command: decided afresh below.
 		delete(c.procs, e.TGID)
+		known = false
 	}
-	if pr, ok := c.procs[e.TGID]; ok && pr.ctr == ct {
+	if known {
 		// A process of the container exec'd again (a shell exec'ing the app).
-		if pr.session == nil && ct.initPID == e.TGID {
+		pr.args = e.Args
+		if pr.execAt.IsZero() {
+			pr.execAt = e.Time
+		}
+		switch {
+		case pr.session == nil && ct.initPID == e.TGID:
 			ct.initArgs = e.Args
-		} else if pr.session != nil && pr.session.pid == e.TGID {
+		case pr.session != nil && pr.session.pid == e.TGID:
 			pr.session.args = e.Args
+		case pr.session == nil && !ct.finalized && ct.runtimeInit(e) && ct.initDoubtful():
+			c.becomeInit(ct, pr, pr.execAt, e.Args)
 		}
 		return
 	}
+	npr := &proc{tgid: e.TGID, ctr: ct, execAt: e.Time, args: e.Args}
+	if !ct.finalized && ct.runtimeInit(e) && ct.initDoubtful() {
+		c.becomeInit(ct, npr, e.Time, e.Args)
+		return
+	}
 	if parent, ok := c.procs[e.PPID]; ok && parent.ctr == ct && !parent.bootstrap {
-		c.procs[e.TGID] = &proc{tgid: e.TGID, ctr: ct, session: parent.session}
+		npr.session = parent.session
+		c.procs[e.TGID] = npr
 		return
 	}
 	// A process entering the container from outside: its init, then exec sessions.
 	if ct.initPID == 0 && !ct.exited {
-		ct.initPID = e.TGID
-		ct.initExec = e.Time
-		ct.initArgs = e.Args
-		if ct.pod != nil && !ct.pod.startupDone && !ct.init && !ct.sandbox {
-			ct.pod.readyEvidence = append(ct.pod.readyEvidence, e.Time)
-		}
-		c.procs[e.TGID] = &proc{tgid: e.TGID, ctr: ct}
-		c.backoff(ct)
-		if ct.pod != nil {
-			c.maybeStarted(ct.pod)
-		}
+		c.becomeInit(ct, npr, e.Time, e.Args)
 		return
 	}
 	s := &session{pid: e.TGID, args: e.Args, start: e.Time}
 	s.kind = c.sessionKind(ct, e.Args)
 	ct.sessions[e.TGID] = s
-	c.procs[e.TGID] = &proc{tgid: e.TGID, ctr: ct, session: s}
+	npr.session = s
+	c.procs[e.TGID] = npr
 }
 
 // sessionKind matches an exec session's argv to the pod spec's hooks and probes.
@@ -406,7 +400,7 @@ func (c *Correlator) exit(e *probe.ExitEvent) {
 		}
 		return
 	}
-	if ct.initPID == e.TGID {
+	if ct.initPID == e.TGID && (ct.criPID == 0 || ct.criPID == e.TGID) {
 		ct.exited = true
 		ct.exitAt = e.Time
 		ct.exitCode = e.ExitCode

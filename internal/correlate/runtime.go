@@ -82,6 +82,9 @@ func (c *Correlator) runtime(ev *cri.Event) {
 			}
 		}
 	}
+	if ev.Type != cri.EventContainerExited && ev.Type != cri.EventContainerRemoved {
+		c.runtimeIdentity(ct, rc.PID, rc.Args)
+	}
 	switch ev.Type {
 	case cri.EventContainerCreated:
 		if ct.createdAt.IsZero() {

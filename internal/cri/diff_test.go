@@ -173,9 +173,12 @@ func TestVerboseInfo(t *testing.T) {
 				MemoryLimitInBytes: 32 << 20,
 			}},
 		},
-		Info: map[string]string{"info": `{"sandboxID":"sb1","pid":99,"runtimeSpec":{"linux":{"cgroupsPath":"/kubepods/burstable/podu/c1"}}}`},
+		Info: map[string]string{"info": `{"sandboxID":"sb1","pid":99,"runtimeSpec":{"process":{"args":["sh","-c","exec app"]},"linux":{"cgroupsPath":"/kubepods/burstable/podu/c1"}}}`},
 	}
 	c := containerFromStatus(cresp, "")
+	if !slices.Equal(c.Args, []string{"sh", "-c", "exec app"}) {
+		t.Errorf("configured args: %q", c.Args)
+	}
 	if c.SandboxID != "sb1" || c.PID != 99 || c.CgroupsPath != "/kubepods/burstable/podu/c1" || c.PodName != "p" ||
 		c.PodUID != "u" || c.MemoryLimitBytes != 32<<20 || c.FinishedAt != (time.Time{}) || c.Attempt != 1 {
 		t.Errorf("container: %+v", c)

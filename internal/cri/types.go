@@ -139,6 +139,10 @@ type Container struct {
 	// PID is the container's init process ID from the verbose status (only
 	// while running; 0 if unknown).
 	PID int
+	// Args is the container's configured command line (the OCI spec's
+	// process.args from the verbose status: the image's entrypoint and
+	// command as the pod spec overrides them); nil if unknown.
+	Args []string
 	// CgroupsPath is the OCI cgroupsPath from the verbose status, e.g.
 	// "/kubepods/burstable/pod<uid>/<id>" (cgroupfs) or
 	// "kubepods-burstable-pod<uid>.slice:cri-containerd:<id>" (systemd).
@@ -274,6 +278,7 @@ func containerFromStatus(resp *runtimeapi.ContainerStatusResponse, sandboxID str
 	}
 	if vi, ok := parseVerboseInfo(resp.GetInfo()); ok {
 		ct.PID = vi.PID
+		ct.Args = vi.processArgs()
 		ct.CgroupsPath = vi.cgroupsPath()
 		if ct.SandboxID == "" {
 			ct.SandboxID = vi.SandboxID
@@ -302,6 +307,9 @@ type verboseInfo struct {
 	SandboxID          string `json:"sandboxID"`
 	NetNamespaceClosed bool   `json:"netNamespaceClosed"`
 	RuntimeSpec        *struct {
+		Process *struct {
+			Args []string `json:"args"`
+		} `json:"process"`
 		Linux *struct {
 			CgroupsPath string `json:"cgroupsPath"`
 			Namespaces  []struct {
@@ -322,6 +330,13 @@ func parseVerboseInfo(info map[string]string) (verboseInfo, bool) {
 		return vi, false
 	}
 	return vi, true
+}
+
+func (v verboseInfo) processArgs() []string {
+	if v.RuntimeSpec == nil || v.RuntimeSpec.Process == nil {
+		return nil
+	}
+	return v.RuntimeSpec.Process.Args
 }
 
 func (v verboseInfo) cgroupsPath() string {

@@ -1,0 +1,196 @@
+package correlate_test
+
+import (
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podtrace/podtrace/internal/cri"
+	"github.com/podtrace/podtrace/internal/probe"
+)
+
+// How runtimes bootstrap a container, as the kernel reports it (see
+// shared notes runtimes.md and identity.go). Each step is an exec or fork in
+// the container's cgroup; pids are symbolic (A, B: the runtime's set-up
+// processes; I: the process that becomes the container's PID 1).
+type bootStep struct {
+	fork     bool   // fork parent -> pid (else exec by pid)
+	parent   string // for forks, and the exec's ppid
+	pid      string
+	filename string
+	comm     string
+	args     []string
+	exit     bool // the set-up process exits (code 0)
+}
+
+var bootstraps = map[string][]bootStep{
+	// Debian's runc 1.1.5+ds1-1+deb12u1: runc init re-executed through
+	// /proc/self/exe, then from a sealed memfd by execveat (/dev/fd/6);
+	// nsexec's stages fork twice; the last one execs the command.
+	"runc-debian-1.1.5": {
+		{pid: "A", parent: "runtime", filename: "/proc/self/exe", comm: "exe", args: []string{"/usr/sbin/runc", "init"}},
+		{pid: "A", parent: "runtime", filename: "/dev/fd/6", comm: "runc", args: []string{"/usr/sbin/runc", "init"}},
+		{fork: true, parent: "A", pid: "B"},
+		{fork: true, parent: "B", pid: "I"},
+		{pid: "B", exit: true},
+		{pid: "A", exit: true},
+		{pid: "I", parent: "B", filename: "/bin/sleep", comm: "sleep", args: []string{"sleep", "1000"}},
+	},
+	// Upstream runc 1.3: execveat of a cloned binary through /proc/self/fd/6,
+	// comm "6".
+	"runc-upstream-1.3": {
+		{pid: "A", parent: "runtime", filename: "/proc/self/fd/6", comm: "6", args: []string{"/root/.cache/podtrace/runc/v1.3.3/runc", "init"}},
+		{fork: true, parent: "A", pid: "B"},
+		{fork: true, parent: "B", pid: "I"},
+		{pid: "A", exit: true},
+		{pid: "B", exit: true},
+		{pid: "I", parent: "B", filename: "/bin/sleep", comm: "sleep", args: []string{"sleep", "1000"}},
+	},
+	// crun: the runtime forks the container process outside the cgroup;
+	// the first exec inside it is the command.
+	"crun-1.8.1": {
+		{pid: "I", parent: "runtime", filename: "/bin/sleep", comm: "sleep", args: []string{"sleep", "1000"}},
+	},
+	// busybox's applets exec through /proc/self/exe: not a runtime.
+	"busybox-applet": {
+		{pid: "I", parent: "runtime", filename: "/proc/self/exe", comm: "exe", args: []string{"sleep", "1000"}},
+	},
+	// A runtime this code has never heard of, bootstrapping through an fd:
+	// the kernel chain is fooled; the runtime's facts correct it.
+	"unknown-runtime": {
+		{pid: "A", parent: "runtime", filename: "/dev/fd/5", comm: "5", args: []string{"/usr/libexec/newrt", "bootstrap"}},
+		{fork: true, parent: "A", pid: "I"},
+		{pid: "A", exit: true},
+		{pid: "I", parent: "A", filename: "/bin/sleep", comm: "sleep", args: []string{"sleep", "1000"}},
+	},
+}
+
+// TestContainerInitAcrossRuntimes: whatever the runtime's bootstrap, the run
+// is the configured command's process, from its exec to its exit; the
+// runtime's set-up processes are never runs. The runtime's facts (PID,
+// configured argv) arrive before the kernel's, after them, or never.
+func TestContainerInitAcrossRuntimes(t *testing.T) {
+	cmd := []string{"sleep", "1000"}
+	for name, steps := range bootstraps {
+		for _, criView := range []string{"before", "after", "args-only", "none"} {
+			if name == "unknown-runtime" && criView == "none" {
+				continue // nothing can tell it without the runtime: documented
+			}
+			t.Run(name+"/cri-"+criView, func(t *testing.T) {
+				s := newSim(t)
+				s.mkdir(8000, "/kubepods/burstable/pod"+s.uid)
+				s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now,
+					Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop", CreatedAt: s.now}}})
+				s.at(50 * time.Millisecond)
+				const id = "c0ffee99"
+				s.cg["app"] = 9100
+				s.ids["app"] = id
+				s.mkdir(9100, "/kubepods/burstable/pod"+s.uid+"/"+id)
+				pids := map[string]uint32{"runtime": 3000}
+				pidOf := func(k string) uint32 {
+					if _, ok := pids[k]; !ok {
+						s.pid++
+						pids[k] = s.pid
+					}
+					return pids[k]
+				}
+				for _, k := range []string{"A", "B", "I"} {
+					pidOf(k)
+				}
+				ctr := func(typ cri.EventType, withPID bool) {
+					c := &cri.Container{ID: id, SandboxID: "sb1", Name: "app", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop",
+						CreatedAt: s.now, StartedAt: s.now}
+					if criView != "none" {
+						c.Args = cmd
+					}
+					if withPID && (criView == "before" || criView == "after") {
+						c.PID = int(pids["I"])
+					}
+					s.in(correlate.Input{Runtime: &cri.Event{Type: typ, At: s.now, Container: c}})
+				}
+				if criView == "before" || criView == "args-only" {
+					ctr(cri.EventContainerCreated, true)
+				}
+				var initExec time.Time
+				for _, st := range steps {
+					s.at(2 * time.Millisecond)
+					switch {
+					case st.fork:
+						s.kernel(&probe.ForkEvent{Header: probe.Header{Type: probe.EventFork, Origin: probe.OriginWatched, CgroupID: 9100,
+							TGID: pidOf(st.parent), PID: pidOf(st.parent)}, ChildTGID: pidOf(st.pid), ChildPID: pidOf(st.pid)})
+					case st.exit:
+						s.exit("app", pidOf(st.pid), 0, 0)
+					default:
+						if st.pid == "I" {
+							initExec = s.now
+						}
+						s.kernel(&probe.ExecEvent{Header: probe.Header{Type: probe.EventExec, Origin: probe.OriginWatched, CgroupID: 9100,
+							TGID: pidOf(st.pid), PID: pidOf(st.pid), PPID: pidOf(st.parent), Comm: st.comm}, Filename: st.filename, Args: st.args})
+					}
+				}
+				s.at(5 * time.Millisecond)
+				if criView == "after" || criView == "none" {
+					ctr(cri.EventContainerCreated, true)
+				}
+				ctr(cri.EventContainerStarted, true)
+				s.tick(3 * time.Second)
+				// The stop: SIGTERM ignored, SIGKILL at the timeout.
+				s.signal("app", pids["I"], syscall.SIGTERM, "runc", probe.SignalIgnored, probe.DispositionIgnored)
+				s.at(2 * time.Second)
+				s.signal("app", pids["I"], syscall.SIGKILL, "runc", probe.SignalDelivered, probe.DispositionDefault)
+				s.exit("app", pids["I"], 0, syscall.SIGKILL)
+				exitAt := s.now
+				s.cri(cri.EventContainerExited, "app", 137, "Error")
+				s.tick(3 * time.Second)
+
+				run := s.one("container.run")
+				if got := run.Attr("process.pid"); got != int64(pids["I"]) {
+					t.Errorf("run's pid %v, want the command's %d (bootstrap A=%d B=%d)", got, pids["I"], pids["A"], pids["B"])
+				}
+				if got, _ := run.Attr("process.command_args").([]string); !slices.Equal(got, cmd) {
+					t.Errorf("run's argv %q, want %q", got, cmd)
+				}
+				// (A run starts at the earliest of the container's creation,
+				// its cgroup and its init's exec: the set-up is part of it.)
+				if run.Start.After(initExec) || !run.End.Equal(exitAt) {
+					t.Errorf("run %s–%s, want it to span the command's exec %s to its exit %s", run.Start, run.End, initExec, exitAt)
+				}
+				if got := run.Attr("podtrace.exit.cause"); got != "killed_by_runtime" {
+					t.Errorf("cause %v, want killed_by_runtime", got)
+				}
+				if stop := s.find("container.stop"); len(stop) != 1 || stop[0].Attr("podtrace.signal.disposition") != "ignored" {
+					t.Errorf("stop spans: %+v", stop)
+				}
+			})
+		}
+	}
+}
+
+// A container whose own command is a runtime binary (say a CI image running
+// runc): the runtime's PID names it, whatever its argv looks like.
+func TestContainerRunningARuntimeBinary(t *testing.T) {
+	s := newSim(t)
+	s.mkdir(8000, "/kubepods/burstable/pod"+s.uid)
+	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now,
+		Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid, PodName: "ci", PodNamespace: "build", CreatedAt: s.now}}})
+	s.cg["app"] = 9100
+	s.ids["app"] = "c0ffee98"
+	s.mkdir(9100, "/kubepods/burstable/pod"+s.uid+"/c0ffee98")
+	s.pid++
+	pid := s.pid
+	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventContainerCreated, At: s.now, Container: &cri.Container{ID: "c0ffee98",
+		SandboxID: "sb1", Name: "app", PodUID: s.uid, CreatedAt: s.now, PID: int(pid), Args: []string{"runc", "--version"}}}})
+	s.at(10 * time.Millisecond)
+	s.kernel(&probe.ExecEvent{Header: probe.Header{Type: probe.EventExec, Origin: probe.OriginWatched, CgroupID: 9100, TGID: pid, PID: pid, PPID: 3000, Comm: "runc"},
+		Filename: "/usr/bin/runc", Args: []string{"runc", "--version"}})
+	s.at(10 * time.Millisecond)
+	s.exit("app", pid, 0, 0)
+	s.cri(cri.EventContainerExited, "app", 0, "Completed")
+	s.tick(3 * time.Second)
+	run := s.one("container.run")
+	if run.Attr("process.pid") != int64(pid) || run.Attr("podtrace.exit.cause") != "completed" {
+		t.Errorf("run: %v", run.Attrs)
+	}
+}
