@@ -69,6 +69,7 @@ type Correlator struct {
 	procs      map[uint32]*proc
 	cni        map[uint32]*cniRun
 
+	seq   sequencer
 	stats Stats
 }
 
@@ -105,6 +106,8 @@ func New(cfg Config) *Correlator {
 		procs:      map[uint32]*proc{},
 		cni:        map[uint32]*cniRun{},
 		stats:      Stats{Misses: map[string]uint64{}},
+		seq: sequencer{marks: map[string]time.Time{}, markAt: map[string]time.Time{}, down: map[string]bool{},
+			lastKey: map[string]time.Time{}},
 	}
 }
 
@@ -125,9 +128,16 @@ func (c *Correlator) miss(reason string) {
 	c.cfg.Observer.CorrelationMiss(reason)
 }
 
-// Handle feeds one input through the model.
+// Handle feeds one input through the model. Inputs come in arrival order;
+// while sources report progress they are handled in the order of their
+// sources' own times (see order.go).
 func (c *Correlator) Handle(in Input) {
 	c.stats.Inputs++
+	c.sequence(in)
+}
+
+// apply handles one input at its time.
+func (c *Correlator) apply(in Input) {
 	if in.Time.After(c.now) {
 		c.now = in.Time
 	}
@@ -157,6 +167,9 @@ func (c *Correlator) Handle(in Input) {
 			c.parser = cgroupid.NewParser(append(append([]string(nil), c.cfg.CgroupRoots...), in.Start.CgroupRoots...)...)
 		}
 	}
+	if c.seq.sequencing() {
+		return // timers run at fixed points of the model's clock (advance)
+	}
 	// Timers run on ticks, and at most every timerEvery of input time
 	// otherwise: per-input work stays independent of the number of pods.
 	if in.Tick || !c.now.Before(c.timersAt) {
@@ -173,6 +186,7 @@ const timerEvery = 250 * time.Millisecond
 // in progress are not. The next tracer instance continues their traces, with
 // the same trace and span IDs, and emits them once, when they end.
 func (c *Correlator) Shutdown() {
+	c.release(true)
 	for _, uid := range sortedKeys(c.pods) {
 		p := c.pods[uid]
 		p.finishing = true
@@ -187,6 +201,7 @@ func (c *Correlator) Shutdown() {
 // unfinished (the tracer is shutting down). Phases in progress are emitted
 // as unfinished too, so a restart does not lose what was seen.
 func (c *Correlator) Flush() {
+	c.release(true)
 	for _, uid := range sortedKeys(c.pods) {
 		p := c.pods[uid]
 		c.finishPod(p, c.now, "tracer stopped")

@@ -26,6 +26,29 @@ type Input struct {
 	Losses  *Losses     `json:"losses,omitempty"`  // the kernel lost events (ring buffer full)
 	Start   *Start      `json:"start,omitempty"`   // the tracer started: facts before this are partial
 	Tick    bool        `json:"tick,omitempty"`    // no fact: time passed (timers fire)
+	// Progress: a source's view is complete up to a time (a watermark).
+	Progress *Progress `json:"progress,omitempty"`
+}
+
+// Sources, as named in Progress.
+const (
+	SourceKernel  = "kernel"
+	SourceRuntime = "runtime"
+	SourceAPI     = "api"
+)
+
+// Progress says that a source has delivered every fact it will ever
+// deliver about what happened before Until: the kernel's ring buffer was
+// drained (it is read in order), the container runtime was polled at Until
+// and the poll's changes were all sent, the API server's watch had nothing
+// more to hand over. The model waits for the sources that report progress
+// before it decides about a moment (a container's end, a pod being gone),
+// so how late a source's facts arrive does not change the spans; a source
+// that reports none, or is down, is waited for by a bounded timeout
+// instead (recordings made before progress existed replay as they did).
+type Progress struct {
+	Source string    `json:"source"` // SourceKernel, SourceRuntime or SourceAPI
+	Until  time.Time `json:"until"`
 }
 
 // CgroupSeen is an existing cgroup found by walking cgroupfs at start-up.
@@ -56,6 +79,9 @@ type Start struct {
 	// CgroupRoots are the watched roots (custom kubepods roots included), so
 	// a replay needs no configuration.
 	CgroupRoots []string `json:"cgroup_roots,omitempty"`
+	// Progress names the sources that report progress (SourceKernel,
+	// SourceRuntime, SourceAPI): the model waits for them from the start.
+	Progress []string `json:"progress,omitempty"`
 }
 
 // PodInfo is what the API server says about a pod, reduced to what the

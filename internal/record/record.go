@@ -18,7 +18,12 @@ import (
 )
 
 // Version is the format version written in each file's header line.
-const Version = 1
+// Version 2 added progress lines (correlate.Progress); version 1 files have
+// none and are still read.
+const Version = 2
+
+// oldestVersion is the oldest format version this build reads.
+const oldestVersion = 1
 
 type line struct {
 	Version int             `json:"v,omitempty"`
@@ -124,6 +129,8 @@ func encode(in correlate.Input) (line, error) {
 		l.Kind, v = "losses", in.Losses
 	case in.Start != nil:
 		l.Kind, v = "start", in.Start
+	case in.Progress != nil:
+		l.Kind, v = "progress", in.Progress
 	case in.Tick:
 		l.Kind = "tick"
 	default:
@@ -161,8 +168,8 @@ func NewReader(r io.Reader) (*Reader, error) {
 	if err := json.Unmarshal(sc.Bytes(), &h); err != nil || h.Kind != "header" {
 		return nil, fmt.Errorf("record: line 1 is not a podtrace record header: %q", truncate(sc.Text()))
 	}
-	if h.Version != Version {
-		return nil, fmt.Errorf("record: format version %d, this build reads %d", h.Version, Version)
+	if h.Version < oldestVersion || h.Version > Version {
+		return nil, fmt.Errorf("record: format version %d, this build reads %d to %d", h.Version, oldestVersion, Version)
 	}
 	return rd, nil
 }
@@ -232,6 +239,9 @@ func decode(l line) (correlate.Input, error) {
 	case "start":
 		in.Start = &correlate.Start{}
 		target = in.Start
+	case "progress":
+		in.Progress = &correlate.Progress{}
+		target = in.Progress
 	case "tick":
 		in.Tick = true
 		return in, nil

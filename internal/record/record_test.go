@@ -36,6 +36,7 @@ func TestRoundTrip(t *testing.T) {
 		{Time: t0, Cgroup: &correlate.CgroupSeen{ID: 9, Path: "/kubepods/pod1"}},
 		{Time: t0, Proc: &correlate.ProcSeen{PID: 3, PPID: 1, CgroupID: 9, Args: []string{"sleep", "1"}}},
 		{Time: t0, Losses: &correlate.Losses{Lost: 12}},
+		{Time: t0, Progress: &correlate.Progress{Source: correlate.SourceRuntime, Until: t0.Add(-time.Second)}},
 		{Time: t0, Tick: true},
 	}
 	var buf bytes.Buffer
@@ -88,5 +89,16 @@ func TestReaderRejectsOtherFiles(t *testing.T) {
 	}
 	if _, err := r.Next(); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("bogus kind: %v", err)
+	}
+}
+
+// Recordings made before progress lines existed (format 1) are still read.
+func TestReadsVersion1(t *testing.T) {
+	r, err := NewReader(strings.NewReader(`{"v":1,"k":"header","t":"1970-01-01T00:00:00Z"}` + "\n" + `{"k":"tick","t":"2026-11-22T03:00:00Z"}` + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, err := r.Next(); err != nil || !in.Tick {
+		t.Fatalf("%+v %v", in, err)
 	}
 }

@@ -1,0 +1,316 @@
+package correlate_test
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/correlate"
+)
+
+// Independent of timing: the kernel, the runtime and the API server each
+// deliver their facts in their own order, but how late one source is against
+// the others is up to the machine (a busy ring buffer reader, a runtime poll
+// that takes seconds, a slow API watch). Replayed with each source delayed or
+// reordered against the others by up to timingSkew, every stream must give
+// the same span trees: same names, parents, causes, attributes, and the
+// same times, which come from the facts, not from when they arrived.
+
+var timingSeeds = flag.Int("timing-seeds", 300, "random delay schedules per stream in TestTimingIndependence")
+var timingSeed = flag.Uint64("timing-seed", 0, "replay only this seed (as printed by a failure)")
+
+// timingSkew is how late a source may be against the others.
+const timingSkew = 5 * time.Second
+
+// sourceOf names the source an input comes from; "" for the pipeline's own
+// inputs (the start-up scan, ticks), which are not delayed.
+func sourceOf(in correlate.Input) string {
+	switch {
+	case in.Kernel != nil, in.Losses != nil:
+		return correlate.SourceKernel
+	case in.Runtime != nil:
+		return correlate.SourceRuntime
+	case in.Pod != nil, in.Event != nil, in.API != nil:
+		return correlate.SourceAPI
+	case in.Progress != nil:
+		return in.Progress.Source
+	}
+	return ""
+}
+
+// kernelDrain is how long an event may wait in the ring buffer before the
+// reader sees it (the probes' poll interval): a drained ring buffer at T
+// means every event before T-kernelDrain was read.
+const kernelDrain = 100 * time.Millisecond
+
+// withProgress adds the progress marks the live sources report, derived from
+// what the stream shows of them (recordings made before progress existed have
+// none): the kernel, read in order, has delivered everything before its next
+// event (and before each tick, less the ring buffer's poll); the runtime,
+// after the last change of a poll, has reported everything before the poll;
+// the API watch, after each fact and at each tick, has handed over what it
+// had. At the end, every source keeps going: all are complete to the end
+// plus pad, and ticks let pad pass.
+func withProgress(in []correlate.Input, pad time.Duration) []correlate.Input {
+	// earliest kernel fact time from i on
+	nextKernel := make([]time.Time, len(in)+1)
+	for i := len(in) - 1; i >= 0; i-- {
+		nextKernel[i] = nextKernel[i+1]
+		if k := in[i].Kernel; k != nil {
+			if t := k.Hdr().Time; nextKernel[i].IsZero() || t.Before(nextKernel[i]) {
+				nextKernel[i] = t
+			}
+		}
+	}
+	var out []correlate.Input
+	var hasAPI, hasRuntime bool
+	var last time.Time
+	for _, x := range in {
+		hasAPI = hasAPI || sourceOf(x) == correlate.SourceAPI
+		hasRuntime = hasRuntime || sourceOf(x) == correlate.SourceRuntime
+	}
+	mark := func(at time.Time, src string, until time.Time) {
+		out = append(out, correlate.Input{Time: at, Progress: &correlate.Progress{Source: src, Until: until}})
+	}
+	var kernelMark time.Time
+	for i, x := range in {
+		if x.Start != nil {
+			st := *x.Start
+			st.Progress = []string{correlate.SourceKernel}
+			if hasRuntime {
+				st.Progress = append(st.Progress, correlate.SourceRuntime)
+			}
+			if hasAPI {
+				st.Progress = append(st.Progress, correlate.SourceAPI)
+			}
+			x.Start = &st
+		}
+		out = append(out, x)
+		last = x.Time
+		switch {
+		case x.Tick:
+			until := x.Time.Add(-kernelDrain)
+			if n := nextKernel[i+1]; !n.IsZero() && !n.After(until) {
+				until = n.Add(-time.Nanosecond)
+			}
+			if until.After(kernelMark) {
+				kernelMark = until
+				mark(x.Time, correlate.SourceKernel, until)
+			}
+			if hasAPI {
+				mark(x.Time, correlate.SourceAPI, x.Time)
+			}
+		case x.Runtime != nil:
+			obs := x.Runtime.Observed
+			if obs.IsZero() {
+				obs = x.Runtime.At
+			}
+			if i+1 < len(in) {
+				if n := in[i+1].Runtime; n != nil && (n.Observed.Equal(obs) || n.Observed.IsZero() && n.At.Equal(obs)) {
+					continue // the poll's changes go on
+				}
+			}
+			mark(x.Time, correlate.SourceRuntime, obs)
+		case sourceOf(x) == correlate.SourceAPI:
+			mark(x.Time, correlate.SourceAPI, x.Time)
+		}
+	}
+	end := last.Add(time.Millisecond)
+	mark(end, correlate.SourceKernel, end.Add(pad))
+	if hasRuntime {
+		mark(end, correlate.SourceRuntime, end.Add(pad))
+	}
+	if hasAPI {
+		mark(end, correlate.SourceAPI, end.Add(pad))
+	}
+	return out
+}
+
+// schedule is how late each source's inputs arrive.
+type schedule struct {
+	name string
+	base map[string]time.Duration // per source, added to every input
+	// jitter: each input is further delayed by up to timingSkew-base,
+	// drawn from rng; a source's own order is kept.
+	rng *rand.Rand
+	// ties breaks equal arrival times between sources (rank per source).
+	ties map[string]int
+}
+
+// delayed replays in under s: each source's inputs arrive later (their
+// Time moves, their facts do not), interleaved by arrival; the pipeline's
+// own inputs keep their times; ticks go on until every input has arrived.
+func delayed(in []correlate.Input, s schedule) []correlate.Input {
+	type item struct {
+		in   correlate.Input
+		rank int
+		seq  int
+	}
+	var items []item
+	prev := map[string]time.Time{}
+	var end time.Time
+	for i, x := range in {
+		src := sourceOf(x)
+		if src != "" {
+			d := s.base[src]
+			if s.rng != nil && d < timingSkew {
+				d += time.Duration(s.rng.Int64N(int64(timingSkew - d + 1)))
+			}
+			at := x.Time.Add(d)
+			if at.Before(prev[src]) {
+				at = prev[src]
+			}
+			prev[src] = at
+			x.Time = at
+		}
+		if x.Time.After(end) {
+			end = x.Time
+		}
+		items = append(items, item{x, s.ties[src], i})
+	}
+	// Time passes on after the last original input until the last
+	// delayed one arrived.
+	if len(in) > 0 {
+		for t := in[len(in)-1].Time.Add(250 * time.Millisecond); !t.After(end.Add(time.Second)); t = t.Add(250 * time.Millisecond) {
+			items = append(items, item{correlate.Input{Time: t, Tick: true}, 0, len(items)})
+		}
+	}
+	sort.SliceStable(items, func(i, j int) bool {
+		a, b := items[i], items[j]
+		if !a.in.Time.Equal(b.in.Time) {
+			return a.in.Time.Before(b.in.Time)
+		}
+		if a.rank != b.rank {
+			return a.rank < b.rank
+		}
+		return a.seq < b.seq
+	})
+	out := make([]correlate.Input, len(items))
+	for i, it := range items {
+		out[i] = it.in
+	}
+	return out
+}
+
+var allSources = []string{correlate.SourceKernel, correlate.SourceRuntime, correlate.SourceAPI}
+
+// schedules: the extreme fixed cases (one source timingSkew late, the
+// others on time), then seeded random ones.
+func schedules(seeds int) []schedule {
+	var out []schedule
+	if *timingSeed == 0 {
+		out = append(out, schedule{name: "on-time"})
+		for _, late := range allSources {
+			for _, order := range [][]string{allSources, {correlate.SourceAPI, correlate.SourceRuntime, correlate.SourceKernel}} {
+				ties := map[string]int{}
+				for i, s := range order {
+					ties[s] = i
+				}
+				out = append(out, schedule{name: fmt.Sprintf("%s-%s-late/ties-%s-first", late, timingSkew, order[0]),
+					base: map[string]time.Duration{late: timingSkew}, ties: ties})
+			}
+		}
+		for _, early := range allSources {
+			base := map[string]time.Duration{}
+			for _, s := range allSources {
+				if s != early {
+					base[s] = timingSkew
+				}
+			}
+			out = append(out, schedule{name: fmt.Sprintf("all-but-%s-%s-late", early, timingSkew), base: base})
+		}
+	}
+	first, n := uint64(1), uint64(seeds)
+	if *timingSeed != 0 {
+		first, n = *timingSeed, 1
+	}
+	for seed := first; seed < first+n; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+		s := schedule{name: fmt.Sprintf("seed-%d", seed), base: map[string]time.Duration{}, ties: map[string]int{}, rng: rng}
+		for i, src := range allSources {
+			// Often one source far behind, sometimes none.
+			switch rng.IntN(3) {
+			case 0:
+			case 1:
+				s.base[src] = time.Duration(rng.Int64N(int64(timingSkew) + 1))
+			default:
+				s.base[src] = timingSkew - time.Duration(rng.Int64N(int64(time.Second)))
+			}
+			s.ties[src] = (i + int(seed)) % len(allSources)
+		}
+		if rng.IntN(4) == 0 {
+			s.rng = nil // no jitter: fixed per-source delays
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// timingPad: how long the sources keep reporting after a stream ends.
+const timingPad = 10 * time.Second
+
+func TestTimingIndependenceRecorded(t *testing.T) {
+	for _, run := range recorded(t) {
+		for suffix, in := range run.variants {
+			name := run.base + suffix
+			t.Run(name, func(t *testing.T) {
+				golden := readGolden(t, name)
+				marked := withProgress(in, timingPad)
+				if got := render(replay(marked)); got != golden {
+					t.Fatalf("with progress marks, the spans differ from the golden file:\n%s", diffLines(golden, got))
+				}
+				var failed []string
+				for _, s := range schedules(*timingSeeds) {
+					got := render(replay(delayed(marked, s)))
+					if got != golden {
+						if len(failed) == 0 {
+							t.Errorf("schedule %s: spans differ:\n%s", s.name, diffLines(golden, got))
+						}
+						failed = append(failed, s.name)
+					}
+				}
+				if len(failed) > 0 {
+					t.Errorf("%d schedules give other spans (rerun one with -run 'TestTimingIndependenceRecorded/%s$' -timing-seed N for seed-N): %s",
+						len(failed), name, strings.Join(failed, " "))
+				}
+			})
+		}
+	}
+}
+
+func readGolden(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name + ".golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// diffLines shows the first lines that differ, with context.
+func diffLines(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	shown := 0
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var a, c string
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(g) {
+			c = g[i]
+		}
+		if a != c {
+			fmt.Fprintf(&b, "line %d\n  want %s\n  got  %s\n", i+1, a, c)
+			if shown++; shown > 8 {
+				break
+			}
+		}
+	}
+	return b.String()
+}
