@@ -18,26 +18,19 @@ import (
 func runEvents(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tracer events", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var roots, cniDirs, comms listFlag
+	var f probeFlags
 	output := fs.String("output", "text", "event output: text, json, or none (decode and count only)")
-	mode := fs.String("cgroup-mode", "auto", "cgroup ids to use: auto, v2 or v1")
-	ringSize := fs.Int("ringbuf-size", 4<<20, "ring buffer size in bytes (power of two)")
-	allSignals := fs.Bool("all-signals", false, "also report noisy signals (SIGCHLD, SIGURG, SIGWINCH, ...)")
-	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	fs.Var(&roots, "cgroup-root", "watched cgroup subtree, relative to the hierarchy root (repeatable; default /kubepods and /kubepods.slice)")
-	fs.Var(&cniDirs, "cni-bin-dir", "directory holding CNI plugins (repeatable; default /opt/cni/bin, /usr/lib/cni, ...)")
-	fs.Var(&comms, "runtime-comm", "comm prefix of a container runtime process (repeatable)")
+	f.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (see tracer events -h)", fs.Arg(0))
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
-	slog.SetDefault(log)
-
+	log, err := f.logger(stderr)
+	if err != nil {
+		return err
+	}
 	var print func(probe.Event) error
 	switch *output {
 	case "text":
@@ -50,20 +43,16 @@ func runEvents(args []string, stdout, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("--output %q: want text, json or none", *output)
 	}
-
-	cfg, err := probeConfig(log, roots, cniDirs, comms, *mode, *ringSize)
+	cfg, err := f.probeConfig(log)
 	if err != nil {
 		return err
-	}
-	if *allSignals {
-		cfg.SignalMask = ^uint64(0)
 	}
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	if *duration > 0 {
+	if f.duration > 0 {
 		var c2 context.CancelFunc
-		ctx, c2 = context.WithTimeout(ctx, *duration)
+		ctx, c2 = context.WithTimeout(ctx, f.duration)
 		defer c2()
 	}
 

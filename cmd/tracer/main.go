@@ -6,26 +6,27 @@
 //	tracer record FILE [flags]  the same, also writing the input stream to FILE
 //	tracer replay FILE [flags]  feed a recorded stream through the model offline
 //	tracer events [flags]       raw kernel events as they happen
+//	tracer version              the build's version
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"strings"
 
-	"github.com/podtrace/podtrace/internal/cgroupfs"
 	"github.com/podtrace/podtrace/internal/probe"
 )
 
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
-
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "tracer:", err)
 		os.Exit(1)
 	}
@@ -46,38 +47,20 @@ func run(args []string, stdout, stderr io.Writer) error {
 				return fmt.Errorf("usage: tracer replay FILE [flags]")
 			}
 			return runReplay(args[1], args[2:], stdout, stderr)
-		case "help", "-h", "--help":
+		case "version", "--version":
+			fmt.Fprintf(stdout, "tracer %s (%s, %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			return nil
+		case "help", "-h", "-help", "--help":
 			fmt.Fprint(stdout, usage)
+			fmt.Fprintln(stdout, "\nFlags of tracer and tracer record:")
+			fs := flag.NewFlagSet("tracer", flag.ContinueOnError)
+			new(traceFlags).register(fs)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
 			return nil
 		}
 	}
 	return runTrace(args, "", stdout, stderr)
-}
-
-// probeConfig builds the probes' settings from the flags both the daemon
-// and `tracer events` take.
-func probeConfig(log *slog.Logger, roots, cniDirs, comms []string, mode string, ringSize int) (probe.Config, error) {
-	cfg := probe.DefaultConfig()
-	cfg.Logger = log
-	cfg.RingBufferBytes = ringSize
-	if len(roots) > 0 {
-		cfg.CgroupRoots = roots
-	}
-	if len(cniDirs) > 0 {
-		cfg.CNIDirs = nil
-		for _, d := range cniDirs {
-			cfg.CNIDirs = append(cfg.CNIDirs, strings.TrimSuffix(d, "/")+"/")
-		}
-	}
-	if len(comms) > 0 {
-		cfg.RuntimeComms = comms
-	}
-	m, err := cgroupfs.ParseMode(mode)
-	if err != nil {
-		return cfg, err
-	}
-	cfg.CgroupMode = m
-	return cfg, nil
 }
 
 // loadProbes loads and attaches the probes and opens their ring buffer.
@@ -103,6 +86,9 @@ const usage = `tracer: podtrace's node daemon.
   tracer record FILE [flags]  trace, and write the input stream to FILE
   tracer replay FILE [flags]  feed a recorded stream through the model offline
   tracer events [flags]       raw kernel events as they happen
+  tracer version              the build's version
 
-'tracer -h', 'tracer events -h' list the flags.
+'tracer events -h' and 'tracer replay FILE -h' list their flags. Every flag
+and the OTLP settings (OTEL_EXPORTER_OTLP_*) are checked before the probes
+are loaded.
 `

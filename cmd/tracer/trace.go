@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -28,6 +29,7 @@ import (
 var version = "dev"
 
 type traceFlags struct {
+	probeFlags
 	node        string
 	kubeconfig  string
 	noAPI       bool
@@ -36,13 +38,7 @@ type traceFlags struct {
 	metricsAddr string
 	output      string
 	verbose     bool
-	roots       listFlag
-	cniDirs     listFlag
-	mode        string
-	ringSize    int
 	stuckAfter  time.Duration
-	duration    time.Duration
-	logLevel    string
 }
 
 func (f *traceFlags) register(fs *flag.FlagSet) {
@@ -59,21 +55,23 @@ func (f *traceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.metricsAddr, "metrics-addr", ":9464", "serve /metrics, /healthz, /readyz here (empty: off)")
 	fs.StringVar(&f.output, "output", "text", "console output when no OTLP endpoint is set: text, json or none")
 	fs.BoolVar(&f.verbose, "verbose", false, "console: show every span attribute")
-	fs.Var(&f.roots, "cgroup-root", "watched cgroup subtree (repeatable; default /kubepods and /kubepods.slice)")
-	fs.Var(&f.cniDirs, "cni-bin-dir", "directory holding CNI plugins (repeatable)")
-	fs.StringVar(&f.mode, "cgroup-mode", "auto", "cgroup ids to use: auto, v2 or v1")
-	fs.IntVar(&f.ringSize, "ringbuf-size", 4<<20, "kernel ring buffer size in bytes (power of two)")
 	fs.DurationVar(&f.stuckAfter, "stuck-after", 30*time.Second, "report a terminating pod stuck this long after its grace period ended")
-	fs.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until SIGINT/SIGTERM)")
-	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.probeFlags.register(fs)
 }
 
-func newLogger(level string, w io.Writer) (*slog.Logger, error) {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
+// checkOutput checks where spans will go before anything starts: the OTLP
+// variables when an endpoint is set, else the console format.
+func (f *traceFlags) checkOutput() error {
+	if otlp.Configured() {
+		return otlp.ValidateEnv()
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl})), nil
+	if f.output == "none" {
+		return nil
+	}
+	if _, err := console.ParseFormat(f.output); err != nil {
+		return fmt.Errorf("--output: %w", err)
+	}
+	return nil
 }
 
 // sinks builds where spans go: OTLP when an endpoint is configured, else the
@@ -120,11 +118,40 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	log, err := newLogger(f.logLevel, stderr)
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (see tracer -h)", fs.Arg(0))
+	}
+	// Everything that can be wrong with the settings fails here, before a
+	// probe is attached or a port is taken.
+	log, err := f.logger(stderr)
 	if err != nil {
 		return err
 	}
-	slog.SetDefault(log)
+	cfg, err := f.probeConfig(log)
+	if err != nil {
+		return err
+	}
+	if err := f.checkOutput(); err != nil {
+		return err
+	}
+	if f.stuckAfter <= 0 {
+		return fmt.Errorf("--stuck-after %s: must be positive", f.stuckAfter)
+	}
+	var metricsLn net.Listener
+	if f.metricsAddr != "" {
+		if metricsLn, err = metrics.Listen(f.metricsAddr); err != nil {
+			return err
+		}
+		defer metricsLn.Close()
+	}
+	var recordFile *os.File
+	if recordPath != "" {
+		// The stream holds command lines and pod metadata: owner-only.
+		if recordFile, err = os.OpenFile(recordPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600); err != nil {
+			return fmt.Errorf("record: %w", err)
+		}
+		defer recordFile.Close()
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	if f.duration > 0 {
@@ -137,23 +164,20 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 	health := metrics.NewHealth(metrics.HealthOptions{Logger: log})
 	rec := metrics.NewRecorder(metrics.Limits{})
 
-	// Kernel.
-	cfg, err := probeConfig(log, f.roots, f.cniDirs, nil, f.mode, f.ringSize)
+	sink, stats, stopSinks, err := sinks(ctx, &f, stdout, log)
 	if err != nil {
 		return err
 	}
+
+	// Kernel.
 	p, src, closeProbes, err := loadProbes(cfg, log, "node", f.node)
 	if err != nil {
+		stopSinks(ctx)
 		return err
 	}
 	defer closeProbes()
 	health.SetReady("kernel", true, "")
 	layout := p.Layout()
-
-	sink, stats, stopSinks, err := sinks(ctx, &f, stdout, log)
-	if err != nil {
-		return err
-	}
 	collectors := []prometheus.Collector{rec,
 		metrics.NewProbeCollector(p.Counters, log),
 		metrics.NewReaderCollector(src.DecodeErrors.Load),
@@ -168,9 +192,9 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("metrics registry: %w", err)
 	}
 	serveErr := make(chan error, 1)
-	if f.metricsAddr != "" {
+	if metricsLn != nil {
 		srv := metrics.NewServer(reg, health, log)
-		go func() { serveErr <- srv.Run(ctx, f.metricsAddr) }()
+		go func() { serveErr <- srv.Serve(ctx, metricsLn) }()
 	} else {
 		close(serveErr)
 	}
@@ -200,13 +224,8 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 	}
 
 	var rw *record.Writer
-	if recordPath != "" {
-		fh, err := os.Create(recordPath)
-		if err != nil {
-			return fmt.Errorf("record: %w", err)
-		}
-		defer fh.Close()
-		if rw, err = record.NewWriter(fh); err != nil {
+	if recordFile != nil {
+		if rw, err = record.NewWriter(recordFile); err != nil {
 			return err
 		}
 		log.Info("recording the input stream", "file", recordPath)

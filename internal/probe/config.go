@@ -102,6 +102,13 @@ func (c *Config) withDefaults() {
 	}
 }
 
+// Check reports whether the settings (with defaults filled in) are valid,
+// without loading anything: callers check flags before attaching probes.
+func (c Config) Check() error {
+	c.withDefaults()
+	return c.validate()
+}
+
 func (c *Config) validate() error {
 	n := c.RingBufferBytes
 	if n < 4096 || n&(n-1) != 0 {

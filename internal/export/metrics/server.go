@@ -60,15 +60,26 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // gracefully and returns nil. It blocks: run it in its own goroutine. An
 // address already in use is reported as such (errors.Is syscall.EADDRINUSE).
 func (s *Server) Run(ctx context.Context, addr string) error {
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", addr)
-	if errors.Is(err, syscall.EADDRINUSE) {
-		return fmt.Errorf("metrics server: address %s is already in use (another podtrace on this node, or another process on that port? pick another metrics address): %w", addr, err)
-	}
+	ln, err := Listen(addr)
 	if err != nil {
-		return fmt.Errorf("metrics server: listen on %s: %w", addr, err)
+		return err
 	}
 	return s.Serve(ctx, ln)
+}
+
+// Listen takes the metrics address, so that a busy port fails the tracer
+// before it starts anything else. An address already in use is reported as
+// such (errors.Is syscall.EADDRINUSE).
+func Listen(addr string) (net.Listener, error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("metrics server: address %s is already in use (another podtrace on this node, or another process on that port? pick another --metrics-addr): %w", addr, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("metrics server: listen on %s: %w", addr, err)
+	}
+	return ln, nil
 }
 
 // Serve serves on ln (closing it) until ctx is cancelled, then shuts down

@@ -2,8 +2,12 @@ package otlp
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
+	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -91,4 +95,65 @@ func NewClientFromEnv(ctx context.Context) (sdktrace.SpanExporter, Protocol, err
 		return nil, "", fmt.Errorf("otlp %s exporter: %w", proto, err)
 	}
 	return exp, proto, nil
+}
+
+// ValidateEnv checks the OTLP variables podtrace and the SDK read, so that a
+// typo fails the tracer at start-up with a clear message instead of spans
+// silently going nowhere: the protocol must be known and each endpoint set
+// must be a URL with an http or https scheme and a host (gRPC also takes a
+// bare host:port).
+func ValidateEnv() error {
+	proto, err := ProtocolFromEnv()
+	if err != nil {
+		return err
+	}
+	for _, name := range []string{EnvEndpoint, EnvTracesEndpoint} {
+		v := strings.TrimSpace(os.Getenv(name))
+		if v == "" {
+			continue
+		}
+		if err := validateEndpoint(v, proto); err != nil {
+			return fmt.Errorf("%s=%q: %w", name, v, err)
+		}
+	}
+	return nil
+}
+
+func validateEndpoint(v string, proto Protocol) error {
+	if !strings.Contains(v, "://") {
+		if proto != ProtocolGRPC {
+			return fmt.Errorf("want a URL such as http://collector:4318 for %s", proto)
+		}
+		host, port, err := net.SplitHostPort(v)
+		if err != nil || host == "" {
+			return fmt.Errorf("want host:port or a URL such as http://collector:4317: %w", errOr(err, "no host"))
+		}
+		if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			return fmt.Errorf("port %q: %w", port, err)
+		}
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		return fmt.Errorf("not a URL: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("scheme %q: want http or https", u.Scheme)
+	}
+	if u.Hostname() == "" {
+		return errors.New("no host")
+	}
+	if p := u.Port(); p != "" {
+		if _, err := strconv.ParseUint(p, 10, 16); err != nil {
+			return fmt.Errorf("port %q: %w", p, err)
+		}
+	}
+	return nil
+}
+
+func errOr(err error, msg string) error {
+	if err != nil {
+		return err
+	}
+	return errors.New(msg)
 }

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/podtrace/podtrace/internal/cgroupfs"
+	"github.com/podtrace/podtrace/internal/probe"
+)
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+// probeFlags are the flags every mode that loads the probes takes (the
+// daemon, record and events): one definition, one help text.
+type probeFlags struct {
+	roots      listFlag
+	cniDirs    listFlag
+	comms      listFlag
+	mode       string
+	ringSize   int
+	allSignals bool
+	duration   time.Duration
+	logFlags
+}
+
+func (f *probeFlags) register(fs *flag.FlagSet) {
+	fs.Var(&f.roots, "cgroup-root", "watched cgroup subtree, relative to the hierarchy root (repeatable; default /kubepods and /kubepods.slice)")
+	fs.Var(&f.cniDirs, "cni-bin-dir", "directory holding CNI plugins (repeatable; default /opt/cni/bin, /usr/lib/cni, ...)")
+	fs.Var(&f.comms, "runtime-comm", "comm prefix of a container runtime process (repeatable; default containerd-shim, runc, crun, conmon, ...)")
+	fs.StringVar(&f.mode, "cgroup-mode", "auto", "cgroup ids to use: auto, v2 or v1")
+	fs.IntVar(&f.ringSize, "ringbuf-size", 4<<20, "kernel ring buffer size in bytes (power of two)")
+	fs.BoolVar(&f.allSignals, "all-signals", false, "also report noisy signals (SIGCHLD, SIGURG, SIGWINCH, SIGPROF, SIGALRM, SIGIO, ...)")
+	fs.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until SIGINT/SIGTERM)")
+	f.logFlags.register(fs)
+}
+
+// probeConfig builds the probes' settings. Every value is checked here,
+// before anything is loaded into the kernel.
+func (f *probeFlags) probeConfig(log *slog.Logger) (probe.Config, error) {
+	cfg := probe.DefaultConfig()
+	cfg.Logger = log
+	cfg.RingBufferBytes = f.ringSize
+	if len(f.roots) > 0 {
+		cfg.CgroupRoots = f.roots
+	}
+	if len(f.cniDirs) > 0 {
+		cfg.CNIDirs = nil
+		for _, d := range f.cniDirs {
+			cfg.CNIDirs = append(cfg.CNIDirs, strings.TrimSuffix(d, "/")+"/")
+		}
+	}
+	if len(f.comms) > 0 {
+		cfg.RuntimeComms = f.comms
+	}
+	m, err := cgroupfs.ParseMode(f.mode)
+	if err != nil {
+		return cfg, fmt.Errorf("--cgroup-mode: %w", err)
+	}
+	cfg.CgroupMode = m
+	if f.allSignals {
+		cfg.SignalMask = ^uint64(0)
+	}
+	if f.duration < 0 {
+		return cfg, fmt.Errorf("--duration %s: must not be negative", f.duration)
+	}
+	if err := cfg.Check(); err != nil {
+		return cfg, fmt.Errorf("probe settings: %w", err)
+	}
+	return cfg, nil
+}
+
+// logFlags choose the log's level and format.
+type logFlags struct {
+	logLevel  string
+	logFormat string
+}
+
+func (f *logFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json (one object per line)")
+}
+
+// logger builds the process's logger and makes it the default, and routes
+// client-go's klog output through it, so every line has one format.
+func (f *logFlags) logger(w io.Writer) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	var h slog.Handler
+	switch f.logFormat {
+	case "text":
+		h = slog.NewTextHandler(w, opts)
+	case "json":
+		h = slog.NewJSONHandler(w, opts)
+	default:
+		return nil, fmt.Errorf("--log-format %q: want text or json", f.logFormat)
+	}
+	log := slog.New(h)
+	slog.SetDefault(log)
+	klog.SetSlogLogger(log.With("component", "client-go"))
+	return log, nil
+}
