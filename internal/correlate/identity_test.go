@@ -194,3 +194,28 @@ func TestContainerRunningARuntimeBinary(t *testing.T) {
 		t.Errorf("run: %v", run.Attrs)
 	}
 }
+
+// A process inside the pod is the pod's, whatever its comm: a binary called
+// runc or kubelet in a sibling container does not pass for the runtime or
+// the kubelet (the kernel's runtime flag is a comm match).
+func TestSenderIdentityNotSpoofedByComm(t *testing.T) {
+	for _, comm := range []string{"app", "runc", "kubelet", "containerd-shim"} {
+		t.Run(comm, func(t *testing.T) {
+			s := newSim(t)
+			app := s.startup()
+			side := s.container("sidecar", "c0ffee03", 0)
+			s.at(time.Second)
+			s.kernel(&probe.SignalEvent{Header: probe.Header{Type: probe.EventSignalGenerate, Origin: probe.OriginTarget | probe.OriginRuntime,
+				TGID: side, PID: side, Comm: comm, CgroupID: s.cg["sidecar"]},
+				Signal: syscall.SIGKILL, Code: probe.SIUser, Result: probe.SignalDelivered, Disposition: probe.DispositionDefault,
+				TargetTGID: app, TargetPID: app, TargetCgroupID: s.cg["app"], TargetNSInit: true})
+			s.exit("app", app, 0, syscall.SIGKILL)
+			s.cri(cri.EventContainerExited, "app", 137, "Error")
+			s.tick(3 * time.Second)
+			run := s.one("container.run")
+			if run.Attr("podtrace.exit.cause") != "killed_in_pod" || run.Attr("podtrace.signal.sender.kind") != "in_pod" {
+				t.Errorf("a SIGKILL from %q in a sibling container: %v", comm, run.Attrs)
+			}
+		})
+	}
+}

@@ -488,6 +488,17 @@ func (c *Correlator) senderKind(e *probe.SignalEvent) string {
 	if e.TGID == 0 {
 		return "kernel"
 	}
+	// Where the sender runs comes first: a process in a pod's cgroup is that
+	// pod's, whatever its comm (a container may run a binary called runc or
+	// kubelet, and the kernel's runtime flag is a comm match). CRI-O's
+	// conmon, in the pod's cgroup tree but the runtime's, is the exception.
+	target := c.byCgroup(e.TargetCgroupID)
+	if ref := c.cgroups[e.CgroupID]; ref != nil && ref.ident.PodUID != "" && !ref.ident.Conmon {
+		if target != nil && target.pod != nil && ref.ident.PodUID == target.pod.uid {
+			return "in_pod"
+		}
+		return "external"
+	}
 	if e.Origin&probe.OriginRuntime != 0 {
 		return "runtime"
 	}
@@ -498,14 +509,6 @@ func (c *Correlator) senderKind(e *probe.SignalEvent) string {
 	}
 	if e.Comm == "kubelet" {
 		return "kubelet"
-	}
-	sender := c.byCgroup(e.CgroupID)
-	target := c.byCgroup(e.TargetCgroupID)
-	if sender != nil && target != nil && sender.pod == target.pod {
-		return "in_pod"
-	}
-	if ref := c.cgroups[e.CgroupID]; ref != nil && target != nil && target.pod != nil && ref.ident.PodUID == target.pod.uid {
-		return "in_pod"
 	}
 	return "external"
 }
