@@ -10,6 +10,27 @@ struct cgroup___ancestor_ids {
 	u64 ancestor_ids[];
 } __attribute__((preserve_access_index));
 
+/* Set by user space when tracing programs may call
+ * bpf_get_current_ancestor_cgroup_id (not on 5.10, for instance); otherwise
+ * the current task's ancestors are found by walking its cgroup. */
+volatile const __u32 cfg_ancestor_helper = 1;
+
+/*
+ * Which kernel-dependent path the cgroup lookups took, set once to 1 the
+ * first time each is taken (a load and a rarely taken store; no atomics,
+ * which 5.10 lacks). User space reads them to report, and the tests to
+ * prove, which CO-RE fallback this kernel runs.
+ */
+__u8 path_ancestor_ids = 0; /* cgroup->ancestor_ids[] (before 6.0) */
+__u8 path_ancestors = 0;    /* cgroup->ancestors[] pointers (6.0+) */
+__u8 path_current_walk = 0; /* the current task's ancestors by walking, without the helper */
+
+#define PATH_TAKEN(v)          \
+	do {                   \
+		if (!(v))      \
+			(v) = 1; \
+	} while (0)
+
 /* The cgroup podtrace identifies tasks by: the v2 (default hierarchy) cgroup,
  * or on v1-only hosts the memory controller's cgroup. */
 static __always_inline struct cgroup *task_cgroup(struct task_struct *t)
@@ -41,8 +62,10 @@ static __always_inline u64 ancestor_id(struct cgroup *cg, int level)
 	if (bpf_core_field_exists(struct cgroup___ancestor_ids, ancestor_ids)) {
 		struct cgroup___ancestor_ids *old = (void *)cg;
 
+		PATH_TAKEN(path_ancestor_ids);
 		return BPF_CORE_READ(old, ancestor_ids[level]);
 	}
+	PATH_TAKEN(path_ancestors);
 	return BPF_CORE_READ(cg, ancestors[level], kn, id);
 }
 
@@ -101,11 +124,16 @@ static __always_inline u64 current_cgroup_id(void)
 }
 
 /* Whether the current task is in a watched subtree. On v2 the ancestor ids
- * come from one helper call per level, with no pointer walking. */
+ * come from one helper call per level, with no pointer walking, where the
+ * kernel lets tracing programs call it. */
 static __always_inline bool current_watched(void)
 {
 	if (cfg_cgroup_v1)
 		return cgroup_watched(task_cgroup((struct task_struct *)bpf_get_current_task()));
+	if (!cfg_ancestor_helper) {
+		PATH_TAKEN(path_current_walk);
+		return cgroup_watched(task_cgroup((struct task_struct *)bpf_get_current_task()));
+	}
 	for (int i = 0; i < MAX_CGROUP_LEVEL; i++) {
 		u64 id;
 

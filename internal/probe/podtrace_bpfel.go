@@ -184,6 +184,7 @@ const (
 	podtraceVarOomEvent              = "_oom_event"
 	podtraceVarSignalDeliverEvent    = "_signal_deliver_event"
 	podtraceVarSignalEvent           = "_signal_event"
+	podtraceVarCfgAncestorHelper     = "cfg_ancestor_helper"
 	podtraceVarCfgCgroupV1           = "cfg_cgroup_v1"
 	podtraceVarCfgExitHasGroupDead   = "cfg_exit_has_group_dead"
 	podtraceVarCfgHierarchyId        = "cfg_hierarchy_id"
@@ -193,6 +194,9 @@ const (
 	podtraceVarCfgSelfTgid           = "cfg_self_tgid"
 	podtraceVarCfgSignalMask         = "cfg_signal_mask"
 	podtraceVarCfgWakeupEvents       = "cfg_wakeup_events"
+	podtraceVarPathAncestorIds       = "path_ancestor_ids"
+	podtraceVarPathAncestors         = "path_ancestors"
+	podtraceVarPathCurrentWalk       = "path_current_walk"
 )
 
 // loadPodtrace returns the embedded CollectionSpec for podtrace.
@@ -277,6 +281,7 @@ type podtraceVariableSpecs struct {
 	OomEvent            *ebpf.VariableSpec `ebpf:"_oom_event"`
 	SignalDeliverEvent  *ebpf.VariableSpec `ebpf:"_signal_deliver_event"`
 	SignalEvent         *ebpf.VariableSpec `ebpf:"_signal_event"`
+	CfgAncestorHelper   *ebpf.VariableSpec `ebpf:"cfg_ancestor_helper"`
 	CfgCgroupV1         *ebpf.VariableSpec `ebpf:"cfg_cgroup_v1"`
 	CfgExitHasGroupDead *ebpf.VariableSpec `ebpf:"cfg_exit_has_group_dead"`
 	CfgHierarchyId      *ebpf.VariableSpec `ebpf:"cfg_hierarchy_id"`
@@ -286,6 +291,9 @@ type podtraceVariableSpecs struct {
 	CfgSelfTgid         *ebpf.VariableSpec `ebpf:"cfg_self_tgid"`
 	CfgSignalMask       *ebpf.VariableSpec `ebpf:"cfg_signal_mask"`
 	CfgWakeupEvents     *ebpf.VariableSpec `ebpf:"cfg_wakeup_events"`
+	PathAncestorIds     *ebpf.VariableSpec `ebpf:"path_ancestor_ids"`
+	PathAncestors       *ebpf.VariableSpec `ebpf:"path_ancestors"`
+	PathCurrentWalk     *ebpf.VariableSpec `ebpf:"path_current_walk"`
 }
 
 // podtraceObjects contains all objects after they have been loaded into the kernel.
@@ -349,6 +357,7 @@ type podtraceVariables struct {
 	OomEvent            *ebpf.Variable `ebpf:"_oom_event"`
 	SignalDeliverEvent  *ebpf.Variable `ebpf:"_signal_deliver_event"`
 	SignalEvent         *ebpf.Variable `ebpf:"_signal_event"`
+	CfgAncestorHelper   *ebpf.Variable `ebpf:"cfg_ancestor_helper"`
 	CfgCgroupV1         *ebpf.Variable `ebpf:"cfg_cgroup_v1"`
 	CfgExitHasGroupDead *ebpf.Variable `ebpf:"cfg_exit_has_group_dead"`
 	CfgHierarchyId      *ebpf.Variable `ebpf:"cfg_hierarchy_id"`
@@ -358,6 +367,9 @@ type podtraceVariables struct {
 	CfgSelfTgid         *ebpf.Variable `ebpf:"cfg_self_tgid"`
 	CfgSignalMask       *ebpf.Variable `ebpf:"cfg_signal_mask"`
 	CfgWakeupEvents     *ebpf.Variable `ebpf:"cfg_wakeup_events"`
+	PathAncestorIds     *ebpf.Variable `ebpf:"path_ancestor_ids"`
+	PathAncestors       *ebpf.Variable `ebpf:"path_ancestors"`
+	PathCurrentWalk     *ebpf.Variable `ebpf:"path_current_walk"`
 }
 
 // podtracePrograms contains all programs after they have been loaded into the kernel.

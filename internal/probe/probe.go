@@ -35,6 +35,8 @@ type Probes struct {
 	// The kernel only looks up ancestors at the levels of the roots
 	// configured at load time.
 	minLevel, maxLevel int
+	// Kernel-dependent variants chosen at load (see KernelPaths).
+	groupDead, ancestorHelper bool
 }
 
 // Load checks the host, loads the programs with cfg applied and attaches them.
@@ -83,6 +85,10 @@ func Load(cfg Config) (*Probes, error) {
 	if layout.Mode == cgroupfs.ModeV1Memory {
 		v1 = 1
 	}
+	ancestorHelper := uint32(0)
+	if haveAncestorHelper() {
+		ancestorHelper = 1
+	}
 	for name, val := range map[string]any{
 		"cfg_self_tgid":           uint32(cfg.SelfTGID),
 		"cfg_cgroup_v1":           v1,
@@ -91,6 +97,7 @@ func Load(cfg Config) (*Probes, error) {
 		"cfg_signal_mask":         cfg.SignalMask,
 		"cfg_wakeup_events":       uint32(cfg.WakeupEvents),
 		"cfg_exit_has_group_dead": groupDead,
+		"cfg_ancestor_helper":     ancestorHelper,
 	} {
 		v, ok := spec.Variables[name]
 		if !ok {
@@ -102,7 +109,8 @@ func Load(cfg Config) (*Probes, error) {
 	}
 	spec.Maps["events"].MaxEntries = uint32(cfg.RingBufferBytes)
 
-	p := &Probes{cfg: cfg, layout: layout, log: cfg.Logger, roots: map[string]bool{}, minLevel: minLevel, maxLevel: maxLevel}
+	p := &Probes{cfg: cfg, layout: layout, log: cfg.Logger, roots: map[string]bool{}, minLevel: minLevel, maxLevel: maxLevel,
+		groupDead: groupDead == 1 && !cfg.exitDedupe, ancestorHelper: ancestorHelper == 1}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
 		return nil, verifierError(err)
 	}
