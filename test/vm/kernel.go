@@ -26,8 +26,9 @@ type kernel struct {
 }
 
 // parseKernelList reads kernels.txt: one entry per line, '#' starts a
-// comment, blank lines are ignored. An entry is a Debian package name or an
-// absolute path to a kernel image.
+// comment, blank lines are ignored. An entry is a Debian package name,
+// optionally prefixed with the Debian release to take it from
+// ("bullseye:linux-image-cloud-amd64"), or an absolute path to a kernel image.
 func parseKernelList(data string) ([]string, error) {
 	var out []string
 	sc := bufio.NewScanner(strings.NewReader(data))
@@ -45,21 +46,42 @@ func parseKernelList(data string) ([]string, error) {
 		if strings.ContainsAny(l, " \t") {
 			return nil, fmt.Errorf("line %d: one kernel per line, got %q", n, l)
 		}
-		if !filepath.IsAbs(l) && !debPackageRE.MatchString(l) {
-			return nil, fmt.Errorf("line %d: %q is neither an absolute path nor a Debian package name", n, l)
+		if !filepath.IsAbs(l) {
+			suite, pkg := splitSuite(l)
+			if !debPackageRE.MatchString(pkg) || (strings.Contains(l, ":") && !suiteRE.MatchString(suite)) {
+				return nil, fmt.Errorf("line %d: %q is neither an absolute path nor a Debian package name ([release:]package)", n, l)
+			}
 		}
 		out = append(out, l)
 	}
 	return out, sc.Err()
 }
 
-var debPackageRE = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+$`)
+var (
+	debPackageRE = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+$`)
+	suiteRE      = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+)
+
+// splitSuite splits "release:package" ("" release for a plain package).
+func splitSuite(entry string) (suite, pkg string) {
+	if s, p, ok := strings.Cut(entry, ":"); ok {
+		return s, p
+	}
+	return "", entry
+}
 
 // kernelStore resolves kernels.txt entries, downloading Debian packages into
 // a cache directory.
 type kernelStore struct {
 	CacheDir string
 	Log      func(format string, a ...any)
+
+	// AptEtc is the system's apt configuration directory the private
+	// sources of other releases are derived from (default /etc/apt), and
+	// OSRelease the os-release file naming the system's release.
+	AptEtc    string
+	OSRelease string
+	updated   map[string]bool // releases whose private lists were updated in this run
 }
 
 func (s *kernelStore) resolve(entry string) (*kernel, error) {
@@ -114,23 +136,28 @@ func fileExists(p string) bool {
 // linux-image-cloud-amd64 or a versioned linux-image-6.1.0-NN-cloud-amd64)
 // to the versioned image package, then downloads and unpacks it into the
 // cache unless that exact version is already there.
-func (s *kernelStore) debKernel(name string) (*kernel, error) {
-	pkg, ver, err := s.resolveDeb(name)
-	resolveFile := filepath.Join(s.CacheDir, "resolved", name)
+func (s *kernelStore) debKernel(entry string) (*kernel, error) {
+	suite, name := splitSuite(entry)
+	apt, err := s.aptOptions(suite)
+	if err != nil {
+		return nil, err
+	}
+	pkg, ver, err := s.resolveDeb(apt, name)
+	resolveFile := filepath.Join(s.CacheDir, "resolved", safeName(entry))
 	if err != nil {
 		// Offline or no apt lists: reuse what the last successful
 		// resolution recorded, if it is still cached.
 		b, rerr := os.ReadFile(resolveFile)
 		f := strings.Fields(string(b))
 		if rerr != nil || len(f) != 2 || !fileExists(filepath.Join(s.CacheDir, "debs", f[0]+"_"+f[1], ".complete")) {
-			return nil, fmt.Errorf("resolving %s: %w (is `apt-get update` done?)", name, err)
+			return nil, fmt.Errorf("resolving %s: %w (is `apt-get update` done?)", entry, err)
 		}
-		s.Log("WARNING: could not resolve %s with apt (%v); using cached %s %s", name, err, f[0], f[1])
+		s.Log("WARNING: could not resolve %s with apt (%v); using cached %s %s", entry, err, f[0], f[1])
 		pkg, ver = f[0], f[1]
 	}
 	dir := filepath.Join(s.CacheDir, "debs", pkg+"_"+ver)
 	if !fileExists(filepath.Join(dir, ".complete")) {
-		if err := s.fetchDeb(pkg, ver, dir); err != nil {
+		if err := s.fetchDeb(apt, pkg, ver, dir); err != nil {
 			return nil, err
 		}
 	} else {
@@ -155,7 +182,7 @@ func (s *kernelStore) debKernel(name string) (*kernel, error) {
 		return nil, fmt.Errorf("%s: expected one boot/vmlinuz-* in %s, found %d", pkg, dir, len(imgs))
 	}
 	rel := strings.TrimPrefix(filepath.Base(imgs[0]), "vmlinuz-")
-	k := &kernel{Entry: name, Label: pkg + "_" + ver, Image: imgs[0], Release: rel}
+	k := &kernel{Entry: entry, Label: pkg + "_" + ver, Image: imgs[0], Release: rel}
 	if c := filepath.Join(dir, "boot", "config-"+rel); fileExists(c) {
 		k.Config = c
 	}
@@ -170,10 +197,10 @@ func (s *kernelStore) debKernel(name string) (*kernel, error) {
 
 // resolveDeb follows "Depends: linux-image-*" from metapackages down to the
 // package that ships the image, and returns it with its candidate version.
-func (s *kernelStore) resolveDeb(name string) (pkg, ver string, err error) {
+func (s *kernelStore) resolveDeb(apt []string, name string) (pkg, ver string, err error) {
 	pkg = name
 	for i := 0; i < 5; i++ {
-		out, err := exec.Command("apt-cache", "depends", "--important", pkg).CombinedOutput()
+		out, err := exec.Command("apt-cache", append(apt, "depends", "--important", pkg)...).CombinedOutput()
 		if err != nil {
 			return "", "", fmt.Errorf("apt-cache depends %s: %v: %s", pkg, err, bytes.TrimSpace(out))
 		}
@@ -183,7 +210,7 @@ func (s *kernelStore) resolveDeb(name string) (pkg, ver string, err error) {
 		}
 		pkg = next
 	}
-	out, err := exec.Command("apt-cache", "policy", pkg).CombinedOutput()
+	out, err := exec.Command("apt-cache", append(apt, "policy", pkg)...).CombinedOutput()
 	if err != nil {
 		return "", "", fmt.Errorf("apt-cache policy %s: %v: %s", pkg, err, bytes.TrimSpace(out))
 	}
@@ -227,7 +254,7 @@ func candidateVersion(aptCachePolicy string) string {
 	return ""
 }
 
-func (s *kernelStore) fetchDeb(pkg, ver, dir string) error {
+func (s *kernelStore) fetchDeb(apt []string, pkg, ver, dir string) error {
 	start := time.Now()
 	if err := os.MkdirAll(s.CacheDir, 0o755); err != nil {
 		return err
@@ -239,7 +266,7 @@ func (s *kernelStore) fetchDeb(pkg, ver, dir string) error {
 	defer os.RemoveAll(tmp)
 	s.Log("downloading %s=%s with apt-get download ...", pkg, ver)
 	// Sandbox user root: the cache dir is usually not readable by _apt.
-	cmd := exec.Command("apt-get", "download", "-q", "-o", "APT::Sandbox::User=root", pkg+"="+ver)
+	cmd := exec.Command("apt-get", append(apt, "download", "-q", "-o", "APT::Sandbox::User=root", pkg+"="+ver)...)
 	cmd.Dir = tmp
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("apt-get download %s=%s: %v (run `apt-get update`?)\n%s", pkg, ver, err, out)

@@ -393,6 +393,9 @@ func newNonce() string {
 
 type kernelReport struct {
 	label   string
+	release string         // guest uname -r
+	counts  map[string]int // tests (subtests included) passed, failed, skipped
+	paths   []string       // kernel-dependent probe paths the tests proved
 	outcome string
 	code    int
 	boot    time.Duration
@@ -510,6 +513,15 @@ func run(args []string) int {
 	for _, r := range reports {
 		fmt.Fprintf(os.Stderr, "%-48s %-20s exit=%d boot=%s total=%s log=%s\n", r.label, r.outcome, r.code,
 			r.boot.Round(100*time.Millisecond), r.total.Round(100*time.Millisecond), r.log)
+	}
+	fmt.Fprintf(os.Stderr, "\n%-28s %-20s %5s %5s %5s  %s\n", "uname -r", "outcome", "pass", "fail", "skip", "kernel paths (from the tests)")
+	for _, r := range reports {
+		paths := strings.Join(r.paths, "; ")
+		if paths == "" {
+			paths = "-"
+		}
+		fmt.Fprintf(os.Stderr, "%-28s %-20s %5d %5d %5d  %s\n", orUnknown(r.release), r.outcome,
+			r.counts["PASS"], r.counts["FAIL"], r.counts["SKIP"], paths)
 	}
 	return final
 }
@@ -630,6 +642,7 @@ func runKernel(ctx context.Context, o *options, store *kernelStore, entry string
 		fmt.Fprintf(lf, "---- qemu stderr ----\n%s\n", r.QemuStderr)
 	}
 	rep.boot, rep.total = r.BootTime, r.Total
+	rep.release, rep.counts, rep.paths = r.Watcher.release, r.Watcher.counts, r.Watcher.paths
 	rep.outcome = r.Outcome.String()
 	rep.code = r.Watcher.exitCode(r.Outcome)
 	report(os.Stderr, k, cfg, r, logPath)

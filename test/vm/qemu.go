@@ -49,6 +49,9 @@ var (
 	verifierRE = regexp.MustCompile(`(?i)(verifier|load program|processed \d+ insns|invalid bpf_context_access|R\d+ invalid mem access|unknown func bpf_)`)
 	failRE     = regexp.MustCompile(`^\s*(--- FAIL: |FAIL\b|panic: |fatal error: )`)
 	skipRE     = regexp.MustCompile(`^\s*--- SKIP: `)
+	testEndRE  = regexp.MustCompile(`^(\s*)--- (PASS|FAIL|SKIP): `)
+	pathRE     = regexp.MustCompile(`KERNEL-PATHS? (.*)$`)
+	unameRE    = regexp.MustCompile(` kernel=(\S+)`)
 	fileLineRE = regexp.MustCompile(`^\s*\S+\.go:\d+: `)
 )
 
@@ -70,6 +73,10 @@ type consoleWatcher struct {
 	warnings   []string
 	all        []string
 	lastOops   int // index of the last line that looked like an oops start, -1 if none
+
+	release string         // guest uname -r, from the init marker line
+	counts  map[string]int // "PASS"/"FAIL"/"SKIP" of tests, subtests included
+	paths   []string       // KERNEL-PATH(S) lines the probe tests log
 }
 
 func newConsoleWatcher(nonce string) *consoleWatcher {
@@ -89,6 +96,18 @@ func (w *consoleWatcher) line(l string) {
 	if i := strings.Index(l, initMarker(w.nonce)); i >= 0 {
 		w.sawInit = true
 		w.initLine = l[i:]
+		if m := unameRE.FindStringSubmatch(l); m != nil {
+			w.release = m[1]
+		}
+	}
+	if m := testEndRE.FindStringSubmatch(l); m != nil {
+		if w.counts == nil {
+			w.counts = map[string]int{}
+		}
+		w.counts[m[2]]++
+	}
+	if m := pathRE.FindStringSubmatch(l); m != nil {
+		w.paths = capAppend(w.paths, strings.TrimSpace(m[1]))
 	}
 	if i := strings.Index(l, resultMarker(w.nonce)); i >= 0 {
 		w.results = append(w.results, strings.TrimSpace(l[i+len(resultMarker(w.nonce)):]))

@@ -18,18 +18,70 @@ import (
 )
 
 func TestParseKernelList(t *testing.T) {
-	got, err := parseKernelList("# comment\n\nlinux-image-cloud-amd64  # bookworm\n  /boot/vmlinuz-6.18 \n")
+	got, err := parseKernelList("# comment\n\nlinux-image-cloud-amd64  # bookworm\n  /boot/vmlinuz-6.18 \nbullseye:linux-image-5.10.0-32-cloud-amd64\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"linux-image-cloud-amd64", "/boot/vmlinuz-6.18"}
+	want := []string{"linux-image-cloud-amd64", "/boot/vmlinuz-6.18", "bullseye:linux-image-5.10.0-32-cloud-amd64"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
-	for _, bad := range []string{"two words\n", "relative/path\n", "Linux-Image\n"} {
+	if suite, pkg := splitSuite(want[2]); suite != "bullseye" || pkg != "linux-image-5.10.0-32-cloud-amd64" {
+		t.Errorf("splitSuite = %q, %q", suite, pkg)
+	}
+	for _, bad := range []string{"two words\n", "relative/path\n", "Linux-Image\n", "Bullseye:linux-image-cloud-amd64\n", ":linux-image-cloud-amd64\n", "bullseye:\n"} {
 		if _, err := parseKernelList(bad); err == nil {
 			t.Errorf("parseKernelList(%q): no error", bad)
 		}
+	}
+}
+
+func TestSourcesForRelease(t *testing.T) {
+	deb822 := `Types: deb
+# http://snapshot.debian.org/archive/debian/20250520T000000Z
+URIs: http://mirror.example/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb deb-src
+URIs: http://mirror.example/debian-security
+Suites: bookworm-security
+Components: main contrib
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: https://vendor.example/apt
+Suites: stable
+Components: main
+
+Types: deb
+Enabled: no
+URIs: http://disabled.example/debian
+Suites: bookworm
+Components: main
+`
+	oneLine := `deb [arch=amd64 signed-by=/k.gpg] http://other.example/debian bookworm-backports main # comment
+deb-src http://other.example/debian bookworm main
+# deb http://commented.example/debian bookworm main
+`
+	sys := append(parseDeb822Sources(deb822), parseOneLineSources(oneLine)...)
+	got := sourcesForRelease(sys, "bookworm", "bullseye")
+	want := []string{
+		"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://mirror.example/debian bullseye bullseye-updates main",
+		"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://mirror.example/debian-security bullseye-security main contrib",
+		"deb [signed-by=/k.gpg] http://other.example/debian bullseye-backports main",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	dir := t.TempDir()
+	osr := filepath.Join(dir, "os-release")
+	if err := os.WriteFile(osr, []byte("PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nVERSION_CODENAME=bookworm\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := osCodename(osr); err != nil || c != "bookworm" {
+		t.Errorf("osCodename = %q, %v", c, err)
 	}
 }
 
@@ -136,7 +188,14 @@ func TestConsoleWatcherPass(t *testing.T) {
 	feed(w, `[    0.000000] Linux version 6.1.0
 PODTRACE-VM-INIT[n1] uptime=2.50s kernel=6.1.0
 === RUN   TestA
+    probe_test.go:1: KERNEL-PATHS ancestor-helper=true
 --- PASS: TestA (0.01s)
+=== RUN   TestB
+--- SKIP: TestB (0.00s)
+=== RUN   TestC
+    --- PASS: TestC/x (0.00s)
+    --- SKIP: TestC/y (0.00s)
+--- PASS: TestC (0.00s)
 PASS
 PODTRACE-VM-RESULT[n1] probe rc=0
 PODTRACE-VM-EXIT[n1]=0
@@ -149,6 +208,10 @@ PODTRACE-VM-EXIT[n1]=0
 	}
 	if !reflect.DeepEqual(w.results, []string{"probe rc=0"}) {
 		t.Fatalf("results %q", w.results)
+	}
+	if w.release != "6.1.0" || !reflect.DeepEqual(w.counts, map[string]int{"PASS": 3, "SKIP": 2}) ||
+		!reflect.DeepEqual(w.paths, []string{"ancestor-helper=true"}) {
+		t.Fatalf("release %q counts %v paths %q", w.release, w.counts, w.paths)
 	}
 }
 
