@@ -4,7 +4,7 @@ BIN       ?= bin
 CLANG     ?= clang-19
 GENERATED := internal/probe/podtrace_bpfel.go internal/probe/podtrace_bpfel.o
 
-.PHONY: help deps generate check-generate build test test-unit test-vm test-vm-selftest e2e e2e-build bench lint run trace events clean
+.PHONY: help deps generate check-generate build runc-upstream test test-unit test-vm test-vm-selftest e2e e2e-build bench lint run trace events clean
 
 help: ## list targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -34,14 +34,22 @@ trace: deps build ## trace this (Kubernetes) node's pods: bin/tracer with ARGS
 events: deps build ## raw kernel events on this node
 	$(BIN)/tracer events $(ARGS)
 
-test: deps check-generate ## everything CI runs (root): unit, real-kernel, containerd, 6.1-guest and real-cluster tests
+# test/runtime runs its scenarios on every OCI runtime: Debian's runc, the
+# newest upstream runc (built by scripts/build-runc.sh, cached) and crun.
+# Under make a runtime that is missing fails the run instead of skipping.
+RUNTIME_MATRIX_ENV = PODTRACE_RUNC_UPSTREAM="$$(bash scripts/build-runc.sh)" PODTRACE_REQUIRE_RUNTIMES=1
+
+runc-upstream: ## build the newest upstream runc release from the Go module proxy (cached; prints its path)
+	bash scripts/build-runc.sh
+
+test: deps check-generate runc-upstream ## everything CI runs (root): unit, real-kernel, containerd (runc, upstream runc, crun), 6.1-guest and real-cluster tests
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 20m ./...
+	$(RUNTIME_MATRIX_ENV) $(GO) test -count=1 -timeout 20m ./...
 	$(MAKE) test-vm
 	$(MAKE) e2e
 
-test-unit: ## tests without the VM run
-	$(GO) test -count=1 -timeout 20m ./...
+test-unit: runc-upstream ## tests without the VM run
+	$(RUNTIME_MATRIX_ENV) $(GO) test -count=1 -timeout 20m ./...
 
 e2e-build: ## build Kubernetes v1.34.4 and Jaeger v2 for the e2e (cached; ~20 min cold on 2 cores)
 	bash test/e2e/tools/build.sh

@@ -15,6 +15,7 @@ import (
 
 	"github.com/podtrace/podtrace/internal/correlate"
 	"github.com/podtrace/podtrace/internal/export/otlp"
+	"github.com/podtrace/podtrace/test/harness/containerd"
 )
 
 type syncBuffer struct {
@@ -98,7 +99,7 @@ service:
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := start(t, "", exp)
+	e := start(t, containerd.Runtime{}, "", exp) // the default runtime ($PODTRACE_OCI_RUNTIME, else Debian's runc)
 	pod, _ := e.gracefulPod(t, "exported")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

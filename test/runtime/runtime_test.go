@@ -1,6 +1,11 @@
 // Package runtime_test drives pods through a real containerd the way a
 // kubelet does (no API server), with podtrace's real probes, CRI watcher and
 // lifecycle model, and asserts the spans it emits.
+//
+// Every scenario runs once per OCI runtime (subtests runc, runc-upstream,
+// crun; see matrix_test.go), each with its own containerd, and
+// TestSpanTreesAcrossRuntimes checks that podtrace tells the same story on
+// all of them.
 package runtime_test
 
 import (
@@ -25,7 +30,7 @@ import (
 	"github.com/podtrace/podtrace/test/harness/containerd"
 )
 
-var recordDir = flag.String("record-dir", "", "write each scenario's input stream here (golden inputs for internal/correlate)")
+var recordDir = flag.String("record-dir", "", "write each scenario's input stream (on Debian's runc) here (golden inputs for internal/correlate)")
 
 type spans struct {
 	mu  sync.Mutex
@@ -78,14 +83,33 @@ func find(all []correlate.Span, name string) []correlate.Span {
 }
 
 func dump(t *testing.T, all []correlate.Span) {
-	sort.Slice(all, func(i, j int) bool { return all[i].Start.Before(all[j].Start) })
+	t.Helper()
+	for _, l := range strings.Split(strings.TrimRight(spansText(all), "\n"), "\n") {
+		t.Log(l)
+	}
+}
+
+// spansText is one line per span (start order) with every attribute, and
+// one per span event.
+func spansText(all []correlate.Span) string {
+	all = append([]correlate.Span(nil), all...)
+	sort.SliceStable(all, func(i, j int) bool { return all[i].Start.Before(all[j].Start) })
+	var b strings.Builder
 	for _, sp := range all {
 		var a []string
 		for _, x := range sp.Attrs {
 			a = append(a, fmt.Sprintf("%s=%v", x.Key, x.Value))
 		}
-		t.Logf("  %-22s %8.3fs %-5s %s %s", sp.Name, sp.Duration().Seconds(), sp.Status, sp.StatusMessage, strings.Join(a, " "))
+		fmt.Fprintf(&b, "  %-22s %8.3fs %-5s %s %s\n", sp.Name, sp.Duration().Seconds(), sp.Status, sp.StatusMessage, strings.Join(a, " "))
+		for _, ev := range sp.Events {
+			var ea []string
+			for _, x := range ev.Attrs {
+				ea = append(ea, fmt.Sprintf("%s=%v", x.Key, x.Value))
+			}
+			fmt.Fprintf(&b, "      • %+.3fs %s %s\n", ev.Time.Sub(sp.Start).Seconds(), ev.Name, strings.Join(ea, " "))
+		}
 	}
+	return b.String()
 }
 
 type env struct {
@@ -93,8 +117,10 @@ type env struct {
 	spans *spans
 }
 
-// start runs containerd, the probes and the pipeline for one scenario.
-func start(t *testing.T, scenario string, extra ...correlate.Sink) *env {
+// start runs containerd (with the OCI runtime rt; zero: the harness
+// default), the probes and the pipeline for one scenario. With -record-dir
+// and a scenario name, the input stream is recorded as <scenario>.jsonl.
+func start(t *testing.T, rt containerd.Runtime, scenario string, extra ...correlate.Sink) *env {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (BPF, containerd)")
@@ -102,7 +128,8 @@ func start(t *testing.T, scenario string, extra ...correlate.Sink) *env {
 	if err := probe.Preflight(); err != nil {
 		t.Skipf("kernel cannot run the probes: %v", err)
 	}
-	h := containerd.Start(t, containerd.Config{})
+	h := containerd.Start(t, containerd.Config{Runtime: rt})
+	t.Logf("OCI runtime %s: %s", h.Runtime, h.Versions)
 	cfg := probe.DefaultConfig()
 	cfg.CgroupRoots = []string{h.CgroupRoot}
 	cfg.PollInterval = 20 * time.Millisecond
@@ -213,8 +240,11 @@ func (e *env) gracefulPod(t *testing.T, name string) (*containerd.Pod, correlate
 }
 
 // TestGracefulStop: a container that handles SIGTERM stops in time.
-func TestGracefulStop(t *testing.T) {
-	e := start(t, "graceful-stop")
+func TestGracefulStop(t *testing.T) { runOnRuntimes(t, gracefulStop) }
+
+var gracefulStop = scenario{name: "graceful-stop", run: runGracefulStop}
+
+func runGracefulStop(t *testing.T, e *env) []correlate.Span {
 	pod, root := e.gracefulPod(t, "graceful")
 	all := e.spans.trace(pod.UID)
 	dump(t, all)
@@ -262,12 +292,16 @@ func TestGracefulStop(t *testing.T) {
 			t.Errorf("%s in another trace", sp.Name)
 		}
 	}
+	return all
 }
 
 // TestIgnoredSIGTERM: PID 1 without a TERM handler ignores SIGTERM; the
 // runtime kills it with SIGKILL when the timeout runs out.
-func TestIgnoredSIGTERM(t *testing.T) {
-	e := start(t, "ignored-sigterm")
+func TestIgnoredSIGTERM(t *testing.T) { runOnRuntimes(t, ignoredSIGTERM) }
+
+var ignoredSIGTERM = scenario{name: "ignored-sigterm", run: runIgnoredSIGTERM}
+
+func runIgnoredSIGTERM(t *testing.T, e *env) []correlate.Span {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	pod, err := e.h.RunPodSandbox(ctx, containerd.PodSpec{Name: "stubborn", Namespace: "shop"})
@@ -307,11 +341,15 @@ func TestIgnoredSIGTERM(t *testing.T) {
 	if len(term) != 1 || term[0].Attr("podtrace.grace_period.overrun") != true {
 		t.Errorf("termination: %+v", term)
 	}
+	return all
 }
 
 // TestOOMKilled: a container over its memory limit is killed by the kernel.
-func TestOOMKilled(t *testing.T) {
-	e := start(t, "oom-killed")
+func TestOOMKilled(t *testing.T) { runOnRuntimes(t, oomKilled) }
+
+var oomKilled = scenario{name: "oom-killed", run: runOOMKilled}
+
+func runOOMKilled(t *testing.T, e *env) []correlate.Span {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	pod, err := e.h.RunPodSandbox(ctx, containerd.PodSpec{Name: "hungry", Namespace: "batch"})
@@ -335,7 +373,8 @@ func TestOOMKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.spans.wait(t, pod.UID, "pod")
-	dump(t, e.spans.trace(pod.UID))
+	all := e.spans.trace(pod.UID)
+	dump(t, all)
 	if run.Attr("podtrace.exit.cause") != "oom_killed" || run.Attr("podtrace.oom.scope") != "memcg" || run.Status != correlate.StatusError {
 		t.Errorf("run: status %s attrs %v", run.Status, run.Attrs)
 	}
@@ -346,6 +385,7 @@ func TestOOMKilled(t *testing.T) {
 	if !oomEvent {
 		t.Errorf("no oom_kill event on the run span: %+v", run.Events)
 	}
+	return all
 }
 
 func TestMain(m *testing.M) {

@@ -20,6 +20,12 @@
 //	err = h.StopContainer(ctx, id, 2*time.Second)
 //	err = h.TeardownPod(ctx, pod.ID, 0)
 //
+// The OCI runtime the runc v2 shim runs is Config.Runtime, else
+// $PODTRACE_OCI_RUNTIME: "runc" (Debian's, the default), "runc-upstream"
+// ($PODTRACE_RUNC_UPSTREAM or scripts/build-runc.sh), "crun", or an
+// absolute path (see ResolveRuntime). The harness logs the runtime's,
+// containerd's and the kernel's versions (Harness.Versions).
+//
 // Extra images (e.g. podtrace's own static binary) are built with
 // Config.Images or ImportImage:
 //
@@ -83,13 +89,16 @@ type Config struct {
 	ReadyTimeout time.Duration
 	// LogLevel of containerd (default "info").
 	LogLevel string
+	// Runtime is the OCI runtime the runc v2 shim runs (BinaryName).
+	// Zero: $PODTRACE_OCI_RUNTIME, else Debian's runc (see ResolveRuntime).
+	// A Runtime with only Name set is resolved by name.
+	Runtime Runtime
 }
 
 // Binaries and plugins the harness needs.
 var (
 	ContainerdBinary = "containerd"
 	CtrBinary        = "ctr"
-	RuncBinary       = "/usr/sbin/runc"
 	CNIBinDir        = "/usr/lib/cni"
 	CNIPlugins       = []string{"bridge", "host-local", "loopback"}
 )
@@ -118,6 +127,10 @@ type Harness struct {
 	// PauseImage and BusyboxImage are the imported default image names.
 	PauseImage   string
 	BusyboxImage string
+	// Runtime is the OCI runtime containers run with; Versions what the
+	// runtime, containerd and the kernel say they are.
+	Runtime  Runtime
+	Versions Versions
 
 	timings *Timings
 
@@ -139,7 +152,7 @@ func CheckRequirements() error {
 	if os.Geteuid() != 0 {
 		missing = append(missing, "must run as root")
 	}
-	for _, b := range []string{ContainerdBinary, CtrBinary, RuncBinary, "ip"} {
+	for _, b := range []string{ContainerdBinary, CtrBinary, "ip"} {
 		if _, err := exec.LookPath(b); err != nil {
 			missing = append(missing, fmt.Sprintf("%s not found", b))
 		}
@@ -155,6 +168,9 @@ func CheckRequirements() error {
 	if _, err := os.Stat("/sys/fs/cgroup"); err != nil {
 		missing = append(missing, "no /sys/fs/cgroup")
 	}
+	if err := checkDefaultRuntime(); err != nil {
+		missing = append(missing, err.Error())
+	}
 	if len(missing) > 0 {
 		return fmt.Errorf("%w: %s", ErrRequirements, strings.Join(missing, "; "))
 	}
@@ -162,8 +178,9 @@ func CheckRequirements() error {
 }
 
 // Start runs a harness for a test: it skips the test when CheckRequirements
-// fails, fails it when containerd cannot be started, and registers Close
-// (which also fails the test if the host is not restored) with t.Cleanup.
+// fails or the runtime is not installed (or buildable), fails it when
+// containerd cannot be started, and registers Close (which also fails the
+// test if the host is not restored) with t.Cleanup.
 func Start(t testing.TB, cfg Config) *Harness {
 	t.Helper()
 	if err := CheckRequirements(); err != nil {
@@ -174,6 +191,14 @@ func Start(t testing.TB, cfg Config) *Harness {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	rt, err := cfg.resolveRuntime(ctx)
+	if errors.Is(err, ErrRequirements) {
+		t.Skipf("skipping: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("containerd harness: %v", err)
+	}
+	cfg.Runtime = rt
 	h, err := New(ctx, cfg)
 	if err != nil {
 		t.Fatalf("containerd harness: %v", err)
@@ -211,6 +236,18 @@ func New(ctx context.Context, cfg Config) (_ *Harness, retErr error) {
 		cfg.BaseDir = os.TempDir()
 	}
 	log := cfg.Logger.With("component", "containerd-harness")
+	rt, err := cfg.resolveRuntime(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Runtime = rt
+	versions, err := CollectVersions(ctx, rt)
+	if err != nil {
+		return nil, fmt.Errorf("versions: %w", err)
+	}
+	log.Info("containerd harness versions", "oci_runtime", rt.Name, "binary", rt.Binary,
+		"runtime_version", versions.Runtime, "runtime_build", rt.VersionInfo(ctx),
+		"containerd", versions.Containerd, "kernel", versions.Kernel)
 
 	if n, err := CleanupStale(log); err != nil {
 		log.Warn("cleaning up stale harnesses", "err", err)
@@ -259,6 +296,8 @@ func New(ctx context.Context, cfg Config) (_ *Harness, retErr error) {
 		CgroupRoot:   cfg.CgroupRoot,
 		PauseImage:   PauseImageName,
 		BusyboxImage: BusyboxImageName,
+		Runtime:      rt,
+		Versions:     versions,
 		timings:      NewTimings(),
 	}
 	h.Endpoint = "unix://" + h.Socket
@@ -312,7 +351,7 @@ func New(ctx context.Context, cfg Config) (_ *Harness, retErr error) {
 		}
 	}
 	h.log.Info("containerd harness ready", "endpoint", h.Endpoint, "bridge", h.BridgeName,
-		"subnet", h.Subnet.String(), "cgroup_root", h.CgroupRoot)
+		"subnet", h.Subnet.String(), "cgroup_root", h.CgroupRoot, "oci_runtime", h.Runtime.Name)
 	return h, nil
 }
 
@@ -403,7 +442,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       config_path = ""
 `,
 		q(filepath.Join(rt, "root")), q(filepath.Join(rt, "state")), q(h.Socket), q(h.Socket+".ttrpc"),
-		q(h.cfg.LogLevel), q(filepath.Join(rt, "opt")), q(h.PauseImage), q(RuncBinary),
+		q(h.cfg.LogLevel), q(filepath.Join(rt, "opt")), q(h.PauseImage), q(h.Runtime.Binary),
 		q(filepath.Join(rt, "runc")), q(CNIBinDir), q(filepath.Join(rt, "net.d")))
 	if err := os.WriteFile(filepath.Join(rt, "config.toml"), []byte(config), 0o600); err != nil {
 		return fmt.Errorf("containerd config: %w", err)

@@ -1,0 +1,174 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podtrace/podtrace/test/harness/containerd"
+)
+
+// The runtime matrix: each scenario runs on every OCI runtime
+// (containerd.RuntimeNames: Debian's runc, the newest upstream runc, crun),
+// one subtest per runtime with its own containerd, probes and pipeline.
+//
+//	PODTRACE_TEST_RUNTIMES=crun,runc   only these (names or absolute paths), in this order
+//	PODTRACE_REQUIRE_RUNTIMES=1        a runtime that is not installed (or buildable) fails
+//	                                   instead of skipping (`make test` sets it)
+//	PODTRACE_RUNC_UPSTREAM=/path/runc  the upstream runc to use (else scripts/build-runc.sh)
+const (
+	runtimesEnv        = "PODTRACE_TEST_RUNTIMES"
+	requireRuntimesEnv = "PODTRACE_REQUIRE_RUNTIMES"
+)
+
+// scenario is one pod lifecycle driven through CRI; run asserts what the
+// spans must say (the right answer, on every runtime) and returns the pod's
+// whole trace.
+type scenario struct {
+	name string // subtest of TestSpanTreesAcrossRuntimes and -record-dir file name
+	run  func(t *testing.T, e *env) []correlate.Span
+}
+
+var scenarios = []scenario{gracefulStop, ignoredSIGTERM, oomKilled}
+
+func matrixRuntimes() []string {
+	if v := strings.TrimSpace(os.Getenv(runtimesEnv)); v != "" {
+		var out []string
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return containerd.RuntimeNames
+}
+
+// result of one scenario on one runtime.
+type result struct {
+	runtime  containerd.Runtime
+	versions containerd.Versions
+	spans    []correlate.Span // nil when the run did not get to the end
+	took     time.Duration    // the whole subtest: harness start, scenario, cleanup
+	status   string           // passed, failed, skipped
+}
+
+var results = struct {
+	sync.Mutex
+	m map[string]map[string]*result // scenario -> runtime -> result
+}{m: map[string]map[string]*result{}}
+
+func getResult(sc, rt string) *result {
+	results.Lock()
+	defer results.Unlock()
+	return results.m[sc][rt]
+}
+
+func setResult(sc, rt string, r *result) {
+	results.Lock()
+	defer results.Unlock()
+	if results.m[sc] == nil {
+		results.m[sc] = map[string]*result{}
+	}
+	results.m[sc][rt] = r
+}
+
+// runOnRuntimes runs sc once per runtime, as subtests named after the
+// runtimes, one after the other (the scenarios measure stop times).
+func runOnRuntimes(t *testing.T, sc scenario) {
+	for _, name := range matrixRuntimes() {
+		runOnRuntime(t, sc, name)
+	}
+}
+
+func runOnRuntime(t *testing.T, sc scenario, name string) {
+	r := &result{runtime: containerd.Runtime{Name: name}}
+	setResult(sc.name, name, r)
+	began := time.Now()
+	ok := t.Run(subtestName(name), func(t *testing.T) {
+		defer func() {
+			if t.Skipped() {
+				r.status = "skip"
+			}
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+		rt, err := containerd.ResolveRuntime(ctx, name)
+		if err != nil {
+			if errors.Is(err, containerd.ErrRequirements) && os.Getenv(requireRuntimesEnv) == "" {
+				t.Skipf("OCI runtime %s not available: %v", name, err)
+			}
+			t.Fatalf("OCI runtime %s: %v", name, err)
+		}
+		r.runtime = rt
+		record := ""
+		if rt.Name == "runc" { // golden inputs come from Debian's runc
+			record = sc.name
+		}
+		e := start(t, rt, record)
+		r.versions = e.h.Versions
+		r.spans = sc.run(t, e)
+	})
+	r.took = time.Since(began)
+	switch {
+	case !ok:
+		r.status = "FAIL"
+	case r.status == "":
+		r.status = "ok"
+	}
+}
+
+// subtestName makes an absolute runtime path usable as a subtest name.
+func subtestName(runtime string) string {
+	return strings.ReplaceAll(strings.TrimPrefix(runtime, "/"), "/", "_")
+}
+
+func scenarioTest(sc scenario) string {
+	switch sc.name {
+	case gracefulStop.name:
+		return "TestGracefulStop"
+	case ignoredSIGTERM.name:
+		return "TestIgnoredSIGTERM"
+	case oomKilled.name:
+		return "TestOOMKilled"
+	}
+	return sc.name
+}
+
+func timingTable(rts []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %-16s %-36s", "runtime", "version")
+	for _, sc := range scenarios {
+		fmt.Fprintf(&b, " %16s", sc.name)
+	}
+	fmt.Fprintf(&b, " %8s\n", "total")
+	for _, name := range rts {
+		var total time.Duration
+		version := ""
+		var cols []string
+		for _, sc := range scenarios {
+			r := getResult(sc.name, name)
+			if r == nil {
+				cols = append(cols, "-")
+				continue
+			}
+			if version == "" {
+				version = r.versions.Runtime
+			}
+			total += r.took
+			cols = append(cols, r.status+" "+r.took.Round(100*time.Millisecond).String())
+		}
+		fmt.Fprintf(&b, "  %-16s %-36s", name, version)
+		for _, c := range cols {
+			fmt.Fprintf(&b, " %16s", c)
+		}
+		fmt.Fprintf(&b, " %8s\n", total.Round(100*time.Millisecond))
+	}
+	return b.String()
+}
