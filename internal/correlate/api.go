@@ -114,6 +114,13 @@ func (c *Correlator) k8sEvent(ev *K8sEvent) {
 			return
 		}
 	}
+	if ns := p.namespace(); ns != "" && ev.Namespace != "" && ev.Namespace != ns {
+		// An Event lives in a namespace, and whoever may create Events
+		// there can name any pod's UID: only its own namespace's Events
+		// speak for a pod.
+		c.miss("event_namespace_mismatch")
+		return
+	}
 	if n, seen := p.events[ev.UID]; seen && n >= ev.Count {
 		return
 	}

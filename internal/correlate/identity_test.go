@@ -219,3 +219,26 @@ func TestSenderIdentityNotSpoofedByComm(t *testing.T) {
 		})
 	}
 }
+
+// An Event speaks for a pod only from the pod's own namespace: whoever may
+// create Events in another namespace can name any pod's UID.
+func TestEventFromAnotherNamespaceIgnored(t *testing.T) {
+	for ns, want := range map[string]string{"shop": "liveness_restart", "attacker": "completed"} {
+		t.Run(ns, func(t *testing.T) {
+			s := newSim(t)
+			app := s.startup()
+			s.at(time.Second)
+			s.in(correlate.Input{Event: &correlate.K8sEvent{UID: "ev-kill", PodUID: s.uid, Namespace: ns, Reason: "Killing", Container: "app",
+				Message: "Container app failed liveness probe, will be restarted", FirstTime: s.now, LastTime: s.now, Count: 1}})
+			s.at(10 * time.Millisecond)
+			s.signal("app", app, syscall.SIGTERM, "runc", probe.SignalDelivered, probe.DispositionHandler)
+			s.at(30 * time.Millisecond)
+			s.exit("app", app, 0, 0)
+			s.cri(cri.EventContainerExited, "app", 0, "Completed")
+			s.tick(3 * time.Second)
+			if got := s.one("container.run").Attr("podtrace.exit.cause"); got != want {
+				t.Errorf("Killing event from namespace %q: cause %v, want %s", ns, got, want)
+			}
+		})
+	}
+}

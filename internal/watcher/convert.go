@@ -276,7 +276,10 @@ func ConvertEvent(ev *corev1.Event) (correlate.K8sEvent, bool) {
 		UID:       string(ev.UID),
 		PodUID:    string(obj.UID),
 		PodName:   obj.Name,
-		Namespace: obj.Namespace,
+		// The Event object's own namespace, not involvedObject's (which
+		// its author writes): the model lets only a pod's own namespace's
+		// Events speak for it.
+		Namespace: ev.Namespace,
 		Type:      ev.Type,
 		Reason:    ev.Reason,
 		Message:   ev.Message,
@@ -285,7 +288,7 @@ func ConvertEvent(ev *corev1.Event) (correlate.K8sEvent, bool) {
 		Count:     ev.Count,
 	}
 	if out.Namespace == "" {
-		out.Namespace = ev.Namespace
+		out.Namespace = obj.Namespace
 	}
 	if out.Source == "" {
 		out.Source = ev.ReportingController
