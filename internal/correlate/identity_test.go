@@ -242,3 +242,41 @@ func TestEventFromAnotherNamespaceIgnored(t *testing.T) {
 		})
 	}
 }
+
+// A tracer starting mid-life finds the container's processes by scanning
+// /proc in PID order; PIDs wrap, so a child can come before its parent. The
+// init is the one whose parent is outside the container.
+func TestStartupScanPicksInitByTree(t *testing.T) {
+	s := newSim(t)
+	s.in(correlate.Input{Start: &correlate.Start{At: s.now, NodeName: "node-a"}})
+	podPath := "/kubepods/burstable/pod" + s.uid
+	s.in(correlate.Input{Cgroup: &correlate.CgroupSeen{ID: 8000, Path: podPath}})
+	s.in(correlate.Input{Cgroup: &correlate.CgroupSeen{ID: 9100, Path: podPath + "/c0ffee97"}})
+	s.cg["app"], s.ids["app"] = 9100, "c0ffee97"
+	started := s.now.Add(-time.Hour)
+	// PID order: the worker (child, after a wrap) first, then the init, then
+	// the worker's own child.
+	for _, ps := range []correlate.ProcSeen{
+		{PID: 210, PPID: 35000, CgroupID: 9100, Comm: "worker", Args: []string{"worker"}, Started: started.Add(time.Minute)},
+		{PID: 35000, PPID: 3000, CgroupID: 9100, Comm: "supervisor", Args: []string{"supervisor", "--serve"}, Started: started},
+		{PID: 36000, PPID: 210, CgroupID: 9100, Comm: "sh", Args: []string{"sh"}, Started: started.Add(2 * time.Minute)},
+	} {
+		s.in(correlate.Input{Proc: &ps})
+	}
+	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventContainerCreated, At: s.now, Container: &cri.Container{ID: "c0ffee97",
+		SandboxID: "sb1", Name: "app", PodUID: s.uid, CreatedAt: started, StartedAt: started}}})
+	s.at(time.Second)
+	s.exit("app", 36000, 0, 0)
+	s.exit("app", 210, 0, 0)
+	s.tick(3 * time.Second)
+	if n := len(s.find("container.run")); n != 0 {
+		t.Fatalf("children's exits ended the run (%d runs)", n)
+	}
+	s.exit("app", 35000, 2, 0)
+	s.cri(cri.EventContainerExited, "app", 2, "Error")
+	s.tick(3 * time.Second)
+	run := s.one("container.run")
+	if run.Attr("process.pid") != int64(35000) || run.Attr("process.exit.code") != int64(2) {
+		t.Errorf("run: %v", run.Attrs)
+	}
+}

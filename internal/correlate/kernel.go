@@ -60,6 +60,7 @@ type container struct {
 
 type proc struct {
 	tgid    uint32
+	ppid    uint32 // as first seen (the start-up scan)
 	ctr     *container
 	session *session // the exec session it belongs to, nil for the init tree
 	// bootstrap: the runtime's own process setting the container up (runc
@@ -207,15 +208,21 @@ func (c *Correlator) procSeen(ps *ProcSeen) {
 	if ct == nil {
 		return
 	}
-	pr := &proc{tgid: ps.PID, ctr: ct, execAt: ps.Started, args: ps.Args}
+	pr := &proc{tgid: ps.PID, ppid: ps.PPID, ctr: ct, execAt: ps.Started, args: ps.Args}
+	c.procs[ps.PID] = pr
 	if parent, ok := c.procs[ps.PPID]; ok && parent.ctr == ct {
 		pr.session = parent.session
-	} else if ct.initPID == 0 {
-		ct.initPID = ps.PID
-		ct.initExec = ps.Started
-		ct.initArgs = ps.Args
+		return
 	}
-	c.procs[ps.PID] = pr
+	// Its parent is outside the container: the init, by the process tree
+	// (the scan goes by PID, and PIDs wrap: a child can come first).
+	if ct.initPID == 0 {
+		ct.initPID, ct.initExec, ct.initArgs = ps.PID, ps.Started, ps.Args
+		return
+	}
+	if cur, ok := c.procs[ct.initPID]; ok && cur.ctr == ct && cur.ppid == ps.PID {
+		ct.initPID, ct.initExec, ct.initArgs = ps.PID, ps.Started, ps.Args
+	}
 }
 
 func (c *Correlator) exec(e *probe.ExecEvent) {
