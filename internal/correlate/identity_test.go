@@ -280,3 +280,44 @@ func TestStartupScanPicksInitByTree(t *testing.T) {
 		t.Errorf("run: %v", run.Attrs)
 	}
 }
+
+// Span IDs come from stable facts (the container's ID, which is per
+// attempt): a tracer restarted between two attempts does not give the second
+// run the first one's span ID, and every span of the trace has its own ID.
+func TestSpanIDsStableAcrossTracerRestart(t *testing.T) {
+	s := newSim(t)
+	app := s.startup()
+	s.at(time.Second)
+	s.exit("app", app, 1, 0)
+	s.cri(cri.EventContainerExited, "app", 1, "Error")
+	s.tick(3 * time.Second)
+	first := s.one("container.run")
+	s.c.Shutdown()
+	// A new tracer instance: it finds the pod's cgroups and goes on.
+	s.c = correlate.New(correlate.Config{NodeName: "node-a", StuckAfter: 10 * time.Second,
+		Sink: correlate.SinkFunc(func(sp correlate.Span) { s.spans = append(s.spans, sp) })})
+	s.in(correlate.Input{Start: &correlate.Start{At: s.now, NodeName: "node-a"}})
+	podPath := "/kubepods/burstable/pod" + s.uid
+	s.in(correlate.Input{Cgroup: &correlate.CgroupSeen{ID: 8000, Path: podPath}})
+	s.pod()
+	s.at(10 * time.Second)
+	app2 := s.container("app", "c0ffee12", 1)
+	s.at(time.Second)
+	s.exit("app", app2, 1, 0)
+	s.cri(cri.EventContainerExited, "app", 1, "Error")
+	s.tick(3 * time.Second)
+	runs := s.find("container.run")
+	if len(runs) != 2 {
+		t.Fatalf("want 2 runs, got %d", len(runs))
+	}
+	if runs[1].SpanID == first.SpanID {
+		t.Errorf("the second attempt's run reuses the first one's span ID %s", first.SpanID)
+	}
+	seen := map[correlate.SpanID]string{}
+	for _, sp := range s.spans {
+		if other, dup := seen[sp.SpanID]; dup {
+			t.Errorf("span ID %s of %s already used by %s", sp.SpanID, sp.Name, other)
+		}
+		seen[sp.SpanID] = sp.Name
+	}
+}

@@ -18,6 +18,11 @@ const (
 	keyTermination = "termination"
 )
 
+// ctKey names a container's span by stable facts (its kind and the
+// container's ID, which is per attempt), so a restarted tracer derives the
+// same span IDs and never reuses one for another span.
+func ctKey(kind string, ct *container) string { return kind + "/" + ct.id }
+
 func (c *Correlator) rootID(p *pod) SpanID        { return p.spanID(keyRoot) }
 func (c *Correlator) startupID(p *pod) SpanID     { return p.spanID(keyStartup) }
 func (c *Correlator) terminationID(p *pod) SpanID { return p.spanID(keyTermination) }
@@ -237,7 +242,7 @@ func (c *Correlator) finalizeContainer(ct *container) {
 	if ct.init {
 		name, parent = "container.init", c.startupID(p)
 	}
-	key := p.key(name + "/" + ct.name)
+	key := ctKey(name, ct)
 	c.emit(p, Span{SpanID: p.spanID(key), Parent: parent, Name: name, Start: start, End: ct.exitAt,
 		Status: status, StatusMessage: msg, Attrs: attrs, Events: events})
 
@@ -295,7 +300,7 @@ func (c *Correlator) stopSpan(ct *container) {
 	}
 	d := ct.exitAt.Sub(start)
 	c.cfg.Observer.ContainerStop(p.namespace(), d, sigkill)
-	key := p.key("container.stop/" + ct.name)
+	key := ctKey("container.stop", ct)
 	c.emit(p, Span{SpanID: p.spanID(key), Parent: c.terminationParent(p), Name: "container.stop",
 		Start: start, End: ct.exitAt, Status: status, StatusMessage: msg, Attrs: attrs})
 }
@@ -390,7 +395,7 @@ func (c *Correlator) sessionSpan(ct *container, s *session, e *probe.ExitEvent) 
 	if len(name) > 6 && name[:6] == "probe." {
 		attrs = append(attrs, String("podtrace.probe.type", name[6:]), String("podtrace.probe.result", result))
 	}
-	key := p.key(name + "/" + ct.name)
+	key := fmt.Sprintf("%s/%s/%d@%d", name, ct.id, s.pid, s.start.UnixNano())
 	c.emit(p, Span{SpanID: p.spanID(key), Parent: parent, Name: name, Start: s.start, End: e.Time, Status: status, Attrs: attrs})
 }
 
@@ -413,7 +418,7 @@ func (c *Correlator) cniSpan(p *pod, r *cniRun, parent SpanID) Span {
 			status = StatusError
 		}
 	}
-	key := p.key("cni/" + r.command + "/" + r.plugin)
+	key := fmt.Sprintf("cni/%s/%s/%d@%d", r.command, r.plugin, r.pid, r.start.UnixNano())
 	return Span{SpanID: p.spanID(key), Parent: parent, Name: "cni." + r.command + " " + r.plugin,
 		Start: r.start, End: r.end, Status: status, Attrs: attrs}
 }
@@ -482,7 +487,7 @@ func (c *Correlator) maybeStarted(p *pod) {
 			}
 			ready = latest(ready, ct.initExec, ct.startedAt)
 		}
-		if apps == 0 || c.apiKnown && c.apiUp {
+		if apps == 0 || c.apiExpected() {
 			return
 		}
 	} else {
@@ -547,7 +552,7 @@ func (c *Correlator) maybeStarted(p *pod) {
 		if len(ct.initArgs) > 0 {
 			attrs = append(attrs, Strings("process.command_args", ct.initArgs...), Int("process.pid", int64(ct.initPID)))
 		}
-		c.emit(p, Span{SpanID: p.spanID(p.key("start/" + ct.name)), Parent: id, Name: "container.start", Start: s, End: e, Status: StatusOK, Attrs: attrs})
+		c.emit(p, Span{SpanID: p.spanID(ctKey("start", ct)), Parent: id, Name: "container.start", Start: s, End: e, Status: StatusOK, Attrs: attrs})
 	}
 	d := ready.Sub(start)
 	c.cfg.Observer.PodStartup(p.namespace(), p.ownerKind(), d)
@@ -623,7 +628,7 @@ func (c *Correlator) finishPod(p *pod, at time.Time, unfinished string) {
 	// Containers still running (no exit seen): close them as unfinished.
 	for _, ct := range p.containers {
 		if !ct.sandbox && !ct.exited && !ct.startedAtOr().IsZero() && unfinished != "" {
-			c.emit(p, Span{SpanID: p.spanID(p.key("container.run/" + ct.name)), Parent: c.rootID(p), Name: "container.run",
+			c.emit(p, Span{SpanID: p.spanID(ctKey("container.run", ct)), Parent: c.rootID(p), Name: "container.run",
 				Start: ct.startedAtOr(), End: at, Status: StatusUnset, StatusMessage: "still running: " + unfinished, Attrs: containerAttrs(ct)})
 		}
 	}
@@ -797,6 +802,6 @@ func (c *Correlator) backoff(ct *container) {
 	if ev := p.recentEvent("BackOff", ct.name, prev.exitAt, start); ev != nil {
 		attrs = append(attrs, String("message", ev.Message))
 	}
-	c.emit(p, Span{SpanID: p.spanID(p.key("backoff/" + ct.name)), Parent: c.rootID(p), Name: "container.backoff",
+	c.emit(p, Span{SpanID: p.spanID(ctKey("backoff", ct)), Parent: c.rootID(p), Name: "container.backoff",
 		Start: prev.exitAt, End: start, Status: StatusOK, Attrs: attrs})
 }

@@ -1,7 +1,6 @@
 package correlate
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -59,7 +58,6 @@ type pod struct {
 	goneAt        time.Time
 	apiGoneAt     time.Time // the object was deleted while containers still ran
 	emitted       map[string]bool
-	spanSeq       map[string]int
 	finished      bool
 	finishing     bool
 	terminationCh []Span // children of the termination span, emitted with it
@@ -89,7 +87,6 @@ func (c *Correlator) pod(uid string, at time.Time) *pod {
 		pulls:     map[string]*pull{},
 		events:    map[string]int32{},
 		emitted:   map[string]bool{},
-		spanSeq:   map[string]int{},
 		sightings: map[string]time.Time{},
 	}
 	if c.apiKnown && !c.apiUp {
@@ -204,16 +201,6 @@ func (c *Correlator) resource(p *pod) []Attr {
 		r = append(r, String("k8s.node.name", c.cfg.NodeName))
 	}
 	return r
-}
-
-// key makes a span key unique within the pod: the first use of "x" is "x",
-// later ones "x#2", "x#3" (restarts, repeated probe runs).
-func (p *pod) key(base string) string {
-	p.spanSeq[base]++
-	if n := p.spanSeq[base]; n > 1 {
-		return fmt.Sprintf("%s#%d", base, n)
-	}
-	return base
 }
 
 func (p *pod) spanID(key string) SpanID { return SpanIDFor(p.trace, key) }
