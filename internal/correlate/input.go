@@ -38,7 +38,9 @@ const (
 )
 
 // Progress says that a source has delivered every fact it will ever
-// deliver about what happened before Until: the kernel's ring buffer was
+// deliver about what happened before Until (what it still delivers is at or
+// after Until, in its own time for the fact: the kernel event's time, the
+// runtime poll's snapshot time, the API watch's delivery time): the kernel's ring buffer was
 // drained (it is read in order), the container runtime was polled at Until
 // and the poll's changes were all sent, the API server's watch had nothing
 // more to hand over. The model waits for the sources that report progress

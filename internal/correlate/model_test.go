@@ -51,13 +51,19 @@ type sim struct {
 	cg    map[string]uint64 // container name -> cgroup id
 	ids   map[string]string // container name -> container id
 	pid   uint32
+	// capture, when set, gets every input the scenario feeds (see
+	// timing_test.go: the scenarios replayed as streams).
+	capture *[]correlate.Input
 }
+
+// simCapture is given to every new sim (nil: no capture).
+var simCapture *[]correlate.Input
 
 const podUID = "0b6e0b3c-1f2d-4a5b-9c8d-7e6f5a4b3c2d"
 
 func newSim(t *testing.T) *sim {
 	s := &sim{t: t, o: &obs{}, now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC), uid: podUID,
-		cg: map[string]uint64{}, ids: map[string]string{}, pid: 4000}
+		cg: map[string]uint64{}, ids: map[string]string{}, pid: 4000, capture: simCapture}
 	s.c = correlate.New(correlate.Config{NodeName: "node-a", Observer: s.o, StuckAfter: 10 * time.Second,
 		Sink: correlate.SinkFunc(func(sp correlate.Span) { s.spans = append(s.spans, sp) })})
 	s.info = correlate.PodInfo{UID: podUID, Name: "web-7d9f", Namespace: "shop", NodeName: "node-a", OwnerKind: "ReplicaSet",
@@ -76,6 +82,9 @@ func (s *sim) at(d time.Duration) { s.now = s.now.Add(d) }
 
 func (s *sim) in(x correlate.Input) {
 	x.Time = s.now
+	if s.capture != nil {
+		*s.capture = append(*s.capture, x)
+	}
 	s.c.Handle(x)
 }
 

@@ -37,6 +37,10 @@ import (
 // progress (recordings made before progress existed) is handled in arrival
 // order, as it always was.
 
+// sourceTracer: inputs the tracer makes itself at its own time, handled in
+// order with the sources' (the kernel's loss counters, read on ticks).
+const sourceTracer = "tracer"
+
 // staleAfter: a source that reported progress but has reported none for this
 // long (arrival time) is taken as down, and no longer waited for.
 const staleAfter = 10 * time.Second
@@ -60,13 +64,16 @@ type pendingInput struct {
 	seq  uint64
 }
 
+// sourceRank orders facts of the same time: the API server's word (a
+// deletion, an eviction) before the kernel's facts that follow from it, the
+// runtime's poll, which reports what already happened, last.
 func sourceRank(src string) int {
 	switch src {
-	case SourceKernel:
-		return 0
-	case SourceRuntime:
-		return 1
 	case SourceAPI:
+		return 0
+	case SourceKernel:
+		return 1
+	case SourceRuntime:
 		return 2
 	}
 	return 3
@@ -76,7 +83,10 @@ func sourceRank(src string) int {
 // start, the start-up scan, ticks).
 func inputSource(in Input) string {
 	switch {
-	case in.Kernel != nil, in.Losses != nil:
+	case in.Losses != nil:
+		// Read by the tracer from the kernel's counters, at its time.
+		return sourceTracer
+	case in.Kernel != nil:
 		return SourceKernel
 	case in.Runtime != nil:
 		return SourceRuntime
@@ -122,8 +132,6 @@ func (s *sequencer) key(in Input, src string) time.Time {
 		if k.IsZero() {
 			k = in.Runtime.At
 		}
-	case in.Losses != nil:
-		k = s.lastKey[src] // where the kernel's stream is
 	default:
 		k = in.Time
 	}
@@ -154,14 +162,16 @@ func (s *sequencer) push(p pendingInput) {
 }
 
 // ready reports whether the first pending input can be handled: every other
-// waited-for source is complete past its key.
+// waited-for source is complete past its key (a source's facts still to
+// come are at or after its mark: one at the very key would go first if its
+// source ranks first).
 func (s *sequencer) ready(p pendingInput) bool {
 	for src, m := range s.marks {
 		if src == p.src || !s.waited(src) {
 			continue
 		}
-		if m.Before(p.key) {
-			return false
+		if !m.After(p.key) {
+			return false // a fact of src at p.key may still come
 		}
 	}
 	return true
@@ -271,4 +281,12 @@ func (c *Correlator) advance(t time.Time) {
 	if t.After(c.now) {
 		c.now = t
 	}
+}
+
+// apiExpected reports whether the API server's view of pods is to be
+// expected: it said it is up, or its watch reports progress and is not down.
+// A pod without API facts then waits for them (they may just be late)
+// rather than being taken as unknown to the API server.
+func (c *Correlator) apiExpected() bool {
+	return c.apiKnown && c.apiUp || c.seq.waited(SourceAPI)
 }

@@ -292,7 +292,11 @@ func (c *Correlator) stopSpan(ct *container) {
 			msg = fmt.Sprintf("SIGKILL %.1fs after SIGTERM (grace period %s)", kill.at.Sub(term.at).Seconds(), p.grace)
 		}
 		attrs = append(attrs, Bool("podtrace.grace_period.overrun", true))
-		p.overrun = true
+		if !p.terminating.IsZero() && !start.Before(p.terminating) {
+			// The pod's termination overran; a stop before it (a liveness
+			// restart) overran only that stop.
+			p.overrun = true
+		}
 		c.cfg.Observer.GracePeriodOverrun(p.namespace())
 	}
 	if p.grace > 0 {
