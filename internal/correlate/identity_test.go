@@ -321,3 +321,39 @@ func TestSpanIDsStableAcrossTracerRestart(t *testing.T) {
 		seen[sp.SpanID] = sp.Name
 	}
 }
+
+// An overrun belongs to one stop: a liveness restart that needed SIGKILL
+// does not make the pod's later, clean deletion an overrun.
+func TestOverrunBelongsToItsTermination(t *testing.T) {
+	s := newSim(t)
+	app := s.startup()
+	s.at(time.Second)
+	s.event("Killing", "app", "Container app failed liveness probe, will be restarted")
+	s.signal("app", app, syscall.SIGTERM, "runc", probe.SignalIgnored, probe.DispositionIgnored)
+	s.at(3 * time.Second)
+	s.signal("app", app, syscall.SIGKILL, "runc", probe.SignalDelivered, probe.DispositionDefault)
+	s.exit("app", app, 0, syscall.SIGKILL)
+	s.cri(cri.EventContainerExited, "app", 137, "Error")
+	s.tick(3 * time.Second)
+	if stop := s.find("container.stop"); len(stop) != 1 || stop[0].Attr("podtrace.grace_period.overrun") != true {
+		t.Fatalf("the liveness restart's stop: %+v", stop)
+	}
+	app2 := s.container("app", "c0ffee12", 1)
+	s.at(5 * time.Second)
+	del := s.now
+	grace := int64(3)
+	s.info.DeletionTimestamp, s.info.DeletionGracePeriodSeconds = &del, &grace
+	s.pod()
+	s.at(10 * time.Millisecond)
+	s.signal("app", app2, syscall.SIGTERM, "runc", probe.SignalDelivered, probe.DispositionHandler)
+	s.at(20 * time.Millisecond)
+	s.exit("app", app2, 0, 0)
+	s.cri(cri.EventContainerExited, "app", 0, "Completed")
+	s.info.Deleted = true
+	s.pod()
+	s.tick(3 * time.Second)
+	term := s.one("pod.termination")
+	if term.Attr("podtrace.grace_period.overrun") != false || term.Status == correlate.StatusError {
+		t.Errorf("a clean deletion after a liveness restart's SIGKILL: %s %v", term.Status, term.Attrs)
+	}
+}
