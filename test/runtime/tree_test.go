@@ -213,12 +213,12 @@ func lineDiff(a, b string) string {
 		case i < len(x) && j < len(y) && x[i] == y[j]:
 			out.WriteString("  " + x[i] + "\n")
 			i, j = i+1, j+1
-		case j < len(y) && (i == len(x) || l[i][j+1] >= l[i+1][j]):
-			out.WriteString("+ " + y[j] + "\n")
-			j++
-		default:
+		case i < len(x) && (j == len(y) || l[i+1][j] >= l[i][j+1]):
 			out.WriteString("- " + x[i] + "\n")
 			i++
+		default:
+			out.WriteString("+ " + y[j] + "\n")
+			j++
 		}
 	}
 	return out.String()

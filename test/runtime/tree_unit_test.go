@@ -1,0 +1,64 @@
+package runtime_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/correlate"
+)
+
+// treeFixture is a small pod trace: root, sandbox with two CNI runs (in
+// the given order), a run with a signal event.
+func treeFixture(pid int64, cause string, cniOrder ...string) []correlate.Span {
+	tr := correlate.TraceIDForPod("uid-" + cause)
+	id := func(k string) correlate.SpanID { return correlate.SpanIDFor(tr, k) }
+	t0 := time.Unix(int64(pid), 0)
+	spans := []correlate.Span{
+		{TraceID: tr, SpanID: id("root"), Name: "pod", Start: t0, End: t0.Add(time.Second), Status: correlate.StatusOK},
+		{TraceID: tr, SpanID: id("sandbox"), Parent: id("root"), Name: "pod.sandbox", Start: t0, Status: correlate.StatusOK,
+			Attrs: []correlate.Attr{correlate.String("container.id", "abc"+cause)}},
+		{TraceID: tr, SpanID: id("run"), Parent: id("root"), Name: "container.run", Start: t0, Status: correlate.StatusError,
+			StatusMessage: "SIGKILL 2.0s after SIGTERM",
+			Attrs: []correlate.Attr{correlate.String("podtrace.exit.cause", cause), correlate.Int("process.pid", pid),
+				correlate.String("podtrace.signal.sender.comm", "runc"), correlate.String("podtrace.signal.sender.kind", "runtime")},
+			Events: []correlate.SpanEvent{{Name: "signal SIGTERM", Time: t0.Add(time.Millisecond),
+				Attrs: []correlate.Attr{correlate.Int("podtrace.signal.sender.pid", pid+1), correlate.String("podtrace.signal.sender.kind", "runtime")}}}},
+	}
+	for _, p := range cniOrder {
+		spans = append(spans, correlate.Span{TraceID: tr, SpanID: id("cni/" + p), Parent: id("sandbox"), Name: "cni.ADD " + p,
+			Start: t0, Status: correlate.StatusOK, Attrs: []correlate.Attr{correlate.String("podtrace.cni.plugin", p),
+				correlate.Int("process.pid", pid+7), correlate.Int("process.exit.code", 0)}})
+	}
+	return spans
+}
+
+func TestSpanTreeNormalization(t *testing.T) {
+	a := renderTree(spanTree(treeFixture(100, "killed_by_runtime", "bridge", "loopback")))
+	b := renderTree(spanTree(treeFixture(2000, "killed_by_runtime", "loopback", "bridge")))
+	if a != b {
+		t.Fatalf("same story, different pids, ids and CNI order: trees differ:\n%s", lineDiff(a, b))
+	}
+	for _, gone := range []string{"process.pid", "container.id", ".comm", "2.0"} {
+		if strings.Contains(a, gone) {
+			t.Errorf("tree keeps %q:\n%s", gone, a)
+		}
+	}
+	want := `pod [ok]
+  container.run [error: SIGKILL Ns after SIGTERM] podtrace.exit.cause=killed_by_runtime podtrace.signal.sender.kind=runtime
+      • signal SIGTERM podtrace.signal.sender.kind=runtime
+  pod.sandbox [ok]
+    cni.ADD bridge [ok] podtrace.cni.plugin=bridge process.exit.code=0
+    cni.ADD loopback [ok] podtrace.cni.plugin=loopback process.exit.code=0
+`
+	if a != want {
+		t.Errorf("tree:\n%s\nwant:\n%s", a, want)
+	}
+	c := renderTree(spanTree(treeFixture(100, "oom_killed", "bridge")))
+	d := lineDiff(a, c)
+	if !strings.Contains(d, "- "+"  container.run [error: SIGKILL Ns after SIGTERM] podtrace.exit.cause=killed_by_runtime") ||
+		!strings.Contains(d, "+ "+"  container.run [error: SIGKILL Ns after SIGTERM] podtrace.exit.cause=oom_killed") ||
+		!strings.Contains(d, "-     cni.ADD loopback") || !strings.Contains(d, "  pod [ok]") {
+		t.Errorf("diff:\n%s", d)
+	}
+}
