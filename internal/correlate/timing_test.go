@@ -141,7 +141,6 @@ func withProgress(in []correlate.Input, pad time.Duration) []correlate.Input {
 	return append(out, correlate.Input{Time: end.Add(pad), Tick: true})
 }
 
-
 // schedule is how late each source's inputs arrive.
 type schedule struct {
 	name string
