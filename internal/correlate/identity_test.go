@@ -322,7 +322,6 @@ func TestSpanIDsStableAcrossTracerRestart(t *testing.T) {
 	}
 }
 
-// An overrun belongs to one stop: a liveness restart that needed SIGKILL
 // does not make the pod's later, clean deletion an overrun.
 func TestOverrunBelongsToItsTermination(t *testing.T) {
 	s := newSim(t)

@@ -70,6 +70,12 @@ func (c *Correlator) cause(ct *container) (string, []Attr) {
 		if ct.exitCode == 0 {
 			return "completed", nil
 		}
+		if stop := ct.stopSignal(); stop != nil && stop.at.Before(ct.exitAt) && gracefulExit(ct.exitCode, stop.sig) {
+			// The app handled the stop signal and exited the way shells and
+			// many runtimes report it (128+signal): a graceful stop.
+			return "completed", []Attr{String("message", fmt.Sprintf("exit code %d after %s from the %s: a graceful stop",
+				ct.exitCode, probe.SignalName(stop.sig), stop.senderKind))}
+		}
 		return "error", nil
 	}
 	sig := ct.signalOf(ct.exitSignal)
@@ -102,6 +108,26 @@ func (c *Correlator) cause(ct *container) (string, []Attr) {
 	return "killed_external", attrs
 }
 
+// stopSignal is how the runtime asked the container's init to stop: its
+// first signal to it other than SIGKILL (SIGTERM, or the image's STOPSIGNAL
+// or the pod's lifecycle.stopSignal, e.g. SIGQUIT), else any SIGTERM it got.
+func (ct *container) stopSignal() *signalRec {
+	for i := range ct.signals {
+		s := &ct.signals[i]
+		if s.toInit && s.sig != syscall.SIGKILL && (s.senderKind == "runtime" || s.senderKind == "kubelet") {
+			return s
+		}
+	}
+	return ct.signalOf(syscall.SIGTERM)
+}
+
+// gracefulExit tells an exit code that reports the stop signal handled:
+// 128+signal (what a shell's trap and most runtimes exit with), or 130 for
+// an interrupt-style handler.
+func gracefulExit(code int, sig syscall.Signal) bool {
+	return code == 128+int(sig) || code == 130
+}
+
 // livenessCause tells a kubelet restart after failed liveness probes, whatever
 // the exit code (a process that handles SIGTERM exits 0): the kubelet's
 // Killing event says so, or, without it (events lag, or no API server), the
@@ -112,7 +138,7 @@ func (c *Correlator) livenessCause(ct *container) (string, []Attr) {
 	if p == nil {
 		return "", nil
 	}
-	term := ct.signalOf(syscall.SIGTERM)
+	term := ct.stopSignal()
 	var attrs []Attr
 	if term != nil {
 		attrs = append(attrs, String("podtrace.signal.sender.kind", term.senderKind),
@@ -247,7 +273,7 @@ func (c *Correlator) finalizeContainer(ct *container) {
 		Status: status, StatusMessage: msg, Attrs: attrs, Events: events})
 
 	// The stop: SIGTERM (or the runtime's first signal) to exit.
-	if !p.terminating.IsZero() || ct.signalOf(syscall.SIGTERM) != nil && ct.signalOf(syscall.SIGTERM).senderKind == "runtime" {
+	if stop := ct.stopSignal(); !p.terminating.IsZero() || stop != nil && stop.senderKind == "runtime" {
 		c.stopSpan(ct)
 	}
 	c.maybeStarted(p)
@@ -256,7 +282,7 @@ func (c *Correlator) finalizeContainer(ct *container) {
 // stopSpan emits container.stop: from the stop signal to the exit.
 func (c *Correlator) stopSpan(ct *container) {
 	p := ct.pod
-	term := ct.signalOf(syscall.SIGTERM)
+	term := ct.stopSignal()
 	kill := ct.signalOf(syscall.SIGKILL)
 	start := p.terminating
 	if term != nil {
@@ -274,10 +300,10 @@ func (c *Correlator) stopSpan(ct *container) {
 		disp := term.disposition.String()
 		if term.result == probe.SignalIgnored {
 			disp = "ignored"
-		} else if d, ok := ct.delivered[syscall.SIGTERM]; ok {
+		} else if d, ok := ct.delivered[term.sig]; ok {
 			disp = d.String()
 		}
-		attrs = append(attrs, String("podtrace.signal", "SIGTERM"), String("podtrace.signal.disposition", disp),
+		attrs = append(attrs, String("podtrace.signal", probe.SignalName(term.sig)), String("podtrace.signal.disposition", disp),
 			String("podtrace.signal.sender.kind", term.senderKind), String("podtrace.signal.sender.comm", term.senderComm),
 			Int("podtrace.signal.sender.pid", int64(term.senderPID)))
 		if term.nsInit && term.disposition == probe.DispositionDefault {
@@ -289,7 +315,7 @@ func (c *Correlator) stopSpan(ct *container) {
 		status = StatusError
 		msg = "killed with SIGKILL after the grace period"
 		if p.grace > 0 && term != nil {
-			msg = fmt.Sprintf("SIGKILL %.1fs after SIGTERM (grace period %s)", kill.at.Sub(term.at).Seconds(), p.grace)
+			msg = fmt.Sprintf("SIGKILL %.1fs after %s (grace period %s)", kill.at.Sub(term.at).Seconds(), probe.SignalName(term.sig), p.grace)
 		}
 		attrs = append(attrs, Bool("podtrace.grace_period.overrun", true))
 		if !p.terminating.IsZero() && !start.Before(p.terminating) {
