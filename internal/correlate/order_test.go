@@ -1,0 +1,172 @@
+package correlate_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podtrace/podtrace/internal/cri"
+)
+
+// What progress changes besides the order: a source that is down or silent
+// is not waited for (the degraded behaviour of a stream without progress),
+// and with live sources spans still come out soon after their phase ends.
+
+// withoutProgress is in without progress marks and without the start's
+// promise of them: a stream as recorded before progress existed.
+func withoutProgress(in []correlate.Input) []correlate.Input {
+	var out []correlate.Input
+	for _, x := range in {
+		if x.Progress != nil {
+			continue
+		}
+		if x.Start != nil {
+			st := *x.Start
+			st.Progress = nil
+			x.Start = &st
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// runtimeDownAfterFirstPoll: the runtime answers its first poll, then is
+// unreachable for the rest of the stream (its later facts and marks lost).
+func runtimeDownAfterFirstPoll(in []correlate.Input) []correlate.Input {
+	var out []correlate.Input
+	polled, down := false, false
+	for _, x := range in {
+		if down && correlate.SourceRuntime == sourceOf(x) {
+			continue
+		}
+		if polled && !down && sourceOf(x) != correlate.SourceRuntime {
+			down = true
+			out = append(out, correlate.Input{Time: x.Time, Runtime: &cri.Event{Type: cri.EventRuntimeUnavailable, At: x.Time, Observed: x.Time,
+				Gap: &cri.Gap{Since: x.Time}}})
+		}
+		if x.Runtime != nil {
+			polled = true
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// runtimeSilentAfterFirstPoll: the runtime answers its first poll, then
+// hangs without saying so: nothing more from it, not even an error.
+func runtimeSilentAfterFirstPoll(in []correlate.Input) []correlate.Input {
+	var out []correlate.Input
+	polled, silent := false, false
+	for _, x := range in {
+		if silent && sourceOf(x) == correlate.SourceRuntime {
+			continue
+		}
+		if polled && sourceOf(x) != correlate.SourceRuntime {
+			silent = true
+		}
+		if x.Runtime != nil {
+			polled = true
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// A runtime reported unavailable is not waited for: the model behaves as
+// without progress (settle windows bound the wait for its word), with the
+// kernel still in order.
+func TestProgressRuntimeDown(t *testing.T) {
+	for _, run := range recorded(t) {
+		t.Run(run.base, func(t *testing.T) {
+			marked := runtimeDownAfterFirstPoll(withProgress(run.inputs, timingPad))
+			want := render(replay(withoutProgress(marked)))
+			if got := render(replay(marked)); got != want {
+				t.Fatalf("runtime down: spans differ from the stream without progress:\n%s", diffLines(want, got))
+			}
+		})
+	}
+}
+
+// A runtime that stops answering without saying so is waited for at most
+// staleAfter (10 s of arrival time); then the model goes on as if it were
+// down, and the spans are those of the stream without progress.
+func TestProgressRuntimeSilent(t *testing.T) {
+	for _, run := range recorded(t) {
+		t.Run(run.base, func(t *testing.T) {
+			marked := runtimeSilentAfterFirstPoll(withProgress(run.inputs, timingPad))
+			// Time passes on (ticks) beyond the stale limit.
+			end := marked[len(marked)-1].Time
+			for d := 500 * time.Millisecond; d <= 12*time.Second; d += 500 * time.Millisecond {
+				marked = append(marked, correlate.Input{Time: end.Add(d), Tick: true},
+					correlate.Input{Time: end.Add(d), Progress: &correlate.Progress{Source: correlate.SourceKernel, Until: end.Add(d)}})
+			}
+			plain := withoutProgress(marked)
+			want := render(replay(plain))
+			if got := render(replay(marked)); got != want {
+				t.Fatalf("runtime silent: spans differ from the stream without progress:\n%s", diffLines(want, got))
+			}
+		})
+	}
+}
+
+// With every source live (the kernel drained at each 500 ms tick, the
+// runtime polled every second), every span is out within 2 s of the end of
+// its phase, by the time it arrives (the recording's own lag included).
+func TestProgressLatency(t *testing.T) {
+	for _, run := range recorded(t) {
+		t.Run(run.base, func(t *testing.T) {
+			in := livePolls(withProgress(run.inputs, timingPad), time.Second)
+			var now time.Time
+			worst := time.Duration(0)
+			var worstName string
+			c := correlate.New(correlate.Config{Sink: correlate.SinkFunc(func(s correlate.Span) {
+				if lag := now.Sub(s.End); lag > worst {
+					worst, worstName = lag, s.Name
+				}
+			})})
+			for _, x := range in {
+				now = x.Time
+				c.Handle(x)
+			}
+			t.Logf("slowest span: %s, out %s after its end", worstName, worst)
+			if worst > 2*time.Second {
+				t.Errorf("%s out %s after its end", worstName, worst)
+			}
+		})
+	}
+}
+
+// livePolls adds the runtime's polls that found nothing new (a recording
+// keeps only changes): a mark every interval, between the polls that did.
+func livePolls(in []correlate.Input, every time.Duration) []correlate.Input {
+	var out []correlate.Input
+	var next, last time.Time
+	var obs []time.Time // Observed of the recorded polls, in order
+	for _, x := range in {
+		if x.Runtime != nil && !x.Runtime.Observed.IsZero() {
+			obs = append(obs, x.Runtime.Observed)
+		}
+	}
+	for _, x := range in {
+		if next.IsZero() {
+			next = x.Time.Add(every)
+		}
+		for !next.After(x.Time) {
+			// Honest only while no recorded poll lies between the last
+			// mark and this one.
+			for len(obs) > 0 && !obs[0].After(last) {
+				obs = obs[1:]
+			}
+			if len(obs) == 0 || obs[0].After(next) {
+				out = append(out, correlate.Input{Time: next.Add(5 * time.Millisecond), Progress: &correlate.Progress{Source: correlate.SourceRuntime, Until: next}})
+				last = next
+			}
+			next = next.Add(every)
+		}
+		if x.Progress != nil && x.Progress.Source == correlate.SourceRuntime {
+			last = x.Progress.Until
+		}
+		out = append(out, x)
+	}
+	return out
+}
