@@ -40,8 +40,10 @@ type container struct {
 	sessions   map[uint32]*session
 	signals    []signalRec
 	delivered  map[syscall.Signal]probe.Disposition
-	oom        *probe.OOMEvent
+	oom        *probe.OOMEvent // the OOM kill of the init, if it died of one
 	oomScope   string
+	ooms       []oomRec // every OOM kill in the container (init or not), capped
+	oomsFolded int
 	probeFails []SpanEvent
 
 	backoffDone  bool
@@ -57,6 +59,16 @@ type container struct {
 	reason       string // runtime's reason (OOMKilled, Error, Completed)
 	removed      bool
 }
+
+// oomRec is an OOM kill in a container.
+type oomRec struct {
+	ev    *probe.OOMEvent
+	scope string
+}
+
+// maxOOMEvents caps the OOM kills kept per container run (the rest are
+// counted on the span).
+const maxOOMEvents = 16
 
 type proc struct {
 	tgid    uint32
@@ -544,7 +556,6 @@ func (c *Correlator) oom(e *probe.OOMEvent) {
 		c.miss("oom_unknown_victim")
 		return
 	}
-	ct.oom = e
 	scope := "node"
 	if ct.memLimit > 0 {
 		scope = "memcg"
@@ -553,7 +564,15 @@ func (c *Correlator) oom(e *probe.OOMEvent) {
 			scope = "memcg"
 		}
 	}
-	ct.oomScope = scope
+	if e.VictimTGID == ct.initPID {
+		// The container's init died of it: the run's cause.
+		ct.oom, ct.oomScope = e, scope
+	}
+	if len(ct.ooms) < maxOOMEvents {
+		ct.ooms = append(ct.ooms, oomRec{ev: e, scope: scope})
+	} else {
+		ct.oomsFolded++
+	}
 	ns := ""
 	if ct.pod != nil {
 		ns = ct.pod.namespace()

@@ -50,7 +50,11 @@ func (c *Correlator) cause(ct *container) (string, []Attr) {
 	if ct.unknownExit {
 		return "unknown", []Attr{String("message", "removed before its exit was seen (kernel events lost or the tracer started late)")}
 	}
-	if ct.oom != nil || ct.reason == "OOMKilled" {
+	// The OOM kill is the cause when it killed the init (the kernel's view),
+	// or when the runtime says OOMKilled and the kernel saw no OOM kill at
+	// all (lost, or before the tracer). The runtime's reason alone is not
+	// enough: it says OOMKilled for a child's OOM kill too.
+	if ct.oom != nil || ct.reason == "OOMKilled" && len(ct.ooms) == 0 {
 		if ct.oom != nil {
 			attrs = append(attrs, Int("podtrace.oom.victim.pid", int64(ct.oom.VictimTGID)),
 				String("podtrace.oom.victim.comm", ct.oom.VictimComm), String("podtrace.oom.scope", ct.oomScope))
@@ -257,9 +261,16 @@ func (c *Correlator) finalizeContainer(ct *container) {
 	for _, s := range ct.signals {
 		events = append(events, signalEvent(s))
 	}
-	if ct.oom != nil {
-		events = append(events, SpanEvent{Name: "oom_kill", Time: ct.oom.Time, Attrs: []Attr{
-			Int("podtrace.oom.victim.pid", int64(ct.oom.VictimTGID)), String("podtrace.oom.scope", ct.oomScope)}})
+	for _, o := range ct.ooms {
+		a := []Attr{Int("podtrace.oom.victim.pid", int64(o.ev.VictimTGID)), String("podtrace.oom.scope", o.scope)}
+		if o.ev != ct.oom {
+			// A child of the container, not its init: the run went on.
+			a = append(a, String("podtrace.oom.victim.comm", o.ev.VictimComm))
+		}
+		events = append(events, SpanEvent{Name: "oom_kill", Time: o.ev.Time, Attrs: a})
+	}
+	if ct.oomsFolded > 0 {
+		attrs = append(attrs, Int("podtrace.oom.kills_folded", int64(ct.oomsFolded)))
 	}
 	events = append(events, ct.probeFails...)
 
