@@ -1,9 +1,21 @@
 // Command demo shows podtrace on a machine without Kubernetes: it starts a
-// private containerd (with real runc and CNI plugins), runs the tracer
-// against it, and drives pods through CRI the way a kubelet would: a graceful
-// stop, a container that ignores SIGTERM, an OOM kill, a crash loop with
-// back-off, and a kill from inside a pod. The tracer prints one timeline per
-// pod. Needs root.
+// private containerd (with a real OCI runtime and CNI plugins), runs the
+// tracer against it, and drives pods through CRI the way a kubelet would: a
+// graceful stop, a container that ignores SIGTERM, an OOM kill, a crash loop
+// with back-off, and a kill from inside a pod. The tracer prints one
+// timeline per pod.
+//
+// The demo checks itself: it reads every span the tracer emits (the tracer
+// runs with --output json; text mode renders them with the tracer's own
+// console printer) and holds each pod's trace against what the scenario did
+// — the exit cause of every run, the stop and its SIGTERM disposition, the
+// termination, the container's own command for PID 1 (never a runtime's
+// bootstrap such as `runc init`). It ends with one verdict line per pod and
+// exits non-zero when any trace is wrong. Needs root.
+//
+//	demo -tracer bin/tracer                  # Debian's runc ($PODTRACE_OCI_RUNTIME)
+//	demo -runtime crun                       # runc | runc-upstream | crun | /path/to/runtime
+//	demo -load                               # under background CPU load (test/load)
 package main
 
 import (
@@ -12,6 +24,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -20,29 +33,93 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/podtrace/podtrace/internal/export/console"
 	"github.com/podtrace/podtrace/test/harness/containerd"
+	"github.com/podtrace/podtrace/test/load"
 )
 
+type options struct {
+	tracer, output, record, runtime string
+	verbose, load, check            bool
+	execRate                        int
+}
+
 func main() {
-	tracer := flag.String("tracer", "bin/tracer", "path to the tracer binary")
-	output := flag.String("output", "text", "tracer output: text or json")
-	record := flag.String("record", "", "also record the tracer's input stream to this file")
+	var o options
+	flag.StringVar(&o.tracer, "tracer", "bin/tracer", "path to the tracer binary")
+	flag.StringVar(&o.output, "output", "text", "tracer output: text or json (one span per line)")
+	flag.BoolVar(&o.verbose, "verbose", false, "text output: every span attribute")
+	flag.StringVar(&o.record, "record", "", "also record the tracer's input stream to this file")
+	flag.StringVar(&o.runtime, "runtime", os.Getenv(containerd.RuntimeEnv),
+		"OCI runtime: "+strings.Join(containerd.RuntimeNames, ", ")+" or an absolute path (default $"+containerd.RuntimeEnv+", else runc)")
+	flag.BoolVar(&o.load, "load", false, "run the scenarios under background CPU load: a busy process per CPU (test/load)")
+	flag.IntVar(&o.execRate, "load-exec", load.DefaultExecPerSecond, "with -load: short-lived processes exec'd per second (0: none)")
+	flag.BoolVar(&o.check, "check", true, "check every pod's trace and exit non-zero when one is wrong")
 	flag.Parse()
-	if err := run(*tracer, *output, *record); err != nil {
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(tracerBin, output, recordPath string) error {
+// scenario is one pod the demo drives, and what its trace must say.
+type scenario struct {
+	title string
+	fn    func(context.Context, *containerd.Harness) error
+	want  podWant
+}
+
+// The pods' commands, shared by the scenarios and their expectations.
+var (
+	gracefulCmd  = []string{"sh", "-c", "trap 'echo bye; exit 0' TERM; while :; do sleep 0.2; done"}
+	stubbornCmd  = []string{"sleep", "1000"}
+	oomCmd       = []string{"sh", "-c", "sleep 1; dd if=/dev/zero of=/dev/null bs=256M count=1"}
+	crashCmd     = []string{"sh", "-c", "echo starting; sleep 0.3; exit 1"}
+	victimCmd    = []string{"sh", "-c", "trap 'exit 0' TERM; while :; do sleep 0.2; done"}
+	crashAttempt = 3
+)
+
+func scenarios() []scenario {
+	crashRuns := make([]runWant, crashAttempt)
+	for i := range crashRuns {
+		crashRuns[i] = runWant{args: crashCmd, cause: "error", exitCode: 1}
+	}
+	return []scenario{
+		{"graceful stop", graceful, podWant{pod: "demo/web",
+			runs: []runWant{{args: gracefulCmd, cause: "completed", exitCode: 0}},
+			stop: &stopWant{disposition: "handler"}}},
+		{"SIGTERM ignored, SIGKILL at the end of the grace period", stubborn, podWant{pod: "demo/stubborn",
+			runs: []runWant{{args: stubbornCmd, cause: "killed_by_runtime", signal: "SIGKILL"}},
+			stop: &stopWant{disposition: "ignored", sigkill: true}, overrun: true}},
+		{"OOM kill", oom, podWant{pod: "demo/hungry",
+			runs: []runWant{{args: oomCmd, cause: "oom_killed", signal: "SIGKILL"}}}},
+		{"crash loop with back-off", crashloop, podWant{pod: "demo/crasher",
+			runs: crashRuns, backoffs: crashAttempt - 1}},
+		// PID 1 of a PID namespace cannot be killed from inside it: the run
+		// carries the in-pod SIGKILL (ignored) and ends at the stop, handled.
+		{"kill -9 1 from inside the container (ignored: PID 1 of its namespace)", inPodKill, podWant{pod: "demo/victim",
+			runs: []runWant{{args: victimCmd, cause: "completed", exitCode: 0,
+				signalEvent: &signalWant{sig: "SIGKILL", senderKind: "in_pod", result: "ignored"}}},
+			stop: &stopWant{disposition: "handler"}}},
+	}
+}
+
+func run(o options) error {
 	if os.Geteuid() != 0 {
 		return errors.New("needs root (containerd, BPF)")
+	}
+	if o.output != "text" && o.output != "json" {
+		return fmt.Errorf("-output %q: want text or json", o.output)
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	fmt.Fprintln(os.Stderr, "demo: starting a private containerd ...")
-	h, err := containerd.New(ctx, containerd.Config{Logger: log, LogLevel: "warn"})
+	rt, err := containerd.ResolveRuntime(ctx, o.runtime)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "demo: starting a private containerd (OCI runtime %s) ...\n", rt)
+	h, err := containerd.New(ctx, containerd.Config{Logger: log, LogLevel: "warn", Runtime: rt})
 	if err != nil {
 		return err
 	}
@@ -53,14 +130,20 @@ func run(tracerBin, output, recordPath string) error {
 			fmt.Fprintln(os.Stderr, "demo: cleanup:", err)
 		}
 	}()
+	fmt.Fprintf(os.Stderr, "demo: %s\n", h.Versions)
 
 	args := []string{"--cgroup-root", h.CgroupRoot, "--runtime-endpoint", h.Endpoint, "--no-api",
-		"--metrics-addr", "127.0.0.1:9464", "--output", output, "--log-level", "info"}
-	if recordPath != "" {
-		args = append([]string{"record", recordPath}, args...)
+		"--metrics-addr", "127.0.0.1:9464", "--output", "json", "--log-level", "info"}
+	if o.record != "" {
+		args = append([]string{"record", o.record}, args...)
 	}
-	tr := exec.Command(tracerBin, args...)
-	tr.Stdout = os.Stdout
+	tr := exec.Command(o.tracer, args...)
+	// The demo reads the tracer's spans; OTLP would take them elsewhere.
+	tr.Env = withoutOTLP(os.Environ())
+	stdout, err := tr.StdoutPipe()
+	if err != nil {
+		return err
+	}
 	stderr, err := tr.StderrPipe()
 	if err != nil {
 		return err
@@ -68,6 +151,16 @@ func run(tracerBin, output, recordPath string) error {
 	if err := tr.Start(); err != nil {
 		return fmt.Errorf("start tracer: %w", err)
 	}
+	spans := newCollector()
+	var printer *console.Printer
+	if o.output == "text" {
+		printer = console.New(os.Stdout, console.Config{Format: console.FormatText, Verbose: o.verbose})
+	}
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		readSpans(stdout, spans, printer)
+	}()
 	ready := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -87,29 +180,129 @@ func run(tracerBin, output, recordPath string) error {
 	case <-ready:
 	case <-time.After(60 * time.Second):
 		_ = tr.Process.Kill()
+		_ = tr.Wait()
 		return errors.New("tracer did not become ready")
 	}
 	fmt.Fprintln(os.Stderr, "demo: tracer ready; metrics on http://127.0.0.1:9464/metrics")
 
-	scenarios := []struct {
-		name string
-		fn   func(context.Context, *containerd.Harness) error
-	}{
-		{"graceful stop", graceful},
-		{"SIGTERM ignored, SIGKILL at the end of the grace period", stubborn},
-		{"OOM kill", oom},
-		{"crash loop with back-off", crashloop},
-		{"kill -9 1 from inside the container (ignored: PID 1 of its namespace)", inPodKill},
-	}
-	for _, s := range scenarios {
-		fmt.Fprintf(os.Stderr, "demo: scenario: %s\n", s.name)
-		if err := s.fn(ctx, h); err != nil {
-			fmt.Fprintf(os.Stderr, "demo: %s: %v\n", s.name, err)
+	var ld *load.Load // nil: no load (Stop is nil-safe)
+	if o.load {
+		ld, err = load.Start(ctx, load.Config{ExecPerSecond: o.execRate, Max: 15 * time.Minute,
+			Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, "demo: "+f+"\n", a...) }})
+		if err != nil {
+			_ = tr.Process.Kill()
+			_ = tr.Wait()
+			return err
 		}
-		time.Sleep(2500 * time.Millisecond) // let the tracer settle and print
+		defer ld.Stop()
 	}
+
+	scs := scenarios()
+	failed := map[string]error{}
+	for _, s := range scs {
+		if ctx.Err() != nil {
+			break
+		}
+		fmt.Fprintf(os.Stderr, "demo: scenario: %s\n", s.title)
+		if err := s.fn(ctx, h); err != nil {
+			fmt.Fprintf(os.Stderr, "demo: %s: %v\n", s.title, err)
+			failed[s.want.pod] = err
+			continue
+		}
+		// The pod's root span ends its trace: wait for it (the tracer
+		// settles exits and CNI runs first), then go on.
+		if !spans.waitRoot(s.want.pod, 30*time.Second) {
+			fmt.Fprintf(os.Stderr, "demo: %s: no root span for %s 30 s after its teardown\n", s.title, s.want.pod)
+		}
+		time.Sleep(500 * time.Millisecond) // the printer's block lands before the next scenario's lines
+	}
+	ld.Stop()
 	_ = tr.Process.Signal(syscall.SIGINT)
-	return tr.Wait()
+	<-readDone
+	werr := tr.Wait()
+	if printer != nil {
+		printer.Close()
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if werr != nil {
+		return fmt.Errorf("tracer: %w", werr)
+	}
+	if !o.check {
+		return nil
+	}
+	return verdicts(os.Stderr, spans, scs, failed, rt.Name)
+}
+
+// verdicts prints one line per pod and says whether every trace was right.
+func verdicts(w io.Writer, spans *collector, scs []scenario, failed map[string]error, rtName string) error {
+	all := spans.all()
+	var wrong []string
+	fmt.Fprintf(w, "demo: checking %d traces (%d spans; runtime %s):\n", len(scs), len(all), rtName)
+	for _, s := range scs {
+		v := check(all, s.want)
+		if err := failed[s.want.pod]; err != nil {
+			v.problems = append([]string{"the scenario itself failed: " + err.Error()}, v.problems...)
+		}
+		if len(v.problems) == 0 {
+			fmt.Fprintf(w, "demo: ok    %-14s %s: %s\n", v.pod, s.title, v.summary)
+			continue
+		}
+		wrong = append(wrong, v.pod)
+		fmt.Fprintf(w, "demo: WRONG %-14s %s:\n", v.pod, s.title)
+		for _, p := range v.problems {
+			fmt.Fprintf(w, "demo:         - %s\n", p)
+		}
+	}
+	for _, b := range spans.bad {
+		fmt.Fprintf(w, "demo: tracer output that is not a span: %s\n", b)
+	}
+	if len(wrong) > 0 {
+		return fmt.Errorf("%d of %d traces are wrong: %s", len(wrong), len(scs), strings.Join(wrong, ", "))
+	}
+	if len(spans.bad) > 0 {
+		return fmt.Errorf("%d lines of tracer output were not spans", len(spans.bad))
+	}
+	fmt.Fprintf(w, "demo: all %d traces are right\n", len(scs))
+	return nil
+}
+
+// readSpans parses the tracer's JSON lines; in text mode it renders them
+// with the console printer, in JSON mode it passes them through.
+func readSpans(r io.Reader, c *collector, printer *console.Printer) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(strings.TrimSpace(string(line))) == 0 {
+			continue
+		}
+		s, err := parseSpan(line)
+		if err != nil {
+			c.mu.Lock()
+			c.bad = append(c.bad, fmt.Sprintf("%s (%v)", line, err))
+			c.mu.Unlock()
+			os.Stdout.Write(append(line, '\n'))
+			continue
+		}
+		if printer != nil {
+			printer.Emit(s)
+		} else {
+			os.Stdout.Write(append(line, '\n'))
+		}
+		c.add(s)
+	}
+}
+
+func withoutOTLP(env []string) []string {
+	out := env[:0:0]
+	for _, e := range env {
+		if !strings.HasPrefix(e, "OTEL_EXPORTER_OTLP_") {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func pod(ctx context.Context, h *containerd.Harness, name string) (*containerd.Pod, error) {
@@ -122,7 +315,7 @@ func graceful(ctx context.Context, h *containerd.Harness) error {
 		return err
 	}
 	id, err := h.RunContainer(ctx, p, containerd.ContainerSpec{Name: "server",
-		Command: []string{"sh", "-c", "trap 'echo bye; exit 0' TERM; while :; do sleep 0.2; done"}})
+		Command: gracefulCmd})
 	if err != nil {
 		return err
 	}
@@ -138,7 +331,7 @@ func stubborn(ctx context.Context, h *containerd.Harness) error {
 	if err != nil {
 		return err
 	}
-	id, err := h.RunContainer(ctx, p, containerd.ContainerSpec{Name: "app", Command: []string{"sleep", "1000"}})
+	id, err := h.RunContainer(ctx, p, containerd.ContainerSpec{Name: "app", Command: stubbornCmd})
 	if err != nil {
 		return err
 	}
@@ -155,7 +348,7 @@ func oom(ctx context.Context, h *containerd.Harness) error {
 		return err
 	}
 	id, err := h.RunContainer(ctx, p, containerd.ContainerSpec{Name: "eater", MemoryLimitBytes: 32 << 20,
-		Command: []string{"sh", "-c", "sleep 1; dd if=/dev/zero of=/dev/null bs=256M count=1"}})
+		Command: oomCmd})
 	if err != nil {
 		return err
 	}
@@ -174,16 +367,16 @@ func crashloop(ctx context.Context, h *containerd.Harness) error {
 		return err
 	}
 	backoff := time.Second
-	for attempt := uint32(0); attempt < 3; attempt++ {
+	for attempt := uint32(0); attempt < uint32(crashAttempt); attempt++ {
 		id, err := h.RunContainer(ctx, p, containerd.ContainerSpec{Name: "app", Attempt: attempt,
-			Command: []string{"sh", "-c", "echo starting; sleep 0.3; exit 1"}})
+			Command: crashCmd})
 		if err != nil {
 			return err
 		}
 		if _, err := h.WaitExited(ctx, id); err != nil {
 			return err
 		}
-		if attempt < 2 {
+		if attempt < uint32(crashAttempt)-1 {
 			time.Sleep(backoff)
 			backoff *= 2
 		}
@@ -198,7 +391,7 @@ func inPodKill(ctx context.Context, h *containerd.Harness) error {
 		return err
 	}
 	id, err := h.RunContainer(ctx, p, containerd.ContainerSpec{Name: "app",
-		Command: []string{"sh", "-c", "trap 'exit 0' TERM; while :; do sleep 0.2; done"}})
+		Command: victimCmd})
 	if err != nil {
 		return err
 	}

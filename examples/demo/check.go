@@ -1,0 +1,416 @@
+package main
+
+// The demo's self-check: the tracer runs with --output json, every span it
+// emits is parsed here (and, in text mode, rendered with the tracer's own
+// console printer), and each pod's trace is held against what the scenario
+// did to it. A wrong answer is never printed silently.
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/correlate"
+)
+
+// ---- spans as the tracer prints them (console JSON) ------------------------
+
+type jsonSpan struct {
+	TraceID       string         `json:"trace_id"`
+	SpanID        string         `json:"span_id"`
+	ParentID      string         `json:"parent_id"`
+	Name          string         `json:"name"`
+	Start         string         `json:"start"`
+	End           string         `json:"end"`
+	Status        string         `json:"status"`
+	StatusMessage string         `json:"status_message"`
+	Attrs         map[string]any `json:"attrs"`
+	Events        []struct {
+		Name  string         `json:"name"`
+		Time  string         `json:"time"`
+		Attrs map[string]any `json:"attrs"`
+	} `json:"events"`
+	Resource map[string]any `json:"resource"`
+}
+
+// parseSpan turns one line of `tracer --output json` back into the span the
+// model emitted (attribute values: string, int64, float64, bool, []string;
+// attributes sorted by key, since JSON objects have no order).
+func parseSpan(line []byte) (correlate.Span, error) {
+	var js jsonSpan
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	if err := dec.Decode(&js); err != nil {
+		return correlate.Span{}, err
+	}
+	var s correlate.Span
+	var err error
+	if err = hexID(s.TraceID[:], js.TraceID); err != nil {
+		return s, fmt.Errorf("trace_id: %w", err)
+	}
+	if err = hexID(s.SpanID[:], js.SpanID); err != nil {
+		return s, fmt.Errorf("span_id: %w", err)
+	}
+	if js.ParentID != "" {
+		if err = hexID(s.Parent[:], js.ParentID); err != nil {
+			return s, fmt.Errorf("parent_id: %w", err)
+		}
+	}
+	s.Name, s.StatusMessage = js.Name, js.StatusMessage
+	if s.Start, err = time.Parse(time.RFC3339Nano, js.Start); err != nil {
+		return s, err
+	}
+	if s.End, err = time.Parse(time.RFC3339Nano, js.End); err != nil {
+		return s, err
+	}
+	switch js.Status {
+	case "ok":
+		s.Status = correlate.StatusOK
+	case "error":
+		s.Status = correlate.StatusError
+	}
+	s.Attrs, s.Resource = attrs(js.Attrs), attrs(js.Resource)
+	for _, ev := range js.Events {
+		t, err := time.Parse(time.RFC3339Nano, ev.Time)
+		if err != nil {
+			return s, err
+		}
+		s.Events = append(s.Events, correlate.SpanEvent{Name: ev.Name, Time: t, Attrs: attrs(ev.Attrs)})
+	}
+	return s, nil
+}
+
+func hexID(dst []byte, s string) error {
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		return err
+	}
+	if len(b) != len(dst) {
+		return fmt.Errorf("%q: want %d bytes", s, len(dst))
+	}
+	copy(dst, b)
+	return nil
+}
+
+func attrs(m map[string]any) []correlate.Attr {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]correlate.Attr, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, correlate.Attr{Key: k, Value: attrValue(m[k])})
+	}
+	return out
+}
+
+func attrValue(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case []any:
+		ss := make([]string, 0, len(x))
+		for _, e := range x {
+			ss = append(ss, fmt.Sprint(e))
+		}
+		return ss
+	}
+	return v
+}
+
+// collector keeps every span the tracer printed, by pod name.
+type collector struct {
+	mu    sync.Mutex
+	spans []correlate.Span
+	bad   []string // lines that were not spans
+	seen  chan struct{}
+}
+
+func newCollector() *collector { return &collector{seen: make(chan struct{}, 1)} }
+
+func (c *collector) add(s correlate.Span) {
+	c.mu.Lock()
+	c.spans = append(c.spans, s)
+	c.mu.Unlock()
+	select {
+	case c.seen <- struct{}{}:
+	default:
+	}
+}
+
+func (c *collector) all() []correlate.Span {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]correlate.Span(nil), c.spans...)
+}
+
+// waitRoot waits until the pod's root span ("pod": the pod is gone) arrived.
+func (c *collector) waitRoot(pod string, timeout time.Duration) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		for _, s := range c.all() {
+			if s.Name == "pod" && podOf(s) == pod {
+				return true
+			}
+		}
+		select {
+		case <-c.seen:
+		case <-deadline.C:
+			return false
+		}
+	}
+}
+
+func res(s correlate.Span, k string) string {
+	for _, a := range s.Resource {
+		if a.Key == k {
+			return fmt.Sprint(a.Value)
+		}
+	}
+	return ""
+}
+
+func podOf(s correlate.Span) string {
+	return res(s, "k8s.namespace.name") + "/" + res(s, "k8s.pod.name")
+}
+
+// ---- what each pod's trace must say ----------------------------------------
+
+// runWant is one container.run of a pod, in start order.
+type runWant struct {
+	args     []string // process.command_args: the command the pod spec gave
+	cause    string   // podtrace.exit.cause
+	signal   string   // podtrace.signal (killing signal), "" for an exit code
+	exitCode int64    // process.exit.code when signal == ""
+	// signalEvent, when set, must be on the run: a signal with this
+	// name, sender kind and result ("SIGKILL", "in_pod", "ignored").
+	signalEvent *signalWant
+}
+
+type signalWant struct{ sig, senderKind, result string }
+
+// stopWant is the pod's container.stop (nil: none expected, none checked).
+type stopWant struct {
+	disposition string // podtrace.signal.disposition of the SIGTERM
+	sigkill     bool   // podtrace.sigkill: SIGKILL at the end of the timeout
+}
+
+type podWant struct {
+	pod      string // namespace/name
+	runs     []runWant
+	backoffs int // container.backoff spans
+	stop     *stopWant
+	overrun  bool // pod.termination's podtrace.grace_period.overrun
+}
+
+// bootstrap tells a container runtime's own process (its bootstrap before
+// the container's exec, such as `runc init`) taken for the container's PID 1.
+func bootstrap(args []string) bool {
+	if len(args) == 0 {
+		return false
+	}
+	base := filepath.Base(args[0])
+	for _, rt := range []string{"runc", "crun", "youki", "runsc", "kata-runtime", "conmon", "containerd-shim"} {
+		if base == rt || strings.HasPrefix(base, rt+":") || strings.HasPrefix(base, rt+"-") {
+			return true
+		}
+	}
+	// runc's re-exec of itself: /proc/self/exe init, /dev/fd/6 init, ...
+	return len(args) >= 2 && args[1] == "init" && (strings.HasPrefix(args[0], "/proc/") || strings.HasPrefix(args[0], "/dev/fd/") || strings.Contains(args[0], "runc"))
+}
+
+func strs(v any) []string {
+	ss, _ := v.([]string)
+	return ss
+}
+
+func quoteArgs(a []string) string {
+	if a == nil {
+		return "(none)"
+	}
+	q := make([]string, len(a))
+	for i, s := range a {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return "[" + strings.Join(q, " ") + "]"
+}
+
+func eq(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func named(all []correlate.Span, name string) []correlate.Span {
+	var out []correlate.Span
+	for _, s := range all {
+		if s.Name == name {
+			out = append(out, s)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Start.Before(out[j].Start) })
+	return out
+}
+
+// verdict is one pod's result: problems (empty: right) and a one-line
+// summary of what the trace says.
+type verdict struct {
+	pod      string
+	summary  string
+	problems []string
+}
+
+// check holds one pod's spans against what the scenario did.
+func check(all []correlate.Span, w podWant) verdict {
+	var spans []correlate.Span
+	for _, s := range all {
+		if podOf(s) == w.pod {
+			spans = append(spans, s)
+		}
+	}
+	v := verdict{pod: w.pod}
+	bad := func(f string, a ...any) { v.problems = append(v.problems, fmt.Sprintf(f, a...)) }
+	var sum []string
+	if len(spans) == 0 {
+		bad("no spans at all")
+		return v
+	}
+	if len(named(spans, "pod")) != 1 {
+		bad("want 1 root span \"pod\" (the pod is gone), got %d", len(named(spans, "pod")))
+	}
+
+	// Every container run: never a runtime's bootstrap for PID 1.
+	for _, name := range []string{"container.run", "container.init"} {
+		for _, s := range named(spans, name) {
+			if a := strs(s.Attr("process.command_args")); bootstrap(a) {
+				bad("%s of %v: process.command_args %s is the runtime's bootstrap, not the container's PID 1 (pid %v)",
+					name, s.Attr("k8s.container.name"), quoteArgs(a), s.Attr("process.pid"))
+			}
+		}
+	}
+
+	runs := named(spans, "container.run")
+	if len(runs) != len(w.runs) {
+		bad("want %d container.run spans, got %d", len(w.runs), len(runs))
+	}
+	for i, want := range w.runs {
+		if i >= len(runs) {
+			break
+		}
+		r := runs[i]
+		what := "container.run"
+		if len(w.runs) > 1 {
+			what = fmt.Sprintf("container.run #%d", i+1)
+		}
+		got := fmt.Sprint(r.Attr("podtrace.exit.cause"))
+		if got != want.cause {
+			bad("%s: cause %s, want %s", what, got, want.cause)
+		}
+		if want.signal != "" {
+			if s := fmt.Sprint(r.Attr("podtrace.signal")); s != want.signal {
+				bad("%s: signal %s, want %s", what, s, want.signal)
+			}
+		} else if c, ok := r.Attr("process.exit.code").(int64); !ok || c != want.exitCode {
+			bad("%s: exit code %v (signal %v), want %d", what, r.Attr("process.exit.code"), r.Attr("podtrace.signal"), want.exitCode)
+		}
+		if a := strs(r.Attr("process.command_args")); !eq(a, want.args) {
+			bad("%s: process.command_args %s, want the container's command %s", what, quoteArgs(a), quoteArgs(want.args))
+		}
+		if rc, _ := r.Attr("podtrace.restart.count").(int64); rc != int64(i) && len(w.runs) > 1 {
+			bad("%s: restart count %d, want %d", what, rc, i)
+		}
+		if sw := want.signalEvent; sw != nil {
+			found := false
+			for _, ev := range r.Events {
+				m := map[string]any{}
+				for _, a := range ev.Attrs {
+					m[a.Key] = a.Value
+				}
+				if ev.Name == "signal "+sw.sig && m["podtrace.signal.sender.kind"] == sw.senderKind && m["podtrace.signal.result"] == sw.result {
+					found = true
+				}
+			}
+			if !found {
+				bad("%s: no %s event from sender kind %s with result %s", what, sw.sig, sw.senderKind, sw.result)
+			}
+		}
+		s := got
+		if want.signal != "" {
+			s += " " + fmt.Sprint(r.Attr("podtrace.signal"))
+		} else {
+			s += fmt.Sprintf(" exit=%v", r.Attr("process.exit.code"))
+		}
+		if i == 0 {
+			sum = append(sum, fmt.Sprintf("run %s %s", quoteArgs(strs(r.Attr("process.command_args"))), s))
+		} else {
+			sum = append(sum, fmt.Sprintf("run #%d %s", i+1, s))
+		}
+		if want.signalEvent != nil {
+			sum = append(sum, fmt.Sprintf("%s from %s %s", want.signalEvent.sig, want.signalEvent.senderKind, want.signalEvent.result))
+		}
+	}
+	if b := len(named(spans, "container.backoff")); b != w.backoffs {
+		bad("want %d container.backoff spans, got %d", w.backoffs, b)
+	} else if b > 0 {
+		sum = append(sum, fmt.Sprintf("%d back-offs", b))
+	}
+
+	stops := named(spans, "container.stop")
+	if w.stop != nil {
+		if len(stops) != 1 {
+			bad("want 1 container.stop span, got %d", len(stops))
+		} else {
+			s := stops[0]
+			d := fmt.Sprint(s.Attr("podtrace.signal.disposition"))
+			if d != w.stop.disposition {
+				bad("container.stop: SIGTERM disposition %s, want %s", d, w.stop.disposition)
+			}
+			if k, _ := s.Attr("podtrace.sigkill").(bool); k != w.stop.sigkill {
+				bad("container.stop: sigkill %v, want %v", k, w.stop.sigkill)
+			}
+			if sk := fmt.Sprint(s.Attr("podtrace.signal.sender.kind")); sk != "runtime" {
+				bad("container.stop: SIGTERM sender kind %s, want runtime", sk)
+			}
+			t := fmt.Sprintf("stop SIGTERM %s", d)
+			if w.stop.sigkill {
+				t += " +SIGKILL"
+			}
+			sum = append(sum, fmt.Sprintf("%s in %s", t, s.Duration().Round(time.Millisecond)))
+		}
+	}
+
+	terms := named(spans, "pod.termination")
+	if len(terms) != 1 {
+		bad("want 1 pod.termination span, got %d", len(terms))
+	} else {
+		o, _ := terms[0].Attr("podtrace.grace_period.overrun").(bool)
+		if o != w.overrun {
+			bad("pod.termination: grace period overrun %v, want %v", o, w.overrun)
+		}
+		t := "termination"
+		if o {
+			t += " overrun"
+		}
+		sum = append(sum, t)
+	}
+	v.summary = strings.Join(sum, "; ")
+	return v
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/podtrace/podtrace/internal/correlate"
+)
+
+func loadSpans(t *testing.T, path string) []correlate.Span {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []correlate.Span
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		s, err := parseSpan(sc.Bytes())
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestCheckRight: a real run of the five scenarios (Debian's runc 1.1.5,
+// kernel 6.18) whose traces are all right.
+func TestCheckRight(t *testing.T) {
+	all := loadSpans(t, "testdata/right.jsonl")
+	for _, s := range scenarios() {
+		v := check(all, s.want)
+		if len(v.problems) > 0 {
+			t.Errorf("%s: %v", v.pod, v.problems)
+		}
+		t.Logf("%s: %s", v.pod, v.summary)
+	}
+}
+
+// TestCheckCatchesBootstrap: a real run by the tracer before the model knew
+// runc 1.1.5's bootstrap (/usr/sbin/runc init, exec'd from /dev/fd/6): the
+// graceful pod's run is `runc init` and its stop is missing; the crash
+// loop's pod has no pod.termination. The check says so, and finds the other
+// pods of that run right.
+func TestCheckCatchesBootstrap(t *testing.T) {
+	all := loadSpans(t, "testdata/runc-init-as-pid1.jsonl")
+	wrong := map[string][]string{
+		"demo/web": {"is the runtime's bootstrap", `process.command_args ["/usr/sbin/runc" "init"], want the container's command`,
+			"want 1 container.stop span, got 0"},
+		"demo/crasher": {"want 1 pod.termination span, got 0"},
+	}
+	for _, s := range scenarios() {
+		v := check(all, s.want)
+		want, isWrong := wrong[s.want.pod]
+		if !isWrong {
+			if len(v.problems) > 0 {
+				t.Errorf("%s: %v", v.pod, v.problems)
+			}
+			continue
+		}
+		got := strings.Join(v.problems, "\n")
+		t.Logf("%s:\n%s", v.pod, got)
+		if len(v.problems) != len(want) {
+			t.Errorf("%s: %d problems, want %d", v.pod, len(v.problems), len(want))
+		}
+		for _, w := range want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: problems do not say %q", v.pod, w)
+			}
+		}
+	}
+}
+
+func TestBootstrap(t *testing.T) {
+	for _, a := range [][]string{
+		{"/usr/sbin/runc", "init"}, {"runc", "init"}, {"runc:[2:INIT]"}, {"/proc/self/fd/7", "init"},
+		{"/dev/fd/6", "init"}, {"/usr/bin/crun", "create"}, {"crun"},
+	} {
+		if !bootstrap(a) {
+			t.Errorf("%q: not a bootstrap", a)
+		}
+	}
+	for _, a := range [][]string{{"sh", "-c", "exit 1"}, {"sleep", "1000"}, {"/sbin/init"}, {"my-app", "init"}, nil} {
+		if bootstrap(a) {
+			t.Errorf("%q: a bootstrap", a)
+		}
+	}
+}
