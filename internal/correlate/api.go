@@ -185,10 +185,10 @@ func (c *Correlator) apiStatus(st *APIStatus) {
 		reason = "forbidden (RBAC): " + st.Err
 	}
 	c.apiReason = reason
-	if !st.Available {
-		for _, p := range c.pods {
-			p.degraded["apiserver unavailable: "+reason] = true
-		}
+	if st.Available {
+		c.sourceUp(SourceAPI, st.Since)
+	} else {
+		c.sourceDown(SourceAPI, "apiserver unavailable: "+reason, st.Since)
 	}
 }
 

@@ -69,6 +69,10 @@ type Correlator struct {
 	procs      map[uint32]*proc
 	cni        map[uint32]*cniRun
 
+	// outages: the sources unavailable now, and past outages (bounded).
+	outages     map[string]*outage
+	pastOutages []outage
+
 	seq   sequencer
 	stats Stats
 }
@@ -105,6 +109,7 @@ func New(cfg Config) *Correlator {
 		containers: map[string]*container{},
 		procs:      map[uint32]*proc{},
 		cni:        map[uint32]*cniRun{},
+		outages:    map[string]*outage{},
 		stats:      Stats{Misses: map[string]uint64{}},
 		seq: sequencer{marks: map[string]time.Time{}, markAt: map[string]time.Time{}, down: map[string]bool{},
 			lastKey: map[string]time.Time{}},

@@ -2,7 +2,6 @@ package correlate
 
 import (
 	"sort"
-	"strings"
 	"time"
 )
 
@@ -15,7 +14,6 @@ type pod struct {
 	firstSeen    time.Time
 	observedFrom time.Time // set when the tracer started after the pod
 	eventsLost   uint64
-	degraded     map[string]bool
 
 	// seenNS and seenKind are what the observer was last told in PodSeen.
 	seenNS, seenKind string
@@ -83,17 +81,10 @@ func (c *Correlator) pod(uid string, at time.Time) *pod {
 		uid:       uid,
 		trace:     TraceIDForPod(uid),
 		firstSeen: at,
-		degraded:  map[string]bool{},
 		pulls:     map[string]*pull{},
 		events:    map[string]int32{},
 		emitted:   map[string]bool{},
 		sightings: map[string]time.Time{},
-	}
-	if c.apiKnown && !c.apiUp {
-		p.degraded["apiserver unavailable: "+c.apiReason] = true
-	}
-	if c.runtimeGap != nil {
-		p.degraded["runtime unavailable"] = true
 	}
 	c.pods[uid] = p
 	return p
@@ -217,8 +208,8 @@ func (c *Correlator) emit(p *pod, s Span) {
 	if p.eventsLost > 0 {
 		s.Attrs = append(s.Attrs, Int("podtrace.events_lost", int64(p.eventsLost)))
 	}
-	if len(p.degraded) > 0 {
-		s.Attrs = append(s.Attrs, String("podtrace.degraded", strings.Join(sortedKeys(p.degraded), "; ")))
+	if d := c.degradedDuring(s.Start, s.End); d != "" {
+		s.Attrs = append(s.Attrs, String("podtrace.degraded", d))
 	}
 	if !p.observedFrom.IsZero() {
 		s.Attrs = append(s.Attrs, String("podtrace.observed_from", p.observedFrom.UTC().Format(time.RFC3339Nano)))

@@ -8,18 +8,25 @@ func (c *Correlator) runtime(ev *cri.Event) {
 	switch ev.Type {
 	case cri.EventRuntimeUnavailable:
 		c.runtimeGap = ev.Gap
-		for _, p := range c.pods {
-			p.degraded["runtime unavailable"] = true
+		var since = ev.At
+		if ev.Gap != nil {
+			since = ev.Gap.Since
 		}
+		c.sourceDown(SourceRuntime, "runtime unavailable", since)
 		return
 	case cri.EventRuntimeAvailable:
 		c.runtimeGap = nil
-		for _, p := range c.pods {
-			if p.degraded["runtime unavailable"] && ev.Gap != nil {
-				p.rootEvents = append(p.rootEvents, SpanEvent{Name: "podtrace.runtime_gap", Time: ev.Gap.Since,
-					Attrs: []Attr{String("podtrace.gap.until", ev.Gap.Until.UTC().Format("2006-01-02T15:04:05.000Z07:00"))}})
+		until := ev.At
+		if ev.Gap != nil {
+			until = ev.Gap.Until
+			for _, p := range c.pods {
+				if !p.firstSeen.After(until) {
+					p.rootEvents = append(p.rootEvents, SpanEvent{Name: "podtrace.runtime_gap", Time: ev.Gap.Since,
+						Attrs: []Attr{String("podtrace.gap.until", until.UTC().Format("2006-01-02T15:04:05.000Z07:00"))}})
+				}
 			}
 		}
+		c.sourceUp(SourceRuntime, until)
 		return
 	}
 	if sb := ev.Sandbox; sb != nil && ev.Container == nil {

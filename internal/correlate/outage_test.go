@@ -1,0 +1,74 @@
+package correlate_test
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podtrace/podtrace/internal/cri"
+	"github.com/podtrace/podtrace/internal/probe"
+)
+
+// A 2 s runtime restart marks the spans of that time degraded, and only
+// them: phases after the runtime is back are whole again.
+func TestDegradedClearsWhenTheSourceRecovers(t *testing.T) {
+	s := newSim(t)
+	app := s.startup()
+	if d := s.one("pod.startup").Attr("podtrace.degraded"); d != nil {
+		t.Fatalf("start-up degraded before any outage: %v", d)
+	}
+	s.at(time.Second)
+	down := s.now
+	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventRuntimeUnavailable, At: down, Gap: &cri.Gap{Since: down}}})
+	s.at(2 * time.Second)
+	up := s.now
+	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventRuntimeAvailable, At: up, Gap: &cri.Gap{Since: down, Until: up}}})
+	// The first run overlapped the outage.
+	s.at(time.Second)
+	s.exit("app", app, 1, 0)
+	s.cri(cri.EventContainerExited, "app", 1, "Error")
+	s.tick(3 * time.Second)
+	// The next attempt runs wholly after it.
+	app2 := s.container("app", "c0ffee12", 1)
+	s.at(time.Second)
+	s.exit("app", app2, 1, 0)
+	s.cri(cri.EventContainerExited, "app", 1, "Error")
+	s.tick(3 * time.Second)
+	runs := s.find("container.run")
+	if len(runs) != 2 {
+		t.Fatalf("want 2 runs, got %d", len(runs))
+	}
+	if d, _ := runs[0].Attr("podtrace.degraded").(string); !strings.Contains(d, "runtime unavailable") {
+		t.Errorf("the run during the outage: degraded %q", d)
+	}
+	if d := runs[1].Attr("podtrace.degraded"); d != nil {
+		t.Errorf("the run after the runtime came back: degraded %v", d)
+	}
+	if bo := s.one("container.backoff"); bo.Attr("podtrace.degraded") != nil {
+		t.Errorf("back-off after recovery degraded: %v", bo.Attrs)
+	}
+	// The API server goes away for good: what ends afterwards is degraded.
+	s.in(correlate.Input{API: &correlate.APIStatus{Available: false, Since: s.now, Err: "connection refused"}})
+	s.at(time.Second)
+	s.signal("app", app2, syscall.SIGTERM, "runc", probe.SignalDelivered, probe.DispositionHandler)
+	s.tick(time.Second)
+	var root correlate.Span
+	s.c.Flush()
+	for _, sp := range s.spans {
+		if sp.Name == "pod" {
+			root = sp
+		}
+	}
+	if d, _ := root.Attr("podtrace.degraded").(string); !strings.Contains(d, "apiserver unavailable: connection refused") || !strings.Contains(d, "runtime unavailable") {
+		t.Errorf("root (spans the whole life): degraded %q", d)
+	}
+	var gap bool
+	for _, e := range root.Events {
+		gap = gap || e.Name == "podtrace.runtime_gap" && e.Time.Equal(down)
+	}
+	if !gap {
+		t.Errorf("no podtrace.runtime_gap event at %s on the root: %+v", down, root.Events)
+	}
+}
