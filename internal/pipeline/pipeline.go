@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/podtrace/podtrace/internal/correlate"
@@ -46,6 +48,17 @@ type Config struct {
 	// SourceState reports a source failing or recovering.
 	SourceState func(name string, ok bool, reason string)
 	Logger      *slog.Logger
+	// Progress names the sources that report progress (correlate.Progress):
+	// the model then waits for them, so how late each one is does not change
+	// the spans. It is written into the seed's Start input. The pipeline
+	// reports the kernel's itself (correlate.SourceKernel); other sources
+	// send theirs (RuntimeSource, WithProgress).
+	Progress []string
+	// KernelDrain bounds how long a kernel event can wait in the ring buffer
+	// before the reader returns it (the probes' poll interval, plus the
+	// boot-to-wall clock's error); default 250ms. A reader idle at a tick
+	// has then read every event older than now-KernelDrain.
+	KernelDrain time.Duration
 }
 
 // Run feeds the correlator until ctx is done, then shuts it down (see
@@ -63,7 +76,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.KernelDrain == 0 {
+		cfg.KernelDrain = 250 * time.Millisecond
+	}
 	log := cfg.Logger
+	kernelProgress := cfg.Kernel != nil && slices.Contains(cfg.Progress, correlate.SourceKernel)
 	handle := func(in correlate.Input) {
 		if cfg.Record != nil {
 			if err := cfg.Record.Write(in); err != nil {
@@ -76,6 +93,15 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	for _, in := range cfg.Seed {
+		if in.Start != nil && len(cfg.Progress) > 0 {
+			st := *in.Start
+			for _, src := range cfg.Progress {
+				if src != correlate.SourceKernel || kernelProgress {
+					st.Progress = append(st.Progress, src)
+				}
+			}
+			in.Start = &st
+		}
 		handle(in)
 	}
 
@@ -100,10 +126,16 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}()
 	}
+	// idleSince: the kernel reader has been waiting for the ring buffer
+	// since then (unix ns), having handed over all it read; 0 while it
+	// hands an event over.
+	var idleSince atomic.Int64
 	if cfg.Kernel != nil {
 		start("kernel", func(ctx context.Context, out chan<- correlate.Input) error {
 			for {
+				idleSince.Store(cfg.Now().UnixNano())
 				ev, err := cfg.Kernel.Next(ctx)
+				idleSince.Store(0)
 				if err != nil {
 					if errors.Is(err, io.EOF) || ctx.Err() != nil {
 						return nil
@@ -125,6 +157,7 @@ func Run(ctx context.Context, cfg Config) error {
 	ticker := time.NewTicker(cfg.Tick)
 	defer ticker.Stop()
 	var lastLost uint64
+	var kernelMark time.Time
 	var runErr error
 loop:
 	for {
@@ -150,7 +183,17 @@ loop:
 					lastLost = lost
 				}
 			}
-			handle(correlate.Input{Time: cfg.Now(), Tick: true})
+			now := cfg.Now()
+			if kernelProgress && idleSince.Load() != 0 && len(in) == 0 {
+				// The reader waits and everything it read was handled:
+				// the kernel's view is complete but for what may still
+				// sit in the ring buffer, younger than KernelDrain.
+				if until := now.Add(-cfg.KernelDrain); until.After(kernelMark) {
+					kernelMark = until
+					handle(correlate.Input{Time: now, Progress: &correlate.Progress{Source: correlate.SourceKernel, Until: until}})
+				}
+			}
+			handle(correlate.Input{Time: now, Tick: true})
 		}
 	}
 	cancel()

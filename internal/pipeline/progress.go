@@ -1,0 +1,124 @@
+package pipeline
+
+import (
+	"context"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podtrace/podtrace/internal/cri"
+)
+
+// RuntimeSource turns the CRI watcher's events into inputs and reports the
+// runtime's progress: once every change of a poll has been handed over, the
+// runtime's view is complete up to that poll's snapshot time (the watcher
+// publishes a snapshot as Latest only after sending its changes). A poll
+// that found nothing new is progress too, which a stream of changes alone
+// would not show. onEvent, if set, sees every event first (health).
+func RuntimeSource(events <-chan cri.Event, latest func() *cri.Snapshot, every time.Duration, onEvent func(cri.Event), now func() time.Time) Source {
+	if now == nil {
+		now = time.Now
+	}
+	if every <= 0 {
+		every = 250 * time.Millisecond
+	}
+	return func(ctx context.Context, out chan<- correlate.Input) error {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		var mark time.Time
+		send := func(in correlate.Input) bool {
+			select {
+			case out <- in:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case ev, ok := <-events:
+				if !ok {
+					return nil
+				}
+				if onEvent != nil {
+					onEvent(ev)
+				}
+				e := ev
+				if !send(correlate.Input{Time: now(), Runtime: &e}) {
+					return nil
+				}
+			case <-t.C:
+				// Latest first, then an empty queue: the snapshot's
+				// changes were all received, and so handed over.
+				snap := latest()
+				if snap == nil || !snap.Time.After(mark) || len(events) > 0 {
+					continue
+				}
+				mark = snap.Time
+				if !send(correlate.Input{Time: now(), Progress: &correlate.Progress{Source: correlate.SourceRuntime, Until: mark}}) {
+					return nil
+				}
+			}
+		}
+	}
+}
+
+// WithProgress reports progress for a source that delivers facts as they
+// come and stamps each with the time it sends it (the API server's watcher):
+// every interval in which the source had nothing in flight, its view is
+// complete up to now, less margin (a fact stamped but not yet handed over).
+func WithProgress(name string, src Source, every, margin time.Duration, now func() time.Time) Source {
+	if now == nil {
+		now = time.Now
+	}
+	if every <= 0 {
+		every = 250 * time.Millisecond
+	}
+	return func(ctx context.Context, out chan<- correlate.Input) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		mid := make(chan correlate.Input, 256)
+		done := make(chan error, 1)
+		go func() { done <- src(ctx, mid) }()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		var mark time.Time
+		for {
+			select {
+			case in := <-mid:
+				select {
+				case out <- in:
+				case <-ctx.Done():
+					return <-done
+				}
+			case err := <-done:
+				// Hand over what it queued before it stopped.
+				for {
+					select {
+					case in := <-mid:
+						select {
+						case out <- in:
+							continue
+						case <-ctx.Done():
+						}
+					default:
+					}
+					break
+				}
+				return err
+			case <-t.C:
+				until := now().Add(-margin)
+				if len(mid) > 0 || !until.After(mark) {
+					continue
+				}
+				mark = until
+				select {
+				case out <- correlate.Input{Time: now(), Progress: &correlate.Progress{Source: name, Until: until}}:
+				case <-ctx.Done():
+					return <-done
+				}
+			}
+		}
+	}
+}

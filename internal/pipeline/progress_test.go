@@ -1,0 +1,200 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podtrace/podtrace/internal/cri"
+	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podtrace/podtrace/internal/record"
+)
+
+// blockingSource returns its events, then waits for ctx.
+type blockingSource struct {
+	events []probe.Event
+	i      int
+}
+
+func (s *blockingSource) Next(ctx context.Context) (probe.Event, error) {
+	if s.i < len(s.events) {
+		s.i++
+		return s.events[s.i-1], nil
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+func (s *blockingSource) Close() error { return nil }
+
+func readAll(t *testing.T, b []byte) []correlate.Input {
+	t.Helper()
+	r, err := record.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []correlate.Input
+	for {
+		in, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, in)
+	}
+}
+
+// The pipeline declares the sources that report progress in the start
+// input, and reports the kernel's own once the reader is idle: marks that
+// only grow and are never after a kernel event still to come.
+func TestKernelProgress(t *testing.T) {
+	t0 := time.Now()
+	ev := func(d time.Duration) probe.Event {
+		return &probe.ExitEvent{Header: probe.Header{Type: probe.EventExit, Time: t0.Add(d), TGID: 1}}
+	}
+	var buf bytes.Buffer
+	w, err := record.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	err = Run(ctx, Config{
+		Kernel:      &blockingSource{events: []probe.Event{ev(0), ev(time.Millisecond)}},
+		Seed:        []correlate.Input{{Time: t0, Start: &correlate.Start{At: t0}}},
+		Correlator:  correlate.New(correlate.Config{}),
+		Record:      w,
+		Tick:        20 * time.Millisecond,
+		Progress:    []string{correlate.SourceKernel, correlate.SourceAPI},
+		KernelDrain: 10 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := readAll(t, buf.Bytes())
+	if st := in[0].Start; st == nil || len(st.Progress) != 2 || st.Progress[0] != correlate.SourceKernel || st.Progress[1] != correlate.SourceAPI {
+		t.Fatalf("start: %+v", in[0])
+	}
+	var marks int
+	var last time.Time
+	for i, x := range in {
+		p := x.Progress
+		if p == nil {
+			continue
+		}
+		marks++
+		if p.Source != correlate.SourceKernel || !p.Until.After(last) || p.Until.After(x.Time.Add(-10*time.Millisecond)) {
+			t.Errorf("mark %d: %+v at %s (previous %s)", i, p, x.Time, last)
+		}
+		last = p.Until
+		for _, y := range in[i+1:] {
+			if y.Kernel != nil && y.Kernel.Hdr().Time.Before(p.Until) {
+				t.Errorf("kernel event at %s after the mark %s", y.Kernel.Hdr().Time, p.Until)
+			}
+		}
+	}
+	if marks < 3 {
+		t.Errorf("%d kernel marks in 300 ms of 20 ms ticks", marks)
+	}
+}
+
+// The runtime's progress is the snapshot time of its latest poll, once
+// that poll's changes were all handed over; a poll with no change counts.
+func TestRuntimeSourceProgress(t *testing.T) {
+	t0 := time.Now()
+	events := make(chan cri.Event, 8)
+	var mu sync.Mutex
+	var snap *cri.Snapshot
+	latest := func() *cri.Snapshot { mu.Lock(); defer mu.Unlock(); return snap }
+	poll := func(at time.Time, evs ...cri.Event) {
+		for _, e := range evs {
+			events <- e
+		}
+		mu.Lock()
+		snap = &cri.Snapshot{Time: at}
+		mu.Unlock()
+	}
+	out := make(chan correlate.Input, 64)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- RuntimeSource(events, latest, 5*time.Millisecond, nil, nil)(ctx, out) }()
+	poll(t0, cri.Event{Type: cri.EventContainerCreated, At: t0.Add(-time.Second), Observed: t0, Container: &cri.Container{ID: "c1"}})
+	time.Sleep(50 * time.Millisecond)
+	poll(t0.Add(time.Second)) // nothing new
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	<-done
+	close(out)
+	var got []string
+	for in := range out {
+		switch {
+		case in.Runtime != nil:
+			got = append(got, "event")
+		case in.Progress != nil:
+			got = append(got, in.Progress.Until.Sub(t0).String())
+		}
+	}
+	// The first poll's mark can be skipped by a slow ticker, not the
+	// event, nor the last poll's.
+	if l := fmtList(got); l != "[event 0s 1s]" && l != "[event 1s]" {
+		t.Errorf("got %s, want [event 0s 1s]", l)
+	}
+}
+
+// A source stamped as it sends (the API watcher) reports progress while it
+// has nothing in flight.
+func TestWithProgress(t *testing.T) {
+	out := make(chan correlate.Input, 64)
+	ctx, cancel := context.WithCancel(context.Background())
+	t0 := time.Now()
+	src := func(ctx context.Context, out chan<- correlate.Input) error {
+		out <- correlate.Input{Time: time.Now(), API: &correlate.APIStatus{Available: true}}
+		<-ctx.Done()
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- WithProgress(correlate.SourceAPI, src, 5*time.Millisecond, time.Millisecond, nil)(ctx, out) }()
+	time.Sleep(60 * time.Millisecond)
+	cancel()
+	<-done
+	close(out)
+	var facts, marks int
+	var last time.Time
+	for in := range out {
+		switch {
+		case in.API != nil:
+			facts++
+			if in.Time.Before(last) {
+				t.Errorf("a fact at %s after a mark at %s", in.Time, last)
+			}
+		case in.Progress != nil:
+			marks++
+			if in.Progress.Source != correlate.SourceAPI || !in.Progress.Until.After(last) || in.Progress.Until.Before(t0) {
+				t.Errorf("mark %+v", in.Progress)
+			}
+			last = in.Progress.Until
+		}
+	}
+	if facts != 1 || marks < 3 {
+		t.Errorf("%d facts, %d marks", facts, marks)
+	}
+}
+
+func fmtList(s []string) string {
+	var b bytes.Buffer
+	b.WriteString("[")
+	for i, x := range s {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		b.WriteString(x)
+	}
+	b.WriteString("]")
+	return b.String()
+}
