@@ -159,7 +159,9 @@ func TestWithProgress(t *testing.T) {
 		return nil
 	}
 	done := make(chan error, 1)
-	go func() { done <- WithProgress(correlate.SourceAPI, src, 5*time.Millisecond, time.Millisecond, nil)(ctx, out) }()
+	go func() {
+		done <- WithProgress(correlate.SourceAPI, src, 5*time.Millisecond, time.Millisecond, nil)(ctx, out)
+	}()
 	time.Sleep(60 * time.Millisecond)
 	cancel()
 	<-done
