@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Prints the versions the tests run with: kernel, OCI runtimes, containerd,
+# and the toolchain. `make test` calls it first, so that every test log says
+# what it ran on. Never fails: a missing tool is reported as such.
+set -uo pipefail
+export PATH="$PATH:/usr/local/go/bin:/usr/sbin:/sbin"
+
+first() { # first line of a command's output, or "not installed"
+	if command -v "$1" >/dev/null 2>&1; then
+		"$@" 2>&1 | head -n 1
+	else
+		echo "not installed"
+	fi
+}
+pkg() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo "-"; }
+
+echo "== versions the tests run with ($(date -u +%FT%TZ))"
+printf '%-16s %s\n' kernel "$(uname -r) ($(uname -v))"
+printf '%-16s %s (deb %s)\n' runc "$(first runc --version)" "$(pkg runc)"
+printf '%-16s %s (deb %s)\n' crun "$(first crun --version)" "$(pkg crun)"
+if [ -n "${PODTRACE_RUNC_UPSTREAM:-}" ]; then
+	printf '%-16s %s (%s)\n' runc-upstream "$(first "$PODTRACE_RUNC_UPSTREAM" --version)" "$PODTRACE_RUNC_UPSTREAM"
+fi
+printf '%-16s %s (deb %s)\n' containerd "$(first containerd --version)" "$(pkg containerd)"
+printf '%-16s %s\n' cni-plugins "deb $(pkg containernetworking-plugins)"
+printf '%-16s %s\n' go "$(first go version)"
+printf '%-16s %s\n' clang "$(first clang-19 --version)"
+printf '%-16s %s\n' oci-runtime "${PODTRACE_OCI_RUNTIME:-runc} (PODTRACE_OCI_RUNTIME)"
+printf '%-16s %s\n' test-load "${PODTRACE_TEST_LOAD:-off} (PODTRACE_TEST_LOAD)"
+exit 0
