@@ -4,7 +4,7 @@ BIN       ?= bin
 CLANG     ?= clang-19
 GENERATED := internal/probe/podtrace_bpfel.go internal/probe/podtrace_bpfel.o
 
-.PHONY: help deps generate check-generate build runc-upstream test test-unit test-vm test-vm-selftest e2e e2e-build bench lint run trace events clean
+.PHONY: help deps generate check-generate build runc-upstream test test-load test-unit test-vm test-vm-selftest e2e e2e-build bench lint run trace events clean
 
 help: ## list targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -42,11 +42,17 @@ RUNTIME_MATRIX_ENV = PODTRACE_RUNC_UPSTREAM="$$(bash scripts/build-runc.sh)" POD
 runc-upstream: ## build the newest upstream runc release from the Go module proxy (cached; prints its path)
 	bash scripts/build-runc.sh
 
-test: deps check-generate runc-upstream ## everything CI runs (root): unit, real-kernel, containerd (runc, upstream runc, crun), 6.1-guest and real-cluster tests
+test: deps check-generate runc-upstream ## everything CI runs (root): unit, real-kernel, containerd (runc, upstream runc, crun), under load, 6.1-guest and real-cluster tests
+	$(RUNTIME_MATRIX_ENV) bash scripts/versions.sh
 	$(GO) vet ./...
 	$(RUNTIME_MATRIX_ENV) $(GO) test -count=1 -timeout 20m ./...
+	$(MAKE) test-load
 	$(MAKE) test-vm
-	$(MAKE) e2e
+	PODTRACE_TEST_LOAD=1 $(MAKE) e2e
+
+test-load: build runc-upstream ## under background CPU load (test/load; root): the containerd tests, then the self-checking demo
+	PODTRACE_TEST_LOAD=1 $(RUNTIME_MATRIX_ENV) $(GO) test -count=1 -timeout 20m ./test/runtime
+	$(BIN)/demo -tracer $(BIN)/tracer -load
 
 test-unit: runc-upstream ## tests without the VM run
 	$(RUNTIME_MATRIX_ENV) $(GO) test -count=1 -timeout 20m ./...

@@ -24,6 +24,7 @@ import (
 
 func TestCluster(t *testing.T) {
 	e := setup(t)
+	startLoad(t) // PODTRACE_TEST_LOAD=1: the scenarios run on a busy node
 	start := time.Now()
 	// Scenarios 1–7 run side by side, each in its own namespace (the
 	// crash loop's back-off and the stuck termination take half a minute);
