@@ -147,6 +147,21 @@ func (c *Correlator) k8sEvent(ev *K8sEvent) {
 			pl.end = ev.FirstTime
 			pl.message = ev.Message
 		}
+	case "Failed", "BackOff":
+		if reason, ok := pullFailure(ev.Message); ok {
+			pl := p.pulls[ev.Container]
+			if pl == nil {
+				pl = &pull{container: ev.Container, start: ev.FirstTime}
+				p.pulls[ev.Container] = pl
+			}
+			pl.failedAt = latest(pl.failedAt, ev.LastTime)
+			if reason != "" {
+				pl.reason = reason
+			}
+			if pl.failure == "" || strings.HasPrefix(ev.Message, "Failed to pull image") {
+				pl.failure = ev.Message
+			}
+		}
 	case "Unhealthy":
 		for _, ct := range p.containers {
 			if ct.name == ev.Container && !ct.exited {

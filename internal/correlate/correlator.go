@@ -29,6 +29,10 @@ type Config struct {
 	// StuckAfter: a terminating pod still present this long after its
 	// deletion deadline is reported stuck.
 	StuckAfter time.Duration
+	// StartupTimeout: a pod not Ready this long after its creation gets its
+	// pod.startup as an ERROR saying what it waits for (0: never give up;
+	// termination, a terminal phase or the pod's end still end it).
+	StartupTimeout time.Duration
 	// ReadyFallback: without an API server, a pod counts as started once all
 	// its known app containers have run this long (there is no readiness).
 	Logger *slog.Logger

@@ -27,8 +27,8 @@ func TestOOMKillOfAChildIsNotTheRunsCause(t *testing.T) {
 	s.oomKill("app", child, "dd")
 	s.exit("app", child, 0, syscall.SIGKILL)
 	s.at(5 * time.Second)
-	del := s.now
 	grace := int64(30)
+	del := s.now.Add(time.Duration(grace) * time.Second)
 	s.info.DeletionTimestamp, s.info.DeletionGracePeriodSeconds = &del, &grace
 	s.pod()
 	s.signal("app", app, syscall.SIGTERM, "runc", probe.SignalDelivered, probe.DispositionHandler)

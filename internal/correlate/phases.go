@@ -487,6 +487,12 @@ func refineReady(cond, seen time.Time, evidence []time.Time) time.Time {
 // maybeStarted emits the startup phase once the pod is ready.
 func (c *Correlator) maybeStarted(p *pod) {
 	if p.startupDone {
+		if t, ok := p.condition("Ready"); ok && !p.gaveUpAt.IsZero() && !p.lateReady {
+			// Ready after the model gave up on the start-up: say when.
+			p.lateReady = true
+			p.rootEvents = append(p.rootEvents, SpanEvent{Name: "podtrace.ready_after_startup_gave_up", Time: t,
+				Attrs: []Attr{Float("podtrace.startup.seconds", t.Sub(p.startupStart()).Seconds())}})
+		}
 		return
 	}
 	var ready time.Time
@@ -534,17 +540,20 @@ func (c *Correlator) maybeStarted(p *pod) {
 	} else {
 		return
 	}
+	c.emitStartup(p, ready, startupOutcome{})
+}
+
+// emitStartup ends the start-up at end: Ready, or (out.failure set) the
+// moment the model gave up on it. It emits the phase's spans.
+func (c *Correlator) emitStartup(p *pod, end time.Time, out startupOutcome) {
+	ready := end
 	p.startupDone = true
 	p.readyAt = ready
 	p.readyEvidence = nil
 	if !p.observedFrom.IsZero() && ready.Before(p.observedFrom) {
 		return // started before the tracer: an earlier instance reported it
 	}
-	start := p.firstSeen
-	if p.info != nil && !p.info.CreatedAt.IsZero() {
-		start = p.info.CreatedAt
-	}
-	start = earliest(start, p.sandboxCreated)
+	start := p.startupStart()
 	id := c.startupID(p)
 	// Scheduling.
 	if sched, ok := p.condition("PodScheduled"); ok && p.info != nil {
@@ -573,11 +582,10 @@ func (c *Correlator) maybeStarted(p *pod) {
 	// Image pulls.
 	for _, name := range sortedKeys(p.pulls) {
 		pl := p.pulls[name]
-		if pl.start.IsZero() || pl.end.IsZero() {
+		if pl.start.IsZero() || pl.end.IsZero() && pl.failedAt.IsZero() {
 			continue
 		}
-		c.emit(p, Span{SpanID: p.spanID("pull/" + name), Parent: id, Name: "container.image_pull", Start: pl.start, End: pl.end,
-			Status: StatusOK, Attrs: []Attr{String("k8s.container.name", name), String("message", pl.message)}})
+		c.emit(p, c.pullSpan(p, pl, id))
 	}
 	// Each app container's start: created -> its init process runs.
 	for _, ct := range p.containers {
@@ -595,10 +603,25 @@ func (c *Correlator) maybeStarted(p *pod) {
 		}
 		c.emit(p, Span{SpanID: p.spanID(ctKey("start", ct)), Parent: id, Name: "container.start", Start: s, End: e, Status: StatusOK, Attrs: attrs})
 	}
-	d := ready.Sub(start)
-	c.cfg.Observer.PodStartup(p.namespace(), p.ownerKind(), d)
-	c.emit(p, Span{SpanID: id, Parent: c.rootID(p), Name: "pod.startup", Start: start, End: ready, Status: StatusOK,
-		Attrs: []Attr{String("podtrace.owner.kind", p.ownerKind())}})
+	attrs := []Attr{String("podtrace.owner.kind", p.ownerKind())}
+	status, msg := StatusOK, ""
+	if out.failure != "" {
+		status, msg = StatusError, out.failure
+		attrs = append(attrs, String("podtrace.startup.outcome", out.outcome))
+		if out.container != "" {
+			attrs = append(attrs, String("k8s.container.name", out.container))
+		}
+		if out.reason != "" {
+			attrs = append(attrs, String("podtrace.waiting.reason", out.reason))
+		}
+	} else {
+		if out.outcome != "" {
+			attrs = append(attrs, String("podtrace.startup.outcome", out.outcome))
+		}
+		c.cfg.Observer.PodStartup(p.namespace(), p.ownerKind(), ready.Sub(start))
+	}
+	c.emit(p, Span{SpanID: id, Parent: c.rootID(p), Name: "pod.startup", Start: start, End: ready, Status: status,
+		StatusMessage: msg, Attrs: attrs})
 }
 
 // maybeGone ends the pod when its object is gone (or, without an API
@@ -662,6 +685,9 @@ func (c *Correlator) finishPod(p *pod, at time.Time, unfinished string) {
 	p.finishing = true
 	if !p.startupDone && !p.readySeen.IsZero() {
 		c.maybeStarted(p) // a start-up still settling
+	}
+	if !p.startupDone {
+		c.endStartupUnready(p, at, "gone before Ready")
 	}
 	c.settlePod(p, true)
 	p.finished = true
@@ -777,6 +803,7 @@ func (c *Correlator) tick() {
 			c.maybeStarted(p)
 		}
 	}
+	c.giveUpStartups()
 	for _, uid := range sortedKeys(c.pods) {
 		p := c.pods[uid]
 		if p.apiGoneAt.IsZero() || p.finished {

@@ -53,6 +53,8 @@ type pod struct {
 	forced        bool      // grace period 0
 	stuck         bool
 	overrun       bool
+	gaveUpAt      time.Time // the start-up ended without Ready (see startup.go)
+	lateReady     bool      // Ready came after gaveUpAt (noted on the root)
 	goneAt        time.Time
 	apiGoneAt     time.Time // the object was deleted while containers still ran
 	emitted       map[string]bool
@@ -65,6 +67,10 @@ type pull struct {
 	container  string
 	start, end time.Time
 	message    string
+	// A failed pull: the kubelet's reason (ErrImagePull, ImagePullBackOff,
+	// ErrImageNeverPull, ...), its message, and the last failure's time.
+	reason, failure string
+	failedAt        time.Time
 }
 
 // pod returns the pod with this UID, creating it, or nil when the pod's

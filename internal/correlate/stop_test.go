@@ -28,8 +28,8 @@ func TestStopSignalAndGracefulExitCodes(t *testing.T) {
 			s := newSim(t)
 			app := s.startup()
 			s.at(time.Second)
-			del := s.now
 			grace := int64(30)
+			del := s.now.Add(time.Duration(grace) * time.Second)
 			s.info.DeletionTimestamp, s.info.DeletionGracePeriodSeconds = &del, &grace
 			s.pod()
 			s.at(5 * time.Millisecond)
@@ -64,8 +64,8 @@ func TestIgnoredStopSignalThenSIGKILL(t *testing.T) {
 	s := newSim(t)
 	app := s.startup()
 	s.at(time.Second)
-	del := s.now
 	grace := int64(3)
+	del := s.now.Add(time.Duration(grace) * time.Second)
 	s.info.DeletionTimestamp, s.info.DeletionGracePeriodSeconds = &del, &grace
 	s.pod()
 	sigAt := s.now

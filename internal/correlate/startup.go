@@ -1,0 +1,191 @@
+package correlate
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Start-ups that end without Ready. A pod that never becomes Ready (an
+// image that can't be pulled, a missing ConfigMap, an init container in a
+// crash loop, a readiness probe that never passes) still gets its
+// pod.startup, as an ERROR saying what it waits for, when:
+//   - its termination begins (deletion, eviction, a kubelet-initiated stop);
+//   - it reaches a terminal phase (Failed; Succeeded is a pod that finished
+//     its work before it was ever Ready: not an error);
+//   - it is gone;
+//   - or Config.StartupTimeout passed since it was created (the give-up
+//     time; a later Ready shows as an event on the root).
+
+// startupOutcome says how a start-up ended when not by Ready.
+type startupOutcome struct {
+	outcome   string // ready (empty), gave_up, terminated, failed, completed, gone
+	failure   string // the status message; empty: not an error
+	container string // the container it waited for, if one
+	reason    string // that container's waiting reason (ImagePullBackOff, ...)
+}
+
+// startupStart is when the pod's start-up began.
+func (p *pod) startupStart() time.Time {
+	start := p.firstSeen
+	if p.info != nil && !p.info.CreatedAt.IsZero() {
+		start = p.info.CreatedAt
+	}
+	return earliest(start, p.sandboxCreated)
+}
+
+// giveUpStartups ends the start-ups that will not see Ready (see above).
+func (c *Correlator) giveUpStartups() {
+	for _, uid := range sortedKeys(c.pods) {
+		p := c.pods[uid]
+		if p.startupDone || p.finished || p.info == nil || !p.startupSettle.IsZero() && c.now.Before(p.startupSettle) {
+			continue
+		}
+		switch {
+		case !p.terminating.IsZero():
+			c.endStartupUnready(p, p.terminating, "terminating before Ready")
+		case p.info.Phase == "Failed":
+			c.endStartupUnready(p, c.lastExit(p, c.now), "pod failed before Ready")
+		case p.info.Phase == "Succeeded":
+			c.endStartupUnready(p, c.lastExit(p, c.now), "")
+		case c.cfg.StartupTimeout > 0 && c.now.Sub(p.startupStart()) > c.cfg.StartupTimeout:
+			c.endStartupUnready(p, c.now, "not Ready after "+c.cfg.StartupTimeout.String())
+		}
+	}
+}
+
+// endStartupUnready ends a start-up without Ready at end; why empty means
+// the pod completed its work without ever being Ready (a Job's pod).
+func (c *Correlator) endStartupUnready(p *pod, end time.Time, why string) {
+	if p.startupDone {
+		return
+	}
+	start := p.startupStart()
+	if !p.observedFrom.IsZero() && p.info == nil {
+		// Alive before the tracer and no API server to say whether it
+		// was Ready: an earlier instance may have reported its start-up.
+		p.startupDone = true
+		return
+	}
+	if end.Before(start) {
+		end = start
+	}
+	if why == "" {
+		c.emitStartup(p, end, startupOutcome{outcome: "completed"})
+		return
+	}
+	out := startupOutcome{failure: why}
+	switch {
+	case strings.HasPrefix(why, "not Ready after"):
+		out.outcome = "gave_up"
+	case strings.HasPrefix(why, "terminating"):
+		out.outcome = "terminated"
+	case strings.HasPrefix(why, "gone"):
+		out.outcome = "gone"
+	default:
+		out.outcome = "failed"
+	}
+	if ctr, reason, msg := p.blockedOn(); ctr != "" {
+		out.container, out.reason = ctr, reason
+		out.failure = fmt.Sprintf("%s: container %s: %s", why, ctr, reason)
+		if msg != "" {
+			out.failure += ": " + msg
+		}
+	}
+	c.emitStartup(p, end, out)
+	p.gaveUpAt = end
+}
+
+// blockedOn names the container the start-up waits for, from the API's
+// container statuses (init containers first): one waiting for a reason
+// other than being created, one that terminated with an error, or one
+// running but not ready.
+func (p *pod) blockedOn() (container, reason, message string) {
+	if p.info == nil {
+		return "", "", ""
+	}
+	all := append(append([]ContainerStatus(nil), p.info.InitStatuses...), p.info.Statuses...)
+	for _, st := range all {
+		if w := st.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {
+			return st.Name, w.Reason, w.Message
+		}
+	}
+	for _, st := range all {
+		if t := st.State.Terminated; t != nil && t.ExitCode != 0 {
+			return st.Name, "Terminated", fmt.Sprintf("%s (exit code %d)", t.Reason, t.ExitCode)
+		}
+	}
+	for _, st := range p.info.Statuses {
+		if st.State.Running != nil && !st.Ready {
+			return st.Name, "NotReady", "running, readiness not passed"
+		}
+	}
+	for _, name := range sortedKeys(p.pulls) {
+		if pl := p.pulls[name]; pl.end.IsZero() && pl.failure != "" {
+			return name, pl.reason, pl.failure
+		}
+	}
+	return "", "", ""
+}
+
+// lastExit is the latest exit of the pod's app and init containers, or at.
+func (c *Correlator) lastExit(p *pod, at time.Time) time.Time {
+	var last time.Time
+	for _, ct := range p.containers {
+		if !ct.sandbox && ct.exited {
+			last = latest(last, ct.exitAt)
+		}
+	}
+	if last.IsZero() {
+		return at
+	}
+	return last
+}
+
+// pullSpan is an image pull: Pulling to Pulled, or to its last failure.
+func (c *Correlator) pullSpan(p *pod, pl *pull, parent SpanID) Span {
+	attrs := []Attr{String("k8s.container.name", pl.container)}
+	if img := p.image(pl.container); img != "" {
+		attrs = append(attrs, String("container.image.name", img))
+	}
+	end, status, msg := pl.end, StatusOK, ""
+	if !pl.end.IsZero() {
+		attrs = append(attrs, String("message", pl.message))
+	} else {
+		end, status, msg = pl.failedAt, StatusError, pl.failure
+		if pl.reason != "" {
+			attrs = append(attrs, String("podtrace.waiting.reason", pl.reason))
+			msg = pl.reason + ": " + pl.failure
+		}
+	}
+	if end.Before(pl.start) {
+		end = pl.start
+	}
+	return Span{SpanID: p.spanID("pull/" + pl.container), Parent: parent, Name: "container.image_pull", Start: pl.start, End: end,
+		Status: status, StatusMessage: msg, Attrs: attrs}
+}
+
+// image is a container's image as the pod spec names it.
+func (p *pod) image(container string) string {
+	if spec, _ := p.spec(container); spec != nil {
+		return spec.Image
+	}
+	return ""
+}
+
+// pullFailure tells a kubelet event about a failed image pull, and the
+// kubelet's reason when the message carries it.
+func pullFailure(msg string) (reason string, ok bool) {
+	switch {
+	case strings.HasPrefix(msg, "Failed to pull image"):
+		return "ErrImagePull", true
+	case strings.HasPrefix(msg, "Back-off pulling image"):
+		return "ImagePullBackOff", true
+	case strings.Contains(msg, "is not present with pull policy of Never"):
+		return "ErrImageNeverPull", true
+	case msg == "Error: ErrImagePull", msg == "Error: ImagePullBackOff", msg == "Error: ErrImageNeverPull",
+		msg == "Error: InvalidImageName", strings.HasPrefix(msg, "Failed to apply default image tag"):
+		return strings.TrimPrefix(msg, "Error: "), true
+	}
+	return "", false
+}

@@ -1,0 +1,178 @@
+package correlate_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podtrace/podtrace/internal/cri"
+	"github.com/podtrace/podtrace/internal/probe"
+)
+
+// withStartupTimeout gives the sim's model a give-up time.
+func withStartupTimeout(s *sim, d time.Duration) {
+	s.c = correlate.New(correlate.Config{NodeName: "node-a", Observer: s.o, StuckAfter: 10 * time.Second, StartupTimeout: d,
+		Sink: correlate.SinkFunc(func(sp correlate.Span) { s.spans = append(s.spans, sp) })})
+}
+
+// sandboxUp: the pod scheduled, its sandbox and network up.
+func (s *sim) sandboxUp() {
+	s.pod()
+	s.at(100 * time.Millisecond)
+	s.cond("PodScheduled")
+	s.mkdir(8000, "/kubepods/burstable/pod"+s.uid)
+	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop", CreatedAt: s.now}}})
+	s.at(10 * time.Millisecond)
+	s.pid++
+	cni := s.pid
+	s.kernel(&probe.ExecEvent{Header: probe.Header{Type: probe.EventExec, Origin: probe.OriginCNI, TGID: cni, PID: cni, Comm: "bridge"}, Filename: "/opt/cni/bin/bridge",
+		CNI: &probe.CNIRun{Command: "ADD", ContainerID: "sb1", IfName: "eth0", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop"}})
+	s.at(40 * time.Millisecond)
+	s.kernel(&probe.ExitEvent{Header: probe.Header{Type: probe.EventExit, Origin: probe.OriginCNI, TGID: cni, PID: cni}})
+}
+
+func (s *sim) waiting(init bool, name, reason, msg string) {
+	st := correlate.ContainerStatus{Name: name, State: correlate.ContainerState{Waiting: &correlate.Waiting{Reason: reason, Message: msg}}}
+	if init {
+		s.info.InitStatuses = []correlate.ContainerStatus{st}
+	} else {
+		s.info.Statuses = []correlate.ContainerStatus{st}
+	}
+	s.pod()
+}
+
+func (s *sim) deleteNow() {
+	grace := int64(3)
+	del := s.now.Add(time.Duration(grace) * time.Second) // when the grace period ends
+	s.info.DeletionTimestamp, s.info.DeletionGracePeriodSeconds = &del, &grace
+	s.pod()
+}
+
+// An image that cannot be pulled: the pull is an ERROR span with the
+// kubelet's reason, and the start-up ends as an ERROR at the deletion,
+// with the sandbox and its network shown.
+func TestStartupImagePullFailure(t *testing.T) {
+	s := newSim(t)
+	s.info.InitContainers = nil
+	s.info.Containers[0].Image = "registry.invalid/app:1"
+	s.sandboxUp()
+	pullStart := s.now
+	s.event("Pulling", "app", `Pulling image "registry.invalid/app:1"`)
+	s.at(300 * time.Millisecond)
+	failAt := s.now
+	s.event("Failed", "app", `Failed to pull image "registry.invalid/app:1": failed to resolve reference: no such host`)
+	s.event("Failed", "app", "Error: ErrImagePull")
+	s.waiting(false, "app", "ErrImagePull", "failed to resolve reference")
+	s.at(2 * time.Second)
+	s.event("BackOff", "app", `Back-off pulling image "registry.invalid/app:1"`)
+	s.waiting(false, "app", "ImagePullBackOff", `Back-off pulling image "registry.invalid/app:1"`)
+	s.at(20 * time.Second)
+	delAt := s.now
+	s.deleteNow()
+	s.tick(time.Second)
+	st := s.one("pod.startup")
+	if st.Status != correlate.StatusError || !st.End.Equal(delAt) || st.Attr("podtrace.waiting.reason") != "ImagePullBackOff" ||
+		st.Attr("k8s.container.name") != "app" || st.Attr("podtrace.startup.outcome") != "terminated" ||
+		!strings.Contains(st.StatusMessage, "ImagePullBackOff") {
+		t.Errorf("start-up: %s %q end %s (deleted %s) %v", st.Status, st.StatusMessage, st.End, delAt, st.Attrs)
+	}
+	pl := s.one("container.image_pull")
+	if pl.Status != correlate.StatusError || pl.Parent != st.SpanID || !pl.Start.Equal(pullStart) || pl.End.Before(failAt) ||
+		pl.Attr("container.image.name") != "registry.invalid/app:1" || !strings.Contains(pl.StatusMessage, "no such host") {
+		t.Errorf("pull: %s %q %s–%s %v", pl.Status, pl.StatusMessage, pl.Start, pl.End, pl.Attrs)
+	}
+	for _, name := range []string{"pod.sandbox", "cni.ADD bridge", "pod.scheduling"} {
+		if sp := s.one(name); sp.Status == correlate.StatusError {
+			t.Errorf("%s: %s", name, sp.Status)
+		}
+	}
+}
+
+// A missing ConfigMap: no container ever runs; the give-up time ends the
+// start-up with the waiting reason and message, while the pod lives on, and
+// a later Ready is not lost.
+func TestStartupGivesUpOnConfigError(t *testing.T) {
+	s := newSim(t)
+	withStartupTimeout(s, time.Minute)
+	s.info.InitContainers = nil
+	s.sandboxUp()
+	s.waiting(false, "app", "CreateContainerConfigError", `configmap "settings" not found`)
+	s.tick(30 * time.Second)
+	if len(s.find("pod.startup")) != 0 {
+		t.Fatal("gave up before the timeout")
+	}
+	s.tick(31 * time.Second)
+	s.tick(time.Second)
+	st := s.one("pod.startup")
+	if st.Status != correlate.StatusError || st.Attr("podtrace.startup.outcome") != "gave_up" ||
+		st.Attr("podtrace.waiting.reason") != "CreateContainerConfigError" || !strings.Contains(st.StatusMessage, `configmap "settings" not found`) {
+		t.Errorf("start-up: %s %q %v", st.Status, st.StatusMessage, st.Attrs)
+	}
+	if len(s.find("pod")) != 0 {
+		t.Error("the pod ended when its start-up was given up")
+	}
+	// The ConfigMap appears; the pod becomes Ready after all.
+	s.at(10 * time.Second)
+	s.container("app", "c0ffee02", 0)
+	s.cond("Ready")
+	s.tick(2 * time.Second)
+	s.c.Flush()
+	var late bool
+	for _, e := range s.one("pod").Events {
+		late = late || e.Name == "podtrace.ready_after_startup_gave_up"
+	}
+	if !late || len(s.find("pod.startup")) != 1 {
+		t.Errorf("a Ready after the give-up: root event %v, %d start-ups", late, len(s.find("pod.startup")))
+	}
+}
+
+// A readiness probe that never passes: the start-up names the container
+// that runs but is not ready.
+func TestStartupReadinessNeverPasses(t *testing.T) {
+	s := newSim(t)
+	withStartupTimeout(s, time.Minute)
+	s.info.InitContainers = nil
+	s.sandboxUp()
+	s.container("app", "c0ffee02", 0)
+	s.info.Statuses = []correlate.ContainerStatus{{Name: "app", State: correlate.ContainerState{Running: &correlate.Running{StartedAt: s.now}}}}
+	s.pod()
+	for range 8 {
+		s.at(10 * time.Second)
+		pr := s.exec("app", 99, "cat", "/tmp/ready")
+		s.at(5 * time.Millisecond)
+		s.exit("app", pr, 1, 0)
+		s.tick(0)
+	}
+	st := s.one("pod.startup")
+	if st.Status != correlate.StatusError || st.Attr("podtrace.waiting.reason") != "NotReady" || st.Attr("k8s.container.name") != "app" {
+		t.Errorf("start-up: %s %q %v", st.Status, st.StatusMessage, st.Attrs)
+	}
+	if len(s.find("container.start")) != 1 {
+		t.Errorf("container.start spans: %d", len(s.find("container.start")))
+	}
+}
+
+// A Job's pod that does its work and completes before it is ever Ready: its
+// start-up ends (not an error) and its run is complete.
+func TestStartupJobCompletesBeforeReady(t *testing.T) {
+	s := newSim(t)
+	s.info.InitContainers = nil
+	s.info.OwnerKind = "Job"
+	s.sandboxUp()
+	app := s.container("app", "c0ffee02", 0)
+	s.at(500 * time.Millisecond)
+	s.exit("app", app, 0, 0)
+	exitAt := s.now
+	s.cri(cri.EventContainerExited, "app", 0, "Completed")
+	s.info.Phase = "Succeeded"
+	s.pod()
+	s.tick(2 * time.Second)
+	st := s.one("pod.startup")
+	if st.Status == correlate.StatusError || st.Attr("podtrace.startup.outcome") != "completed" || !st.End.Equal(exitAt) {
+		t.Errorf("start-up: %s %q end %s (exit %s) %v", st.Status, st.StatusMessage, st.End, exitAt, st.Attrs)
+	}
+	if run := s.one("container.run"); run.Attr("podtrace.exit.cause") != "completed" {
+		t.Errorf("run: %v", run.Attrs)
+	}
+}
