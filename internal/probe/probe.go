@@ -122,6 +122,7 @@ func Load(cfg Config) (*Probes, error) {
 		p.Close()
 		return nil, err
 	}
+	p.log.Debug("probes loaded", "ancestor_helper", p.ancestorHelper, "exit_group_dead", p.groupDead)
 	return p, nil
 }
 

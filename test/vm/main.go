@@ -1,7 +1,7 @@
 // Command vm runs podtrace's real-kernel Go tests (by default the eBPF probe
 // tests in ./internal/probe) inside a qemu guest booted from another kernel,
-// e.g. Debian's 6.1 cloud kernel, to prove the probes load, attach and
-// report correctly there too.
+// e.g. Debian's 5.10, 6.1 and 6.12 cloud kernels, to prove the probes load,
+// attach and report correctly there too.
 //
 //	go run ./test/vm [flags] [-- test binary flags...]
 //
@@ -98,7 +98,7 @@ func parseFlags(args []string) (*options, error) {
 			"(-run X is accepted and turned into -test.run X).\n\n")
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.kernelsFile, "kernels-file", envOr("PODTRACE_VM_KERNELS_FILE", defaultKernels), "kernel list, one Debian package or absolute image path per line (env PODTRACE_VM_KERNELS_FILE)")
+	fs.StringVar(&o.kernelsFile, "kernels-file", envOr("PODTRACE_VM_KERNELS_FILE", defaultKernels), "kernel list, one Debian package ([release:]package) or absolute image path per line (env PODTRACE_VM_KERNELS_FILE)")
 	fs.StringVar(&o.kernels, "kernel", os.Getenv("PODTRACE_VM_KERNEL"), "comma-separated kernels to use instead of the kernel list (env PODTRACE_VM_KERNEL)")
 	fs.StringVar(&o.pkgs, "pkg", os.Getenv("PODTRACE_VM_PKGS"), "comma-separated Go packages whose tests run in the guest (env PODTRACE_VM_PKGS; default "+defaultPkg+", or the runner's self-test "+selfTestPkg+" while "+defaultPkg+" does not exist)")
 	fs.StringVar(&o.tags, "tags", os.Getenv("PODTRACE_VM_TAGS"), "build tags for go test -c (env PODTRACE_VM_TAGS)")
