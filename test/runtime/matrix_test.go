@@ -61,8 +61,15 @@ type result struct {
 
 var results = struct {
 	sync.Mutex
-	m map[string]map[string]*result // scenario -> runtime -> result
-}{m: map[string]map[string]*result{}}
+	m     map[string]map[string]*result // scenario -> runtime -> result
+	trees map[string]string             // scenario -> TestSpanTreesAcrossRuntimes' verdict
+}{m: map[string]map[string]*result{}, trees: map[string]string{}}
+
+func setTreeVerdict(sc, v string) {
+	results.Lock()
+	defer results.Unlock()
+	results.trees[sc] = v
+}
 
 func getResult(sc, rt string) *result {
 	results.Lock()
@@ -139,6 +146,56 @@ func scenarioTest(sc scenario) string {
 		return "TestOOMKilled"
 	}
 	return sc.name
+}
+
+// matrixReport is the runtime × scenario table (versions, result, time per
+// run) and the span-tree verdicts; empty when no scenario ran. TestMain
+// prints it and, with $PODTRACE_RUNTIME_REPORT, writes it there (`make
+// test` shows it even when go test hides passing packages' output).
+func matrixReport() string {
+	results.Lock()
+	ran := len(results.m) > 0
+	results.Unlock()
+	if !ran {
+		return ""
+	}
+	rts := matrixRuntimes()
+	var b strings.Builder
+	env := map[string]bool{}
+	for _, name := range rts {
+		for _, sc := range scenarios {
+			if r := getResult(sc.name, name); r != nil && r.versions.Containerd != "" {
+				env[fmt.Sprintf("%s, kernel %s", r.versions.Containerd, r.versions.Kernel)] = true
+			}
+		}
+	}
+	b.WriteString("test/runtime: runtime matrix")
+	for e := range env {
+		b.WriteString(" — " + e)
+	}
+	b.WriteString("\n")
+	b.WriteString(timingTable(rts))
+	results.Lock()
+	defer results.Unlock()
+	for _, sc := range scenarios {
+		if v, ok := results.trees[sc.name]; ok {
+			fmt.Fprintf(&b, "  span trees %-16s %s\n", sc.name+":", v)
+		}
+	}
+	return b.String()
+}
+
+func writeMatrixReport() {
+	rep := matrixReport()
+	if rep == "" {
+		return
+	}
+	fmt.Print(rep)
+	if p := os.Getenv("PODTRACE_RUNTIME_REPORT"); p != "" {
+		if err := os.WriteFile(p, []byte(rep), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "runtime report:", err)
+		}
+	}
 }
 
 func timingTable(rts []string) string {

@@ -393,5 +393,7 @@ func TestMain(m *testing.M) {
 	if _, err := cgroupfs.Detect(cgroupfs.ModeAuto); err != nil {
 		fmt.Println("no cgroups:", err)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	writeMatrixReport()
+	os.Exit(code)
 }

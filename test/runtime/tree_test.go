@@ -43,12 +43,15 @@ func TestSpanTreesAcrossRuntimes(t *testing.T) {
 					strings.Join(missing, ", "), scenarioTest(sc), strings.Join(missing, ","))
 			}
 			if len(trees) < 2 {
+				setTreeVerdict(sc.name, fmt.Sprintf("not compared (%d tree)", len(trees)))
 				t.Skipf("%d runtime(s) produced a tree; nothing to compare", len(trees))
 			}
 			ref := trees[0]
+			var differ []string
 			t.Logf("span tree on %s (%s):\n%s", ref.r.runtime.Name, ref.r.versions.Runtime, ref.text)
 			for _, o := range trees[1:] {
 				if d := lineDiff(ref.text, o.text); d != "" {
+					differ = append(differ, fmt.Sprintf("%s differs from %s (%d lines)", o.r.runtime.Name, ref.r.runtime.Name, diffLines(d)))
 					t.Errorf("%s: the span tree on %s (%s) differs from %s (%s); - only on %s, + only on %s:\n%s\n"+
 						"--- spans on %s:\n%s--- spans on %s:\n%s",
 						sc.name, o.r.runtime.Name, o.r.versions.Runtime, ref.r.runtime.Name, ref.r.versions.Runtime,
@@ -58,9 +61,27 @@ func TestSpanTreesAcrossRuntimes(t *testing.T) {
 					t.Logf("%s (%s): same tree", o.r.runtime.Name, o.r.versions.Runtime)
 				}
 			}
+			verdict := "same on " + fmt.Sprint(len(trees)) + " runtimes"
+			if len(differ) > 0 {
+				verdict = "DIFFERENT: " + strings.Join(differ, "; ")
+			}
+			if len(missing) > 0 {
+				verdict += " (no tree from " + strings.Join(missing, ", ") + ")"
+			}
+			setTreeVerdict(sc.name, verdict)
 		})
 	}
 	t.Logf("time per runtime (harness start, scenario, cleanup):\n%s", timingTable(rts))
+}
+
+func diffLines(d string) int {
+	n := 0
+	for _, l := range strings.Split(d, "\n") {
+		if strings.HasPrefix(l, "- ") || strings.HasPrefix(l, "+ ") {
+			n++
+		}
+	}
+	return n
 }
 
 // A span tree, normalized so that two runs of one scenario compare equal
