@@ -32,3 +32,15 @@ fi
 if [ ! -d /sys/kernel/tracing/events ]; then
 	mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null || true
 fi
+# crun (test/runtime runs every scenario on runc, upstream runc and crun)
+# refuses a hybrid cgroup host whose cgroup v2 hierarchy still holds
+# controllers ("cgroups in hybrid mode not supported, drop all controllers
+# from cgroupv2"). On hybrid hosts systemd binds every controller to a v1
+# hierarchy; do the same for any left in cgroup2 (hugetlb on these machines).
+if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = tmpfs ] && [ "$(stat -fc %T /sys/fs/cgroup/unified 2>/dev/null)" = cgroup2fs ]; then
+	for c in $(cat /sys/fs/cgroup/unified/cgroup.controllers); do
+		mkdir -p "/sys/fs/cgroup/$c"
+		mountpoint -q "/sys/fs/cgroup/$c" || mount -t cgroup -o "$c" cgroup "/sys/fs/cgroup/$c" ||
+			echo "install-deps: could not bind the $c controller to cgroup v1; crun will refuse this host" >&2
+	done
+fi
