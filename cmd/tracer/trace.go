@@ -39,6 +39,7 @@ type traceFlags struct {
 	output      string
 	verbose     bool
 	stuckAfter  time.Duration
+	startupTO   time.Duration
 }
 
 func (f *traceFlags) register(fs *flag.FlagSet) {
@@ -56,6 +57,7 @@ func (f *traceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.output, "output", "text", "console output when no OTLP endpoint is set: text, json or none")
 	fs.BoolVar(&f.verbose, "verbose", false, "console: show every span attribute")
 	fs.DurationVar(&f.stuckAfter, "stuck-after", 30*time.Second, "report a terminating pod stuck this long after its grace period ended")
+	fs.DurationVar(&f.startupTO, "startup-timeout", 10*time.Minute, "end a pod's start-up as an error when it is not Ready this long after creation (0: only at termination)")
 	f.probeFlags.register(fs)
 }
 
@@ -137,6 +139,9 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 	if f.stuckAfter <= 0 {
 		return fmt.Errorf("--stuck-after %s: must be positive", f.stuckAfter)
 	}
+	if f.startupTO < 0 {
+		return fmt.Errorf("--startup-timeout %s: must not be negative", f.startupTO)
+	}
 	var metricsLn net.Listener
 	if f.metricsAddr != "" {
 		if metricsLn, err = metrics.Listen(f.metricsAddr); err != nil {
@@ -199,15 +204,19 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 		close(serveErr)
 	}
 
-	corr := correlate.New(correlate.Config{NodeName: f.node, Sink: sink, Observer: rec, CgroupRoots: cfg.CgroupRoots, StuckAfter: f.stuckAfter, Logger: log})
+	corr := correlate.New(correlate.Config{NodeName: f.node, Sink: sink, Observer: rec, CgroupRoots: cfg.CgroupRoots, StuckAfter: f.stuckAfter, StartupTimeout: f.startupTO, Logger: log})
 	seed, err := pipeline.Seed(layout, cfg.CgroupRoots, time.Now(), f.node)
 	if err != nil {
 		log.Warn("start-up scan incomplete: pods already running may be partly known", "err", err)
 	}
 
 	sources := map[string]pipeline.Source{}
+	// The sources that report progress: the model waits for them (and
+	// only for them), so how late each is does not change the spans.
+	progress := []string{correlate.SourceKernel}
 	if !f.noRuntime {
 		sources["runtime"] = runtimeSource(f.runtime, health, log)
+		progress = append(progress, correlate.SourceRuntime)
 	} else {
 		health.SetReady("runtime", false, "disabled by --no-runtime")
 	}
@@ -217,7 +226,11 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 			health.SetReady("apiserver", false, err.Error())
 			seed = append(seed, correlate.Input{Time: time.Now(), API: &correlate.APIStatus{Available: false, Since: time.Now(), Err: err.Error()}})
 		} else {
-			sources["apiserver"] = src
+			// The watcher stamps each fact as it sends it: nothing in
+			// flight is progress (less a margin for a fact stamped but
+			// not yet handed over).
+			sources["apiserver"] = pipeline.WithProgress(correlate.SourceAPI, src, progressEvery, 50*time.Millisecond, nil)
+			progress = append(progress, correlate.SourceAPI)
 		}
 	} else {
 		health.SetReady("apiserver", false, "disabled by --no-api")
@@ -239,6 +252,7 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 		Correlator: corr,
 		Record:     rw,
 		Tick:       500 * time.Millisecond,
+		Progress:   progress,
 		Heartbeat:  health.Beat,
 		SourceState: func(name string, ok bool, reason string) {
 			health.SetReady(name, ok, reason)
@@ -261,26 +275,23 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 
 func runtimeSource(endpoint string, health *metrics.Health, log *slog.Logger) pipeline.Source {
 	return func(ctx context.Context, out chan<- correlate.Input) error {
-		evs, _ := cri.Watch(ctx, cri.WatchConfig{Endpoint: endpoint, Logger: log}, 1024)
-		for ev := range evs {
-			e := ev
+		evs, w := cri.Watch(ctx, cri.WatchConfig{Endpoint: endpoint, Logger: log}, 1024)
+		// Each poll's changes, then the poll's time as the runtime's
+		// progress.
+		return pipeline.RuntimeSource(evs, w.Latest, progressEvery, func(e cri.Event) {
 			switch e.Type {
 			case cri.EventRuntimeUnavailable:
 				health.SetReady("runtime", false, e.Gap.String())
-			case cri.EventRuntimeAvailable:
-				health.SetReady("runtime", true, "")
 			default:
 				health.SetReady("runtime", true, "")
 			}
-			select {
-			case out <- correlate.Input{Time: time.Now(), Runtime: &e}:
-			case <-ctx.Done():
-				return nil
-			}
-		}
-		return nil
+		}, nil)(ctx, out)
 	}
 }
+
+// progressEvery is how often the runtime and API sources report progress
+// (the model waits for it: see correlate.Progress).
+const progressEvery = 250 * time.Millisecond
 
 func apiSource(f *traceFlags, health *metrics.Health, log *slog.Logger) (pipeline.Source, error) {
 	client, err := watcher.NewClient(f.kubeconfig)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -476,4 +477,91 @@ func firstN(s []string, n int) []string {
 		return append(s[:n:n], "...")
 	}
 	return s
+}
+
+// Runs recorded with progress (testdata/progress: `go test ./test/runtime
+// -args -record-dir=…` with the pipeline's progress on): the marks are the
+// live sources' own. They must be honest (no fact of a source after its
+// mark is older than the mark), and the runs replayed with any source late
+// must give their golden span trees.
+func TestTimingIndependenceRecordedWithProgress(t *testing.T) {
+	files, _ := filepath.Glob("testdata/progress/*.jsonl")
+	if len(files) == 0 {
+		t.Skip("no recordings with progress in testdata/progress")
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".jsonl")
+		t.Run(name, func(t *testing.T) {
+			in := load(t, f)
+			checkHonest(t, in)
+			marked := keepGoing(in, timingPad)
+			got := render(replay(marked))
+			golden := strings.TrimSuffix(f, ".jsonl") + ".golden"
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Fatalf("spans differ from %s:\n%s", golden, diffLines(string(want), got))
+			}
+			var failed []string
+			for _, s := range schedules(*timingSeeds) {
+				if got := render(replay(delayed(marked, s))); got != string(want) {
+					if len(failed) == 0 {
+						t.Errorf("schedule %s: spans differ:\n%s", s.name, diffLines(string(want), got))
+					}
+					failed = append(failed, s.name)
+				}
+			}
+			if len(failed) > 0 {
+				t.Errorf("%d schedules give other spans (rerun one with -run 'TestTimingIndependenceRecordedWithProgress/%s$' -timing-seed N for seed-N): %s",
+					len(failed), name, strings.Join(failed, " "))
+			}
+		})
+	}
+}
+
+// checkHonest: after a source's mark, its facts are not older than the mark.
+func checkHonest(t *testing.T, in []correlate.Input) {
+	t.Helper()
+	marks := map[string]time.Time{}
+	for i, x := range in {
+		if p := x.Progress; p != nil {
+			marks[p.Source] = p.Until
+			continue
+		}
+		var src string
+		var at time.Time
+		switch {
+		case x.Kernel != nil:
+			src, at = correlate.SourceKernel, x.Kernel.Hdr().Time
+		case x.Runtime != nil:
+			src, at = correlate.SourceRuntime, x.Runtime.Observed
+		default:
+			continue
+		}
+		if m, ok := marks[src]; ok && at.Before(m) {
+			t.Errorf("input %d: a %s fact at %s after the mark %s", i, src, at.Format(time.RFC3339Nano), m.Format(time.RFC3339Nano))
+		}
+	}
+}
+
+// keepGoing is a recorded stream whose sources go on after it ends: each
+// declared source complete to the end plus pad, and time passing.
+func keepGoing(in []correlate.Input, pad time.Duration) []correlate.Input {
+	out := append([]correlate.Input(nil), in...)
+	end := in[len(in)-1].Time.Add(time.Millisecond)
+	for _, x := range in {
+		if x.Start != nil {
+			for _, src := range x.Start.Progress {
+				out = append(out, correlate.Input{Time: end, Progress: &correlate.Progress{Source: src, Until: end.Add(pad)}})
+			}
+		}
+	}
+	return append(out, correlate.Input{Time: end.Add(pad), Tick: true})
 }

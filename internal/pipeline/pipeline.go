@@ -54,10 +54,9 @@ type Config struct {
 	// reports the kernel's itself (correlate.SourceKernel); other sources
 	// send theirs (RuntimeSource, WithProgress).
 	Progress []string
-	// KernelDrain bounds how long a kernel event can wait in the ring buffer
-	// before the reader returns it (the probes' poll interval, plus the
-	// boot-to-wall clock's error); default 250ms. A reader idle at a tick
-	// has then read every event older than now-KernelDrain.
+	// KernelDrain is subtracted from the kernel's progress: events are
+	// stamped (boot clock, converted to wall time) before they are
+	// submitted, and the conversion can be a little off; default 250ms.
 	KernelDrain time.Duration
 }
 
@@ -126,16 +125,16 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}()
 	}
-	// idleSince: the kernel reader has been waiting for the ring buffer
-	// since then (unix ns), having handed over all it read; 0 while it
-	// hands an event over.
-	var idleSince atomic.Int64
+	// waiting numbers the kernel reader's current wait for the ring buffer
+	// (each wait its own number), having handed over all it read before;
+	// 0 while it hands an event over.
+	var waiting atomic.Uint64
 	if cfg.Kernel != nil {
 		start("kernel", func(ctx context.Context, out chan<- correlate.Input) error {
-			for {
-				idleSince.Store(cfg.Now().UnixNano())
+			for n := uint64(1); ; n++ {
+				waiting.Store(n)
 				ev, err := cfg.Kernel.Next(ctx)
-				idleSince.Store(0)
+				waiting.Store(0)
 				if err != nil {
 					if errors.Is(err, io.EOF) || ctx.Err() != nil {
 						return nil
@@ -158,6 +157,13 @@ func Run(ctx context.Context, cfg Config) error {
 	defer ticker.Stop()
 	var lastLost uint64
 	var kernelMark time.Time
+	var kernelIdle idleCheck
+	pending := func() int { return 0 }
+	if p, ok := cfg.Kernel.(interface{ Pending() int }); ok {
+		pending = p.Pending
+	} else {
+		kernelProgress = false // no way to know the ring buffer is drained
+	}
 	var runErr error
 loop:
 	for {
@@ -184,13 +190,10 @@ loop:
 				}
 			}
 			now := cfg.Now()
-			if kernelProgress && idleSince.Load() != 0 && len(in) == 0 {
-				// The reader waits and everything it read was handled:
-				// the kernel's view is complete but for what may still
-				// sit in the ring buffer, younger than KernelDrain.
-				if until := now.Add(-cfg.KernelDrain); until.After(kernelMark) {
+			if kernelProgress {
+				if until, ok := kernelIdle.check(now, waiting.Load(), len(in), pending); ok && until.After(kernelMark) {
 					kernelMark = until
-					handle(correlate.Input{Time: now, Progress: &correlate.Progress{Source: correlate.SourceKernel, Until: until}})
+					handle(correlate.Input{Time: now, Progress: &correlate.Progress{Source: correlate.SourceKernel, Until: until.Add(-cfg.KernelDrain)}})
 				}
 			}
 			handle(correlate.Input{Time: now, Tick: true})
@@ -216,4 +219,39 @@ loop:
 		}
 	}
 	return runErr
+}
+
+// idleCheck tells, at the pipeline's ticks, up to when the kernel's view is
+// complete. At a tick where the ring buffer is empty (the kernel source's
+// Pending), the reader waits and every input was handled, every event
+// submitted before that tick was consumed; if at the next tick the reader
+// is still in that same wait, whatever it consumed was also handed over and
+// handled: the kernel is complete up to the earlier tick. (A reader merely
+// waiting proves nothing: on a loaded machine it may not have run for a
+// while, with events waiting in the buffer.)
+type idleCheck struct {
+	wait uint64    // the reader's wait at the candidate tick
+	at   time.Time // the candidate tick
+}
+
+func (k *idleCheck) check(now time.Time, wait uint64, queued int, pending func() int) (time.Time, bool) {
+	if wait == 0 || queued > 0 {
+		k.wait = 0
+		return time.Time{}, false
+	}
+	if k.wait == wait {
+		// Same wait as at the candidate tick: complete up to it. The
+		// buffer may have filled since: this tick is not a candidate.
+		at := k.at
+		k.wait = 0
+		if pending() == 0 {
+			k.wait, k.at = wait, now
+		}
+		return at, true
+	}
+	k.wait = 0
+	if pending() == 0 {
+		k.wait, k.at = wait, now
+	}
+	return time.Time{}, false
 }

@@ -31,6 +31,9 @@ func (s *blockingSource) Next(ctx context.Context) (probe.Event, error) {
 }
 func (s *blockingSource) Close() error { return nil }
 
+// Pending: the ring buffer is drained once every event was returned.
+func (s *blockingSource) Pending() int { return len(s.events) - s.i }
+
 func readAll(t *testing.T, b []byte) []correlate.Input {
 	t.Helper()
 	r, err := record.NewReader(bytes.NewReader(b))
@@ -199,4 +202,37 @@ func fmtList(s []string) string {
 	}
 	b.WriteString("]")
 	return b.String()
+}
+
+// A reader that waits proves nothing by itself (on a loaded machine it may
+// not have run while events piled up): the kernel is complete up to a tick
+// only if the ring buffer was empty then and the reader still waits in the
+// same wait at the next tick.
+func TestKernelIdleCheck(t *testing.T) {
+	t0 := time.Now()
+	tick := func(i int) time.Time { return t0.Add(time.Duration(i) * 100 * time.Millisecond) }
+	var k idleCheck
+	empty, full := func() int { return 0 }, func() int { return 64 }
+	steps := []struct {
+		wait    uint64
+		queued  int
+		pending func() int
+		want    time.Time // zero: no mark
+	}{
+		{7, 0, full, time.Time{}},  // waiting, but events sit in the buffer
+		{7, 0, empty, time.Time{}}, // drained: a candidate
+		{7, 0, empty, tick(1)},     // same wait: complete to the candidate
+		{8, 0, empty, time.Time{}}, // it read something since: new candidate
+		{0, 0, empty, time.Time{}}, // handing an event over
+		{9, 2, empty, time.Time{}}, // inputs queued, not handled yet
+		{9, 0, empty, time.Time{}}, // candidate
+		{9, 0, full, tick(6)},      // complete to the candidate, not beyond
+		{9, 0, empty, time.Time{}}, // the buffer filled at the last tick: no mark from it
+	}
+	for i, st := range steps {
+		got, ok := k.check(tick(i), st.wait, st.queued, st.pending)
+		if ok != !st.want.IsZero() || ok && !got.Equal(st.want) {
+			t.Errorf("tick %d: got %v %v, want %v", i, got.Sub(t0), ok, st.want.Sub(t0))
+		}
+	}
 }
