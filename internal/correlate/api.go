@@ -109,10 +109,14 @@ func (c *Correlator) k8sEvent(ev *K8sEvent) {
 		if ev.PodUID == "" {
 			return
 		}
-		p = c.pod(ev.PodUID, ev.FirstTime)
-		if p == nil {
+		if _, gone := c.gone[ev.PodUID]; gone {
+			c.miss("fact_after_pod_gone")
 			return
 		}
+		// An Event alone never makes (or, after the retention, revives) a
+		// pod: it waits a little for the pod to be seen.
+		c.holdEvent(ev)
+		return
 	}
 	if ns := p.namespace(); ns != "" && ev.Namespace != "" && ev.Namespace != ns {
 		// An Event lives in a namespace, and whoever may create Events
@@ -126,7 +130,7 @@ func (c *Correlator) k8sEvent(ev *K8sEvent) {
 	}
 	p.events[ev.UID] = ev.Count
 	cp := *ev
-	p.k8sEvents = append(p.k8sEvents, &cp)
+	p.addK8sEvent(&cp)
 	switch ev.Reason {
 	case "Pulling":
 		pl := p.pulls[ev.Container]
@@ -165,7 +169,7 @@ func (c *Correlator) k8sEvent(ev *K8sEvent) {
 	case "Unhealthy":
 		for _, ct := range p.containers {
 			if ct.name == ev.Container && !ct.exited {
-				ct.probeFails = append(ct.probeFails, SpanEvent{Name: "probe failed", Time: ev.LastTime,
+				ct.addProbeFail(SpanEvent{Name: "probe failed", Time: ev.LastTime,
 					Attrs: []Attr{String("podtrace.probe.type", probeType(ev.Message)), String("message", ev.Message)}})
 			}
 		}
@@ -177,7 +181,7 @@ func (c *Correlator) k8sEvent(ev *K8sEvent) {
 	if ev.Count > 1 {
 		attrs = append(attrs, Int("k8s.event.count", int64(ev.Count)))
 	}
-	p.rootEvents = append(p.rootEvents, SpanEvent{Name: "k8s." + ev.Reason, Time: ev.LastTime, Attrs: attrs})
+	p.addRootEvent(SpanEvent{Name: "k8s." + ev.Reason, Time: ev.LastTime, Attrs: attrs})
 }
 
 func probeType(msg string) string {

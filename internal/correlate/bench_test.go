@@ -25,16 +25,21 @@ type node struct {
 	spans  int
 }
 
-func newNode(pods int) *node {
+func newNode(pods int, sinks ...correlate.Sink) *node {
 	n := &node{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC), next: 1000}
-	n.c = correlate.New(correlate.Config{NodeName: "bench", Sink: correlate.SinkFunc(func(correlate.Span) { n.spans++ })})
+	n.c = correlate.New(correlate.Config{NodeName: "bench", Sink: correlate.SinkFunc(func(sp correlate.Span) {
+		n.spans++
+		for _, s := range sinks {
+			s.Emit(sp)
+		}
+	})})
 	n.c.Handle(correlate.Input{Time: n.t, Start: &correlate.Start{At: n.t}})
 	for i := 0; i < pods; i++ {
 		uid := fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)
 		sb := fmt.Sprintf("%064x", 2*i+1)
 		ctr := fmt.Sprintf("%064x", 2*i+2)
 		podPath := "/kubepods/burstable/pod" + uid
-		id := uint64(10000 + 3*i)
+		id := uint64(1_000_000 + 3*i)
 		n.handle(&probe.CgroupEvent{Header: probe.Header{Type: probe.EventCgroupMkdir, Time: n.t}, ID: id, Level: 3, Path: podPath})
 		n.handle(&probe.CgroupEvent{Header: probe.Header{Type: probe.EventCgroupMkdir, Time: n.t}, ID: id + 1, Level: 4, Path: podPath + "/" + sb})
 		n.handle(&probe.CgroupEvent{Header: probe.Header{Type: probe.EventCgroupMkdir, Time: n.t}, ID: id + 2, Level: 4, Path: podPath + "/" + ctr})

@@ -104,12 +104,12 @@ func (c *Correlator) becomeInit(ct *container, pr *proc, at time.Time, args []st
 		pr.session = nil
 	}
 	pr.bootstrap = false
-	c.procs[pr.tgid] = pr
+	c.putProc(pr)
 	ct.initPID = pr.tgid
 	ct.initExec = at
 	ct.initArgs = args
 	if ct.pod != nil && !ct.pod.startupDone && !ct.init && !ct.sandbox {
-		ct.pod.readyEvidence = append(ct.pod.readyEvidence, at)
+		ct.pod.addReadyEvidence(at)
 	}
 	c.backoff(ct)
 	if ct.pod != nil {

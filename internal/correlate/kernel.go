@@ -35,16 +35,24 @@ type container struct {
 	initArgs []string
 	// criPID and cfgArgs are the runtime's word on the init (its PID and
 	// the configured command line); see identity.go.
-	criPID     uint32
-	cfgArgs    []string
-	sessions   map[uint32]*session
-	signals    []signalRec
-	delivered  map[syscall.Signal]probe.Disposition
-	oom        *probe.OOMEvent // the OOM kill of the init, if it died of one
-	oomScope   string
-	ooms       []oomRec // every OOM kill in the container (init or not), capped
-	oomsFolded int
-	probeFails []SpanEvent
+	criPID   uint32
+	cfgArgs  []string
+	sessions map[uint32]*session
+	pids     map[uint32]struct{} // its live processes (c.procs entries)
+
+	// What went over the caps (bounds.go), counted.
+	signalKinds      map[signalKey]bool
+	signalsFolded    map[signalKey]int
+	probeFailsFolded int
+	sessionSpans     map[string]int
+	sessionsFolded   map[string]int
+	signals          []signalRec
+	delivered        map[syscall.Signal]probe.Disposition
+	oom              *probe.OOMEvent // the OOM kill of the init, if it died of one
+	oomScope         string
+	ooms             []oomRec // every OOM kill in the container (init or not), capped
+	oomsFolded       int
+	probeFails       []SpanEvent
 
 	backoffDone  bool
 	unknownExit  bool
@@ -58,6 +66,27 @@ type container struct {
 	exitSignal   syscall.Signal
 	reason       string // runtime's reason (OOMKilled, Error, Completed)
 	removed      bool
+}
+
+// putProc records a live process, replacing any earlier one with its PID.
+func (c *Correlator) putProc(pr *proc) {
+	if old, ok := c.procs[pr.tgid]; ok && old.ctr != nil && old.ctr != pr.ctr {
+		delete(old.ctr.pids, pr.tgid)
+	}
+	c.procs[pr.tgid] = pr
+	if pr.ctr != nil {
+		pr.ctr.pids[pr.tgid] = struct{}{}
+	}
+}
+
+// dropProc forgets a process.
+func (c *Correlator) dropProc(pid uint32) {
+	if pr, ok := c.procs[pid]; ok {
+		delete(c.procs, pid)
+		if pr.ctr != nil {
+			delete(pr.ctr.pids, pid)
+		}
+	}
 }
 
 // oomRec is an OOM kill in a container.
@@ -195,7 +224,8 @@ func (c *Correlator) container(id string, p *pod) *container {
 		}
 		return ct
 	}
-	ct := &container{id: id, pod: p, sessions: map[uint32]*session{}, delivered: map[syscall.Signal]probe.Disposition{}}
+	ct := &container{id: id, pod: p, sessions: map[uint32]*session{}, pids: map[uint32]struct{}{},
+		delivered: map[syscall.Signal]probe.Disposition{}}
 	c.containers[id] = ct
 	if p != nil {
 		p.containers = append(p.containers, ct)
@@ -221,7 +251,7 @@ func (c *Correlator) procSeen(ps *ProcSeen) {
 		return
 	}
 	pr := &proc{tgid: ps.PID, ppid: ps.PPID, ctr: ct, execAt: ps.Started, args: ps.Args}
-	c.procs[ps.PID] = pr
+	c.putProc(pr)
 	if parent, ok := c.procs[ps.PPID]; ok && parent.ctr == ct {
 		pr.session = parent.session
 		return
@@ -254,7 +284,7 @@ func (c *Correlator) exec(e *probe.ExecEvent) {
 	}
 	if c.bootstrapExec(ct, e) {
 		if _, ok := c.procs[e.TGID]; !ok {
-			c.procs[e.TGID] = &proc{tgid: e.TGID, ctr: ct, bootstrap: true}
+			c.putProc(&proc{tgid: e.TGID, ctr: ct, bootstrap: true})
 		}
 		return
 	}
@@ -262,7 +292,7 @@ func (c *Correlator) exec(e *probe.ExecEvent) {
 	if known && (pr.ctr != ct || pr.bootstrap) {
 		// A reused PID, or the runtime's bootstrap now running the real
 		// command: decided afresh below.
-		delete(c.procs, e.TGID)
+		c.dropProc(e.TGID)
 		known = false
 	}
 	if known {
@@ -288,7 +318,7 @@ func (c *Correlator) exec(e *probe.ExecEvent) {
 	}
 	if parent, ok := c.procs[e.PPID]; ok && parent.ctr == ct && !parent.bootstrap {
 		npr.session = parent.session
-		c.procs[e.TGID] = npr
+		c.putProc(npr)
 		return
 	}
 	// A process entering the container from outside: its init, then exec sessions.
@@ -300,7 +330,7 @@ func (c *Correlator) exec(e *probe.ExecEvent) {
 	s.kind = c.sessionKind(ct, e.Args)
 	ct.sessions[e.TGID] = s
 	npr.session = s
-	c.procs[e.TGID] = npr
+	c.putProc(npr)
 }
 
 // sessionKind matches an exec session's argv to the pod spec's hooks and probes.
@@ -394,7 +424,7 @@ func (c *Correlator) fork(e *probe.ForkEvent) {
 	if !ok {
 		return
 	}
-	c.procs[e.ChildTGID] = &proc{tgid: e.ChildTGID, ctr: parent.ctr, session: parent.session, bootstrap: parent.bootstrap}
+	c.putProc(&proc{tgid: e.ChildTGID, ctr: parent.ctr, session: parent.session, bootstrap: parent.bootstrap})
 }
 
 func (c *Correlator) exit(e *probe.ExitEvent) {
@@ -407,7 +437,7 @@ func (c *Correlator) exit(e *probe.ExitEvent) {
 	if !ok {
 		return
 	}
-	delete(c.procs, e.TGID)
+	c.dropProc(e.TGID)
 	ct := pr.ctr
 	if pr.bootstrap {
 		return
@@ -480,7 +510,7 @@ func (c *Correlator) signal(e *probe.SignalEvent) {
 		pidnsTeardown: e.Code == probe.SIKernel && e.Signal == syscall.SIGKILL && ct.initPID != 0 &&
 			e.TGID == ct.initPID && e.TargetTGID != ct.initPID,
 	}
-	ct.signals = append(ct.signals, rec)
+	ct.addSignal(rec)
 	p := ct.pod
 	if p != nil && rec.toInit && kind == "runtime" && p.terminating.IsZero() && (e.Signal == syscall.SIGTERM || e.Signal == syscall.SIGKILL) && c.stopping(p) {
 		// No API server told us about a deletion: the runtime's stop signal

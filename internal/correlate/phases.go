@@ -261,6 +261,17 @@ func (c *Correlator) finalizeContainer(ct *container) {
 	for _, s := range ct.signals {
 		events = append(events, signalEvent(s))
 	}
+	if len(ct.signalsFolded) > 0 {
+		ev, n := ct.foldedSignals(ct.exitAt)
+		events = append(events, ev)
+		attrs = append(attrs, Int("podtrace.signals.folded", int64(n)))
+	}
+	if ct.probeFailsFolded > 0 {
+		attrs = append(attrs, Int("podtrace.probe_failures.folded", int64(ct.probeFailsFolded)))
+	}
+	for _, kind := range sortedKeys(ct.sessionsFolded) {
+		attrs = append(attrs, Int("podtrace.sessions.folded."+kind, int64(ct.sessionsFolded[kind])))
+	}
 	for _, o := range ct.ooms {
 		a := []Attr{Int("podtrace.oom.victim.pid", int64(o.ev.VictimTGID)), String("podtrace.oom.scope", o.scope)}
 		if o.ev != ct.oom {
@@ -377,7 +388,7 @@ func (c *Correlator) sessionDone(ct *container, s *session, e *probe.ExitEvent) 
 	case ok && !ct.pod.startupDone && (kind == "probe.readiness" || kind == "probe.startup" || kind == "poststart"):
 		// Only until the start-up is out: a probe every few seconds for
 		// the pod's whole life must not pile up here.
-		ct.pod.readyEvidence = append(ct.pod.readyEvidence, e.Time)
+		ct.pod.addReadyEvidence(e.Time)
 	}
 	if ct.settleBy.Before(c.now.Add(settle)) && !ct.exited {
 		ct.settleBy = c.now.Add(settle)
@@ -436,6 +447,9 @@ func (c *Correlator) sessionSpan(ct *container, s *session, e *probe.ExitEvent) 
 	if len(name) > 6 && name[:6] == "probe." {
 		attrs = append(attrs, String("podtrace.probe.type", name[6:]), String("podtrace.probe.result", result))
 	}
+	if !ct.sessionSpanAllowed(name) {
+		return // over the cap: counted on the run (podtrace.sessions.folded.<kind>)
+	}
 	key := fmt.Sprintf("%s/%s/%d@%d", name, ct.id, s.pid, s.start.UnixNano())
 	c.emit(p, Span{SpanID: p.spanID(key), Parent: parent, Name: name, Start: s.start, End: e.Time, Status: status, Attrs: attrs})
 }
@@ -490,7 +504,7 @@ func (c *Correlator) maybeStarted(p *pod) {
 		if t, ok := p.condition("Ready"); ok && !p.gaveUpAt.IsZero() && !p.lateReady {
 			// Ready after the model gave up on the start-up: say when.
 			p.lateReady = true
-			p.rootEvents = append(p.rootEvents, SpanEvent{Name: "podtrace.ready_after_startup_gave_up", Time: t,
+			p.addRootEvent(SpanEvent{Name: "podtrace.ready_after_startup_gave_up", Time: t,
 				Attrs: []Attr{Float("podtrace.startup.seconds", t.Sub(p.startupStart()).Seconds())}})
 		}
 		return
@@ -639,7 +653,7 @@ func (c *Correlator) maybeGone(p *pod, at time.Time) {
 		gone = c.lingering(p) == ""
 		if !gone && p.apiGoneAt.IsZero() {
 			p.apiGoneAt = at
-			p.rootEvents = append(p.rootEvents, SpanEvent{Name: "podtrace.api_object_deleted", Time: at,
+			p.addRootEvent(SpanEvent{Name: "podtrace.api_object_deleted", Time: at,
 				Attrs: []Attr{String("podtrace.lingering.containers", c.lingering(p))}})
 		}
 	case p.info == nil || (c.apiKnown && !c.apiUp):
@@ -729,6 +743,9 @@ func (c *Correlator) finishPod(p *pod, at time.Time, unfinished string) {
 	if p.stuck {
 		attrs = append(attrs, Bool("podtrace.termination.stuck", true))
 	}
+	if p.rootFolded > 0 {
+		attrs = append(attrs, Int("podtrace.events.folded", int64(p.rootFolded)))
+	}
 	c.emit(p, Span{SpanID: c.rootID(p), Name: "pod", Start: start, End: at, Status: status, StatusMessage: msg,
 		Attrs: attrs, Events: p.rootEvents})
 	if p.stuck {
@@ -741,11 +758,10 @@ func (c *Correlator) finishPod(p *pod, at time.Time, unfinished string) {
 	}
 	for _, ct := range p.containers {
 		delete(c.containers, ct.id)
-		for pid, pr := range c.procs {
-			if pr.ctr == ct {
-				delete(c.procs, pid)
-			}
+		for pid := range ct.pids {
+			delete(c.procs, pid)
 		}
+		ct.pids = nil
 	}
 	for id, ref := range c.cgroups {
 		if ref.ident.PodUID == p.uid {
@@ -804,6 +820,7 @@ func (c *Correlator) tick() {
 		}
 	}
 	c.giveUpStartups()
+	c.expireEvents()
 	for _, uid := range sortedKeys(c.pods) {
 		p := c.pods[uid]
 		if p.apiGoneAt.IsZero() || p.finished {
@@ -836,7 +853,7 @@ func (c *Correlator) tick() {
 		}
 		if c.now.Sub(p.deadline) > c.cfg.StuckAfter {
 			p.stuck = true
-			p.rootEvents = append(p.rootEvents, SpanEvent{Name: "podtrace.stuck_terminating", Time: c.now,
+			p.addRootEvent(SpanEvent{Name: "podtrace.stuck_terminating", Time: c.now,
 				Attrs: []Attr{Float("podtrace.past_deadline.seconds", c.now.Sub(p.deadline).Seconds())}})
 			c.cfg.Observer.StuckTerminating(p.namespace(), true)
 		}

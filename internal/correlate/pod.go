@@ -55,6 +55,9 @@ type pod struct {
 	overrun       bool
 	gaveUpAt      time.Time // the start-up ended without Ready (see startup.go)
 	lateReady     bool      // Ready came after gaveUpAt (noted on the root)
+	rootFolded    int       // root events over the cap
+	lossEvent     int       // index of the current loss episode's root event, -1 if none
+	lossLast      time.Time // the last loss report
 	goneAt        time.Time
 	apiGoneAt     time.Time // the object was deleted while containers still ran
 	emitted       map[string]bool
@@ -92,7 +95,9 @@ func (c *Correlator) pod(uid string, at time.Time) *pod {
 		emitted:   map[string]bool{},
 		sightings: map[string]time.Time{},
 	}
+	p.lossEvent = -1
 	c.pods[uid] = p
+	c.releaseEvents(uid)
 	return p
 }
 

@@ -21,7 +21,7 @@ func (c *Correlator) runtime(ev *cri.Event) {
 			until = ev.Gap.Until
 			for _, p := range c.pods {
 				if !p.firstSeen.After(until) {
-					p.rootEvents = append(p.rootEvents, SpanEvent{Name: "podtrace.runtime_gap", Time: ev.Gap.Since,
+					p.addRootEvent(SpanEvent{Name: "podtrace.runtime_gap", Time: ev.Gap.Since,
 						Attrs: []Attr{String("podtrace.gap.until", until.UTC().Format("2006-01-02T15:04:05.000Z07:00"))}})
 				}
 			}
