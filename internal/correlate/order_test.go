@@ -109,13 +109,14 @@ func TestProgressRuntimeSilent(t *testing.T) {
 	}
 }
 
-// With every source live (the kernel drained at each 500 ms tick, the
+// With every source live at the tracer's default settings (a tick every
+// 500 ms, the kernel complete up to the tick before last less 250 ms, the
 // runtime polled every second), every span is out within 2 s of the end of
 // its phase, by the time it arrives (the recording's own lag included).
 func TestProgressLatency(t *testing.T) {
 	for _, run := range recorded(t) {
 		t.Run(run.base, func(t *testing.T) {
-			in := livePolls(withProgress(run.inputs, timingPad), time.Second)
+			in := livePolls(defaultKernelMarks(withProgress(run.inputs, timingPad)), time.Second)
 			var now time.Time
 			worst := time.Duration(0)
 			var worstName string
@@ -167,6 +168,47 @@ func livePolls(in []correlate.Input, every time.Duration) []correlate.Input {
 			last = x.Progress.Until
 		}
 		out = append(out, x)
+	}
+	return out
+}
+
+// defaultKernelMarks replaces the kernel's marks by those the pipeline
+// makes at its default settings: at each 500 ms tick, complete up to the
+// previous tick less 250 ms (pipeline.Config.KernelDrain), kept honest
+// against the kernel events still to come.
+func defaultKernelMarks(in []correlate.Input) []correlate.Input {
+	const tick, drain = 500 * time.Millisecond, 250 * time.Millisecond
+	var out []correlate.Input
+	var next time.Time
+	var end time.Time
+	for _, x := range in {
+		if x.Progress != nil && x.Progress.Source == correlate.SourceKernel && x.Progress.Until.Before(end) {
+			continue
+		}
+		if x.Progress != nil && x.Progress.Source == correlate.SourceKernel {
+			out = append(out, x) // the end of the stream
+			continue
+		}
+		if next.IsZero() {
+			next = x.Time.Add(tick)
+		}
+		for !next.After(x.Time) {
+			out = append(out, correlate.Input{Time: next, Progress: &correlate.Progress{Source: correlate.SourceKernel, Until: next.Add(-tick - drain)}})
+			next = next.Add(tick)
+		}
+		end = x.Time
+		out = append(out, x)
+	}
+	// Honest: no later kernel event older than a mark.
+	earliest := time.Time{}
+	for i := len(out) - 1; i >= 0; i-- {
+		x := out[i]
+		if x.Kernel != nil && (earliest.IsZero() || x.Kernel.Hdr().Time.Before(earliest)) {
+			earliest = x.Kernel.Hdr().Time
+		}
+		if p := x.Progress; p != nil && p.Source == correlate.SourceKernel && !earliest.IsZero() && !p.Until.Before(earliest) {
+			out[i].Progress = &correlate.Progress{Source: p.Source, Until: earliest.Add(-time.Nanosecond)}
+		}
 	}
 	return out
 }
