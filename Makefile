@@ -73,6 +73,11 @@ e2e: deps ## the real-cluster e2e (root): Kubernetes + containerd + podtrace fro
 	bin="$$(bash test/e2e/tools/build.sh)" && \
 	PODTRACE_E2E_BIN="$$bin" $(GO) test -count=1 -p 1 -timeout 30m -parallel 8 -v ./test/e2e/... $(E2EARGS)
 
+scale: deps ## a tracer's API cost vs cluster size (root): kube-apiserver + etcd + kwok, 100 and 500 nodes (SCALE_SHORT=1: 25 and 125, < 5 min)
+	bin="$$(bash test/e2e/tools/build.sh kubernetes)" && kwok="$$(bash test/scale/build-kwok.sh)" && \
+	PODTRACE_SCALE=1 PODTRACE_SCALE_SHORT=$(SCALE_SHORT) PODTRACE_SCALE_BIN="$$bin" PODTRACE_SCALE_KWOK="$$kwok" \
+	$(GO) test -count=1 -timeout 60m -v -run '^TestScale$$' ./test/scale $(SCALEARGS)
+
 test-vm: ## probe tests on every kernel in test/vm/kernels.txt, under qemu
 	$(GO) run ./test/vm $(VMARGS)
 

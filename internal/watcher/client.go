@@ -29,6 +29,21 @@ const UserAgent = "podtrace"
 // When none of these is available the error wraps ErrNoAPIServer (and, for
 // a missing file, fs.ErrNotExist).
 func NewClient(kubeconfig string) (kubernetes.Interface, error) {
+	cfg, err := RESTConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return cs, nil
+}
+
+// RESTConfig is the client configuration NewClient uses (same choice of
+// source, user agent and protobuf encoding), for callers that wrap its
+// transport (the scale test counts the bytes received).
+func RESTConfig(kubeconfig string) (*rest.Config, error) {
 	cfg, err := restConfig(kubeconfig, os.Getenv)
 	if err != nil {
 		return nil, err
@@ -37,11 +52,7 @@ func NewClient(kubeconfig string) (kubernetes.Interface, error) {
 	// Pods and Events support protobuf: cheaper to decode on every node.
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	return cs, nil
+	return cfg, nil
 }
 
 // restConfig picks the client configuration; getenv is os.Getenv (injected

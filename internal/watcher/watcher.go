@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,25 +36,40 @@ type Config struct {
 	NodeName string
 	// Resync, if > 0, re-emits every cached pod and event at this period.
 	Resync time.Duration
+	// MaxEventWatches bounds the event windows (one event watch each) open
+	// at once (default DefaultMaxEventWatches). Pods beyond it wait for a
+	// slot; what happened meanwhile comes with the window's initial list.
+	MaxEventWatches int
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
-	// Clock stamps Input.Time (default time.Now).
+	// Clock stamps Input.Time and times the event windows (default
+	// time.Now).
 	Clock func() time.Time
 }
 
+// DefaultMaxEventWatches is Config.MaxEventWatches' default.
+const DefaultMaxEventWatches = 32
+
 const (
-	// pendingTTL bounds how long an event about a pod not (yet) known to be
-	// on this node is held: the pod and event watches are separate streams,
-	// so an event (e.g. Scheduled) can arrive before its pod.
-	pendingTTL = 30 * time.Second
-	// maxPending bounds the events held that way. Events reported by other
-	// nodes' kubelets (source.host) are not held, but those without a host
-	// (scheduler, controllers) about other nodes' pods are, until they expire.
-	maxPending = 1024
-	// deletedTTL is how long events about a deleted pod are still passed on.
+	// settle is how long a pod's event window stays open after the pod
+	// became quiet (Ready, or finished): the kubelet's last start-up
+	// events (Started) are written asynchronously, after the status.
+	settle = 30 * time.Second
+	// goneLinger is how long the window stays open after the pod is gone
+	// from the API server: Killing and other late events.
+	goneLinger = 30 * time.Second
+	// maxHold is how long a window may stay open while other pods wait for
+	// a slot; after that it yields and queues again (crash-looping pods
+	// stay un-Ready for good).
+	maxHold = time.Minute
+	// deletedTTL is how long a deleted pod's state is kept: an update seen
+	// late does not bring it back.
 	deletedTTL = 5 * time.Minute
 	// syncPoll is how often Run checks whether the caches have synced.
 	syncPoll = 100 * time.Millisecond
+	// reconcilePeriod is how often the event windows are re-evaluated
+	// (pod changes re-evaluate them at once).
+	reconcilePeriod = time.Second
 )
 
 // Watcher watches the API server for this node's pods and the events about
@@ -66,25 +83,46 @@ const (
 //     (or forbidden by RBAC) while listing/watching fails, available once
 //     the caches have synced and again after an outage.
 //
+// What it receives and caches depends on this node's pods only, not on the
+// cluster's size. Pods are watched with spec.nodeName=<node>. Core/v1
+// Events cannot be selected by node (their field selectors are the involved
+// object's fields, reason, type, source component and metadata — not
+// source.host), so events are watched per pod: while a pod is "active" —
+// starting, not Ready (crash loop, image back-off, failing readiness),
+// terminating, and for a while after each of these ends — an event window
+// is open on it: an informer on the pod's namespace with field selector
+// involvedObject.uid=<pod UID>, whose initial list brings what happened
+// before the window opened. A quiet pod (Ready and settled) has no window:
+// anything the kubelet reports about it that does not change its status
+// (a probe failing below its threshold) is received, counted, with the
+// next window (e.g. when the container restarts or the pod is deleted). At
+// most MaxEventWatches windows are open at once.
+//
 // A Watcher runs once.
 type Watcher struct {
 	cfg   Config
 	log   *slog.Logger
 	clock func() time.Time
 
-	podInf, evInf cache.SharedIndexInformer
-	podReg, evReg cache.ResourceEventHandlerRegistration
+	podInf cache.SharedIndexInformer
+	podReg cache.ResourceEventHandlerRegistration
 
 	running atomic.Bool
 	ready   atomic.Bool
+
+	podsReceived, eventsReceived atomic.Uint64
+
 	// ctx and out are set by Run before any informer starts.
 	ctx context.Context
 	out chan<- correlate.Input
+	// poke asks the reconcile loop to re-evaluate the windows now.
+	poke chan struct{}
+	// winWG tracks the event windows' goroutines.
+	winWG sync.WaitGroup
 
-	mu       sync.Mutex
-	pods     map[types.UID]time.Time // pods on this node seen; value: deletion time (zero while present)
-	pending  map[types.UID]*pendingEvents
-	nPending int
+	mu      sync.Mutex
+	pods    map[types.UID]*podState // pods on this node seen
+	windows map[types.UID]*eventWindow
 
 	// statusMu serialises API status changes and their emission, so that
 	// they reach out in the order they happened.
@@ -94,9 +132,43 @@ type Watcher struct {
 	emitted  *correlate.APIStatus // last APIStatus sent
 }
 
-type pendingEvents struct {
-	since  time.Time
-	events []correlate.K8sEvent
+// podState is what the watcher keeps about one of the node's pods.
+type podState struct {
+	namespace string
+	// announced: its Input{Pod} was sent (events follow their pod).
+	announced bool
+	// goneAt is when the pod was deleted from the API server (zero while
+	// it exists).
+	goneAt time.Time
+	// terminating: deletion requested.
+	terminating bool
+	// quietSince is when the pod became Ready or finished (zero while it
+	// is neither).
+	quietSince time.Time
+	// waitingSince: the pod needs a window and has none (zero otherwise).
+	waitingSince time.Time
+	// sent: resource version of each of its events last sent, so that a
+	// window's initial list does not resend what an earlier one sent.
+	sent map[types.UID]string
+}
+
+// needsEvents reports whether the pod should have an event window at now.
+func (s *podState) needsEvents(now time.Time) bool {
+	switch {
+	case !s.goneAt.IsZero():
+		return now.Sub(s.goneAt) <= goneLinger
+	case s.terminating, s.quietSince.IsZero():
+		return true
+	}
+	return now.Sub(s.quietSince) <= settle
+}
+
+// eventWindow is an informer on one pod's events.
+type eventWindow struct {
+	inf      cache.SharedIndexInformer
+	reg      cache.ResourceEventHandlerRegistration
+	cancel   context.CancelFunc
+	openedAt time.Time
 }
 
 type source int
@@ -125,6 +197,9 @@ func New(cfg Config) (*Watcher, error) {
 	if cfg.Resync < 0 {
 		cfg.Resync = 0
 	}
+	if cfg.MaxEventWatches <= 0 {
+		cfg.MaxEventWatches = DefaultMaxEventWatches
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -135,8 +210,9 @@ func New(cfg Config) (*Watcher, error) {
 		cfg:     cfg,
 		log:     cfg.Logger.With("component", "k8s-watch", "node", cfg.NodeName),
 		clock:   cfg.Clock,
-		pods:    make(map[types.UID]time.Time),
-		pending: make(map[types.UID]*pendingEvents),
+		poke:    make(chan struct{}, 1),
+		pods:    make(map[types.UID]*podState),
+		windows: make(map[types.UID]*eventWindow),
 	}
 
 	core := cfg.Client.CoreV1()
@@ -155,46 +231,18 @@ func New(cfg Config) (*Watcher, error) {
 			return wi, err
 		},
 	}
-	evSel := fields.OneTermEqualSelector("involvedObject.kind", "Pod").String()
-	evLW := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = evSel
-			obj, err := core.Events(metav1.NamespaceAll).List(ctx, o)
-			w.observe(ctx, srcEvents, err)
-			return obj, err
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = evSel
-			wi, err := core.Events(metav1.NamespaceAll).Watch(ctx, o)
-			w.observe(ctx, srcEvents, err)
-			return wi, err
-		},
-	}
-
 	w.podInf = cache.NewSharedIndexInformerWithOptions(podLW, &corev1.Pod{}, cache.SharedIndexInformerOptions{
 		ResyncPeriod: cfg.Resync,
 		Indexers:     cache.Indexers{},
 	})
-	w.evInf = cache.NewSharedIndexInformerWithOptions(evLW, &corev1.Event{}, cache.SharedIndexInformerOptions{
-		ResyncPeriod: cfg.Resync,
-		Indexers:     cache.Indexers{},
-	})
-
-	for _, s := range []struct {
-		inf cache.SharedIndexInformer
-		src source
-	}{{w.podInf, srcPods}, {w.evInf, srcEvents}} {
-		src := s.src
-		if err := s.inf.SetTransform(stripObject); err != nil {
-			return nil, fmt.Errorf("watcher: %s informer: %w", src, err)
-		}
-		if err := s.inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, _ *cache.Reflector, err error) {
-			w.watchError(ctx, src, err)
-		}); err != nil {
-			return nil, fmt.Errorf("watcher: %s informer: %w", src, err)
-		}
+	if err := w.podInf.SetTransform(stripObject); err != nil {
+		return nil, fmt.Errorf("watcher: pods informer: %w", err)
 	}
-
+	if err := w.podInf.SetWatchErrorHandlerWithContext(func(ctx context.Context, _ *cache.Reflector, err error) {
+		w.watchError(ctx, srcPods, err)
+	}); err != nil {
+		return nil, fmt.Errorf("watcher: pods informer: %w", err)
+	}
 	var err error
 	w.podReg, err = w.podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { w.onPod(obj, false) },
@@ -204,20 +252,13 @@ func New(cfg Config) (*Watcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("watcher: pod handler: %w", err)
 	}
-	w.evReg, err = w.evInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    w.onEvent,
-		UpdateFunc: func(_, obj any) { w.onEvent(obj) },
-		// A deleted Event (TTL expiry) says nothing new.
-	})
-	if err != nil {
-		return nil, fmt.Errorf("watcher: event handler: %w", err)
-	}
 	return w, nil
 }
 
-// Ready reports whether both caches (pods, events) have synced. It stays
-// true afterwards, even while the API server is unreachable (the caches then
-// hold the last known state); the APIStatus inputs tell reachability.
+// Ready reports whether the pods have been listed and the event windows
+// opened then have listed their events. It stays true afterwards, even
+// while the API server is unreachable (the caches then hold the last known
+// state); the APIStatus inputs tell reachability.
 func (w *Watcher) Ready() bool { return w.ready.Load() }
 
 // Status returns the last API status sent, or ok=false before the first.
@@ -245,22 +286,25 @@ func (w *Watcher) Run(ctx context.Context, out chan<- correlate.Input) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { w.podInf.RunWithContext(ctx) })
 	wg.Go(func() {
-		// Events are matched against the pods known to be on this node, so
-		// start their informer once the pods are listed: otherwise the
-		// initial list of events would race the pods'.
+		// Event windows follow the pods known to be on this node: start
+		// them once the pods are listed.
 		if !w.waitSynced(ctx, w.podReg) {
 			return
 		}
 		w.log.Debug("pods synced")
-		wg.Go(func() { w.evInf.RunWithContext(ctx) })
-		if !w.waitSynced(ctx, w.evReg) {
-			return
+		opened := w.reconcile(ctx)
+		for _, win := range opened {
+			if !w.waitSynced(ctx, win.reg) {
+				return
+			}
 		}
-		w.log.Debug("events synced")
+		w.log.Debug("events synced", "windows", len(opened))
 		w.ready.Store(true)
 		w.setSynced()
+		w.reconcileLoop(ctx)
 	})
 	wg.Wait()
+	w.winWG.Wait()
 	return ctx.Err()
 }
 
@@ -285,6 +329,7 @@ func (w *Watcher) send(in correlate.Input) bool {
 // --- pods ---
 
 func (w *Watcher) onPod(obj any, deleted bool) {
+	w.podsReceived.Add(1)
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
@@ -303,18 +348,24 @@ func (w *Watcher) onPod(obj any, deleted bool) {
 
 	now := w.clock()
 	w.mu.Lock()
-	var flush []correlate.K8sEvent
+	s := w.pods[pod.UID]
+	if s == nil {
+		s = &podState{namespace: pod.Namespace, sent: map[types.UID]string{}}
+		w.pods[pod.UID] = s
+	}
 	if deleted {
-		w.pods[pod.UID] = now
+		if s.goneAt.IsZero() {
+			s.goneAt = now
+		}
 		w.pruneDeletedLocked(now)
 	} else {
-		if _, seen := w.pods[pod.UID]; !seen {
-			w.pods[pod.UID] = time.Time{}
-		}
-		if p := w.pending[pod.UID]; p != nil {
-			flush = p.events
-			w.nPending -= len(p.events)
-			delete(w.pending, pod.UID)
+		s.terminating = pod.DeletionTimestamp != nil
+		quiet := podReady(pod) || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+		switch {
+		case !quiet:
+			s.quietSince = time.Time{}
+		case s.quietSince.IsZero():
+			s.quietSince = now
 		}
 	}
 	w.mu.Unlock()
@@ -322,97 +373,210 @@ func (w *Watcher) onPod(obj any, deleted bool) {
 	if !w.send(correlate.Input{Pod: &info}) {
 		return
 	}
-	for i := range flush {
-		if !w.send(correlate.Input{Event: &flush[i]}) {
-			return
+	w.mu.Lock()
+	s.announced = true
+	w.mu.Unlock()
+	w.wake()
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
 		}
 	}
+	return false
 }
 
 func (w *Watcher) pruneDeletedLocked(now time.Time) {
-	for uid, at := range w.pods {
-		if !at.IsZero() && now.Sub(at) > deletedTTL {
+	for uid, s := range w.pods {
+		if !s.goneAt.IsZero() && now.Sub(s.goneAt) > deletedTTL && w.windows[uid] == nil {
 			delete(w.pods, uid)
 		}
 	}
 }
 
-// --- events ---
+// wake asks the reconcile loop to run soon.
+func (w *Watcher) wake() {
+	select {
+	case w.poke <- struct{}{}:
+	default:
+	}
+}
 
-func (w *Watcher) onEvent(obj any) {
+// --- event windows ---
+
+func (w *Watcher) reconcileLoop(ctx context.Context) {
+	t := time.NewTicker(reconcilePeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-w.poke:
+		}
+		w.reconcile(ctx)
+	}
+}
+
+// reconcile opens and closes event windows so that the pods needing one
+// have one, at most MaxEventWatches at once; it returns those it opened.
+func (w *Watcher) reconcile(ctx context.Context) []*eventWindow {
+	now := w.clock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pruneDeletedLocked(now)
+	var waiting []types.UID
+	for uid, s := range w.pods {
+		need := s.announced && s.needsEvents(now)
+		win := w.windows[uid]
+		switch {
+		case !need && win != nil:
+			w.closeWindowLocked(uid)
+		case !need:
+			s.waitingSince = time.Time{}
+		case win == nil:
+			if s.waitingSince.IsZero() {
+				s.waitingSince = now
+			}
+			waiting = append(waiting, uid)
+		}
+	}
+	if len(waiting) == 0 {
+		return nil
+	}
+	sortBy(waiting, func(uid types.UID) time.Time { return w.pods[uid].waitingSince })
+	free := w.cfg.MaxEventWatches - len(w.windows)
+	if free < len(waiting) {
+		// Windows held past maxHold yield to pods waiting for one.
+		var held []types.UID
+		for uid, win := range w.windows {
+			if now.Sub(win.openedAt) > maxHold {
+				held = append(held, uid)
+			}
+		}
+		sortBy(held, func(uid types.UID) time.Time { return w.windows[uid].openedAt })
+		for _, uid := range held {
+			if free >= len(waiting) {
+				break
+			}
+			w.closeWindowLocked(uid)
+			w.pods[uid].waitingSince = now
+			waiting = append(waiting, uid)
+			free++
+		}
+	}
+	var opened []*eventWindow
+	for _, uid := range waiting {
+		if free <= 0 {
+			break
+		}
+		if w.windows[uid] != nil {
+			continue
+		}
+		win, err := w.openWindowLocked(ctx, uid, now)
+		if err != nil {
+			w.log.Warn("event window", "pod", uid, "err", err)
+			continue
+		}
+		w.pods[uid].waitingSince = time.Time{}
+		opened = append(opened, win)
+		free--
+	}
+	return opened
+}
+
+func sortBy(uids []types.UID, key func(types.UID) time.Time) {
+	slices.SortFunc(uids, func(a, b types.UID) int {
+		if c := key(a).Compare(key(b)); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a), string(b))
+	})
+}
+
+// openWindowLocked starts an informer on the events about pod uid.
+func (w *Watcher) openWindowLocked(ctx context.Context, uid types.UID, now time.Time) (*eventWindow, error) {
+	s := w.pods[uid]
+	core := w.cfg.Client.CoreV1()
+	ns := s.namespace
+	sel := fields.OneTermEqualSelector("involvedObject.uid", string(uid)).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			obj, err := core.Events(ns).List(ctx, o)
+			w.observe(ctx, srcEvents, err)
+			return obj, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			wi, err := core.Events(ns).Watch(ctx, o)
+			w.observe(ctx, srcEvents, err)
+			return wi, err
+		},
+	}
+	inf := cache.NewSharedIndexInformerWithOptions(lw, &corev1.Event{}, cache.SharedIndexInformerOptions{
+		ResyncPeriod: w.cfg.Resync,
+		Indexers:     cache.Indexers{},
+	})
+	if err := inf.SetTransform(stripObject); err != nil {
+		return nil, err
+	}
+	if err := inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, _ *cache.Reflector, err error) {
+		w.watchError(ctx, srcEvents, err)
+	}); err != nil {
+		return nil, err
+	}
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { w.onEvent(uid, obj, true) },
+		UpdateFunc: func(_, obj any) { w.onEvent(uid, obj, false) },
+		// A deleted Event (TTL expiry) says nothing new.
+	})
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	win := &eventWindow{inf: inf, reg: reg, cancel: cancel, openedAt: now}
+	w.windows[uid] = win
+	w.winWG.Go(func() { inf.RunWithContext(wctx) })
+	return win, nil
+}
+
+func (w *Watcher) closeWindowLocked(uid types.UID) {
+	if win := w.windows[uid]; win != nil {
+		win.cancel()
+		delete(w.windows, uid)
+	}
+}
+
+// onEvent handles an event from pod uid's window. add is true for an
+// object the window had not seen: the initial list of a window resends
+// what an earlier window may have sent already.
+func (w *Watcher) onEvent(uid types.UID, obj any, add bool) {
+	w.eventsReceived.Add(1)
 	ev, ok := obj.(*corev1.Event)
-	if !ok || ev == nil {
+	if !ok || ev == nil || ev.InvolvedObject.UID != uid {
+		// The field selector was not honoured (fake clients, proxies).
 		return
 	}
 	k, ok := ConvertEvent(ev)
 	if !ok {
 		return
 	}
-	if !w.admitEvent(ev, k) {
-		return
-	}
-	w.send(correlate.Input{Event: &k})
-}
-
-// admitEvent reports whether the event is about a pod on this node and
-// should be sent now. An event about a pod not known yet is held (see
-// pendingTTL) and sent when the pod shows up.
-func (w *Watcher) admitEvent(ev *corev1.Event, k correlate.K8sEvent) bool {
-	uid := ev.InvolvedObject.UID
-	now := w.clock()
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if _, ok := w.pods[uid]; ok {
-		return true
-	}
-	// The informer stores a pod before its handler runs: the pod may be
-	// known to the cache already.
-	if w.podInStore(ev.InvolvedObject.Namespace, ev.InvolvedObject.Name, uid) {
-		return true
-	}
-	w.prunePendingLocked(now)
-	if h := ev.Source.Host; h != "" && h != w.cfg.NodeName {
-		// Reported by another node's kubelet: not about a pod here.
-		return false
-	}
-	if w.nPending >= maxPending {
-		w.log.Debug("dropping event about unknown pod: too many pending",
-			"pod", ev.InvolvedObject.Namespace+"/"+ev.InvolvedObject.Name, "reason", ev.Reason)
-		return false
-	}
-	p := w.pending[uid]
-	if p == nil {
-		p = &pendingEvents{since: now}
-		w.pending[uid] = p
-	}
-	p.events = append(p.events, k)
-	w.nPending++
-	return false
-}
-
-func (w *Watcher) podInStore(ns, name string, uid types.UID) bool {
-	key := name
-	if ns != "" {
-		key = ns + "/" + name
-	}
-	obj, exists, err := w.podInf.GetIndexer().GetByKey(key)
-	if err != nil || !exists {
-		return false
-	}
-	pod, ok := obj.(*corev1.Pod)
-	return ok && pod.UID == uid && pod.Spec.NodeName == w.cfg.NodeName
-}
-
-func (w *Watcher) prunePendingLocked(now time.Time) {
-	if w.nPending == 0 {
+	s := w.pods[uid]
+	if s == nil {
+		w.mu.Unlock()
 		return
 	}
-	for uid, p := range w.pending {
-		if now.Sub(p.since) > pendingTTL {
-			w.nPending -= len(p.events)
-			delete(w.pending, uid)
-		}
+	if rv := ev.ResourceVersion; add && rv != "" && s.sent[ev.UID] == rv {
+		w.mu.Unlock()
+		return
 	}
+	s.sent[ev.UID] = ev.ResourceVersion
+	w.mu.Unlock()
+	w.send(correlate.Input{Event: &k})
 }
 
 // --- API status ---

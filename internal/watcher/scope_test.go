@@ -1,0 +1,261 @@
+package watcher
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/podtrace/podtrace/internal/correlate"
+)
+
+// The fake clientset ignores field selectors; the harness applies them to
+// events the way the API server does (registry/core/event: the involved
+// object's fields, reason, type, source).
+func eventFields(ev *corev1.Event) fields.Set {
+	return fields.Set{
+		"metadata.name":            ev.Name,
+		"metadata.namespace":       ev.Namespace,
+		"involvedObject.kind":      ev.InvolvedObject.Kind,
+		"involvedObject.namespace": ev.InvolvedObject.Namespace,
+		"involvedObject.name":      ev.InvolvedObject.Name,
+		"involvedObject.uid":       string(ev.InvolvedObject.UID),
+		"reason":                   ev.Reason,
+		"type":                     ev.Type,
+		"source":                   ev.Source.Component,
+	}
+}
+
+func listEvents(cs *fake.Clientset, a k8stesting.ListAction) (bool, runtime.Object, error) {
+	obj, err := cs.Tracker().List(a.GetResource(), corev1.SchemeGroupVersion.WithKind("Event"), a.GetNamespace())
+	if err != nil {
+		return true, nil, err
+	}
+	l := obj.(*corev1.EventList)
+	sel := a.GetListRestrictions().Fields
+	out := &corev1.EventList{ListMeta: l.ListMeta}
+	for i := range l.Items {
+		if sel == nil || sel.Matches(eventFields(&l.Items[i])) {
+			out.Items = append(out.Items, l.Items[i])
+		}
+	}
+	return true, out, nil
+}
+
+func filterEvents(wi watch.Interface, sel fields.Selector) watch.Interface {
+	if sel == nil || sel.Empty() {
+		return wi
+	}
+	return watch.Filter(wi, func(e watch.Event) (watch.Event, bool) {
+		ev, ok := e.Object.(*corev1.Event)
+		return e, !ok || sel.Matches(eventFields(ev))
+	})
+}
+
+// checkEventRequests checks that every events list and watch was scoped to
+// one of the given pods: its namespace, involvedObject.uid=<uid>.
+func checkEventRequests(t *testing.T, h *harness, pods map[types.UID]bool) {
+	t.Helper()
+	seen := map[types.UID]bool{}
+	for _, a := range h.cs.Actions() {
+		if a.GetResource().Resource != "events" || (a.GetVerb() != "list" && a.GetVerb() != "watch") {
+			continue
+		}
+		var sel fields.Selector
+		switch a := a.(type) {
+		case k8stesting.ListAction:
+			sel = a.GetListRestrictions().Fields
+		case k8stesting.WatchAction:
+			sel = a.GetWatchRestrictions().Fields
+		}
+		uid, ok := "", false
+		if sel != nil {
+			uid, ok = sel.RequiresExactMatch("involvedObject.uid")
+		}
+		if !ok || !pods[types.UID(uid)] || a.GetNamespace() != "shop" {
+			t.Errorf("events %s in namespace %q with field selector %v: want one of this node's pods'", a.GetVerb(), a.GetNamespace(), sel)
+			continue
+		}
+		seen[types.UID(uid)] = true
+	}
+	for uid := range pods {
+		if !seen[uid] {
+			t.Errorf("no event window on %s", uid)
+		}
+	}
+}
+
+type testClock struct{ ns atomic.Int64 }
+
+func newTestClock() *testClock {
+	c := &testClock{}
+	c.ns.Store(t0.UnixNano())
+	return c
+}
+func (c *testClock) now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *testClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+func (h *harness) waitStats(what string, ok func(Stats) bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		h.w.wake()
+		st := h.w.Stats()
+		if ok(st) {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %s: stats %+v", what, st)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func withReady(p *corev1.Pod, ready bool) *corev1.Pod {
+	p = p.DeepCopy()
+	st := corev1.ConditionFalse
+	if ready {
+		st = corev1.ConditionTrue
+		p.Status.Phase = corev1.PodRunning
+	}
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}
+	return p
+}
+
+// A pod's event window is open while it starts, closes once it has been
+// Ready for a while, reopens when it is no longer Ready (its initial list
+// then brings what was reported meanwhile, not what was sent already), and
+// closes a while after the pod is gone; then the pod is forgotten.
+func TestEventWindowLifecycle(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	clock := newTestClock()
+	h := newHarness(t, clock.now)
+	h.start()
+	h.waitFor("API available", isAPI(true, false))
+	h.waitWatching("pods", 1)
+	ctx := context.Background()
+	pods, events := h.cs.CoreV1().Pods("shop"), h.cs.CoreV1().Events("shop")
+
+	web := testPod("web", node)
+	if _, err := pods.Create(ctx, web, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitStats("a window on the starting pod", func(st Stats) bool { return st.EventWatches == 1 })
+	h.waitWatching("events", 1)
+	started := testEvent("web.started", web, "Started", 1)
+	started.ResourceVersion = "5"
+	if _, err := events.Create(ctx, started, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("Started", isEvent(started.UID, 1))
+
+	// Ready: the window stays open for settle, then closes and drops its
+	// cache.
+	if _, err := pods.Update(ctx, withReady(web, true), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("pod Ready", isPod(web.UID, func(p *correlate.PodInfo) bool { return p.Phase == "Running" }))
+	time.Sleep(50 * time.Millisecond)
+	h.w.wake()
+	if st := h.w.Stats(); st.EventWatches != 1 {
+		t.Errorf("window closed before settle: %+v", st)
+	}
+	clock.advance(settle + time.Second)
+	h.waitStats("the window closed", func(st Stats) bool { return st.EventWatches == 0 && st.EventsCached == 0 })
+
+	// Quiet: a probe failure is not received now...
+	unhealthy := testEvent("web.unhealthy", web, "Unhealthy", 2)
+	unhealthy.ResourceVersion = "9"
+	if _, err := events.Create(ctx, unhealthy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := h.count(isEvent(unhealthy.UID, 0)); n != 0 {
+		t.Fatalf("event received with no window open")
+	}
+	// ...but with the next window, when the container restarts.
+	if _, err := pods.Update(ctx, withReady(web, false), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("Unhealthy, from the new window's list", isEvent(unhealthy.UID, 2))
+	h.waitStats("the window reopened", func(st Stats) bool { return st.EventWatches == 1 && st.EventsCached == 2 })
+	if n := h.count(isEvent(started.UID, 0)); n != 1 {
+		t.Errorf("Started sent %d times, want once (same resource version)", n)
+	}
+
+	// Gone: the window lingers, then closes; the pod is forgotten later.
+	if err := pods.Delete(ctx, web.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("pod deleted", isPod(web.UID, func(p *correlate.PodInfo) bool { return p.Deleted }))
+	h.waitWatching("events", 2)
+	killing := testEvent("web.killing", web, "Killing", 1)
+	if _, err := events.Create(ctx, killing, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("Killing after the pod is gone", isEvent(killing.UID, 1))
+	clock.advance(goneLinger + time.Second)
+	h.waitStats("the window closed after the pod is gone", func(st Stats) bool { return st.EventWatches == 0 })
+	clock.advance(deletedTTL)
+	h.w.wake()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		h.w.mu.Lock()
+		n := len(h.w.pods)
+		h.w.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pods still known after deletedTTL", n)
+		}
+		h.w.wake()
+		time.Sleep(5 * time.Millisecond)
+	}
+	checkEventRequests(t, h, map[types.UID]bool{web.UID: true})
+	if err := h.stop(); err == nil {
+		t.Error("Run returned nil")
+	}
+}
+
+// At most MaxEventWatches windows are open; a pod waiting for one gets it
+// when a window has been held for maxHold.
+func TestEventWindowCap(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	clock := newTestClock()
+	a, b, c := testPod("a", node), testPod("b", node), testPod("c", node)
+	h := newHarnessWith(t, clock.now, func(cfg *Config) { cfg.MaxEventWatches = 2 }, a, b, c,
+		testEvent("a.sched", a, "Scheduled", 1), testEvent("b.sched", b, "Scheduled", 1), testEvent("c.sched", c, "Scheduled", 1))
+	h.start()
+	h.waitFor("API available", isAPI(true, false))
+	h.waitStats("two windows", func(st Stats) bool { return st.EventWatches == 2 })
+	time.Sleep(50 * time.Millisecond)
+	h.w.wake()
+	if st := h.w.Stats(); st.EventWatches != 2 {
+		t.Fatalf("Stats = %+v, want 2 windows", st)
+	}
+	if n := h.count(func(in correlate.Input) bool { return in.Event != nil }); n != 2 {
+		t.Errorf("%d events sent, want 2:\n%s", n, dump(h.inputs()))
+	}
+	clock.advance(maxHold + time.Second)
+	for _, p := range []*corev1.Pod{a, b, c} {
+		h.waitFor("each pod's Scheduled", isEvent(types.UID("ev-"+p.Name+".sched"), 1))
+	}
+	if st := h.w.Stats(); st.EventWatches > 2 {
+		t.Errorf("Stats = %+v: more windows than the cap", st)
+	}
+	checkEventRequests(t, h, map[types.UID]bool{a.UID: true, b.UID: true, c.UID: true})
+	if err := h.stop(); err == nil {
+		t.Error("Run returned nil")
+	}
+}

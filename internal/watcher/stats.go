@@ -1,0 +1,29 @@
+package watcher
+
+// Stats is what a Watcher holds and has received, for cost accounting (the
+// scale test in test/scale reads it).
+type Stats struct {
+	// PodsCached and EventsCached are the objects in the informer stores.
+	PodsCached, EventsCached int
+	// EventWatches is the number of event watches open.
+	EventWatches int
+	// PodsReceived and EventsReceived count the objects the informers
+	// handed over (adds and updates, before any filtering).
+	PodsReceived, EventsReceived uint64
+}
+
+// Stats returns the watcher's current Stats.
+func (w *Watcher) Stats() Stats {
+	st := Stats{
+		PodsReceived:   w.podsReceived.Load(),
+		EventsReceived: w.eventsReceived.Load(),
+	}
+	st.PodsCached = len(w.podInf.GetStore().ListKeys())
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st.EventWatches = len(w.windows)
+	for _, win := range w.windows {
+		st.EventsCached += len(win.inf.GetStore().ListKeys())
+	}
+	return st
+}
