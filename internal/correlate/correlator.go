@@ -119,8 +119,6 @@ func New(cfg Config) *Correlator {
 		cni:        map[uint32]*cniRun{},
 		outages:    map[string]*outage{},
 		stats:      Stats{Misses: map[string]uint64{}},
-		seq: sequencer{marks: map[string]time.Time{}, markAt: map[string]time.Time{}, down: map[string]bool{},
-			lastKey: map[string]time.Time{}},
 	}
 }
 

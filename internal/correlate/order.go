@@ -45,76 +45,93 @@ const sourceTracer = "tracer"
 // long (arrival time) is taken as down, and no longer waited for.
 const staleAfter = 10 * time.Second
 
+// Source slots of the sequencer, in rank order: facts of the same time go
+// the API server's word (a deletion, an eviction) first, then the kernel's
+// facts that follow from it, then the runtime's poll, which reports what
+// already happened, then the tracer's own.
+const (
+	slotAPI = iota
+	slotKernel
+	slotRuntime
+	slotTracer
+	nSlots
+	slotNone = -1
+)
+
+func slotOf(src string) int {
+	switch src {
+	case SourceAPI:
+		return slotAPI
+	case SourceKernel:
+		return slotKernel
+	case SourceRuntime:
+		return slotRuntime
+	case sourceTracer:
+		return slotTracer
+	}
+	return slotNone
+}
+
+// sourceState is what the sequencer knows of one source.
+type sourceState struct {
+	tracked bool      // reports progress (declared, or has reported)
+	mark    time.Time // latest Progress.Until
+	markAt  time.Time // arrival time of that mark (or of the declaration)
+	down    bool      // reported unavailable
+	lastKey time.Time // keys never decrease within a source
+}
+
 type sequencer struct {
-	marks   map[string]time.Time // latest Progress.Until per source
-	markAt  map[string]time.Time // arrival time of that mark
-	down    map[string]bool      // reported unavailable
-	lastKey map[string]time.Time // keys never decrease within a source
-	pending []pendingInput       // sorted by (key, rank, seq)
-	seq     uint64
-	arrived time.Time // latest arrival time (Input.Time)
-	grid    time.Time // the next timer point of the model's clock
+	src      [nSlots]sourceState
+	tracking bool           // some source reports progress
+	pending  []pendingInput // pending[head:], sorted by (key, slot, seq)
+	head     int
+	seq      uint64
+	arrived  time.Time // latest arrival time (Input.Time)
+	grid     time.Time // the next timer point of the model's clock
 }
 
 type pendingInput struct {
 	in   Input
-	src  string
+	slot int
 	key  time.Time
-	rank int
 	seq  uint64
 }
 
-// sourceRank orders facts of the same time: the API server's word (a
-// deletion, an eviction) before the kernel's facts that follow from it, the
-// runtime's poll, which reports what already happened, last.
-func sourceRank(src string) int {
-	switch src {
-	case SourceAPI:
-		return 0
-	case SourceKernel:
-		return 1
-	case SourceRuntime:
-		return 2
-	}
-	return 3
-}
-
-// inputSource names the source an input comes from ("" for the tracer's own:
-// start, the start-up scan, ticks).
-func inputSource(in Input) string {
+// inputSlot tells the source an input comes from (slotNone for the
+// tracer's own start, start-up scan and ticks, and for progress).
+func inputSlot(in Input) int {
 	switch {
 	case in.Losses != nil:
 		// Read by the tracer from the kernel's counters, at its time.
-		return sourceTracer
+		return slotTracer
 	case in.Kernel != nil:
-		return SourceKernel
+		return slotKernel
 	case in.Runtime != nil:
-		return SourceRuntime
+		return slotRuntime
 	case in.Pod != nil, in.Event != nil, in.API != nil:
-		return SourceAPI
-	case in.Progress != nil:
-		return in.Progress.Source
+		return slotAPI
 	}
-	return ""
+	return slotNone
 }
 
 // sequencing reports whether any source reports progress.
-func (s *sequencer) sequencing() bool { return len(s.marks) > 0 }
+func (s *sequencer) sequencing() bool { return s.tracking }
 
-// waited reports whether the model waits for src's progress.
-func (s *sequencer) waited(src string) bool {
-	at, ok := s.markAt[src]
-	return ok && !s.down[src] && s.arrived.Sub(at) <= staleAfter
+// waited reports whether the model waits for the source's progress.
+func (s *sequencer) waited(slot int) bool {
+	st := &s.src[slot]
+	return st.tracked && !st.down && s.arrived.Sub(st.markAt) <= staleAfter
 }
 
 // watermark is the time up to which every waited-for source is complete
 // (ok false when none is waited for).
 func (s *sequencer) watermark() (w time.Time, ok bool) {
-	for src, m := range s.marks {
-		if !s.waited(src) {
+	for i := range s.src {
+		if !s.waited(i) {
 			continue
 		}
-		if !ok || m.Before(w) {
+		if m := s.src[i].mark; !ok || m.Before(w) {
 			w, ok = m, true
 		}
 	}
@@ -122,7 +139,7 @@ func (s *sequencer) watermark() (w time.Time, ok bool) {
 }
 
 // key is the input's time in its source's own order.
-func (s *sequencer) key(in Input, src string) time.Time {
+func (s *sequencer) key(in Input, slot int) time.Time {
 	var k time.Time
 	switch {
 	case in.Kernel != nil:
@@ -138,27 +155,37 @@ func (s *sequencer) key(in Input, src string) time.Time {
 	if k.IsZero() {
 		k = in.Time
 	}
-	if last := s.lastKey[src]; k.Before(last) {
-		k = last
+	st := &s.src[slot]
+	if k.Before(st.lastKey) {
+		k = st.lastKey
 	}
-	s.lastKey[src] = k
+	st.lastKey = k
 	return k
 }
 
 func (s *sequencer) push(p pendingInput) {
-	i := sort.Search(len(s.pending), func(i int) bool {
-		q := s.pending[i]
-		if !q.key.Equal(p.key) {
-			return q.key.After(p.key)
-		}
-		if q.rank != p.rank {
-			return q.rank > p.rank
-		}
-		return q.seq > p.seq
-	})
+	q := s.pending[s.head:]
+	// Keys mostly grow: look from the end.
+	if n := len(q); n == 0 || !less(p, q[n-1]) {
+		s.pending = append(s.pending, p)
+		return
+	}
+	i := s.head + sort.Search(len(q), func(i int) bool { return less(p, q[i]) })
 	s.pending = append(s.pending, pendingInput{})
 	copy(s.pending[i+1:], s.pending[i:])
 	s.pending[i] = p
+}
+
+// less orders pending inputs: by key, then source (slot order), then
+// arrival.
+func less(a, b pendingInput) bool {
+	if !a.key.Equal(b.key) {
+		return a.key.Before(b.key)
+	}
+	if a.slot != b.slot {
+		return a.slot < b.slot
+	}
+	return a.seq < b.seq
 }
 
 // ready reports whether the first pending input can be handled: every other
@@ -166,12 +193,12 @@ func (s *sequencer) push(p pendingInput) {
 // come are at or after its mark: one at the very key would go first if its
 // source ranks first).
 func (s *sequencer) ready(p pendingInput) bool {
-	for src, m := range s.marks {
-		if src == p.src || !s.waited(src) {
+	for i := range s.src {
+		if i == p.slot || !s.waited(i) {
 			continue
 		}
-		if !m.After(p.key) {
-			return false // a fact of src at p.key may still come
+		if !s.src[i].mark.After(p.key) {
+			return false // a fact of that source at p.key may still come
 		}
 	}
 	return true
@@ -185,26 +212,30 @@ func (s *sequencer) noteArrival(in Input) {
 	}
 	switch {
 	case in.Progress != nil:
-		src := in.Progress.Source
-		if m, ok := s.marks[src]; !ok || in.Progress.Until.After(m) {
-			s.marks[src] = in.Progress.Until
+		slot := slotOf(in.Progress.Source)
+		if slot == slotNone || slot == slotTracer {
+			return
 		}
-		s.markAt[src] = in.Time
+		st := &s.src[slot]
+		if !st.tracked || in.Progress.Until.After(st.mark) {
+			st.mark = in.Progress.Until
+		}
+		st.tracked, st.markAt, s.tracking = true, in.Time, true
 	case in.Start != nil:
 		// The sources that will report progress are waited for from the
 		// start, before their first report.
 		for _, src := range in.Start.Progress {
-			if _, ok := s.marks[src]; !ok {
-				s.marks[src] = time.Time{}
-				s.markAt[src] = in.Time
+			if slot := slotOf(src); slot != slotNone && slot != slotTracer && !s.src[slot].tracked {
+				s.src[slot] = sourceState{tracked: true, markAt: in.Time}
+				s.tracking = true
 			}
 		}
 	case in.Runtime != nil && in.Runtime.Type == cri.EventRuntimeUnavailable:
-		s.down[SourceRuntime] = true
+		s.src[slotRuntime].down = true
 	case in.Runtime != nil && in.Runtime.Type == cri.EventRuntimeAvailable:
-		s.down[SourceRuntime] = false
+		s.src[slotRuntime].down = false
 	case in.API != nil:
-		s.down[SourceAPI] = !in.API.Available
+		s.src[slotAPI].down = !in.API.Available
 	}
 }
 
@@ -217,17 +248,17 @@ func (c *Correlator) sequence(in Input) {
 		c.apply(in)
 		return
 	}
-	src := inputSource(in)
+	slot := inputSlot(in)
 	switch {
 	case in.Progress != nil, in.Tick:
 		// Time passes: as far as every waited-for source is complete.
-	case src == "":
+	case slot == slotNone:
 		// The tracer's own inputs (start, the start-up scan) come first.
 		c.advance(in.Time)
 		c.apply(in)
 	default:
 		s.seq++
-		s.push(pendingInput{in: in, src: src, key: s.key(in, src), rank: sourceRank(src), seq: s.seq})
+		s.push(pendingInput{in: in, slot: slot, key: s.key(in, slot), seq: s.seq})
 	}
 	c.release(false)
 	w, ok := s.watermark()
@@ -241,19 +272,23 @@ func (c *Correlator) sequence(in Input) {
 // them when force).
 func (c *Correlator) release(force bool) {
 	s := &c.seq
-	n := 0
-	for n < len(s.pending) {
-		p := s.pending[n]
+	for s.head < len(s.pending) {
+		p := s.pending[s.head]
 		if !force && !s.ready(p) {
 			break
 		}
-		n++
+		s.pending[s.head] = pendingInput{} // let it go
+		s.head++
 		c.advance(p.key)
 		p.in.Time = c.now
 		c.apply(p.in)
 	}
-	if n > 0 {
-		s.pending = append(s.pending[:0], s.pending[n:]...)
+	switch {
+	case s.head == len(s.pending):
+		s.pending, s.head = s.pending[:0], 0
+	case s.head > 1024 && s.head > len(s.pending)/2:
+		n := copy(s.pending, s.pending[s.head:])
+		s.pending, s.head = s.pending[:n], 0
 	}
 }
 
@@ -288,5 +323,5 @@ func (c *Correlator) advance(t time.Time) {
 // A pod without API facts then waits for them (they may just be late)
 // rather than being taken as unknown to the API server.
 func (c *Correlator) apiExpected() bool {
-	return c.apiKnown && c.apiUp || c.seq.waited(SourceAPI)
+	return c.apiKnown && c.apiUp || c.seq.waited(slotAPI)
 }

@@ -426,7 +426,7 @@ func TestTimingIndependenceScenarios(t *testing.T) {
 			// The reference is the on-time replay with progress: the
 			// scenarios feed facts of different sources at the very same
 			// instant, which the model orders by source (see
-			// sourceRank), not always as the scenario listed them.
+			// sequencer slots), not always as the scenario listed them.
 			// The kernel and the runtime late, in any way, against the
 			// API server's watch.
 			if failed := compareSchedules(t, marked, want, leading(schedules(*timingSeeds), correlate.SourceAPI)); len(failed) > 0 {
