@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podtrace/podtrace/internal/export/console"
 )
 
 func loadSpans(t *testing.T, path string) []correlate.Span {
@@ -88,6 +89,35 @@ func TestBootstrap(t *testing.T) {
 	for _, a := range [][]string{{"sh", "-c", "exit 1"}, {"sleep", "1000"}, {"/sbin/init"}, {"my-app", "init"}, nil} {
 		if bootstrap(a) {
 			t.Errorf("%q: a bootstrap", a)
+		}
+	}
+}
+
+// TestParseSpanLossless: the spans the demo parses are the spans the tracer
+// printed — written back with the console's JSON printer they are the same
+// bytes, line for line (so the text timeline the demo renders from them is
+// the tracer's own).
+func TestParseSpanLossless(t *testing.T) {
+	for _, path := range []string{"testdata/right.jsonl", "testdata/runc-init-as-pid1.jsonl"} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		p := console.New(&out, console.Config{Format: console.FormatJSON})
+		for _, s := range loadSpans(t, path) {
+			p.Emit(s)
+		}
+		p.Close()
+		want := strings.Split(strings.TrimSpace(string(b)), "\n")
+		got := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d lines back, want %d", path, len(got), len(want))
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("%s:%d:\n got %s\nwant %s", path, i+1, got[i], want[i])
+			}
 		}
 	}
 }
