@@ -67,6 +67,9 @@ func (c *Correlator) cause(ct *container) (string, []Attr) {
 	if cause, a := c.livenessCause(ct); cause != "" {
 		return cause, a
 	}
+	if cause, a := ct.disruptionCause(); cause != "" {
+		return cause, a
+	}
 	if ct.exitSignal == 0 {
 		if p != nil && p.info != nil && p.info.Reason == "Evicted" {
 			return "evicted", nil
@@ -253,7 +256,9 @@ func (c *Correlator) finalizeContainer(ct *container) {
 	attrs = append(attrs, cattrs...)
 	status := StatusOK
 	msg := ""
-	if cause != "completed" && !(cause == "killed_by_runtime" && !p.terminating.IsZero() && ct.exitSignal == syscall.SIGTERM) {
+	if _, disrupted := disruptionCausesByName[cause]; disrupted && ct.disruptionGraceful() {
+		// Made to go, and went in time: not the container's failure.
+	} else if cause != "completed" && !(cause == "killed_by_runtime" && !p.terminating.IsZero() && ct.exitSignal == syscall.SIGTERM) {
 		status = StatusError
 		msg = cause
 	}
@@ -777,6 +782,14 @@ func (c *Correlator) terminationSpan(p *pod, at time.Time, unfinished string) {
 	}
 	if p.forced {
 		attrs = append(attrs, Bool("podtrace.termination.forced", true))
+	}
+	if reason, m, ok := p.disruption(); ok {
+		attrs = append(attrs, String("podtrace.termination.reason", reason))
+		if m != "" {
+			attrs = append(attrs, String("message", m))
+		}
+	} else if p.info != nil && p.info.Reason != "" {
+		attrs = append(attrs, String("podtrace.termination.reason", p.info.Reason))
 	}
 	attrs = append(attrs, Bool("podtrace.grace_period.overrun", p.overrun))
 	status, msg := StatusOK, ""

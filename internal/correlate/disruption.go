@@ -1,0 +1,76 @@
+package correlate
+
+import "syscall"
+
+// Disruptions: why a pod was made to go, when something other than its
+// owner's plain deletion ended it. The API server, the scheduler, the taint
+// manager, the pod garbage collector and the kubelet set the pod's
+// DisruptionTarget condition before they delete or kill it; its reason goes
+// on the termination and into the cause of the runs it ended.
+
+// disruptionCauses maps a DisruptionTarget reason to a run's cause.
+var disruptionCauses = map[string]string{
+	"EvictionByEvictionAPI":  "evicted", // kubectl drain, the Eviction API
+	"TerminationByKubelet":   "evicted", // node-pressure eviction, graceful node shutdown
+	"DeletionByTaintManager": "evicted", // NoExecute taint
+	"PreemptionByScheduler":  "preempted",
+	"DeletionByPodGC":        "deleted_by_pod_gc", // orphaned or terminating on a lost node
+}
+
+// disruptionCausesByName: the causes a disruption gives.
+var disruptionCausesByName = map[string]bool{"evicted": true, "preempted": true, "deleted_by_pod_gc": true, "disrupted": true}
+
+// disruption returns the pod's DisruptionTarget reason and message, if set.
+func (p *pod) disruption() (reason, message string, ok bool) {
+	if p.info == nil {
+		return "", "", false
+	}
+	for _, cd := range p.info.Conditions {
+		if cd.Type == "DisruptionTarget" && cd.Status == "True" {
+			return cd.Reason, cd.Message, true
+		}
+	}
+	return "", "", false
+}
+
+// disruptionCause names a run's end by the pod's disruption, when the run
+// ended during the pod's termination.
+func (ct *container) disruptionCause() (string, []Attr) {
+	p := ct.pod
+	if p == nil || p.terminating.IsZero() || ct.exitAt.Before(p.terminating) {
+		return "", nil
+	}
+	reason, msg, ok := p.disruption()
+	if !ok {
+		return "", nil
+	}
+	cause := disruptionCauses[reason]
+	if cause == "" {
+		cause = "disrupted"
+	}
+	attrs := []Attr{String("podtrace.disruption.reason", reason)}
+	if msg != "" {
+		attrs = append(attrs, String("message", msg))
+	}
+	if stop := ct.stopSignal(); stop != nil {
+		attrs = append(attrs, String("podtrace.signal.sender.kind", stop.senderKind),
+			String("podtrace.signal.sender.comm", stop.senderComm), Int("podtrace.signal.sender.pid", int64(stop.senderPID)))
+	}
+	return cause, attrs
+}
+
+// disruptionGraceful tells a disrupted run that ended in its own time (not
+// killed with SIGKILL, no error exit): not an error of the container.
+func (ct *container) disruptionGraceful() bool {
+	if ct.exitSignal == syscall.SIGKILL {
+		return false
+	}
+	if ct.exitSignal != 0 {
+		return true
+	}
+	if ct.exitCode == 0 {
+		return true
+	}
+	stop := ct.stopSignal()
+	return stop != nil && gracefulExit(ct.exitCode, stop.sig)
+}

@@ -1,0 +1,59 @@
+package correlate_test
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podtrace/podtrace/internal/cri"
+	"github.com/podtrace/podtrace/internal/probe"
+)
+
+// A drain (the Eviction API) or a preemption: the API sets DisruptionTarget,
+// then deletes the pod. The termination says why, and so do the runs.
+func TestDisruptionReasonOnTerminationAndCause(t *testing.T) {
+	for _, tc := range []struct {
+		reason, cause string
+		ignoreTERM    bool
+		wantErr       bool
+	}{
+		{"EvictionByEvictionAPI", "evicted", false, false},
+		{"PreemptionByScheduler", "preempted", true, true},
+		{"DeletionByTaintManager", "evicted", false, false},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			s := newSim(t)
+			app := s.startup()
+			s.at(time.Second)
+			s.info.Conditions = append(s.info.Conditions, correlate.Condition{Type: "DisruptionTarget", Status: "True",
+				Reason: tc.reason, Message: "disrupted for the test", LastTransitionTime: s.now})
+			s.pod()
+			s.deleteNow()
+			s.at(10 * time.Millisecond)
+			if tc.ignoreTERM {
+				s.signal("app", app, syscall.SIGTERM, "runc", probe.SignalIgnored, probe.DispositionIgnored)
+				s.at(3 * time.Second)
+				s.signal("app", app, syscall.SIGKILL, "runc", probe.SignalDelivered, probe.DispositionDefault)
+				s.exit("app", app, 0, syscall.SIGKILL)
+				s.cri(cri.EventContainerExited, "app", 137, "Error")
+			} else {
+				s.signal("app", app, syscall.SIGTERM, "runc", probe.SignalDelivered, probe.DispositionHandler)
+				s.at(20 * time.Millisecond)
+				s.exit("app", app, 0, 0)
+				s.cri(cri.EventContainerExited, "app", 0, "Completed")
+			}
+			s.info.Deleted = true
+			s.pod()
+			s.tick(3 * time.Second)
+			run := s.one("container.run")
+			if run.Attr("podtrace.exit.cause") != tc.cause || run.Attr("podtrace.disruption.reason") != tc.reason ||
+				(run.Status == correlate.StatusError) != tc.wantErr {
+				t.Errorf("run: %s %v", run.Status, run.Attrs)
+			}
+			if term := s.one("pod.termination"); term.Attr("podtrace.termination.reason") != tc.reason {
+				t.Errorf("termination: %v", term.Attrs)
+			}
+		})
+	}
+}
