@@ -80,6 +80,11 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	log := cfg.Logger
 	kernelProgress := cfg.Kernel != nil && slices.Contains(cfg.Progress, correlate.SourceKernel)
+	// kernelSent counts the kernel events sent, kernelHandled those handled
+	// (the main loop's own count): the kernel's progress needs every event
+	// the reader read to be handled, whatever else is queued.
+	var kernelSent atomic.Uint64
+	var kernelHandled uint64
 	handle := func(in correlate.Input) {
 		if cfg.Record != nil {
 			if err := cfg.Record.Write(in); err != nil {
@@ -87,6 +92,9 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}
 		cfg.Correlator.Handle(in)
+		if in.Kernel != nil {
+			kernelHandled++
+		}
 		if cfg.Heartbeat != nil {
 			cfg.Heartbeat()
 		}
@@ -143,6 +151,7 @@ func Run(ctx context.Context, cfg Config) error {
 				}
 				select {
 				case out <- correlate.Input{Time: cfg.Now(), Kernel: ev}:
+					kernelSent.Add(1)
 				case <-ctx.Done():
 					return nil
 				}
@@ -191,7 +200,7 @@ loop:
 			}
 			now := cfg.Now()
 			if kernelProgress {
-				if until, ok := kernelIdle.check(now, waiting.Load(), len(in), pending); ok && until.After(kernelMark) {
+				if until, ok := kernelIdle.check(now, waiting.Load(), kernelSent.Load() > kernelHandled, pending); ok && until.After(kernelMark) {
 					kernelMark = until
 					handle(correlate.Input{Time: now, Progress: &correlate.Progress{Source: correlate.SourceKernel, Until: until.Add(-cfg.KernelDrain)}})
 				}
@@ -223,7 +232,7 @@ loop:
 
 // idleCheck tells, at the pipeline's ticks, up to when the kernel's view is
 // complete. At a tick where the ring buffer is empty (the kernel source's
-// Pending), the reader waits and every input was handled, every event
+// Pending), the reader waits and every event it read was handled, every event
 // submitted before that tick was consumed; if at the next tick the reader
 // is still in that same wait, whatever it consumed was also handed over and
 // handled: the kernel is complete up to the earlier tick. (A reader merely
@@ -234,8 +243,8 @@ type idleCheck struct {
 	at   time.Time // the candidate tick
 }
 
-func (k *idleCheck) check(now time.Time, wait uint64, queued int, pending func() int) (time.Time, bool) {
-	if wait == 0 || queued > 0 {
+func (k *idleCheck) check(now time.Time, wait uint64, unhandled bool, pending func() int) (time.Time, bool) {
+	if wait == 0 || unhandled {
 		k.wait = 0
 		return time.Time{}, false
 	}

@@ -215,24 +215,69 @@ func TestKernelIdleCheck(t *testing.T) {
 	empty, full := func() int { return 0 }, func() int { return 64 }
 	steps := []struct {
 		wait    uint64
-		queued  int
+		queued  bool
 		pending func() int
 		want    time.Time // zero: no mark
 	}{
-		{7, 0, full, time.Time{}},  // waiting, but events sit in the buffer
-		{7, 0, empty, time.Time{}}, // drained: a candidate
-		{7, 0, empty, tick(1)},     // same wait: complete to the candidate
-		{8, 0, empty, time.Time{}}, // it read something since: new candidate
-		{0, 0, empty, time.Time{}}, // handing an event over
-		{9, 2, empty, time.Time{}}, // inputs queued, not handled yet
-		{9, 0, empty, time.Time{}}, // candidate
-		{9, 0, full, tick(6)},      // complete to the candidate, not beyond
-		{9, 0, empty, time.Time{}}, // the buffer filled at the last tick: no mark from it
+		{7, false, full, time.Time{}},  // waiting, but events sit in the buffer
+		{7, false, empty, time.Time{}}, // drained: a candidate
+		{7, false, empty, tick(1)},     // same wait: complete to the candidate
+		{8, false, empty, time.Time{}}, // it read something since: new candidate
+		{0, false, empty, time.Time{}}, // handing an event over
+		{9, true, empty, time.Time{}},  // events read, not handled yet
+		{9, false, empty, time.Time{}}, // candidate
+		{9, false, full, tick(6)},      // complete to the candidate, not beyond
+		{9, false, empty, time.Time{}}, // the buffer filled at the last tick: no mark from it
 	}
 	for i, st := range steps {
 		got, ok := k.check(tick(i), st.wait, st.queued, st.pending)
 		if ok != !st.want.IsZero() || ok && !got.Equal(st.want) {
 			t.Errorf("tick %d: got %v %v, want %v", i, got.Sub(t0), ok, st.want.Sub(t0))
 		}
+	}
+}
+
+// Another source flooding the input channel does not stop the kernel's
+// progress: what counts is that every kernel event read was handled.
+func TestKernelProgressUnderFlood(t *testing.T) {
+	t0 := time.Now()
+	var buf bytes.Buffer
+	w, err := record.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flood := func(ctx context.Context, out chan<- correlate.Input) error {
+		for ctx.Err() == nil {
+			select {
+			case out <- correlate.Input{Time: time.Now(), Event: &correlate.K8sEvent{UID: "e", PodUID: "p", Reason: "x", Count: 1}}:
+			case <-ctx.Done():
+			}
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	err = Run(ctx, Config{
+		Kernel:      &blockingSource{events: []probe.Event{&probe.ExitEvent{Header: probe.Header{Type: probe.EventExit, Time: t0, TGID: 1}}}},
+		Seed:        []correlate.Input{{Time: t0, Start: &correlate.Start{At: t0}}},
+		Sources:     map[string]Source{"flood": flood},
+		Correlator:  correlate.New(correlate.Config{}),
+		Record:      w,
+		Tick:        20 * time.Millisecond,
+		Buffer:      4,
+		Progress:    []string{correlate.SourceKernel},
+		KernelDrain: 10 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var marks int
+	for _, x := range readAll(t, buf.Bytes()) {
+		if x.Progress != nil {
+			marks++
+		}
+	}
+	if marks < 3 {
+		t.Errorf("%d kernel marks in 300 ms of 20 ms ticks under a flood", marks)
 	}
 }
