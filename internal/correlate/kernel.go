@@ -19,6 +19,7 @@ type container struct {
 	attempt uint32
 	// lastLivenessFail is when a liveness probe last failed (kernel view).
 	lastLivenessFail time.Time
+	lastStartupFail  time.Time // when a startup probe last failed (kernel view)
 	sandbox          bool
 	init             bool // an init container (not a sidecar)
 	podName          string
@@ -351,6 +352,12 @@ func (c *Correlator) sessionKind(ct *container, args []string) string {
 	case spec.PostStart != nil && match(spec.PostStart):
 		return "poststart"
 	case spec.Startup != nil && match(&spec.Startup.Handler):
+		// The docs' pattern: startup and liveness probes share a command.
+		// The startup probe runs until the container is Started, the
+		// liveness probe after.
+		if spec.Liveness != nil && match(&spec.Liveness.Handler) && ct.pod.containerStarted(ct.name) {
+			return "probe.liveness"
+		}
 		return "probe.startup"
 	case spec.Liveness != nil && match(&spec.Liveness.Handler):
 		if spec.Readiness != nil && match(&spec.Readiness.Handler) && !ct.pod.startupDone {

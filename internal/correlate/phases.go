@@ -151,13 +151,24 @@ func (c *Correlator) livenessCause(ct *container) (string, []Attr) {
 		attrs = append(attrs, String("podtrace.signal.sender.kind", term.senderKind),
 			String("podtrace.signal.sender.comm", term.senderComm), Int("podtrace.signal.sender.pid", int64(term.senderPID)))
 	}
-	if ev := p.recentEvent("Killing", ct.name, ct.startedAtOr(), ct.exitAt); ev != nil && containsLiveness(ev.Message) {
-		return "liveness_restart", append(attrs, String("message", ev.Message))
+	if ev := p.recentEvent("Killing", ct.name, ct.startedAtOr(), ct.exitAt); ev != nil {
+		switch {
+		case strings.Contains(ev.Message, "failed startup probe"):
+			return "startup_probe_restart", append(attrs, String("message", ev.Message))
+		case containsLiveness(ev.Message):
+			return "liveness_restart", append(attrs, String("message", ev.Message))
+		}
 	}
-	if term == nil || (term.senderKind != "runtime" && term.senderKind != "kubelet") || ct.lastLivenessFail.IsZero() {
+	if term == nil || (term.senderKind != "runtime" && term.senderKind != "kubelet") || p.info != nil && p.info.DeletionTimestamp != nil {
 		return "", nil
 	}
-	if p.info != nil && p.info.DeletionTimestamp != nil {
+	// A failed startup probe makes the kubelet restart the container too,
+	// before it ever counted as started.
+	if gap := term.at.Sub(ct.lastStartupFail); !ct.lastStartupFail.IsZero() && gap >= 0 && gap < livenessKillWindow &&
+		(ct.lastLivenessFail.IsZero() || ct.lastStartupFail.After(ct.lastLivenessFail)) {
+		return "startup_probe_restart", append(attrs, String("message", "stopped by the runtime right after a failed startup probe"))
+	}
+	if ct.lastLivenessFail.IsZero() {
 		return "", nil
 	}
 	if gap := term.at.Sub(ct.lastLivenessFail); gap >= 0 && gap < livenessKillWindow {
@@ -390,6 +401,8 @@ func (c *Correlator) sessionDone(ct *container, s *session, e *probe.ExitEvent) 
 	switch {
 	case kind == "probe.liveness" && !ok:
 		ct.lastLivenessFail = e.Time
+	case kind == "probe.startup" && !ok:
+		ct.lastStartupFail = e.Time
 	case ok && !ct.pod.startupDone && (kind == "probe.readiness" || kind == "probe.startup" || kind == "poststart"):
 		// Only until the start-up is out: a probe every few seconds for
 		// the pod's whole life must not pile up here.

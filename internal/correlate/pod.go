@@ -178,6 +178,20 @@ func (p *pod) spec(name string) (*ContainerSpec, bool) {
 }
 
 // condition returns when a condition last became True.
+// containerStarted reports the API's ContainerStatus.Started of a
+// container (its startup probe passed, or it has none).
+func (p *pod) containerStarted(name string) bool {
+	if p.info == nil {
+		return false
+	}
+	for _, st := range p.info.Statuses {
+		if st.Name == name && st.Started != nil {
+			return *st.Started
+		}
+	}
+	return false
+}
+
 func (p *pod) condition(typ string) (time.Time, bool) {
 	if p.info == nil {
 		return time.Time{}, false

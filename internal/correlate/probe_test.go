@@ -1,0 +1,77 @@
+package correlate_test
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podtrace/podtrace/internal/cri"
+	"github.com/podtrace/podtrace/internal/probe"
+)
+
+// The Kubernetes docs' pattern: a startup probe and a liveness probe with
+// the same command. Until the container is Started the runs are the startup
+// probe's; a restart after its failures has its own cause, told by the
+// kernel's failed probes and the runtime's SIGTERM (no Killing event: the
+// client's spam filter may drop it).
+func TestStartupAndLivenessShareACommand(t *testing.T) {
+	check := []string{"cat", "/tmp/healthy"}
+	setup := func(t *testing.T) (*sim, uint32) {
+		s := newSim(t)
+		s.info.InitContainers = nil
+		s.info.Containers[0].Readiness = nil
+		s.info.Containers[0].Startup = &correlate.ProbeSpec{Handler: correlate.Handler{Kind: "exec", Exec: check}}
+		s.info.Containers[0].Liveness = &correlate.ProbeSpec{Handler: correlate.Handler{Kind: "exec", Exec: check}}
+		s.sandboxUp()
+		app := s.container("app", "c0ffee02", 0)
+		return s, app
+	}
+	probeRun := func(s *sim, code int) {
+		s.at(time.Second)
+		pr := s.exec("app", 99, check...)
+		s.at(5 * time.Millisecond)
+		s.exit("app", pr, code, 0)
+	}
+	t.Run("fails before Started", func(t *testing.T) {
+		s, app := setup(t)
+		probeRun(s, 1)
+		probeRun(s, 1)
+		s.at(50 * time.Millisecond)
+		s.signal("app", app, syscall.SIGTERM, "runc", probe.SignalDelivered, probe.DispositionHandler)
+		s.at(20 * time.Millisecond)
+		s.exit("app", app, 0, 0)
+		s.cri(cri.EventContainerExited, "app", 0, "Completed")
+		s.tick(3 * time.Second)
+		if got := s.one("container.run").Attr("podtrace.exit.cause"); got != "startup_probe_restart" {
+			t.Errorf("cause %v, want startup_probe_restart", got)
+		}
+		if n := len(s.find("probe.startup")); n != 2 {
+			t.Errorf("%d probe.startup spans, want 2", n)
+		}
+	})
+	t.Run("fails after Started", func(t *testing.T) {
+		s, app := setup(t)
+		probeRun(s, 0)
+		started := true
+		s.info.Statuses = []correlate.ContainerStatus{{Name: "app", Started: &started, Ready: true,
+			State: correlate.ContainerState{Running: &correlate.Running{StartedAt: s.now}}}}
+		s.pod()
+		s.cond("Ready")
+		s.tick(2 * time.Second)
+		probeRun(s, 1)
+		probeRun(s, 1)
+		s.at(50 * time.Millisecond)
+		s.signal("app", app, syscall.SIGTERM, "runc", probe.SignalDelivered, probe.DispositionHandler)
+		s.at(20 * time.Millisecond)
+		s.exit("app", app, 0, 0)
+		s.cri(cri.EventContainerExited, "app", 0, "Completed")
+		s.tick(3 * time.Second)
+		if got := s.one("container.run").Attr("podtrace.exit.cause"); got != "liveness_restart" {
+			t.Errorf("cause %v, want liveness_restart", got)
+		}
+		if n := len(s.find("probe.liveness")); n != 2 {
+			t.Errorf("%d failed probe.liveness spans, want 2", n)
+		}
+	})
+}
