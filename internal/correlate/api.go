@@ -13,8 +13,23 @@ func (c *Correlator) podInfo(info *PodInfo) {
 	if at.IsZero() {
 		at = c.now
 	}
-	_, known := c.pods[info.UID]
-	p := c.pod(info.UID, at)
+	uid := info.UID
+	if info.ConfigUID != "" && info.ConfigUID != info.UID {
+		// A static pod's mirror: one trace, under the static pod's own UID
+		// (its cgroups', the runtime's and the kubelet's Events'). The
+		// mirror object's deletion is not the pod's (the kubelet recreates
+		// it): the static pod ends with its cgroups.
+		if c.mirrors == nil {
+			c.mirrors = map[string]string{}
+		}
+		c.mirrors[info.UID] = info.ConfigUID
+		uid = info.ConfigUID
+		stripped := *info
+		stripped.DeletionTimestamp, stripped.DeletionGracePeriodSeconds, stripped.Deleted = nil, nil, false
+		info = &stripped
+	}
+	_, known := c.pods[uid]
+	p := c.pod(uid, at)
 	if p == nil {
 		return
 	}
@@ -59,7 +74,34 @@ func (c *Correlator) podInfo(info *PodInfo) {
 		c.maybeGone(p, c.now)
 		return
 	}
+	if reason, ok := p.goingReason(); ok && p.terminating.IsZero() {
+		// The kubelet (or a controller) ends the pod without an API
+		// deletion, and its status can come after the stop: the
+		// termination began with the runtime's first stop signal to a
+		// container that then ended.
+		if at := p.firstStop(); !at.IsZero() {
+			p.terminating = at
+			p.terminationReason = reason
+		}
+	}
 	c.maybeStarted(p)
+}
+
+// firstStop is the runtime's earliest stop signal to the init of one of the
+// pod's containers' last runs, zero if none.
+func (p *pod) firstStop() time.Time {
+	var first time.Time
+	for _, ct := range p.containers {
+		if ct.sandbox {
+			continue
+		}
+		if s := ct.stopSignal(); s != nil && (s.senderKind == "runtime" || s.senderKind == "kubelet") {
+			if first.IsZero() || s.at.Before(first) {
+				first = s.at
+			}
+		}
+	}
+	return first
 }
 
 // sharpenAPITimes replaces the API server's whole-second timestamps
@@ -104,6 +146,11 @@ func (c *Correlator) sharpenAPITimes(p *pod, info *PodInfo) {
 }
 
 func (c *Correlator) k8sEvent(ev *K8sEvent) {
+	if cfg, ok := c.mirrors[ev.PodUID]; ok {
+		cp := *ev
+		cp.PodUID = cfg
+		ev = &cp
+	}
 	p, ok := c.pods[ev.PodUID]
 	if !ok {
 		if ev.PodUID == "" {

@@ -77,6 +77,9 @@ type Correlator struct {
 	outages     map[string]*outage
 	pastOutages []outage
 
+	// mirrors maps a static pod's mirror UID to the static pod's own.
+	mirrors map[string]string
+
 	// Kubernetes events held for pods not seen yet (bounds.go).
 	pendingEvents map[string][]pendingEvent
 	pendingN      int

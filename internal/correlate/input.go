@@ -98,6 +98,12 @@ type PodInfo struct {
 	QOSClass  string `json:"qos_class,omitempty"`
 	// Static is true for static/mirror pods (created by the kubelet).
 	Static bool `json:"static,omitempty"`
+	// ConfigUID: for a static pod's mirror, the static pod's own UID (the
+	// kubernetes.io/config.mirror annotation), which differs from the
+	// mirror's UID and is what cgroups, the runtime and Events carry.
+	ConfigUID string `json:"config_uid,omitempty"`
+	// RestartPolicy: Always, OnFailure or Never.
+	RestartPolicy string `json:"restart_policy,omitempty"`
 
 	CreatedAt time.Time `json:"created_at"`
 	// DeletionTimestamp is when the grace period ends (set on delete).

@@ -519,20 +519,39 @@ func (c *Correlator) signal(e *probe.SignalEvent) {
 	}
 	ct.addSignal(rec)
 	p := ct.pod
-	if p != nil && rec.toInit && kind == "runtime" && p.terminating.IsZero() && (e.Signal == syscall.SIGTERM || e.Signal == syscall.SIGKILL) && c.stopping(p) {
-		// No API server told us about a deletion: the runtime's stop signal
-		// is where termination shows.
-		p.terminating = e.Time
+	if p != nil && rec.toInit && kind == "runtime" && p.terminating.IsZero() && e.Signal != syscall.SIGCHLD {
+		if reason, ok := c.stopping(p, ct); ok {
+			// No deletion came before it: the runtime's stop signal is
+			// where the termination shows (a kubelet-initiated one, or
+			// one the API server could not tell us about).
+			p.terminating = e.Time
+			p.terminationReason = reason
+		}
 	}
 }
 
-// stopping tells whether a runtime stop signal means the pod is going away
-// (rather than a single container being restarted).
-func (c *Correlator) stopping(p *pod) bool {
-	if p.info != nil && p.info.DeletionTimestamp != nil {
-		return true
+// stopping tells whether a runtime stop signal to ct means the pod is
+// going away (rather than one container being restarted), and why.
+func (c *Correlator) stopping(p *pod, ct *container) (string, bool) {
+	if p.info == nil {
+		return "", true
 	}
-	return p.info == nil
+	if p.info.DeletionTimestamp != nil {
+		return "", true
+	}
+	if reason, ok := p.goingReason(); ok {
+		return reason, true
+	}
+	if p.info.Static && ct.lastLivenessFail.IsZero() && ct.lastStartupFail.IsZero() {
+		// A static pod's end is its manifest's removal: no API deletion.
+		return "StaticPodRemoved", true
+	}
+	// A Job's pod: once its regular containers are done, the kubelet
+	// stops its sidecars (in reverse order).
+	if spec, _ := p.spec(ct.name); spec != nil && spec.Sidecar && p.info.RestartPolicy != "Always" && p.mainContainersDone() {
+		return "Completed", true
+	}
+	return "", false
 }
 
 var runtimeComms = []string{"containerd-shim", "containerd", "runc", "crun", "conmon", "crio", "dockerd", "cri-dockerd"}

@@ -676,6 +676,12 @@ func (c *Correlator) maybeGone(p *pod, at time.Time) {
 		}
 	case p.info == nil || (c.apiKnown && !c.apiUp):
 		gone = !p.sandboxRemoved.IsZero() || !p.cgroupRemoved.IsZero()
+	case !p.cgroupRemoved.IsZero() && p.info.DeletionTimestamp == nil:
+		// Done on this node, whatever the API still holds (a Job's pod
+		// kept for its logs, an evicted pod, a static pod). A pod being
+		// deleted waits for its object instead: a finalizer can keep it
+		// Terminating, and that is reported (stuck).
+		gone = true
 	}
 	if !gone {
 		return
@@ -801,6 +807,8 @@ func (c *Correlator) terminationSpan(p *pod, at time.Time, unfinished string) {
 		if m != "" {
 			attrs = append(attrs, String("message", m))
 		}
+	} else if p.terminationReason != "" {
+		attrs = append(attrs, String("podtrace.termination.reason", p.terminationReason))
 	} else if p.info != nil && p.info.Reason != "" {
 		attrs = append(attrs, String("podtrace.termination.reason", p.info.Reason))
 	}

@@ -45,25 +45,28 @@ type pod struct {
 	readyAt       time.Time
 	readyEvidence []time.Time
 	// sightings: when the tracer first saw API facts (sharpenAPITimes).
-	sightings     map[string]time.Time
-	deletedAt     time.Time // deletion requested (deletionTimestamp - grace)
-	deadline      time.Time // deletionTimestamp: the grace period ends
-	grace         time.Duration
-	terminating   time.Time // termination began (deletion, or first stop signal)
-	forced        bool      // grace period 0
-	stuck         bool
-	overrun       bool
-	gaveUpAt      time.Time // the start-up ended without Ready (see startup.go)
-	lateReady     bool      // Ready came after gaveUpAt (noted on the root)
-	rootFolded    int       // root events over the cap
-	lossEvent     int       // index of the current loss episode's root event, -1 if none
-	lossLast      time.Time // the last loss report
-	goneAt        time.Time
-	apiGoneAt     time.Time // the object was deleted while containers still ran
-	emitted       map[string]bool
-	finished      bool
-	finishing     bool
-	terminationCh []Span // children of the termination span, emitted with it
+	sightings   map[string]time.Time
+	deletedAt   time.Time // deletion requested (deletionTimestamp - grace)
+	deadline    time.Time // deletionTimestamp: the grace period ends
+	grace       time.Duration
+	terminating time.Time // termination began (deletion, or first stop signal)
+	forced      bool      // grace period 0
+	stuck       bool
+	overrun     bool
+	gaveUpAt    time.Time // the start-up ended without Ready (see startup.go)
+	// terminationReason: why a termination without an API deletion began
+	// (DeadlineExceeded, Evicted, Completed, ...).
+	terminationReason string
+	lateReady         bool      // Ready came after gaveUpAt (noted on the root)
+	rootFolded        int       // root events over the cap
+	lossEvent         int       // index of the current loss episode's root event, -1 if none
+	lossLast          time.Time // the last loss report
+	goneAt            time.Time
+	apiGoneAt         time.Time // the object was deleted while containers still ran
+	emitted           map[string]bool
+	finished          bool
+	finishing         bool
+	terminationCh     []Span // children of the termination span, emitted with it
 }
 
 type pull struct {
@@ -204,9 +207,48 @@ func (p *pod) condition(typ string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
+// goingReason tells a pod the API says is going away without a deletion:
+// a terminal phase with a reason (DeadlineExceeded, Evicted, Shutdown, ...)
+// or a DisruptionTarget condition.
+func (p *pod) goingReason() (string, bool) {
+	if p.info == nil {
+		return "", false
+	}
+	if reason, _, ok := p.disruption(); ok {
+		return reason, true
+	}
+	if p.info.Reason != "" && (p.info.Phase == "Failed" || p.info.Phase == "Succeeded" || p.info.Phase == "") {
+		return p.info.Reason, true
+	}
+	return "", false
+}
+
+// mainContainersDone: every regular (non-init, non-sidecar) container of
+// the pod has exited.
+func (p *pod) mainContainersDone() bool {
+	n := 0
+	for _, ct := range p.containers {
+		if ct.sandbox || ct.init || ct.name == "" {
+			continue
+		}
+		if spec, isInit := p.spec(ct.name); isInit || spec != nil && spec.Sidecar {
+			continue
+		}
+		n++
+		if !ct.exited {
+			return false
+		}
+	}
+	return n > 0
+}
+
 // resource is the OTel resource of every span in the pod's trace.
 func (c *Correlator) resource(p *pod) []Attr {
 	r := []Attr{String("k8s.pod.uid", p.uid)}
+	if p.info != nil && p.info.ConfigUID != "" && p.info.UID != p.uid {
+		// A static pod: its own UID above, its mirror object's here.
+		r = append(r, String("podtrace.pod.mirror_uid", p.info.UID))
+	}
 	if n := p.name(); n != "" {
 		r = append(r, String("k8s.pod.name", n))
 	}

@@ -44,15 +44,16 @@ func Convert(pod *corev1.Pod) correlate.PodInfo {
 		return correlate.PodInfo{}
 	}
 	info := correlate.PodInfo{
-		UID:       string(pod.UID),
-		Name:      pod.Name,
-		Namespace: pod.Namespace,
-		NodeName:  pod.Spec.NodeName,
-		QOSClass:  string(pod.Status.QOSClass),
-		CreatedAt: utc(pod.CreationTimestamp.Time),
-		Phase:     string(pod.Status.Phase),
-		Reason:    pod.Status.Reason,
-		Message:   pod.Status.Message,
+		UID:           string(pod.UID),
+		Name:          pod.Name,
+		Namespace:     pod.Namespace,
+		NodeName:      pod.Spec.NodeName,
+		QOSClass:      string(pod.Status.QOSClass),
+		CreatedAt:     utc(pod.CreationTimestamp.Time),
+		Phase:         string(pod.Status.Phase),
+		RestartPolicy: string(pod.Spec.RestartPolicy),
+		Reason:        pod.Status.Reason,
+		Message:       pod.Status.Message,
 		TerminationGracePeriodSeconds: int64OrDefault(pod.Spec.TerminationGracePeriodSeconds,
 			defaultTerminationGracePeriod),
 	}
@@ -60,10 +61,13 @@ func Convert(pod *corev1.Pod) correlate.PodInfo {
 	if owner := ownerOf(pod.OwnerReferences); owner != nil {
 		info.OwnerKind, info.OwnerName = owner.Kind, owner.Name
 	}
-	if _, mirror := pod.Annotations[MirrorAnnotation]; mirror {
+	if hash, mirror := pod.Annotations[MirrorAnnotation]; mirror {
 		// A static pod is owned by its node; mirror pods carry an ownerRef
-		// to the Node since 1.17, but older ones have none.
+		// to the Node since 1.17, but older ones have none. The annotation
+		// is the static pod's own UID (its config hash), which its cgroups,
+		// the runtime and the kubelet's Events use.
 		info.Static = true
+		info.ConfigUID = hash
 		info.OwnerKind = "Node"
 		info.OwnerName = pod.Spec.NodeName
 	}
@@ -273,9 +277,9 @@ func ConvertEvent(ev *corev1.Event) (correlate.K8sEvent, bool) {
 	}
 	obj := &ev.InvolvedObject
 	out := correlate.K8sEvent{
-		UID:       string(ev.UID),
-		PodUID:    string(obj.UID),
-		PodName:   obj.Name,
+		UID:     string(ev.UID),
+		PodUID:  string(obj.UID),
+		PodName: obj.Name,
 		// The Event object's own namespace, not involvedObject's (which
 		// its author writes): the model lets only a pod's own namespace's
 		// Events speak for it.

@@ -225,7 +225,7 @@ func TestConvert(t *testing.T) {
 			want: func() correlate.PodInfo {
 				return correlate.PodInfo{
 					UID: "mirror-uid", Name: "etcd-node-a", Namespace: "kube-system", NodeName: "node-a",
-					OwnerKind: "Node", OwnerName: "node-a", QOSClass: "Burstable", Static: true,
+					OwnerKind: "Node", OwnerName: "node-a", QOSClass: "Burstable", Static: true, ConfigUID: "0f1e2d",
 					CreatedAt: tm(0), TerminationGracePeriodSeconds: 30, Phase: "Running",
 					Containers: []correlate.ContainerSpec{{Name: "etcd", Image: "registry.k8s.io/etcd:3.5.15-0"}},
 					Statuses: []correlate.ContainerStatus{{

@@ -1,0 +1,146 @@
+package correlate_test
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podtrace/podtrace/internal/cri"
+	"github.com/podtrace/podtrace/internal/probe"
+)
+
+func (s *sim) rmdir(id uint64, path string) {
+	s.kernel(&probe.CgroupEvent{Header: probe.Header{Type: probe.EventCgroupRmdir, Origin: probe.OriginWatched}, ID: id, Path: path})
+}
+
+// activeDeadlineSeconds: the kubelet stops the pod, no API deletion; its
+// status (Failed, DeadlineExceeded) comes after the stop. The termination
+// begins at the runtime's stop signal and says why; the pod ends when its
+// cgroup is gone, though the API keeps the object.
+func TestTerminationByActiveDeadline(t *testing.T) {
+	s := newSim(t)
+	s.info.InitContainers = nil
+	s.info.OwnerKind = "Job"
+	s.info.RestartPolicy = "Never"
+	app := s.startup()
+	s.at(5 * time.Second)
+	stopAt := s.now
+	s.signal("app", app, syscall.SIGTERM, "runc", probe.SignalDelivered, probe.DispositionHandler)
+	s.at(30 * time.Millisecond)
+	s.exit("app", app, 0, 0)
+	s.cri(cri.EventContainerExited, "app", 0, "Completed")
+	s.at(500 * time.Millisecond)
+	s.info.Phase, s.info.Reason, s.info.Message = "Failed", "DeadlineExceeded", "Pod was active on the node longer than the specified deadline"
+	s.pod()
+	s.at(time.Second)
+	s.rmdir(8000, "/kubepods/burstable/pod"+s.uid)
+	s.tick(3 * time.Second)
+	term := s.one("pod.termination")
+	if !term.Start.Equal(stopAt) || term.Attr("podtrace.termination.reason") != "DeadlineExceeded" {
+		t.Errorf("termination %s (stop at %s): %v", term.Start, stopAt, term.Attrs)
+	}
+	s.one("pod")
+}
+
+// A Job's pod with a native sidecar: once the main container is done the
+// kubelet stops the sidecar. That is the pod's termination (Completed), and
+// the sidecar's SIGTERM death is not an error.
+func TestJobWithSidecarCompletes(t *testing.T) {
+	s := newSim(t)
+	s.info.InitContainers = []correlate.ContainerSpec{{Name: "proxy", Sidecar: true}}
+	s.info.OwnerKind = "Job"
+	s.info.RestartPolicy = "Never"
+	s.info.Containers[0].Readiness = nil
+	s.info.Containers[0].PostStart = nil
+	s.sandboxUp()
+	proxy := s.container("proxy", "c0ffee01", 0)
+	app := s.container("app", "c0ffee02", 0)
+	s.cond("Ready")
+	s.tick(2 * time.Second)
+	s.at(3 * time.Second)
+	s.exit("app", app, 0, 0)
+	s.cri(cri.EventContainerExited, "app", 0, "Completed")
+	s.at(100 * time.Millisecond)
+	stopAt := s.now
+	s.signal("proxy", proxy, syscall.SIGTERM, "runc", probe.SignalDelivered, probe.DispositionDefault)
+	s.exit("proxy", proxy, 0, syscall.SIGTERM)
+	s.cri(cri.EventContainerExited, "proxy", 143, "Error")
+	s.info.Phase = "Succeeded"
+	s.pod()
+	s.at(time.Second)
+	s.rmdir(8000, "/kubepods/burstable/pod"+s.uid)
+	s.tick(3 * time.Second)
+	term := s.one("pod.termination")
+	if !term.Start.Equal(stopAt) || term.Attr("podtrace.termination.reason") != "Completed" || term.Status == correlate.StatusError {
+		t.Errorf("termination %s (sidecar stop %s): %s %v", term.Start, stopAt, term.Status, term.Attrs)
+	}
+	for _, run := range s.find("container.run") {
+		if run.Status == correlate.StatusError {
+			t.Errorf("run of %v is an error: %v", run.Attr("k8s.container.name"), run.Attrs)
+		}
+	}
+}
+
+// A static pod: the runtime, its cgroups and the kubelet's Events carry the
+// static pod's own UID, the API object (the mirror) another. One trace; the
+// mirror's deletion and re-creation do not end the pod; its cgroups do.
+func TestStaticPodOneTrace(t *testing.T) {
+	s := newSim(t)
+	s.info.InitContainers = nil
+	s.info.UID, s.info.ConfigUID, s.info.Static = "mirror-uid-1", s.uid, true
+	s.info.OwnerKind, s.info.Namespace, s.info.Name = "Node", "kube-system", "etcd-node-a"
+	app := s.startup()
+	// The mirror is deleted (kubectl delete) and the kubelet recreates it.
+	s.at(time.Second)
+	gone := s.info
+	gone.Deleted = true
+	s.in(correlate.Input{Pod: &gone})
+	s.at(time.Second)
+	s.info.UID = "mirror-uid-2"
+	s.pod()
+	s.in(correlate.Input{Event: &correlate.K8sEvent{UID: "ev-mirror", PodUID: "mirror-uid-2", Namespace: "kube-system", Reason: "Unhealthy",
+		Container: "app", Message: "Liveness probe failed", FirstTime: s.now, LastTime: s.now, Count: 1}})
+	s.event("Killing", "app", "Stopping container app")
+	s.tick(time.Minute)
+	if len(s.find("pod")) != 0 {
+		t.Fatal("the mirror's deletion ended the static pod")
+	}
+	// The manifest is removed: the kubelet stops it and removes its cgroups.
+	s.signal("app", app, syscall.SIGTERM, "runc", probe.SignalDelivered, probe.DispositionHandler)
+	s.at(20 * time.Millisecond)
+	s.exit("app", app, 0, 0)
+	s.cri(cri.EventContainerExited, "app", 0, "Completed")
+	s.at(time.Second)
+	s.rmdir(8000, "/kubepods/burstable/pod"+s.uid)
+	s.tick(3 * time.Second)
+	root := s.one("pod")
+	for _, sp := range s.spans {
+		if sp.TraceID != correlate.TraceIDForPod(s.uid) {
+			t.Errorf("%s in another trace", sp.Name)
+		}
+	}
+	var uid, mirror string
+	for _, a := range root.Resource {
+		switch a.Key {
+		case "k8s.pod.uid":
+			uid, _ = a.Value.(string)
+		case "podtrace.pod.mirror_uid":
+			mirror, _ = a.Value.(string)
+		}
+	}
+	if uid != s.uid || mirror != "mirror-uid-2" {
+		t.Errorf("resource uid %q mirror %q", uid, mirror)
+	}
+	if term := s.one("pod.termination"); term.Attr("podtrace.termination.reason") != "StaticPodRemoved" {
+		t.Errorf("termination: %v", term.Attrs)
+	}
+	var killing, unhealthy bool
+	for _, e := range root.Events {
+		killing = killing || e.Name == "k8s.Killing"
+		unhealthy = unhealthy || e.Name == "k8s.Unhealthy"
+	}
+	if !killing || !unhealthy {
+		t.Errorf("Events addressed to the static pod's UID (%v) and to the mirror's (%v) belong in the trace", killing, unhealthy)
+	}
+}
