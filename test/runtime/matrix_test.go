@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -114,10 +115,7 @@ func runOnRuntime(t *testing.T, sc scenario, name string) {
 			t.Fatalf("OCI runtime %s: %v", name, err)
 		}
 		r.runtime = rt
-		record := ""
-		if rt.Name == "runc" { // golden inputs come from Debian's runc
-			record = sc.name
-		}
+		record := recordName(sc.name, name)
 		e := start(t, rt, record)
 		r.versions = e.h.Versions
 		r.spans = sc.run(t, e)
@@ -129,6 +127,24 @@ func runOnRuntime(t *testing.T, sc scenario, name string) {
 	case r.status == "":
 		r.status = "ok"
 	}
+}
+
+var recordRuntimes = flag.String("record-runtimes", "runc",
+	"with -record-dir, the runtimes whose runs are recorded (comma-separated): <scenario>.jsonl for Debian's runc (the golden inputs), <scenario>@<runtime>.jsonl for the others")
+
+// recordName is the -record-dir file name (without .jsonl) of a scenario's
+// run on a runtime, "" when that run is not recorded.
+func recordName(scenario, runtime string) string {
+	for _, r := range strings.Split(*recordRuntimes, ",") {
+		if strings.TrimSpace(r) != runtime {
+			continue
+		}
+		if runtime == "runc" {
+			return scenario
+		}
+		return scenario + "@" + subtestName(runtime)
+	}
+	return ""
 }
 
 // subtestName makes an absolute runtime path usable as a subtest name.

@@ -178,11 +178,11 @@ func start(t *testing.T, rt containerd.Runtime, scenario string, extra ...correl
 			Correlator: corr,
 			Record:     rec,
 			Tick:       200 * time.Millisecond,
-			Sources: map[string]pipeline.Source{
-				"runtime": func(ctx context.Context, out chan<- correlate.Input) error {
-					return criSource(ctx, h.Endpoint, out)
-				},
-			},
+			Sources:    map[string]pipeline.Source{"runtime": criSource(h.Endpoint)},
+			// As the tracer does: the kernel and the runtime report
+			// progress, so the model handles their facts in time order
+			// however late either arrives.
+			Progress: []string{correlate.SourceKernel, correlate.SourceRuntime},
 		})
 	}()
 	t.Cleanup(func() {
@@ -201,17 +201,13 @@ func start(t *testing.T, rt containerd.Runtime, scenario string, extra ...correl
 	return &env{h: h, spans: sp}
 }
 
-func criSource(ctx context.Context, endpoint string, out chan<- correlate.Input) error {
-	evs, _ := cri.Watch(ctx, cri.WatchConfig{Endpoint: endpoint, Interval: 200 * time.Millisecond}, 256)
-	for ev := range evs {
-		e := ev
-		select {
-		case out <- correlate.Input{Time: time.Now(), Runtime: &e}:
-		case <-ctx.Done():
-			return nil
-		}
+// criSource is the tracer's runtime source: the CRI watcher's changes, then
+// each poll's snapshot time as the runtime's progress.
+func criSource(endpoint string) pipeline.Source {
+	return func(ctx context.Context, out chan<- correlate.Input) error {
+		evs, w := cri.Watch(ctx, cri.WatchConfig{Endpoint: endpoint, Interval: 200 * time.Millisecond}, 256)
+		return pipeline.RuntimeSource(evs, w.Latest, 250*time.Millisecond, nil, nil)(ctx, out)
 	}
-	return nil
 }
 
 // gracefulPod runs a pod whose container handles SIGTERM, stops it the way
