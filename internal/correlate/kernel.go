@@ -488,8 +488,12 @@ func (c *Correlator) cniDone(r *cniRun, e *probe.ExitEvent) {
 	}
 	switch r.command {
 	case "ADD":
+		if p.startupDone {
+			c.newSandboxCNI(p, r)
+			break
+		}
 		p.cniAdd = append(p.cniAdd, r)
-		if r.end.After(p.sandboxReady) && p.startupDone == false {
+		if r.end.After(p.sandboxReady) {
 			p.sandboxReady = r.end
 		}
 	case "DEL":

@@ -728,6 +728,7 @@ func (c *Correlator) finishPod(p *pod, at time.Time, unfinished string) {
 		c.endStartupUnready(p, at, "gone before Ready")
 	}
 	c.settlePod(p, true)
+	c.emitResandboxes(p, true)
 	p.finished = true
 	p.goneAt = at
 	// Containers still running (no exit seen): close them as unfinished.
@@ -854,6 +855,11 @@ func (c *Correlator) tick() {
 		}
 	}
 	c.giveUpStartups()
+	for _, uid := range sortedKeys(c.pods) {
+		if p := c.pods[uid]; len(p.resandboxes) > 0 {
+			c.emitResandboxes(p, false)
+		}
+	}
 	c.expireEvents()
 	for _, uid := range sortedKeys(c.pods) {
 		p := c.pods[uid]

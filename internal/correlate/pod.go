@@ -54,6 +54,10 @@ type pod struct {
 	stuck       bool
 	overrun     bool
 	gaveUpAt    time.Time // the start-up ended without Ready (see startup.go)
+	// Sandboxes recreated after the start-up, and CNI ADDs waiting for the
+	// runtime to name their sandbox (sandbox.go).
+	resandboxes []*resandbox
+	pendingCNI  []*cniRun
 	// terminationReason: why a termination without an API deletion began
 	// (DeadlineExceeded, Evicted, Completed, ...).
 	terminationReason string

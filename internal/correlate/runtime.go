@@ -40,6 +40,13 @@ func (c *Correlator) runtime(ev *cri.Event) {
 		}
 		switch ev.Type {
 		case cri.EventSandboxCreated:
+			if p.sandboxID != "" && p.sandboxID != sb.ID {
+				created := sb.CreatedAt
+				if created.IsZero() {
+					created = ev.At
+				}
+				c.sandboxChanged(p, sb.ID, created)
+			}
 			p.sandboxID = sb.ID
 			c.bySandbox[sb.ID] = p
 			if !sb.CreatedAt.IsZero() && (p.sandboxCreated.IsZero() || sb.CreatedAt.Before(p.sandboxCreated)) {
@@ -51,10 +58,14 @@ func (c *Correlator) runtime(ev *cri.Event) {
 			ct.podName, ct.podNamespace = sb.PodName, sb.PodNamespace
 			c.podSeen(p)
 		case cri.EventSandboxStopped:
-			p.sandboxStopped = ev.At
+			if sb.ID == p.sandboxID {
+				p.sandboxStopped = ev.At
+			}
 		case cri.EventSandboxRemoved:
-			p.sandboxRemoved = ev.At
-			c.maybeGone(p, ev.At)
+			if sb.ID == p.sandboxID {
+				p.sandboxRemoved = ev.At
+				c.maybeGone(p, ev.At)
+			}
 		}
 		return
 	}

@@ -1,0 +1,75 @@
+package correlate_test
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podtrace/podtrace/internal/cri"
+	"github.com/podtrace/podtrace/internal/probe"
+)
+
+// The kubelet recreates a pod's sandbox (SandboxChanged): the new sandbox
+// and its network show as a span of their own; the old sandbox's removal
+// does not end a forced deletion early.
+func TestSandboxChanged(t *testing.T) {
+	s := newSim(t)
+	app := s.startup()
+	s.at(time.Second)
+	// The pause process died: the kubelet stops the app, then runs a new
+	// sandbox, whose CNI ADD comes before the runtime's poll names it.
+	s.signal("app", app, syscall.SIGKILL, "runc", probe.SignalDelivered, probe.DispositionDefault)
+	s.exit("app", app, 0, syscall.SIGKILL)
+	s.cri(cri.EventContainerExited, "app", 137, "Error")
+	s.event("SandboxChanged", "", "Pod sandbox changed, it will be killed and re-created.")
+	s.at(200 * time.Millisecond)
+	created := s.now
+	s.pid++
+	cni := s.pid
+	s.kernel(&probe.ExecEvent{Header: probe.Header{Type: probe.EventExec, Origin: probe.OriginCNI, TGID: cni, PID: cni, Comm: "bridge"}, Filename: "/opt/cni/bin/bridge",
+		CNI: &probe.CNIRun{Command: "ADD", ContainerID: "sb2", IfName: "eth0", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop"}})
+	s.at(40 * time.Millisecond)
+	s.kernel(&probe.ExitEvent{Header: probe.Header{Type: probe.EventExit, Origin: probe.OriginCNI, TGID: cni, PID: cni}})
+	s.at(100 * time.Millisecond)
+	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now, Sandbox: &cri.Sandbox{ID: "sb2", PodUID: s.uid,
+		PodName: "web-7d9f", PodNamespace: "shop", CreatedAt: created}}})
+	app2 := s.container("app", "c0ffee12", 1)
+	s.tick(3 * time.Second)
+	var recreated *correlate.Span
+	for i, sp := range s.find("pod.sandbox") {
+		if sp.Attr("podtrace.sandbox.recreated") == true {
+			recreated = &s.find("pod.sandbox")[i]
+		}
+	}
+	if recreated == nil || recreated.Attr("container.id") != "sb2" || !recreated.Start.Equal(created) {
+		t.Fatalf("no recreated sandbox span: %+v", s.find("pod.sandbox"))
+	}
+	var adds int
+	for _, sp := range s.spans {
+		if sp.Name == "cni.ADD bridge" && sp.Parent == recreated.SpanID {
+			adds++
+		}
+	}
+	if adds != 1 {
+		t.Errorf("%d cni.ADD spans under the new sandbox, want 1", adds)
+	}
+	// A forced deletion while the new attempt runs: the old sandbox's late
+	// removal must not end the pod before its container does.
+	del := s.now
+	grace := int64(0)
+	s.info.DeletionTimestamp, s.info.DeletionGracePeriodSeconds = &del, &grace
+	s.pod()
+	s.info.Deleted = true
+	s.pod()
+	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventSandboxRemoved, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid}}})
+	s.tick(3 * time.Second)
+	if len(s.find("pod")) != 0 {
+		t.Fatal("the old sandbox's removal ended the pod while its new container runs")
+	}
+	s.signal("app", app2, syscall.SIGKILL, "runc", probe.SignalDelivered, probe.DispositionDefault)
+	s.exit("app", app2, 0, syscall.SIGKILL)
+	s.cri(cri.EventContainerExited, "app", 137, "Error")
+	s.tick(3 * time.Second)
+	s.one("pod")
+}
