@@ -291,7 +291,7 @@ func runtimeSource(endpoint string, health *metrics.Health, log *slog.Logger) pi
 
 // progressEvery is how often the runtime and API sources report progress
 // (the model waits for it: see correlate.Progress).
-const progressEvery = 250 * time.Millisecond
+const progressEvery = 100 * time.Millisecond
 
 func apiSource(f *traceFlags, health *metrics.Health, log *slog.Logger) (pipeline.Source, error) {
 	client, err := watcher.NewClient(f.kubeconfig)

@@ -56,7 +56,7 @@ type Config struct {
 	Progress []string
 	// KernelDrain is subtracted from the kernel's progress: events are
 	// stamped (boot clock, converted to wall time) before they are
-	// submitted, and the conversion can be a little off; default 250ms.
+	// submitted, and the conversion can be a little off; default 100ms.
 	KernelDrain time.Duration
 }
 
@@ -76,10 +76,16 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.KernelDrain == 0 {
-		cfg.KernelDrain = 250 * time.Millisecond
+		cfg.KernelDrain = 100 * time.Millisecond
 	}
 	log := cfg.Logger
 	kernelProgress := cfg.Kernel != nil && slices.Contains(cfg.Progress, correlate.SourceKernel)
+	pending := func() int { return 0 }
+	if p, ok := cfg.Kernel.(interface{ Pending() int }); ok {
+		pending = p.Pending
+	} else {
+		kernelProgress = false // no way to know when the ring buffer is drained
+	}
 	// kernelSent counts the kernel events sent, kernelHandled those handled
 	// (the main loop's own count): the kernel's progress needs every event
 	// the reader read to be handled, whatever else is queued.
@@ -139,6 +145,14 @@ func Run(ctx context.Context, cfg Config) error {
 	var waiting atomic.Uint64
 	if cfg.Kernel != nil {
 		start("kernel", func(ctx context.Context, out chan<- correlate.Input) error {
+			// While events flow, the ring buffer's order is the kernel's
+			// progress: records are read in the order they were reserved,
+			// each stamped just before, so once an event is handed over,
+			// every event stamped before it (less KernelDrain for a
+			// stamp-to-reserve delay and the clock conversion) was too.
+			// When the buffer runs dry, the main loop's idle check takes
+			// over.
+			var mark time.Time
 			for n := uint64(1); ; n++ {
 				waiting.Store(n)
 				ev, err := cfg.Kernel.Next(ctx)
@@ -155,6 +169,14 @@ func Run(ctx context.Context, cfg Config) error {
 				case <-ctx.Done():
 					return nil
 				}
+				if until := ev.Hdr().Time.Add(-cfg.KernelDrain); kernelProgress && until.Sub(mark) >= kernelMarkEvery {
+					mark = until
+					select {
+					case out <- correlate.Input{Time: cfg.Now(), Progress: &correlate.Progress{Source: correlate.SourceKernel, Until: until}}:
+					case <-ctx.Done():
+						return nil
+					}
+				}
 			}
 		})
 	}
@@ -167,12 +189,7 @@ func Run(ctx context.Context, cfg Config) error {
 	var lastLost uint64
 	var kernelMark time.Time
 	var kernelIdle idleCheck
-	pending := func() int { return 0 }
-	if p, ok := cfg.Kernel.(interface{ Pending() int }); ok {
-		pending = p.Pending
-	} else {
-		kernelProgress = false // no way to know the ring buffer is drained
-	}
+
 	var runErr error
 loop:
 	for {
@@ -229,6 +246,9 @@ loop:
 	}
 	return runErr
 }
+
+// kernelMarkEvery spaces the kernel's progress while events flow.
+const kernelMarkEvery = 100 * time.Millisecond
 
 // idleCheck tells, at the pipeline's ticks, up to when the kernel's view is
 // complete. At a tick where the ring buffer is empty (the kernel source's

@@ -33,6 +33,17 @@ func RuntimeSource(events <-chan cri.Event, latest func() *cri.Snapshot, every t
 				return false
 			}
 		}
+		// progress reports the latest poll once its changes are all
+		// handed over: Latest first, then an empty queue (the watcher
+		// publishes a snapshot only after sending its changes).
+		progress := func() bool {
+			snap := latest()
+			if snap == nil || !snap.Time.After(mark) || len(events) > 0 {
+				return true
+			}
+			mark = snap.Time
+			return send(correlate.Input{Time: now(), Progress: &correlate.Progress{Source: correlate.SourceRuntime, Until: mark}})
+		}
 		for {
 			select {
 			case <-ctx.Done():
@@ -45,18 +56,11 @@ func RuntimeSource(events <-chan cri.Event, latest func() *cri.Snapshot, every t
 					onEvent(ev)
 				}
 				e := ev
-				if !send(correlate.Input{Time: now(), Runtime: &e}) {
+				if !send(correlate.Input{Time: now(), Runtime: &e}) || !progress() {
 					return nil
 				}
 			case <-t.C:
-				// Latest first, then an empty queue: the snapshot's
-				// changes were all received, and so handed over.
-				snap := latest()
-				if snap == nil || !snap.Time.After(mark) || len(events) > 0 {
-					continue
-				}
-				mark = snap.Time
-				if !send(correlate.Input{Time: now(), Progress: &correlate.Progress{Source: correlate.SourceRuntime, Until: mark}}) {
+				if !progress() {
 					return nil
 				}
 			}

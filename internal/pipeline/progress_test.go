@@ -281,3 +281,66 @@ func TestKernelProgressUnderFlood(t *testing.T) {
 		t.Errorf("%d kernel marks in 300 ms of 20 ms ticks under a flood", marks)
 	}
 }
+
+// flowSource returns an event every 5 ms, stamped when returned; its ring
+// buffer never looks empty.
+type flowSource struct{}
+
+func (flowSource) Next(ctx context.Context) (probe.Event, error) {
+	select {
+	case <-time.After(5 * time.Millisecond):
+		return &probe.ExitEvent{Header: probe.Header{Type: probe.EventExit, Time: time.Now(), TGID: 1}}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+func (flowSource) Close() error { return nil }
+func (flowSource) Pending() int { return 1 }
+
+// While events flow the reader is never idle for a tick: the kernel's
+// progress comes from the order of the ring buffer (each event handed over
+// vouches for those stamped before it), spaced by kernelMarkEvery.
+func TestKernelProgressWhileEventsFlow(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := record.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	err = Run(ctx, Config{
+		Kernel:      flowSource{},
+		Seed:        []correlate.Input{{Time: t0, Start: &correlate.Start{At: t0}}},
+		Correlator:  correlate.New(correlate.Config{}),
+		Record:      w,
+		Tick:        20 * time.Millisecond,
+		Progress:    []string{correlate.SourceKernel},
+		KernelDrain: 10 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := readAll(t, buf.Bytes())
+	var marks int
+	var last time.Time
+	for i, x := range in {
+		p := x.Progress
+		if p == nil {
+			continue
+		}
+		marks++
+		if !p.Until.After(last) {
+			t.Errorf("mark %d does not advance: %s after %s", i, p.Until, last)
+		}
+		last = p.Until
+		for _, y := range in[i+1:] {
+			if y.Kernel != nil && y.Kernel.Hdr().Time.Before(p.Until) {
+				t.Errorf("kernel event at %s after the mark %s", y.Kernel.Hdr().Time, p.Until)
+			}
+		}
+	}
+	if marks < 2 || marks > 7 {
+		t.Errorf("%d kernel marks in 500 ms of flowing events (one per %s)", marks, kernelMarkEvery)
+	}
+}
