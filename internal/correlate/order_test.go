@@ -110,9 +110,12 @@ func TestProgressRuntimeSilent(t *testing.T) {
 }
 
 // With every source live at the tracer's default settings (a tick every
-// 500 ms, the kernel complete up to the tick before last less 250 ms, the
-// runtime polled every second), every span is out within 2 s of the end of
-// its phase, by the time it arrives (the recording's own lag included).
+// 500 ms, the runtime polled every second) and the kernel's progress from
+// its slower path only (the ring buffer idle: complete up to the tick
+// before last, less 250 ms), every span is out within 2 s of the end of its
+// phase, by the time it arrives (the recording's own lag included). Live,
+// with the kernel's progress also from flowing events, the self-checking
+// demo measured median 0.66 s, p95 1.24 s, max 1.66 s.
 func TestProgressLatency(t *testing.T) {
 	for _, run := range recorded(t) {
 		t.Run(run.base, func(t *testing.T) {
