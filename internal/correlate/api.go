@@ -40,6 +40,7 @@ func (c *Correlator) podInfo(info *PodInfo) {
 	c.sharpenAPITimes(p, &cp)
 	p.info = &cp
 	info = p.info
+	p.noteWaiting()
 	c.podSeen(p)
 	// Learn container names and init-ness from the spec.
 	for _, st := range append(append([]ContainerStatus(nil), info.InitStatuses...), info.Statuses...) {

@@ -57,6 +57,8 @@ type pod struct {
 	// Sandboxes recreated after the start-up, and CNI ADDs waiting for the
 	// runtime to name their sandbox (sandbox.go).
 	resandboxes []*resandbox
+	// lastWaiting: each container's last telling waiting reason (startup.go).
+	lastWaiting map[string]Waiting
 	pendingCNI  []*cniRun
 	// terminationReason: why a termination without an API deletion began
 	// (DeadlineExceeded, Evicted, Completed, ...).

@@ -106,8 +106,20 @@ func (p *pod) blockedOn() (container, reason, message string) {
 	}
 	all := append(append([]ContainerStatus(nil), p.info.InitStatuses...), p.info.Statuses...)
 	for _, st := range all {
-		if w := st.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {
+		if w := st.State.Waiting; w != nil && telling(w.Reason) {
 			return st.Name, w.Reason, w.Message
+		}
+	}
+	// The status at the end may no longer say it (a deletion resets it):
+	// the last telling reason seen.
+	for _, name := range sortedKeys(p.lastWaiting) {
+		ran := false
+		for _, st := range all {
+			ran = ran || st.Name == name && (st.State.Running != nil || st.State.Terminated != nil)
+		}
+		if !ran {
+			w := p.lastWaiting[name]
+			return name, w.Reason, w.Message
 		}
 	}
 	for _, st := range all {
@@ -126,6 +138,27 @@ func (p *pod) blockedOn() (container, reason, message string) {
 		}
 	}
 	return "", "", ""
+}
+
+// telling: a waiting reason that says why a container does not run (not
+// the normal ContainerCreating / PodInitializing).
+func telling(reason string) bool {
+	return reason != "" && reason != "ContainerCreating" && reason != "PodInitializing"
+}
+
+// noteWaiting remembers each container's last telling waiting reason.
+func (p *pod) noteWaiting() {
+	if p.info == nil {
+		return
+	}
+	for _, st := range append(append([]ContainerStatus(nil), p.info.InitStatuses...), p.info.Statuses...) {
+		if w := st.State.Waiting; w != nil && telling(w.Reason) {
+			if p.lastWaiting == nil {
+				p.lastWaiting = map[string]Waiting{}
+			}
+			p.lastWaiting[st.Name] = *w
+		}
+	}
 }
 
 // lastExit is the latest exit of the pod's app and init containers, or at.

@@ -176,3 +176,20 @@ func TestStartupJobCompletesBeforeReady(t *testing.T) {
 		t.Errorf("run: %v", run.Attrs)
 	}
 }
+
+// The kubelet's status at the deletion may no longer carry the waiting
+// reason; the start-up still names it.
+func TestStartupKeepsTheLastWaitingReason(t *testing.T) {
+	s := newSim(t)
+	s.info.InitContainers = nil
+	s.sandboxUp()
+	s.waiting(false, "app", "CreateContainerConfigError", `configmap "settings" not found`)
+	s.at(5 * time.Second)
+	s.waiting(false, "app", "ContainerCreating", "")
+	s.deleteNow()
+	s.tick(time.Second)
+	st := s.one("pod.startup")
+	if st.Attr("podtrace.waiting.reason") != "CreateContainerConfigError" {
+		t.Errorf("start-up: %q %v", st.StatusMessage, st.Attrs)
+	}
+}

@@ -1,0 +1,413 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podtrace/podtrace/test/e2e/backends"
+)
+
+// Scenarios 10–16: pods that go wrong in the other common ways (never
+// Ready, kubelet-side stops, OOM of a child, a spoofed sender, an overrun
+// that belongs to one stop), each asserted on what Jaeger holds.
+func (e *env) longTail(t *testing.T) {
+	t.Run("10a-image-pull-failure", e.imagePullFailure)
+	t.Run("10b-config-error", e.configError)
+	t.Run("10c-job-completes-before-ready", e.jobBeforeReady)
+	t.Run("11-graceful-exit-143", e.gracefulExit143)
+	t.Run("12-sender-named-runc", e.senderNamedRunc)
+	t.Run("13-oom-kill-of-a-child", e.childOOM)
+	t.Run("14-overrun-belongs-to-its-stop", e.overrunOnce)
+	t.Run("15-eviction-api", e.evictionAPI)
+	t.Run("16-active-deadline", e.activeDeadline)
+	t.Run("17-job-with-sidecar", e.jobWithSidecar)
+}
+
+func waitingReason(reasons ...string) func(*corev1.Pod) error {
+	return func(p *corev1.Pod) error {
+		for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			if w := cs.State.Waiting; w != nil {
+				for _, r := range reasons {
+					if w.Reason == r {
+						return nil
+					}
+				}
+			}
+		}
+		return fmt.Errorf("no container waiting for %v", reasons)
+	}
+}
+
+func hasEvent(s *backends.Span, name string, where func(map[string]any) bool) bool {
+	for _, ev := range s.Events {
+		if ev.Name == name && (where == nil || where(ev.Fields)) {
+			return true
+		}
+	}
+	return false
+}
+
+// ---- 10a: an image that cannot be pulled -------------------------------------
+
+func (e *env) imagePullFailure(t *testing.T) {
+	t.Parallel()
+	const ns = "s10a-pull"
+	e.namespace(t, ns)
+	// Nothing serves images here: a pull from the loopback registry fails
+	// at once, and the kubelet backs off.
+	app := corev1.Container{Name: "app", Image: "localhost:5999/podtrace-e2e/absent:1", ImagePullPolicy: corev1.PullIfNotPresent,
+		Command: []string{"sleep", "3600"}}
+	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "unpullable"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{app}}})
+	e.waitPod(t, ns, pod.Name, "in image pull back-off", 2*time.Minute, waitingReason("ImagePullBackOff"))
+	e.deletePod(t, ns, pod.Name)
+	e.waitGone(t, ns, pod.Name, time.Minute)
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		pk := &pick{tr: tr}
+		st := pk.one("pod.startup")
+		sb := pk.one("pod.sandbox")
+		pull := pk.one("container.image_pull", ctrName("app"))
+		pk.one("pod")
+		if pk.err != nil {
+			return pk.err
+		}
+		if len(tr.Find(func(s *backends.Span) bool { return strings.HasPrefix(s.Name, "cni.ADD ") })) == 0 {
+			return errors.New("no cni.ADD span")
+		}
+		reason := st.Str("podtrace.waiting.reason")
+		if reason != "ImagePullBackOff" && reason != "ErrImagePull" {
+			return fmt.Errorf("pod.startup waiting reason %q", reason)
+		}
+		if !st.Error || !pull.Error || sb.Error {
+			return fmt.Errorf("status: startup error=%v pull error=%v sandbox error=%v", st.Error, pull.Error, sb.Error)
+		}
+		return firstErr(childOf(tr, pull, st), childOf(tr, sb, st), attr(st, "k8s.container.name", "app"),
+			attr(st, "podtrace.startup.outcome", "terminated"), attr(pull, "container.image.name", app.Image))
+	})
+	report(t, tr)
+	st, _ := only(tr, "pod.startup")
+	t.Logf("scenario 10a: pod.startup %s: %s", st.Duration.Round(time.Millisecond), st.Str("otel.status_description"))
+}
+
+// ---- 10b: a missing ConfigMap ------------------------------------------------
+
+func (e *env) configError(t *testing.T) {
+	t.Parallel()
+	const ns = "s10b-config"
+	e.namespace(t, ns)
+	app := container("app", "sleep", "3600")
+	app.Env = []corev1.EnvVar{{Name: "SETTING", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "absent-settings"}, Key: "setting"}}}}
+	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "misconfigured"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{app}}})
+	e.waitPod(t, ns, pod.Name, "in CreateContainerConfigError", 2*time.Minute, waitingReason("CreateContainerConfigError"))
+	time.Sleep(2 * time.Second) // the tracer sees the status too
+	e.deletePod(t, ns, pod.Name)
+	e.waitGone(t, ns, pod.Name, time.Minute)
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		st, err := only(tr, "pod.startup")
+		if err != nil {
+			return err
+		}
+		if !st.Error || !strings.Contains(st.Str("otel.status_description"), "absent-settings") {
+			return fmt.Errorf("pod.startup error=%v %q", st.Error, st.Str("otel.status_description"))
+		}
+		if len(tr.Named("container.run")) != 0 {
+			return errors.New("a container.run for a container that never ran")
+		}
+		return attr(st, "podtrace.waiting.reason", "CreateContainerConfigError")
+	})
+	report(t, tr)
+}
+
+// ---- 10c: a Job's pod that completes before it is ever Ready -----------------
+
+func (e *env) jobBeforeReady(t *testing.T) {
+	t.Parallel()
+	const ns = "s10c-job"
+	e.namespace(t, ns)
+	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "oneshot"},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{container("work", sh("sleep 1; exit 0")...)}}})
+	e.waitPod(t, ns, pod.Name, "Succeeded", 2*time.Minute, func(p *corev1.Pod) error {
+		if p.Status.Phase != corev1.PodSucceeded {
+			return fmt.Errorf("phase %s", p.Status.Phase)
+		}
+		return nil
+	})
+	// The start-up ends with the pod's work, long before the pod is gone.
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		pk := &pick{tr: tr}
+		st := pk.one("pod.startup")
+		run := pk.one("container.run", ctrName("work"))
+		if pk.err != nil {
+			return pk.err
+		}
+		if st.Error || run.Error {
+			return fmt.Errorf("errors: startup %v run %v", st.Error, run.Error)
+		}
+		return firstErr(attr(st, "podtrace.startup.outcome", "completed"), attr(run, "podtrace.exit.cause", "completed"))
+	})
+	report(t, tr)
+	e.deletePod(t, ns, pod.Name)
+}
+
+// ---- 11: SIGTERM handled, exit 143 -------------------------------------------
+
+func (e *env) gracefulExit143(t *testing.T) {
+	t.Parallel()
+	const ns = "s11-exit143"
+	e.namespace(t, ns)
+	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "polite"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{
+			container("app", sh(`trap 'exit 143' TERM; while :; do sleep 1 & wait $!; done`)...)}}})
+	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
+	time.Sleep(2 * time.Second)
+	e.deletePod(t, ns, pod.Name)
+	e.waitGone(t, ns, pod.Name, time.Minute)
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		pk := &pick{tr: tr}
+		run := pk.one("container.run", ctrName("app"))
+		stop := pk.one("container.stop", ctrName("app"))
+		term := pk.one("pod.termination")
+		if pk.err != nil {
+			return pk.err
+		}
+		if run.Error || stop.Error || term.Error {
+			return fmt.Errorf("a graceful stop shown as an error: run %v stop %v termination %v", run.Error, stop.Error, term.Error)
+		}
+		return firstErr(attr(run, "podtrace.exit.cause", "completed"), attr(run, "process.exit.code", "143"),
+			attr(stop, "podtrace.signal", "SIGTERM"), attr(stop, "podtrace.signal.disposition", "handler"))
+	})
+	report(t, tr)
+}
+
+// ---- 12: a sender in the pod named runc ---------------------------------------
+
+func (e *env) senderNamedRunc(t *testing.T) {
+	t.Parallel()
+	const ns = "s12-spoof"
+	e.namespace(t, ns)
+	share := true
+	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "target"},
+		Spec: corev1.PodSpec{ShareProcessNamespace: &share, Containers: []corev1.Container{
+			container("app", "sleep", "3602"),
+			container("sidecar", "tail", "-f", "/dev/null"),
+		}}})
+	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
+	time.Sleep(2 * time.Second)
+	// A shell renames itself runc (its comm) and kills with its builtin.
+	out, err := e.cluster.Kubectl(e.ctx, "exec", "-n", ns, pod.Name, "-c", "sidecar", "--", "sh", "-c",
+		`printf runc > /proc/self/comm; kill -9 $(pidof sleep)`)
+	if err != nil {
+		t.Fatalf("kubectl exec: %v\n%s", err, out)
+	}
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		r, err := only(tr, "container.run", ctrName("app"))
+		if err != nil {
+			return err
+		}
+		return firstErr(attr(r, "podtrace.exit.cause", "killed_in_pod"), attr(r, "podtrace.signal.sender.kind", "in_pod"),
+			attr(r, "podtrace.signal.sender.comm", "runc"))
+	})
+	report(t, tr)
+	e.deletePod(t, ns, pod.Name)
+}
+
+// ---- 13: the OOM killer takes a child, the container goes on -------------------
+
+func (e *env) childOOM(t *testing.T) {
+	t.Parallel()
+	const ns = "s13-child-oom"
+	e.namespace(t, ns)
+	app := container("app", sh(`trap 'exit 0' TERM; sleep 1; dd if=/dev/zero of=/dev/null bs=96M count=1; `+
+		`touch /tmp/survived; while :; do sleep 1 & wait $!; done`)...)
+	app.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("48Mi")}}
+	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "parent"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{app}}})
+	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
+	e.eventually(t, "the shell outlived its child's OOM kill", time.Minute, func() error {
+		out, err := e.cluster.Kubectl(e.ctx, "exec", "-n", ns, pod.Name, "--", "ls", "/tmp/survived")
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		return nil
+	})
+	e.deletePod(t, ns, pod.Name)
+	e.waitGone(t, ns, pod.Name, time.Minute)
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		r, err := only(tr, "container.run", ctrName("app"))
+		if err != nil {
+			return err
+		}
+		if !hasEvent(r, "oom_kill", func(f map[string]any) bool { return fmt.Sprint(f["podtrace.oom.victim.comm"]) == "dd" }) {
+			return errors.New("no oom_kill event naming the victim dd on the run")
+		}
+		if r.Error {
+			return errors.New("the run is an error: its init was never OOM-killed")
+		}
+		return attr(r, "podtrace.exit.cause", "completed")
+	})
+	report(t, tr)
+}
+
+// ---- 14: an overrun belongs to its stop ---------------------------------------
+
+func (e *env) overrunOnce(t *testing.T) {
+	t.Parallel()
+	const ns = "s14-overrun-once"
+	e.namespace(t, ns)
+	// The first attempt ignores SIGTERM and fails its liveness probe: the
+	// kubelet kills it at the end of the grace period. The second handles
+	// SIGTERM; the pod's deletion is then clean.
+	app := container("app", sh(`if [ -f /state/second ]; then trap 'exit 0' TERM; touch /tmp/healthy; `+
+		`else touch /state/second; trap '' TERM; touch /tmp/healthy; (sleep 3; rm -f /tmp/healthy) & fi; `+
+		`while :; do sleep 1 & wait $!; done`)...)
+	app.VolumeMounts = []corev1.VolumeMount{{Name: "state", MountPath: "/state"}}
+	app.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+		Command: []string{"cat", "/tmp/healthy"}}}, PeriodSeconds: 1, FailureThreshold: 2}
+	grace := int64(2)
+	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "once"},
+		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace, Containers: []corev1.Container{app},
+			Volumes: []corev1.Volume{{Name: "state", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}})
+	e.waitPod(t, ns, pod.Name, "restarted by liveness and Ready", 2*time.Minute, func(p *corev1.Pod) error {
+		if err := restarted(1)(p); err != nil {
+			return err
+		}
+		return ready(p)
+	})
+	time.Sleep(2 * time.Second)
+	e.deletePod(t, ns, pod.Name)
+	e.waitGone(t, ns, pod.Name, time.Minute)
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		term, err := only(tr, "pod.termination")
+		if err != nil {
+			return err
+		}
+		stops := tr.Named("container.stop")
+		if len(stops) != 2 {
+			return fmt.Errorf("%d container.stop spans, want the liveness restart's and the deletion's", len(stops))
+		}
+		if stops[0].Str("podtrace.sigkill") != "true" {
+			return fmt.Errorf("the liveness restart's stop: sigkill %q", stops[0].Str("podtrace.sigkill"))
+		}
+		if term.Error {
+			return fmt.Errorf("the clean deletion is an error: %s", term.Str("otel.status_description"))
+		}
+		return attr(term, "podtrace.grace_period.overrun", "false")
+	})
+	report(t, tr)
+}
+
+// ---- 15: a drain (the Eviction API) ---------------------------------------------
+
+func (e *env) evictionAPI(t *testing.T) {
+	t.Parallel()
+	const ns = "s15-evict"
+	e.namespace(t, ns)
+	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "drained"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{container("app", sh(gracefulApp)...)}}})
+	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
+	time.Sleep(2 * time.Second)
+	if err := e.cs.PolicyV1().Evictions(ns).Evict(e.ctx, &policyv1.Eviction{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: ns}}); err != nil {
+		t.Fatalf("evict: %v", err)
+	}
+	e.waitGone(t, ns, pod.Name, time.Minute)
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		pk := &pick{tr: tr}
+		run := pk.one("container.run", ctrName("app"))
+		term := pk.one("pod.termination")
+		if pk.err != nil {
+			return pk.err
+		}
+		if run.Error {
+			return errors.New("a drained container that stopped in time is shown as an error")
+		}
+		return firstErr(attr(run, "podtrace.exit.cause", "evicted"), attr(run, "podtrace.disruption.reason", "EvictionByEvictionAPI"),
+			attr(term, "podtrace.termination.reason", "EvictionByEvictionAPI"))
+	})
+	report(t, tr)
+}
+
+// ---- 16: activeDeadlineSeconds: the kubelet ends the pod, no deletion ---------
+
+func (e *env) activeDeadline(t *testing.T) {
+	t.Parallel()
+	const ns = "s16-deadline"
+	e.namespace(t, ns)
+	deadline := int64(6)
+	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bounded"},
+		Spec: corev1.PodSpec{ActiveDeadlineSeconds: &deadline, RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{container("app", sh(gracefulApp)...)}}})
+	e.waitPod(t, ns, pod.Name, "failed by its deadline", 2*time.Minute, func(p *corev1.Pod) error {
+		if p.Status.Phase != corev1.PodFailed || p.Status.Reason != "DeadlineExceeded" {
+			return fmt.Errorf("phase %s reason %q", p.Status.Phase, p.Status.Reason)
+		}
+		return nil
+	})
+	time.Sleep(3 * time.Second)
+	e.deletePod(t, ns, pod.Name)
+	e.waitGone(t, ns, pod.Name, time.Minute)
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		pk := &pick{tr: tr}
+		term := pk.one("pod.termination")
+		stop := pk.one("container.stop", ctrName("app"))
+		if pk.err != nil {
+			return pk.err
+		}
+		if d := stop.Start.Sub(term.Start); d < 0 || d > time.Second {
+			return fmt.Errorf("the termination starts %s before the kubelet's stop", d)
+		}
+		return attr(term, "podtrace.termination.reason", "DeadlineExceeded")
+	})
+	report(t, tr)
+}
+
+// ---- 17: a Job's pod with a native sidecar ---------------------------------------
+
+func (e *env) jobWithSidecar(t *testing.T) {
+	t.Parallel()
+	const ns = "s17-sidecar"
+	e.namespace(t, ns)
+	always := corev1.ContainerRestartPolicyAlways
+	proxy := container("proxy", sh(gracefulApp)...)
+	proxy.RestartPolicy = &always
+	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "batch"},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, InitContainers: []corev1.Container{proxy},
+			Containers: []corev1.Container{container("work", sh("sleep 2")...)}}})
+	e.waitPod(t, ns, pod.Name, "Succeeded", 2*time.Minute, func(p *corev1.Pod) error {
+		if p.Status.Phase != corev1.PodSucceeded {
+			return fmt.Errorf("phase %s", p.Status.Phase)
+		}
+		return nil
+	})
+	time.Sleep(3 * time.Second)
+	e.deletePod(t, ns, pod.Name)
+	e.waitGone(t, ns, pod.Name, time.Minute)
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		pk := &pick{tr: tr}
+		term := pk.one("pod.termination")
+		side := pk.one("container.run", ctrName("proxy"))
+		work := pk.one("container.run", ctrName("work"))
+		if pk.err != nil {
+			return pk.err
+		}
+		if side.Error || work.Error {
+			return fmt.Errorf("errors: sidecar %v work %v (%s)", side.Error, work.Error, side.Str("podtrace.exit.cause"))
+		}
+		if !term.Start.After(work.End()) {
+			return fmt.Errorf("the termination starts %s, before the work ended %s", term.Start, work.End())
+		}
+		return firstErr(attr(term, "podtrace.termination.reason", "Completed"), attr(work, "podtrace.exit.cause", "completed"))
+	})
+	report(t, tr)
+}
