@@ -506,6 +506,9 @@ func (c *Correlator) cniDone(r *cniRun, e *probe.ExitEvent) {
 }
 
 func (c *Correlator) signal(e *probe.SignalEvent) {
+	if c.setupSignal(e) {
+		return
+	}
 	kind := c.senderKind(e)
 	c.cfg.Observer.Signal(probe.SignalName(e.Signal), kind)
 	ct := c.byCgroup(e.TargetCgroupID)
@@ -532,6 +535,18 @@ func (c *Correlator) signal(e *probe.SignalEvent) {
 			p.terminationReason = reason
 		}
 	}
+}
+
+// setupSignal tells a signal that is no lifecycle fact: the runtime's
+// set-up process signalling (upstream runc 1.5's "runc init" sends SIG33,
+// glibc's SIGSETXID, to each of its own threads in setuid/setgid), or a
+// process's C library signalling its own threads with the signals it
+// reserves (32 and 33: thread cancellation, setxid).
+func (c *Correlator) setupSignal(e *probe.SignalEvent) bool {
+	if pr, ok := c.procs[e.TGID]; ok && pr.bootstrap && e.Code != probe.SIKernel {
+		return true
+	}
+	return e.TGID == e.TargetTGID && (e.Signal == 32 || e.Signal == 33)
 }
 
 // stopping tells whether a runtime stop signal to ct means the pod is

@@ -561,8 +561,18 @@ func (c *Correlator) maybeStarted(p *pod) {
 				}
 			}
 			apps++
-			if ct.initExec.IsZero() && ct.startedAt.IsZero() {
-				return
+			if ct.initExec.IsZero() {
+				if ct.startedAt.IsZero() {
+					return
+				}
+				// The runtime reports it started a moment before the
+				// kernel sees its command exec: wait a little for that.
+				if due := ct.startedAt.Add(settle); c.now.Before(due) && !p.finishing {
+					if p.startupSettle.Before(due) {
+						p.startupSettle = due
+					}
+					return
+				}
 			}
 			ready = latest(ready, ct.initExec, ct.startedAt)
 		}
