@@ -113,7 +113,7 @@ type row struct {
 	init  agentStats // once synced
 	end   agentStats // after the churn window
 	// per minute of churn, from the counters' difference
-	watchEventsPerMin, bodyKiBPerMin, wireKiBPerMin float64
+	watchEventsPerMin, bodyKiBPerMin, wireKiBPerMin, requestsPerMin float64
 }
 
 type apiEgress struct {
@@ -224,6 +224,7 @@ func TestScale(t *testing.T) {
 				watchEventsPerMin: float64(ends[i].WatchEvents-inits[i].WatchEvents) / mins,
 				bodyKiBPerMin:     float64(ends[i].BodyBytes-inits[i].BodyBytes) / 1024 / mins,
 				wireKiBPerMin:     float64(ends[i].WireBytes-inits[i].WireBytes) / 1024 / mins,
+				requestsPerMin:    float64(ends[i].Requests-inits[i].Requests) / mins,
 			})
 		}
 		eg := apiEgress{nodes: n,
@@ -296,13 +297,13 @@ func formatTable(p params, rows []row, eg []apiEgress) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "podtrace scale: %d pods/node, churn %.1f pods/node/min, window %s, %d tracers\n\n",
 		p.podsPerNode, p.churn, p.window, p.tracers)
-	fmt.Fprintf(&b, "| nodes | tracer | heap MiB (synced → end) | pods cached | events cached | event watches | sync: objects / KiB | churn: objects/min | churn: KiB/min (body / wire) | events to model |\n")
-	fmt.Fprintf(&b, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "| nodes | tracer | heap MiB (synced → end) | pods cached | events cached | event watches | sync: objects / KiB | churn: objects/min | churn: KiB/min (body / wire) | churn: requests/min | events to model |\n")
+	fmt.Fprintf(&b, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %d | %s | %.1f → %.1f | %d | %d | %d | %d / %.0f | %.0f | %.0f / %.0f | %d |\n",
+		fmt.Fprintf(&b, "| %d | %s | %.1f → %.1f | %d | %d | %d | %d / %.0f | %.0f | %.0f / %.0f | %.1f | %d |\n",
 			r.nodes, r.end.Node, mib(r.init.HeapBytes), mib(r.end.HeapBytes), r.end.Watcher.PodsCached,
 			r.end.Watcher.EventsCached, r.end.Watcher.EventWatches, r.init.ListItems+r.init.WatchEvents,
-			float64(r.init.BodyBytes)/1024, r.watchEventsPerMin, r.bodyKiBPerMin, r.wireKiBPerMin, r.end.EventInputs)
+			float64(r.init.BodyBytes)/1024, r.watchEventsPerMin, r.bodyKiBPerMin, r.wireKiBPerMin, r.requestsPerMin, r.end.EventInputs)
 	}
 	fmt.Fprintf(&b, "\nAPI server, events resource, all %d tracers together:\n\n", p.tracers)
 	fmt.Fprintf(&b, "| nodes | pods | events written | watch events sent/min | watch KiB/min | LIST KiB (sync + window) |\n|---:|---:|---:|---:|---:|---:|\n")
