@@ -259,3 +259,70 @@ func TestEventWindowCap(t *testing.T) {
 		t.Error("Run returned nil")
 	}
 }
+
+func withLiveness(p *corev1.Pod, h corev1.ProbeHandler) *corev1.Pod {
+	p = p.DeepCopy()
+	p.Spec.Containers[0].LivenessProbe = &corev1.Probe{ProbeHandler: h}
+	return p
+}
+
+func (h *harness) windowsOn() map[types.UID]bool {
+	h.w.mu.Lock()
+	defer h.w.mu.Unlock()
+	out := map[types.UID]bool{}
+	for uid := range h.w.windows {
+		out[uid] = true
+	}
+	return out
+}
+
+// A quiet pod with a liveness probe the kernel does not see (httpGet) keeps
+// a standby window while a slot is free, so that the kubelet's Killing
+// event comes before the restart; a quiet pod with an exec probe does not.
+// Pods that need events take the standby windows' slots.
+func TestEventWindowStandby(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	clock := newTestClock()
+	httpPod := withReady(withLiveness(testPod("http", node), corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz"}}), true)
+	execPod := withReady(withLiveness(testPod("exec", node), corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}), true)
+	h := newHarnessWith(t, clock.now, func(cfg *Config) { cfg.MaxEventWatches = 2 }, httpPod, execPod)
+	h.start()
+	h.waitFor("API available", isAPI(true, false))
+	h.waitStats("both pods catching up", func(st Stats) bool { return st.EventWatches == 2 })
+
+	clock.advance(settle + time.Second)
+	h.waitStats("the exec-probed pod's window closed", func(st Stats) bool { return st.EventWatches == 1 })
+	if on := h.windowsOn(); !on[httpPod.UID] {
+		t.Fatalf("windows on %v, want the http-probed pod's", on)
+	}
+
+	// Two pods start: they take both slots, the standby window first.
+	ctx := context.Background()
+	p1, p2 := testPod("p1", node), testPod("p2", node)
+	for _, p := range []*corev1.Pod{p1, p2} {
+		if _, err := h.cs.CoreV1().Pods("shop").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitStats("the starting pods' windows", func(Stats) bool {
+		on := h.windowsOn()
+		return len(on) == 2 && on[p1.UID] && on[p2.UID]
+	})
+
+	// They are Ready and settled: the standby window comes back.
+	for _, p := range []*corev1.Pod{p1, p2} {
+		if _, err := h.cs.CoreV1().Pods("shop").Update(ctx, withReady(p, true), metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		h.waitFor("Ready", isPod(p.UID, func(pi *correlate.PodInfo) bool { return pi.Phase == "Running" }))
+	}
+	time.Sleep(50 * time.Millisecond)
+	clock.advance(settle + time.Second)
+	h.waitStats("the standby window back", func(Stats) bool {
+		on := h.windowsOn()
+		return len(on) == 1 && on[httpPod.UID]
+	})
+	if err := h.stop(); err == nil {
+		t.Error("Run returned nil")
+	}
+}

@@ -92,11 +92,15 @@ const (
 // terminating, and for a while after each of these ends — an event window
 // is open on it: an informer on the pod's namespace with field selector
 // involvedObject.uid=<pod UID>, whose initial list brings what happened
-// before the window opened. A quiet pod (Ready and settled) has no window:
-// anything the kubelet reports about it that does not change its status
-// (a probe failing below its threshold) is received, counted, with the
-// next window (e.g. when the container restarts or the pod is deleted). At
-// most MaxEventWatches windows are open at once.
+// before the window opened. A quiet pod (Ready and settled) keeps a window
+// only if a slot is free and it has a liveness or startup probe the kernel
+// does not see (httpGet, tcpSocket, grpc): the kubelet's Killing event is
+// then received before the restart it announces. For other quiet pods,
+// anything the kubelet reports that does not change the pod's status (a
+// probe failing below its threshold) is received, counted, with the next
+// window (e.g. when the container restarts or the pod is deleted). At most
+// MaxEventWatches windows are open at once; pods that need events take the
+// slots of standby windows first.
 //
 // A Watcher runs once.
 type Watcher struct {
@@ -145,11 +149,24 @@ type podState struct {
 	// quietSince is when the pod became Ready or finished (zero while it
 	// is neither).
 	quietSince time.Time
-	// waitingSince: the pod needs a window and has none (zero otherwise).
+	// probed: a container has a liveness or startup probe the kernel does
+	// not see run (httpGet, tcpSocket, grpc): the kubelet's Killing event is
+	// the only word on its restarts, and it comes before the pod's status
+	// changes.
+	probed bool
+	// waitingSince: the pod wants a window and has none (zero otherwise).
 	waitingSince time.Time
 	// sent: resource version of each of its events last sent, so that a
 	// window's initial list does not resend what an earlier one sent.
 	sent map[types.UID]string
+}
+
+// standby reports whether a quiet pod should keep a window when a slot is
+// free: a pod whose liveness or startup probes the kernel does not see, so
+// that a restart's Killing event (sent before the container is stopped)
+// is received when it happens.
+func (s *podState) standby() bool {
+	return s.probed && s.goneAt.IsZero() && !s.terminating
 }
 
 // needsEvents reports whether the pod should have an event window at now.
@@ -169,6 +186,9 @@ type eventWindow struct {
 	reg      cache.ResourceEventHandlerRegistration
 	cancel   context.CancelFunc
 	openedAt time.Time
+	// standby: open for a quiet pod (see podState.standby); it yields its
+	// slot to any pod that needs events.
+	standby bool
 }
 
 type source int
@@ -360,6 +380,7 @@ func (w *Watcher) onPod(obj any, deleted bool) {
 		w.pruneDeletedLocked(now)
 	} else {
 		s.terminating = pod.DeletionTimestamp != nil
+		s.probed = unseenProbes(pod)
 		quiet := podReady(pod) || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 		switch {
 		case !quiet:
@@ -377,6 +398,22 @@ func (w *Watcher) onPod(obj any, deleted bool) {
 	s.announced = true
 	w.mu.Unlock()
 	w.wake()
+}
+
+// unseenProbes reports whether a container has a liveness or startup probe
+// that is not an exec probe (the kernel sees exec probes run, and the model
+// tells a liveness restart from them without the kubelet's event).
+func unseenProbes(pod *corev1.Pod) bool {
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			for _, pr := range []*corev1.Probe{cs[i].LivenessProbe, cs[i].StartupProbe} {
+				if pr != nil && pr.Exec == nil {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func podReady(pod *corev1.Pod) bool {
@@ -421,54 +458,73 @@ func (w *Watcher) reconcileLoop(ctx context.Context) {
 }
 
 // reconcile opens and closes event windows so that the pods needing one
-// have one, at most MaxEventWatches at once; it returns those it opened.
+// have one, at most MaxEventWatches at once, and the slots left are given to
+// standby pods; it returns the windows it opened.
 func (w *Watcher) reconcile(ctx context.Context) []*eventWindow {
 	now := w.clock()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.pruneDeletedLocked(now)
-	var waiting []types.UID
+	var waiting, standby []types.UID
 	for uid, s := range w.pods {
 		need := s.announced && s.needsEvents(now)
+		stand := s.announced && !need && s.standby()
 		win := w.windows[uid]
 		switch {
-		case !need && win != nil:
+		case !need && !stand:
 			w.closeWindowLocked(uid)
-		case !need:
 			s.waitingSince = time.Time{}
-		case win == nil:
+		case win != nil:
+			win.standby = !need
+		default:
 			if s.waitingSince.IsZero() {
 				s.waitingSince = now
 			}
-			waiting = append(waiting, uid)
+			if need {
+				waiting = append(waiting, uid)
+			} else {
+				standby = append(standby, uid)
+			}
 		}
 	}
-	if len(waiting) == 0 {
+	if len(waiting)+len(standby) == 0 {
 		return nil
 	}
-	sortBy(waiting, func(uid types.UID) time.Time { return w.pods[uid].waitingSince })
+	byWait := func(uid types.UID) time.Time { return w.pods[uid].waitingSince }
+	byOpen := func(uid types.UID) time.Time { return w.windows[uid].openedAt }
+	sortBy(waiting, byWait)
+	sortBy(standby, byWait)
 	free := w.cfg.MaxEventWatches - len(w.windows)
 	if free < len(waiting) {
-		// Windows held past maxHold yield to pods waiting for one.
-		var held []types.UID
+		// Pods that need events take the slots of standby windows first,
+		// then of windows held past maxHold (which queue again).
+		var stand, held []types.UID
 		for uid, win := range w.windows {
-			if now.Sub(win.openedAt) > maxHold {
+			switch {
+			case win.standby:
+				stand = append(stand, uid)
+			case now.Sub(win.openedAt) > maxHold:
 				held = append(held, uid)
 			}
 		}
-		sortBy(held, func(uid types.UID) time.Time { return w.windows[uid].openedAt })
-		for _, uid := range held {
+		sortBy(stand, byOpen)
+		sortBy(held, byOpen)
+		var requeued []types.UID
+		for _, uid := range append(stand, held...) {
 			if free >= len(waiting) {
 				break
 			}
+			if !w.windows[uid].standby {
+				requeued = append(requeued, uid)
+			}
 			w.closeWindowLocked(uid)
 			w.pods[uid].waitingSince = now
-			waiting = append(waiting, uid)
 			free++
 		}
+		waiting = append(waiting, requeued...)
 	}
 	var opened []*eventWindow
-	for _, uid := range waiting {
+	for i, uid := range append(waiting, standby...) {
 		if free <= 0 {
 			break
 		}
@@ -480,6 +536,7 @@ func (w *Watcher) reconcile(ctx context.Context) []*eventWindow {
 			w.log.Warn("event window", "pod", uid, "err", err)
 			continue
 		}
+		win.standby = i >= len(waiting)
 		w.pods[uid].waitingSince = time.Time{}
 		opened = append(opened, win)
 		free--
