@@ -528,9 +528,16 @@ func (c *Correlator) maybeStarted(p *pod) {
 		return
 	}
 	var ready time.Time
-	if t, ok := p.condition("Ready"); ok {
+	t, ok := p.condition("Ready")
+	if !ok && !p.readySeen.IsZero() {
+		// Ready was seen and is gone again (a deletion right after):
+		// the start-up still ended then.
+		t, ok = p.readyAt0, true
+	}
+	if ok {
 		if p.readySeen.IsZero() {
 			p.readySeen = c.now
+			p.readyAt0 = t
 		}
 		// Wait a little for the kernel's view of what made the pod ready
 		// (its events can trail the API server's by the ring buffer's poll).

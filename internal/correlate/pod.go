@@ -64,6 +64,7 @@ type pod struct {
 	// (DeadlineExceeded, Evicted, Completed, ...).
 	terminationReason string
 	lateReady         bool      // Ready came after gaveUpAt (noted on the root)
+	readyAt0          time.Time // the Ready condition's time when first seen
 	rootFolded        int       // root events over the cap
 	lossEvent         int       // index of the current loss episode's root event, -1 if none
 	lossLast          time.Time // the last loss report

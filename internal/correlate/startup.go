@@ -38,8 +38,9 @@ func (p *pod) startupStart() time.Time {
 func (c *Correlator) giveUpStartups() {
 	for _, uid := range sortedKeys(c.pods) {
 		p := c.pods[uid]
-		if p.startupDone || p.finished || p.info == nil || !p.startupSettle.IsZero() && c.now.Before(p.startupSettle) {
-			continue
+		if p.startupDone || p.finished || p.info == nil || !p.readySeen.IsZero() ||
+			!p.startupSettle.IsZero() && c.now.Before(p.startupSettle) {
+			continue // done, or settling on a Ready already seen
 		}
 		switch {
 		case !p.terminating.IsZero():

@@ -193,3 +193,22 @@ func TestStartupKeepsTheLastWaitingReason(t *testing.T) {
 		t.Errorf("start-up: %q %v", st.StatusMessage, st.Attrs)
 	}
 }
+
+// A tracer that sees Ready while it settles, then the deletion resetting
+// Ready to False: the start-up ended at Ready all the same.
+func TestReadyThenDeletedWhileSettling(t *testing.T) {
+	s := newSim(t)
+	s.info.InitContainers = nil
+	s.sandboxUp()
+	s.container("app", "c0ffee02", 0)
+	s.cond("Ready")
+	s.at(200 * time.Millisecond)
+	s.deleteNow()
+	s.info.Conditions = s.info.Conditions[:len(s.info.Conditions)-1]
+	s.info.Conditions = append(s.info.Conditions, correlate.Condition{Type: "Ready", Status: "False", LastTransitionTime: s.now})
+	s.pod()
+	s.tick(3 * time.Second)
+	if st := s.one("pod.startup"); st.Status == correlate.StatusError {
+		t.Errorf("start-up: %s %q", st.Status, st.StatusMessage)
+	}
+}

@@ -199,7 +199,10 @@ func (e *env) deployPodtrace(t *testing.T) {
 //     server's loopback address (KUBERNETES_SERVICE_HOST/PORT, which
 //     in-cluster config reads);
 //   - the OTLP endpoint: Jaeger on loopback;
-//   - the runtime socket directory: the test's private containerd.
+//   - the runtime socket directory: the test's private containerd;
+//   - the start-up give-up time (--startup-timeout 20s instead of 10m), so a
+//     pod that never becomes Ready shows its failed start-up within a
+//     scenario.
 func patchForCluster(rendered []byte, apiPort, otlpPort int, runtimeDir string) ([]byte, error) {
 	var out [][]byte
 	for _, doc := range bytes.Split(rendered, []byte("\n---\n")) {
@@ -235,6 +238,7 @@ func patchForCluster(rendered []byte, apiPort, otlpPort int, runtimeDir string) 
 		if !found {
 			return nil, errors.New("daemonset has no OTEL_EXPORTER_OTLP_ENDPOINT")
 		}
+		c.Args = append(c.Args, "--startup-timeout=20s")
 		c.Env = append(c.Env,
 			corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: "127.0.0.1"},
 			corev1.EnvVar{Name: "KUBERNETES_SERVICE_PORT", Value: fmt.Sprint(apiPort)})

@@ -29,6 +29,9 @@ func (e *env) longTail(t *testing.T) {
 	t.Run("15-eviction-api", e.evictionAPI)
 	t.Run("16-active-deadline", e.activeDeadline)
 	t.Run("17-job-with-sidecar", e.jobWithSidecar)
+	t.Run("18-readiness-never-passes", e.readinessNeverPasses)
+	t.Run("19-init-crashloop", e.initCrashLoop)
+	t.Run("20-startup-probe-restart", e.startupProbeRestart)
 }
 
 func waitingReason(reasons ...string) func(*corev1.Pod) error {
@@ -89,8 +92,13 @@ func (e *env) imagePullFailure(t *testing.T) {
 		if !st.Error || !pull.Error || sb.Error {
 			return fmt.Errorf("status: startup error=%v pull error=%v sandbox error=%v", st.Error, pull.Error, sb.Error)
 		}
+		// Ended by the deletion, or by the e2e's 20 s give-up if the
+		// back-off took that long.
+		if o := st.Str("podtrace.startup.outcome"); o != "terminated" && o != "gave_up" {
+			return fmt.Errorf("pod.startup outcome %q", o)
+		}
 		return firstErr(childOf(tr, pull, st), childOf(tr, sb, st), attr(st, "k8s.container.name", "app"),
-			attr(st, "podtrace.startup.outcome", "terminated"), attr(pull, "container.image.name", app.Image))
+			attr(pull, "container.image.name", app.Image))
 	})
 	report(t, tr)
 	st, _ := only(tr, "pod.startup")
@@ -408,6 +416,179 @@ func (e *env) jobWithSidecar(t *testing.T) {
 			return fmt.Errorf("the termination starts %s, before the work ended %s", term.Start, work.End())
 		}
 		return firstErr(attr(term, "podtrace.termination.reason", "Completed"), attr(work, "podtrace.exit.cause", "completed"))
+	})
+	report(t, tr)
+}
+
+// ---- 18: a readiness probe that never passes ----------------------------------
+
+func (e *env) readinessNeverPasses(t *testing.T) {
+	t.Parallel()
+	const ns = "s18-never-ready"
+	e.namespace(t, ns)
+	app := container("app", sh(gracefulApp)...)
+	app.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+		Command: []string{"cat", "/tmp/never"}}}, PeriodSeconds: 2}
+	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "unready"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{app}}})
+	// The tracer gives up after 20 s (the e2e's --startup-timeout): the
+	// failed start-up is in Jaeger while the pod still lives.
+	tr := e.trace(t, string(pod.UID), 90*time.Second, func(tr *backends.Trace) error {
+		st, err := only(tr, "pod.startup")
+		if err != nil {
+			return err
+		}
+		if len(tr.Named("pod")) != 0 {
+			return errors.New("the pod's root span is out: it should still be alive")
+		}
+		if !st.Error {
+			return errors.New("pod.startup is not an error")
+		}
+		if n := len(tr.Find(func(s *backends.Span) bool { return s.Name == "probe.readiness" && s.Error })); n == 0 {
+			return errors.New("no failed probe.readiness span")
+		}
+		return firstErr(attr(st, "podtrace.startup.outcome", "gave_up"), attr(st, "podtrace.waiting.reason", "NotReady"),
+			attr(st, "k8s.container.name", "app"))
+	})
+	report(t, tr)
+	e.deletePod(t, ns, pod.Name)
+}
+
+// ---- 19: Init:CrashLoopBackOff ----------------------------------------------------
+
+func (e *env) initCrashLoop(t *testing.T) {
+	t.Parallel()
+	const ns = "s19-init-crash"
+	e.namespace(t, ns)
+	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "blocked"},
+		Spec: corev1.PodSpec{InitContainers: []corev1.Container{container("setup", sh("sleep 0.5; exit 3")...)},
+			Containers: []corev1.Container{container("app", "sleep", "3604")}}})
+	e.waitPod(t, ns, pod.Name, "init container restarted", 2*time.Minute, func(p *corev1.Pod) error {
+		for _, cs := range p.Status.InitContainerStatuses {
+			if cs.RestartCount >= 1 {
+				return nil
+			}
+		}
+		return errors.New("no init restart yet")
+	})
+	time.Sleep(2 * time.Second)
+	e.deletePod(t, ns, pod.Name)
+	e.waitGone(t, ns, pod.Name, time.Minute)
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		st, err := only(tr, "pod.startup")
+		if err != nil {
+			return err
+		}
+		inits := tr.Named("container.init")
+		if len(inits) < 2 {
+			return fmt.Errorf("%d container.init spans, want the failed runs", len(inits))
+		}
+		for _, r := range inits {
+			if err := firstErr(childOf(tr, r, st), attr(r, "process.exit.code", "3")); err != nil {
+				return err
+			}
+			if !r.Error {
+				return errors.New("a failed init run is not an error")
+			}
+		}
+		if len(tr.Named("container.backoff")) == 0 {
+			return errors.New("no container.backoff between the init runs")
+		}
+		if r := st.Str("podtrace.waiting.reason"); r != "CrashLoopBackOff" && r != "Terminated" {
+			return fmt.Errorf("pod.startup waiting reason %q", r)
+		}
+		if !st.Error {
+			return errors.New("pod.startup is not an error")
+		}
+		return attr(st, "k8s.container.name", "setup")
+	})
+	report(t, tr)
+}
+
+// ---- 20: a startup probe that fails; startup and liveness share a command ----------
+
+func (e *env) startupProbeRestart(t *testing.T) {
+	t.Parallel()
+	const ns = "s20-startup-probe"
+	e.namespace(t, ns)
+	app := container("app", sh(gracefulApp)...)
+	check := &corev1.ExecAction{Command: []string{"cat", "/tmp/started"}}
+	app.StartupProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: check}, PeriodSeconds: 1, FailureThreshold: 2}
+	app.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: check}, PeriodSeconds: 1, FailureThreshold: 2}
+	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "slowstart"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{app}}})
+	e.waitPod(t, ns, pod.Name, "restarted by its startup probe", 2*time.Minute, restarted(1))
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		runs := tr.Named("container.run")
+		if len(runs) == 0 {
+			return errors.New("no container.run span")
+		}
+		if n := len(tr.Named("probe.liveness")); n != 0 {
+			return fmt.Errorf("%d probe.liveness spans before the container ever started", n)
+		}
+		if len(tr.Find(func(s *backends.Span) bool { return s.Name == "probe.startup" && s.Error })) == 0 {
+			return errors.New("no failed probe.startup span")
+		}
+		return attr(runs[0], "podtrace.exit.cause", "startup_probe_restart")
+	})
+	report(t, tr)
+	e.deletePod(t, ns, pod.Name)
+}
+
+// ---- 21: containerd restarts for a moment ---------------------------------------
+
+// runtimeRestart: the runtime goes away for a moment and comes back. The
+// pod alive across the gap says so (degraded, a gap event on its root); a pod
+// created after it is whole (no span degraded).
+func (e *env) runtimeRestart(t *testing.T) {
+	const ns = "s21-runtime-restart"
+	e.namespace(t, ns)
+	before := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "across"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{container("app", sh(gracefulApp)...)}}})
+	e.waitPod(t, ns, before.Name, "Ready", 2*time.Minute, ready)
+	t0 := time.Now()
+	if err := e.runtime.StopDaemon(e.ctx); err != nil {
+		t.Fatalf("stop containerd: %v", err)
+	}
+	time.Sleep(2500 * time.Millisecond) // a restart the tracer's 1 s polls see
+	if err := e.runtime.StartDaemon(e.ctx); err != nil {
+		t.Fatalf("start containerd: %v", err)
+	}
+	t.Logf("scenario 21: containerd away for %s", time.Since(t0).Round(time.Millisecond))
+	e.metric(t, `podtrace_source_up{source="runtime"}`, time.Minute, func(v float64) bool { return v == 1 })
+	time.Sleep(3 * time.Second)
+	after := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "after"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{container("app", sh(gracefulApp)...)}}})
+	e.waitPod(t, ns, after.Name, "Ready", 2*time.Minute, ready)
+	time.Sleep(2 * time.Second)
+	e.deletePod(t, ns, after.Name)
+	e.deletePod(t, ns, before.Name)
+	e.waitGone(t, ns, after.Name, time.Minute)
+	e.waitGone(t, ns, before.Name, time.Minute)
+	tr := e.trace(t, string(after.UID), time.Minute, func(tr *backends.Trace) error {
+		if len(tr.Named("pod")) != 1 {
+			return errors.New("no root span yet")
+		}
+		for _, s := range tr.Spans {
+			if d := s.Str("podtrace.degraded"); d != "" {
+				return fmt.Errorf("%s of a pod created after the runtime came back is degraded: %s", s.Name, d)
+			}
+		}
+		return nil
+	})
+	report(t, tr)
+	tr = e.trace(t, string(before.UID), time.Minute, func(tr *backends.Trace) error {
+		root, err := only(tr, "pod")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(root.Str("podtrace.degraded"), "runtime unavailable") {
+			return fmt.Errorf("the root of a pod alive across the gap: degraded %q", root.Str("podtrace.degraded"))
+		}
+		if !hasEvent(root, "podtrace.runtime_gap", nil) {
+			return errors.New("no podtrace.runtime_gap event on the root")
+		}
+		return nil
 	})
 	report(t, tr)
 }
