@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -40,6 +41,7 @@ import (
 
 type options struct {
 	tracer, output, record, runtime string
+	metricsAddr                     string
 	verbose, load, check            bool
 	execRate                        int
 }
@@ -52,6 +54,7 @@ func main() {
 	flag.StringVar(&o.record, "record", "", "also record the tracer's input stream to this file")
 	flag.StringVar(&o.runtime, "runtime", os.Getenv(containerd.RuntimeEnv),
 		"OCI runtime: "+strings.Join(containerd.RuntimeNames, ", ")+" or an absolute path (default $"+containerd.RuntimeEnv+", else runc)")
+	flag.StringVar(&o.metricsAddr, "metrics-addr", defaultMetricsAddr, "the tracer's /metrics, /healthz and /readyz (the default falls back to a free port when taken)")
 	flag.BoolVar(&o.load, "load", false, "run the scenarios under background CPU load: a busy process per CPU (test/load)")
 	flag.IntVar(&o.execRate, "load-exec", load.DefaultExecPerSecond, "with -load: short-lived processes exec'd per second (0: none)")
 	flag.BoolVar(&o.check, "check", true, "check every pod's trace and exit non-zero when one is wrong")
@@ -132,8 +135,12 @@ func run(o options) error {
 	}()
 	fmt.Fprintf(os.Stderr, "demo: %s\n", h.Versions)
 
+	metricsAddr := o.metricsAddr
+	if metricsAddr == defaultMetricsAddr {
+		metricsAddr = freeAddr(metricsAddr)
+	}
 	args := []string{"--cgroup-root", h.CgroupRoot, "--runtime-endpoint", h.Endpoint, "--no-api",
-		"--metrics-addr", "127.0.0.1:9464", "--output", "json", "--log-level", "info"}
+		"--metrics-addr", metricsAddr, "--output", "json", "--log-level", "info"}
 	if o.record != "" {
 		args = append([]string{"record", o.record}, args...)
 	}
@@ -162,7 +169,9 @@ func run(o options) error {
 		readSpans(stdout, spans, printer)
 	}()
 	ready := make(chan struct{})
+	stderrDone := make(chan struct{})
 	go func() {
+		defer close(stderrDone)
 		sc := bufio.NewScanner(stderr)
 		once := false
 		for sc.Scan() {
@@ -178,12 +187,15 @@ func run(o options) error {
 	}()
 	select {
 	case <-ready:
+	case <-stderrDone: // the tracer exited (its error is above)
+		<-readDone
+		return fmt.Errorf("tracer exited before it was ready: %v", tr.Wait())
 	case <-time.After(60 * time.Second):
 		_ = tr.Process.Kill()
 		_ = tr.Wait()
 		return errors.New("tracer did not become ready")
 	}
-	fmt.Fprintln(os.Stderr, "demo: tracer ready; metrics on http://127.0.0.1:9464/metrics")
+	fmt.Fprintf(os.Stderr, "demo: tracer ready; metrics on http://%s/metrics\n", metricsAddr)
 
 	var ld *load.Load // nil: no load (Stop is nil-safe)
 	if o.load {
@@ -293,6 +305,25 @@ func readSpans(r io.Reader, c *collector, printer *console.Printer) {
 		}
 		c.add(s)
 	}
+}
+
+const defaultMetricsAddr = "127.0.0.1:9464"
+
+// freeAddr is addr when nothing listens there, else a free port on
+// 127.0.0.1 (a tracer or another demo already holds 9464).
+func freeAddr(addr string) string {
+	l, err := net.Listen("tcp", addr)
+	if err == nil {
+		l.Close()
+		return addr
+	}
+	l, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return addr
+	}
+	defer l.Close()
+	fmt.Fprintf(os.Stderr, "demo: %s is taken; the tracer's metrics go to %s\n", addr, l.Addr())
+	return l.Addr().String()
 }
 
 func withoutOTLP(env []string) []string {
