@@ -142,9 +142,14 @@ func (e *env) jobBeforeReady(t *testing.T) {
 	t.Parallel()
 	const ns = "s10c-job"
 	e.namespace(t, ns)
+	// Without a readiness probe the pod is Ready for the second its work
+	// runs, if the kubelet's status gets out in time; with one that never
+	// passes, it is never Ready.
+	work := container("work", sh("sleep 1; exit 0")...)
+	work.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+		Command: []string{"cat", "/tmp/never"}}}, PeriodSeconds: 1}
 	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "oneshot"},
-		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{container("work", sh("sleep 1; exit 0")...)}}})
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{work}}})
 	e.waitPod(t, ns, pod.Name, "Succeeded", 2*time.Minute, func(p *corev1.Pod) error {
 		if p.Status.Phase != corev1.PodSucceeded {
 			return fmt.Errorf("phase %s", p.Status.Phase)
