@@ -41,6 +41,8 @@ events: deps build ## raw kernel events on this node
 # matrix (runtime version, result and time per scenario, span-tree verdicts)
 # to a file, shown after the run.
 RUNTIME_REPORT     := $(BIN)/runtime-matrix.txt
+# The OCI runtimes the self-checking demo runs on in test-load.
+DEMO_RUNTIMES      ?= runc runc-upstream crun
 RUNTIME_MATRIX_ENV = PODTRACE_RUNC_UPSTREAM="$$(bash scripts/build-runc.sh)" PODTRACE_REQUIRE_RUNTIMES=1 \
 	PODTRACE_RUNTIME_REPORT="$(CURDIR)/$(RUNTIME_REPORT)"
 SHOW_RUNTIME_REPORT = s=$$?; cat $(RUNTIME_REPORT) 2>/dev/null; exit $$s
@@ -57,10 +59,13 @@ test: deps check-generate runc-upstream ## everything CI runs (root): unit, real
 	$(MAKE) test-vm
 	PODTRACE_TEST_LOAD=1 $(MAKE) e2e
 
-test-load: build runc-upstream ## under background CPU load (test/load; root): the containerd tests, then the self-checking demo
+test-load: build runc-upstream ## under background CPU load (test/load; root): the containerd tests, then the self-checking demo on each runtime
 	@mkdir -p $(BIN) && rm -f $(RUNTIME_REPORT)
 	PODTRACE_TEST_LOAD=1 $(RUNTIME_MATRIX_ENV) $(GO) test -count=1 -timeout 20m ./test/runtime; $(SHOW_RUNTIME_REPORT)
-	$(BIN)/demo -tracer $(BIN)/tracer -load
+	for rt in $(DEMO_RUNTIMES); do \
+		PODTRACE_RUNC_UPSTREAM="$$(bash scripts/build-runc.sh)" PODTRACE_OCI_RUNTIME=$$rt \
+			$(BIN)/demo -tracer $(BIN)/tracer -load || exit 1; \
+	done
 
 test-unit: runc-upstream ## tests without the VM run
 	@mkdir -p $(BIN) && rm -f $(RUNTIME_REPORT)
