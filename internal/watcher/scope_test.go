@@ -326,3 +326,36 @@ func TestEventWindowStandby(t *testing.T) {
 		t.Error("Run returned nil")
 	}
 }
+
+// A static pod's mirror: the kubelet records its Events against the static
+// pod's own UID (the kubernetes.io/config.mirror annotation), not the
+// mirror's. The window watches that UID, and the Events arrive.
+func TestEventWindowStaticPod(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	clock := newTestClock()
+	h := newHarness(t, clock.now)
+	h.start()
+	h.waitFor("API available", isAPI(true, false))
+	h.waitWatching("pods", 1)
+	ctx := context.Background()
+	mirror := testPod("etcd", node)
+	mirror.Annotations = map[string]string{MirrorAnnotation: "0f1e2d3c"}
+	if _, err := h.cs.CoreV1().Pods("shop").Create(ctx, mirror, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitWatching("events", 1)
+	static := mirror.DeepCopy()
+	static.UID = "0f1e2d3c"
+	ev := testEvent("etcd.started", static, "Started", 1)
+	if _, err := h.cs.CoreV1().Events("shop").Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := h.waitFor("the static pod's Event", isEvent(ev.UID, 1))
+	if got.Event.PodUID != "0f1e2d3c" {
+		t.Errorf("event for pod %q", got.Event.PodUID)
+	}
+	checkEventRequests(t, h, map[types.UID]bool{"0f1e2d3c": true})
+	if err := h.stop(); err == nil {
+		t.Error("Run returned nil")
+	}
+}

@@ -139,6 +139,10 @@ type Watcher struct {
 // podState is what the watcher keeps about one of the node's pods.
 type podState struct {
 	namespace string
+	// eventUID is the UID the pod's Events name: its own, or for a static
+	// pod's mirror the static pod's (the kubernetes.io/config.mirror
+	// annotation), which the kubelet records its Events against.
+	eventUID types.UID
 	// announced: its Input{Pod} was sent (events follow their pod).
 	announced bool
 	// goneAt is when the pod was deleted from the API server (zero while
@@ -373,6 +377,10 @@ func (w *Watcher) onPod(obj any, deleted bool) {
 		s = &podState{namespace: pod.Namespace, sent: map[types.UID]string{}}
 		w.pods[pod.UID] = s
 	}
+	s.eventUID = pod.UID
+	if hash := pod.Annotations[MirrorAnnotation]; hash != "" {
+		s.eventUID = types.UID(hash)
+	}
 	if deleted {
 		if s.goneAt.IsZero() {
 			s.goneAt = now
@@ -558,7 +566,11 @@ func (w *Watcher) openWindowLocked(ctx context.Context, uid types.UID, now time.
 	s := w.pods[uid]
 	core := w.cfg.Client.CoreV1()
 	ns := s.namespace
-	sel := fields.OneTermEqualSelector("involvedObject.uid", string(uid)).String()
+	evUID := s.eventUID
+	if evUID == "" {
+		evUID = uid
+	}
+	sel := fields.OneTermEqualSelector("involvedObject.uid", string(evUID)).String()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = sel
@@ -613,8 +625,7 @@ func (w *Watcher) closeWindowLocked(uid types.UID) {
 func (w *Watcher) onEvent(uid types.UID, obj any, add bool) {
 	w.eventsReceived.Add(1)
 	ev, ok := obj.(*corev1.Event)
-	if !ok || ev == nil || ev.InvolvedObject.UID != uid {
-		// The field selector was not honoured (fake clients, proxies).
+	if !ok || ev == nil {
 		return
 	}
 	k, ok := ConvertEvent(ev)
@@ -623,7 +634,9 @@ func (w *Watcher) onEvent(uid types.UID, obj any, add bool) {
 	}
 	w.mu.Lock()
 	s := w.pods[uid]
-	if s == nil {
+	if s == nil || ev.InvolvedObject.UID != uid && ev.InvolvedObject.UID != s.eventUID {
+		// Gone, or the field selector was not honoured (fake clients,
+		// proxies).
 		w.mu.Unlock()
 		return
 	}
