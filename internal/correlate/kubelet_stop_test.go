@@ -144,3 +144,45 @@ func TestStaticPodOneTrace(t *testing.T) {
 		t.Errorf("Events addressed to the static pod's UID (%v) and to the mirror's (%v) belong in the trace", killing, unhealthy)
 	}
 }
+
+// Node-pressure eviction and graceful node shutdown: the kubelet stops the
+// pod itself (no API deletion) and then writes its status: phase Failed,
+// its reason, and DisruptionTarget=TerminationByKubelet. These are synthetic
+// streams of the facts the kubelet's eviction and shutdown managers write:
+// the e2e's single node cannot be put under memory pressure without evicting
+// every other scenario's pods, and graceful node shutdown needs systemd's
+// inhibitor locks, which this machine (no systemd as PID 1) cannot give.
+func TestKubeletEvictionAndNodeShutdown(t *testing.T) {
+	for _, tc := range []struct{ reason, message string }{
+		{"Evicted", "The node was low on resource: memory. Threshold quantity: 100Mi, available: 80Mi."},
+		{"Terminated", "Pod was terminated in response to imminent node shutdown."},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			s := newSim(t)
+			app := s.startup()
+			s.at(5 * time.Second)
+			stopAt := s.now
+			s.signal("app", app, syscall.SIGTERM, "runc", probe.SignalDelivered, probe.DispositionHandler)
+			s.at(20 * time.Millisecond)
+			s.exit("app", app, 0, 0)
+			s.at(100 * time.Millisecond)
+			s.info.Phase, s.info.Reason, s.info.Message = "Failed", tc.reason, tc.message
+			s.info.Conditions = append(s.info.Conditions, correlate.Condition{Type: "DisruptionTarget", Status: "True",
+				Reason: "TerminationByKubelet", Message: tc.message, LastTransitionTime: s.now})
+			s.pod()
+			s.cri(cri.EventContainerExited, "app", 0, "Completed")
+			s.at(time.Second)
+			s.rmdir(8000, "/kubepods/burstable/pod"+s.uid)
+			s.tick(3 * time.Second)
+			term := s.one("pod.termination")
+			if !term.Start.Equal(stopAt) || term.Attr("podtrace.termination.reason") != "TerminationByKubelet" {
+				t.Errorf("termination %s (stop %s): %v", term.Start, stopAt, term.Attrs)
+			}
+			run := s.one("container.run")
+			if run.Attr("podtrace.exit.cause") != "evicted" || run.Status == correlate.StatusError {
+				t.Errorf("run: %s %v", run.Status, run.Attrs)
+			}
+			s.one("pod")
+		})
+	}
+}

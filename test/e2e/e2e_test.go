@@ -553,9 +553,28 @@ func (e *env) crashLoop(t *testing.T) {
 		return inOrder(runs[0], bo[0], runs[1], bo[1], runs[2])
 	})
 	report(t, tr)
-	bo := tr.Named("container.backoff")
-	t.Logf("scenario 5: back-off waits %s, %s", bo[0].Duration.Round(time.Millisecond), bo[1].Duration.Round(time.Millisecond))
 	e.deletePod(t, ns, pod.Name)
+	e.waitGone(t, ns, pod.Name, time.Minute)
+	// Never Ready: its start-up ends (given up after the e2e's 20 s, or at
+	// the deletion) as an error naming the crashing container.
+	tr = e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		st, err := only(tr, "pod.startup")
+		if err != nil {
+			return err
+		}
+		if !st.Error {
+			return errors.New("the start-up of a pod that never became Ready is not an error")
+		}
+		if r := st.Str("podtrace.waiting.reason"); r != "CrashLoopBackOff" && r != "Terminated" {
+			return fmt.Errorf("pod.startup waiting reason %q", r)
+		}
+		return attr(st, "k8s.container.name", "app")
+	})
+	report(t, tr)
+	bo := tr.Named("container.backoff")
+	st, _ := only(tr, "pod.startup")
+	t.Logf("scenario 5: back-off waits %s, %s; start-up %s", bo[0].Duration.Round(time.Millisecond), bo[1].Duration.Round(time.Millisecond),
+		st.Str("otel.status_description"))
 }
 
 // ---- 6: liveness restart, kill -9 from inside the pod ------------------------

@@ -3,6 +3,8 @@ package e2e
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podtrace/podtrace/internal/correlate"
 	"github.com/podtrace/podtrace/test/e2e/backends"
 )
 
@@ -32,6 +35,8 @@ func (e *env) longTail(t *testing.T) {
 	t.Run("18-readiness-never-passes", e.readinessNeverPasses)
 	t.Run("19-init-crashloop", e.initCrashLoop)
 	t.Run("20-startup-probe-restart", e.startupProbeRestart)
+	t.Run("22-event-from-another-namespace", e.spoofedEvent)
+	t.Run("23-static-pod", e.staticPod)
 }
 
 func waitingReason(reasons ...string) func(*corev1.Pod) error {
@@ -596,4 +601,112 @@ func (e *env) runtimeRestart(t *testing.T) {
 		return nil
 	})
 	report(t, tr)
+}
+
+// ---- 22: an Event from another namespace naming the pod's UID ---------------------
+
+// spoofedEvent: whoever may create Events in their own namespace can name any
+// pod's UID in one. Such an Event (a "Killing ... failed liveness probe")
+// must not change the cause of the pod's run.
+func (e *env) spoofedEvent(t *testing.T) {
+	t.Parallel()
+	const ns, other = "s22-victim", "s22-other"
+	e.namespace(t, ns)
+	e.namespace(t, other)
+	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "target"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{container("app", sh(gracefulApp)...)}}})
+	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
+	now := metav1.Now()
+	if _, err := e.cs.CoreV1().Events(other).Create(e.ctx, &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: "spoof", Namespace: other},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: other, Name: pod.Name, UID: pod.UID,
+			FieldPath: "spec.containers{app}"},
+		Reason: "Killing", Message: "Container app failed liveness probe, will be restarted", Type: "Normal",
+		Source: corev1.EventSource{Component: "kubelet"}, FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create the spoofed event: %v", err)
+	}
+	time.Sleep(2 * time.Second)
+	e.deletePod(t, ns, pod.Name)
+	e.waitGone(t, ns, pod.Name, time.Minute)
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		pk := &pick{tr: tr}
+		run := pk.one("container.run", ctrName("app"))
+		root := pk.one("pod")
+		if pk.err != nil {
+			return pk.err
+		}
+		if hasEvent(root, "k8s.Killing", nil) {
+			return errors.New("the other namespace's Event is on the pod's trace")
+		}
+		return attr(run, "podtrace.exit.cause", "completed")
+	})
+	report(t, tr)
+}
+
+// ---- 23: a static pod ---------------------------------------------------------------
+
+// staticPod: the kubelet runs a manifest from its staticPodPath under the
+// manifest's own UID (its config hash) and shows it in the API as a mirror
+// pod with another UID. One trace, under the static pod's UID; deleting the
+// mirror (the kubelet recreates it) does not end it; removing the manifest
+// does.
+func (e *env) staticPod(t *testing.T) {
+	t.Parallel()
+	const ns = "s23-static"
+	e.namespace(t, ns)
+	manifest := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: pinned
+  namespace: %s
+spec:
+  containers:
+  - name: app
+    image: %s
+    imagePullPolicy: Never
+    command: ["/bin/sh", "-c", %q]
+`, ns, image, gracefulApp)
+	path := filepath.Join(e.cluster.StaticPodDir(), "s23-pinned.yaml")
+	if err := os.WriteFile(path, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(path)
+	mirrorName := "pinned-" + e.cluster.NodeName()
+	first := e.waitPod(t, ns, mirrorName, "the mirror Ready", 2*time.Minute, ready)
+	hash := first.Annotations["kubernetes.io/config.mirror"]
+	if hash == "" || hash == string(first.UID) {
+		t.Fatalf("mirror pod annotations %v, UID %s", first.Annotations, first.UID)
+	}
+	// The mirror is deleted; the kubelet makes a new one, the pod runs on.
+	e.deletePod(t, ns, mirrorName)
+	second := e.waitPod(t, ns, mirrorName, "a new mirror", time.Minute, func(p *corev1.Pod) error {
+		if p.UID == first.UID {
+			return errors.New("still the first mirror")
+		}
+		return ready(p)
+	})
+	time.Sleep(2 * time.Second)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGone(t, ns, mirrorName, 2*time.Minute)
+	tr := e.trace(t, hash, 90*time.Second, func(tr *backends.Trace) error {
+		pk := &pick{tr: tr}
+		root := pk.one("pod")
+		pk.one("pod.startup")
+		term := pk.one("pod.termination")
+		run := pk.one("container.run", ctrName("app"))
+		if pk.err != nil {
+			return pk.err
+		}
+		return firstErr(resAttr(root, "k8s.pod.uid", hash), resAttr(root, "podtrace.pod.mirror_uid", string(second.UID)),
+			attr(term, "podtrace.termination.reason", "StaticPodRemoved"), attr(run, "podtrace.exit.cause", "completed"))
+	})
+	report(t, tr)
+	for _, m := range []*corev1.Pod{first, second} {
+		if got, err := e.jaeger.Trace(e.ctx, correlate.TraceIDForPod(string(m.UID)).String()); err == nil && len(got.Spans) > 0 {
+			t.Errorf("a second trace under the mirror UID %s: %d spans", m.UID, len(got.Spans))
+		}
+	}
 }

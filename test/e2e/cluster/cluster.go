@@ -166,6 +166,10 @@ func (c *Cluster) NodeName() string { return c.cfg.NodeName }
 // APIPort is the API server's loopback port.
 func (c *Cluster) APIPort() int { return c.cfg.APIPort }
 
+// StaticPodDir is the kubelet's staticPodPath: a manifest written there runs
+// as a static pod (with a mirror pod in the API server).
+func (c *Cluster) StaticPodDir() string { return filepath.Join(c.cfg.WorkDir, "kubelet", "manifests") }
+
 func (c *Cluster) makePKI() error {
 	p := c.pki
 	if err := p.ca(); err != nil {
@@ -339,7 +343,7 @@ func (c *Cluster) startControlPlane() error {
 func (c *Cluster) startKubelet() error {
 	p := c.pki
 	dir := filepath.Join(c.cfg.WorkDir, "kubelet")
-	for _, d := range []string{dir, filepath.Join(dir, "pod-logs"), filepath.Join(dir, "volume-plugins")} {
+	for _, d := range []string{dir, filepath.Join(dir, "pod-logs"), filepath.Join(dir, "volume-plugins"), c.StaticPodDir()} {
 		if err := os.MkdirAll(d, 0o750); err != nil {
 			return fmt.Errorf("kubelet dirs: %w", err)
 		}
@@ -375,8 +379,9 @@ syncFrequency: 10s
 fileCheckFrequency: 10s
 nodeStatusUpdateFrequency: 5s
 serializeImagePulls: false
+staticPodPath: %[8]s
 `, c.cfg.NodeIP, c.cfg.Runtime.Endpoint, p.path("kubelet-serving.crt"), p.path("kubelet-serving.key"),
-		p.path("ca.crt"), filepath.Join(dir, "pod-logs"), filepath.Join(dir, "volume-plugins"))
+		p.path("ca.crt"), filepath.Join(dir, "pod-logs"), filepath.Join(dir, "volume-plugins"), c.StaticPodDir())
 	cfgPath := filepath.Join(c.cfg.WorkDir, "kubelet.yaml")
 	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
 		return fmt.Errorf("kubelet config: %w", err)
