@@ -636,7 +636,9 @@ func (e *env) spoofedEvent(t *testing.T) {
 		if pk.err != nil {
 			return pk.err
 		}
-		if hasEvent(root, "k8s.Killing", nil) {
+		// (The kubelet's own Killing, "Stopping container app", at the
+		// deletion is the pod's.)
+		if hasEvent(root, "k8s.Killing", func(f map[string]any) bool { return strings.Contains(fmt.Sprint(f["message"]), "liveness") }) {
 			return errors.New("the other namespace's Event is on the pod's trace")
 		}
 		return attr(run, "podtrace.exit.cause", "completed")
