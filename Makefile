@@ -50,7 +50,7 @@ SHOW_RUNTIME_REPORT = s=$$?; cat $(RUNTIME_REPORT) 2>/dev/null; exit $$s
 runc-upstream: ## build the newest upstream runc release from the Go module proxy (cached; prints its path)
 	bash scripts/build-runc.sh
 
-test: deps check-generate runc-upstream ## everything CI runs (root): unit, real-kernel, containerd (runc, upstream runc, crun), under load, 6.1-guest and real-cluster tests
+test: deps check-generate runc-upstream ## everything CI runs (root): unit, real-kernel, containerd (runc, upstream runc, crun), under load, guest-kernel (5.10, 6.1, 6.12) and real-cluster tests
 	$(RUNTIME_MATRIX_ENV) bash scripts/versions.sh
 	$(GO) vet ./...
 	@mkdir -p $(BIN) && rm -f $(RUNTIME_REPORT)
