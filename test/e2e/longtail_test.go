@@ -6,15 +6,18 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podtrace/podtrace/internal/cri"
 	"github.com/podtrace/podtrace/test/e2e/backends"
 )
 
@@ -37,6 +40,8 @@ func (e *env) longTail(t *testing.T) {
 	t.Run("20-startup-probe-restart", e.startupProbeRestart)
 	t.Run("22-event-from-another-namespace", e.spoofedEvent)
 	t.Run("23-static-pod", e.staticPod)
+	t.Run("24-sandbox-changed", e.sandboxChanged)
+	t.Run("25-preemption", e.preemption)
 }
 
 func waitingReason(reasons ...string) func(*corev1.Pod) error {
@@ -711,4 +716,119 @@ spec:
 			t.Errorf("a second trace under the mirror UID %s: %d spans", m.UID, len(got.Spans))
 		}
 	}
+}
+
+// ---- 24: the sandbox dies (SandboxChanged) ---------------------------------------
+
+// sandboxChanged: the pod's pause process is killed; the kubelet stops the
+// containers, runs a new sandbox with a new network and starts them again.
+// The new sandbox is a span of its own under the root, with its CNI ADDs.
+func (e *env) sandboxChanged(t *testing.T) {
+	t.Parallel()
+	const ns = "s24-sandbox"
+	e.namespace(t, ns)
+	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "resandboxed"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{container("app", sh(gracefulApp)...)}}})
+	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
+	time.Sleep(2 * time.Second)
+	cli := e.runtime.CRI()
+	sbs, err := cli.ListSandboxes(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := 0
+	for _, sb := range sbs {
+		if sb.PodUID == string(pod.UID) && sb.State == cri.SandboxReady {
+			st, err := cli.SandboxStatus(e.ctx, sb.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid = st.PID
+		}
+	}
+	if pid <= 1 {
+		t.Fatalf("no pause process found for pod %s", pod.UID)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the pause process %d: %v", pid, err)
+	}
+	e.waitPod(t, ns, pod.Name, "restarted in a new sandbox and Ready", 2*time.Minute, func(p *corev1.Pod) error {
+		if err := restarted(1)(p); err != nil {
+			return err
+		}
+		return ready(p)
+	})
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		re := tr.Find(func(s *backends.Span) bool {
+			return s.Name == "pod.sandbox" && s.Str("podtrace.sandbox.recreated") == "true"
+		})
+		if len(re) != 1 {
+			return fmt.Errorf("%d recreated pod.sandbox spans, want 1", len(re))
+		}
+		adds := tr.Find(func(s *backends.Span) bool {
+			return strings.HasPrefix(s.Name, "cni.ADD ") && s.ParentID == re[0].SpanID
+		})
+		if len(adds) == 0 {
+			return errors.New("no cni.ADD under the new sandbox")
+		}
+		return nil
+	})
+	report(t, tr)
+	e.deletePod(t, ns, pod.Name)
+	e.waitGone(t, ns, pod.Name, time.Minute)
+	e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		root, err := only(tr, "pod")
+		if err != nil {
+			return err
+		}
+		if !hasEvent(root, "podtrace.sandbox_changed", nil) {
+			return errors.New("no podtrace.sandbox_changed event on the root")
+		}
+		return nil
+	})
+}
+
+// ---- 25: preemption ------------------------------------------------------------------
+
+// preemption: a pod of higher priority that does not fit makes the
+// scheduler preempt a lower one (DisruptionTarget PreemptionByScheduler,
+// then a deletion). The victim's termination and run say so.
+func (e *env) preemption(t *testing.T) {
+	t.Parallel()
+	const ns = "s25-preempt"
+	e.namespace(t, ns)
+	for name, v := range map[string]int32{"s25-low": 10, "s25-high": 1000} {
+		if _, err := e.cs.SchedulingV1().PriorityClasses().Create(e.ctx, &schedulingv1.PriorityClass{
+			ObjectMeta: metav1.ObjectMeta{Name: name}, Value: v}, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("priority class %s: %v", name, err)
+		}
+		defer e.cs.SchedulingV1().PriorityClasses().Delete(e.ctx, name, metav1.DeleteOptions{}) //nolint:errcheck // best effort
+	}
+	cpuPod := func(name, class, cpu string) *corev1.Pod {
+		c := container("app", sh(gracefulApp)...)
+		c.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}
+		grace := int64(5)
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PodSpec{PriorityClassName: class, TerminationGracePeriodSeconds: &grace, Containers: []corev1.Container{c}}}
+	}
+	// The node has 2 CPUs: 1.2 + 1.2 do not fit together.
+	low := e.createPod(t, ns, cpuPod("low", "s25-low", "1200m"))
+	e.waitPod(t, ns, low.Name, "Ready", 2*time.Minute, ready)
+	time.Sleep(2 * time.Second)
+	high := e.createPod(t, ns, cpuPod("high", "s25-high", "1200m"))
+	e.waitGone(t, ns, low.Name, 2*time.Minute)
+	e.waitPod(t, ns, high.Name, "Ready", 2*time.Minute, ready)
+	tr := e.trace(t, string(low.UID), time.Minute, func(tr *backends.Trace) error {
+		pk := &pick{tr: tr}
+		term := pk.one("pod.termination")
+		run := pk.one("container.run", ctrName("app"))
+		if pk.err != nil {
+			return pk.err
+		}
+		return firstErr(attr(term, "podtrace.termination.reason", "PreemptionByScheduler"), attr(run, "podtrace.exit.cause", "preempted"),
+			attr(run, "podtrace.disruption.reason", "PreemptionByScheduler"))
+	})
+	report(t, tr)
+	e.deletePod(t, ns, high.Name)
+	e.waitGone(t, ns, high.Name, time.Minute)
 }
