@@ -19,6 +19,7 @@ import (
 	"github.com/podtrace/podtrace/internal/correlate"
 	"github.com/podtrace/podtrace/internal/cri"
 	"github.com/podtrace/podtrace/test/e2e/backends"
+	"github.com/podtrace/podtrace/test/harness/containerd"
 )
 
 // Scenarios 10–16: pods that go wrong in the other common ways (never
@@ -42,6 +43,7 @@ func (e *env) longTail(t *testing.T) {
 	t.Run("23-static-pod", e.staticPod)
 	t.Run("24-sandbox-changed", e.sandboxChanged)
 	t.Run("25-preemption", e.preemption)
+	t.Run("26-image-stopsignal", e.imageStopSignal)
 }
 
 func waitingReason(reasons ...string) func(*corev1.Pod) error {
@@ -831,4 +833,45 @@ func (e *env) preemption(t *testing.T) {
 	report(t, tr)
 	e.deletePod(t, ns, high.Name)
 	e.waitGone(t, ns, high.Name, time.Minute)
+}
+
+// ---- 26: an image's STOPSIGNAL ----------------------------------------------------
+
+// imageStopSignal: an image whose STOPSIGNAL is SIGQUIT; the runtime stops
+// its container with SIGQUIT, which the app handles. The stop is that
+// signal, and the run ended gracefully.
+func (e *env) imageStopSignal(t *testing.T) {
+	t.Parallel()
+	const ns = "s26-stopsignal"
+	e.namespace(t, ns)
+	const img = "localhost/podtrace-e2e/quitter:1"
+	if _, err := e.runtime.ImportImage(e.ctx, containerd.Image{Name: img, StopSignal: "SIGQUIT"}); err != nil {
+		t.Fatalf("import %s: %v", img, err)
+	}
+	app := corev1.Container{Name: "app", Image: img, ImagePullPolicy: corev1.PullNever,
+		Command: sh(`trap 'exit 0' QUIT; trap '' TERM; while :; do sleep 1 & wait $!; done`)}
+	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "quitter"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{app}}})
+	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
+	time.Sleep(2 * time.Second)
+	e.deletePod(t, ns, pod.Name)
+	e.waitGone(t, ns, pod.Name, time.Minute)
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		pk := &pick{tr: tr}
+		stop := pk.one("container.stop", ctrName("app"))
+		run := pk.one("container.run", ctrName("app"))
+		term := pk.one("pod.termination")
+		if pk.err != nil {
+			return pk.err
+		}
+		if stop.Error || run.Error || term.Error {
+			return fmt.Errorf("a graceful SIGQUIT stop shown as an error: stop %v run %v termination %v", stop.Error, run.Error, term.Error)
+		}
+		if stop.Duration > 3*time.Second {
+			return fmt.Errorf("the stop took %s: the SIGQUIT was not the stop", stop.Duration)
+		}
+		return firstErr(attr(stop, "podtrace.signal", "SIGQUIT"), attr(stop, "podtrace.signal.disposition", "handler"),
+			attr(stop, "podtrace.sigkill", "false"), attr(run, "podtrace.exit.cause", "completed"))
+	})
+	report(t, tr)
 }

@@ -67,6 +67,9 @@ type Image struct {
 	WorkingDir string
 	User       string
 	Labels     map[string]string
+	// StopSignal is the image's STOPSIGNAL (e.g. "SIGQUIT"): the signal the
+	// runtime stops its containers with. Empty: the default, SIGTERM.
+	StopSignal string
 	Files      []File
 }
 
@@ -140,19 +143,23 @@ func BuildImageArchive(img Image, dst string) (*ImageArchive, error) {
 	if !slices.ContainsFunc(env, func(s string) bool { return strings.HasPrefix(s, "PATH=") }) {
 		env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, env...)
 	}
+	config := map[string]any{
+		"Env":        env,
+		"Entrypoint": img.Entrypoint,
+		"Cmd":        img.Cmd,
+		"WorkingDir": img.WorkingDir,
+		"User":       img.User,
+		"Labels":     img.Labels,
+	}
+	if img.StopSignal != "" {
+		config["StopSignal"] = img.StopSignal
+	}
 	cfg := map[string]any{
 		"created":      imageEpoch.Format(time.RFC3339),
 		"architecture": runtime.GOARCH,
 		"os":           "linux",
-		"config": map[string]any{
-			"Env":        env,
-			"Entrypoint": img.Entrypoint,
-			"Cmd":        img.Cmd,
-			"WorkingDir": img.WorkingDir,
-			"User":       img.User,
-			"Labels":     img.Labels,
-		},
-		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{layerDigest}},
+		"config":       config,
+		"rootfs":       map[string]any{"type": "layers", "diff_ids": []string{layerDigest}},
 		"history": []map[string]any{{
 			"created":    imageEpoch.Format(time.RFC3339),
 			"created_by": "podtrace test harness",
