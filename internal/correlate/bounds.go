@@ -1,7 +1,11 @@
 package correlate
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/podtrace/podtrace/internal/probe"
@@ -118,26 +122,22 @@ func (ct *container) foldedSignals(at time.Time) (SpanEvent, int) {
 }
 
 func sortedSignalKeys(m map[signalKey]int) []signalKey {
-	ks := make([]signalKey, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	for i := 1; i < len(ks); i++ {
-		for j := i; j > 0 && keyLess(ks[j], ks[j-1]); j-- {
-			ks[j], ks[j-1] = ks[j-1], ks[j]
+	return slices.SortedFunc(maps.Keys(m), func(a, b signalKey) int {
+		if c := cmp.Compare(a.sig, b.sig); c != 0 {
+			return c
 		}
-	}
-	return ks
+		if c := strings.Compare(a.kind, b.kind); c != 0 {
+			return c
+		}
+		return cmp.Compare(boolInt(a.toInit), boolInt(b.toInit))
+	})
 }
 
-func keyLess(a, b signalKey) bool {
-	if a.sig != b.sig {
-		return a.sig < b.sig
+func boolInt(b bool) int {
+	if b {
+		return 1
 	}
-	if a.kind != b.kind {
-		return a.kind < b.kind
-	}
-	return !a.toInit && b.toInit
+	return 0
 }
 
 // addProbeFail records a failed probe (the kubelet's Unhealthy event).

@@ -252,18 +252,12 @@ func (c *Correlator) losses(n uint64) {
 	for _, p := range c.pods {
 		p.eventsLost += n
 		// One event per loss episode: reports close together add up.
-		if p.lossEvent >= 0 && p.lossEvent < len(p.rootEvents) && c.now.Sub(p.lossLast) <= lossEpisodeGap {
-			ev := &p.rootEvents[p.lossEvent]
-			total := n
-			for _, a := range ev.Attrs {
-				if a.Key == "podtrace.events_lost" {
-					if v, ok := a.Value.(int64); ok {
-						total += uint64(v)
-					}
-				}
-			}
-			ev.Attrs = []Attr{Int("podtrace.events_lost", int64(total)), String("podtrace.loss.until", c.now.UTC().Format(time.RFC3339Nano))}
+		if p.lossEvent >= 0 && c.now.Sub(p.lossLast) <= lossEpisodeGap {
+			p.lossEpisode += n
+			p.rootEvents[p.lossEvent].Attrs = []Attr{Int("podtrace.events_lost", int64(p.lossEpisode)),
+				String("podtrace.loss.until", c.now.UTC().Format(time.RFC3339Nano))}
 		} else {
+			p.lossEpisode = n
 			p.lossEvent = p.addRootEvent(SpanEvent{Name: "podtrace.events_lost", Time: c.now,
 				Attrs: []Attr{Int("podtrace.events_lost", int64(n))}})
 		}

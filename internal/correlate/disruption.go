@@ -17,8 +17,22 @@ var disruptionCauses = map[string]string{
 	"DeletionByPodGC":        "deleted_by_pod_gc", // orphaned or terminating on a lost node
 }
 
-// disruptionCausesByName: the causes a disruption gives.
-var disruptionCausesByName = map[string]bool{"evicted": true, "preempted": true, "deleted_by_pod_gc": true, "disrupted": true}
+// causeDisrupted is the cause of a DisruptionTarget reason not in
+// disruptionCauses.
+const causeDisrupted = "disrupted"
+
+// isDisruptionCause tells a cause a disruption gives.
+func isDisruptionCause(cause string) bool {
+	if cause == causeDisrupted {
+		return true
+	}
+	for _, c := range disruptionCauses {
+		if c == cause {
+			return true
+		}
+	}
+	return false
+}
 
 // disruption returns the pod's DisruptionTarget reason and message, if set.
 func (p *pod) disruption() (reason, message string, ok bool) {
@@ -46,7 +60,7 @@ func (ct *container) disruptionCause() (string, []Attr) {
 	}
 	cause := disruptionCauses[reason]
 	if cause == "" {
-		cause = "disrupted"
+		cause = causeDisrupted
 	}
 	attrs := []Attr{String("podtrace.disruption.reason", reason)}
 	if msg != "" {

@@ -267,7 +267,7 @@ func (c *Correlator) finalizeContainer(ct *container) {
 	attrs = append(attrs, cattrs...)
 	status := StatusOK
 	msg := ""
-	if _, disrupted := disruptionCausesByName[cause]; disrupted && ct.disruptionGraceful() {
+	if isDisruptionCause(cause) && ct.disruptionGraceful() {
 		// Made to go, and went in time: not the container's failure.
 	} else if cause != "completed" && !(cause == "killed_by_runtime" && !p.terminating.IsZero() && ct.exitSignal == syscall.SIGTERM) {
 		status = StatusError
@@ -742,7 +742,7 @@ func (c *Correlator) finishPod(p *pod, at time.Time, unfinished string) {
 		c.maybeStarted(p) // a start-up still settling
 	}
 	if !p.startupDone {
-		c.endStartupUnready(p, at, "gone before Ready")
+		c.endStartupUnready(p, at, "gone", "gone before Ready")
 	}
 	c.settlePod(p, true)
 	c.emitResandboxes(p, true)

@@ -68,6 +68,7 @@ type pod struct {
 	rootFolded        int       // root events over the cap
 	lossEvent         int       // index of the current loss episode's root event, -1 if none
 	lossLast          time.Time // the last loss report
+	lossEpisode       uint64    // events lost in the current episode
 	goneAt            time.Time
 	apiGoneAt         time.Time // the object was deleted while containers still ran
 	emitted           map[string]bool

@@ -44,20 +44,21 @@ func (c *Correlator) giveUpStartups() {
 		}
 		switch {
 		case !p.terminating.IsZero():
-			c.endStartupUnready(p, p.terminating, "terminating before Ready")
+			c.endStartupUnready(p, p.terminating, "terminated", "terminating before Ready")
 		case p.info.Phase == "Failed":
-			c.endStartupUnready(p, c.lastExit(p, c.now), "pod failed before Ready")
+			c.endStartupUnready(p, c.lastExit(p, c.now), "failed", "pod failed before Ready")
 		case p.info.Phase == "Succeeded":
-			c.endStartupUnready(p, c.lastExit(p, c.now), "")
+			c.endStartupUnready(p, c.lastExit(p, c.now), "completed", "")
 		case c.cfg.StartupTimeout > 0 && c.now.Sub(p.startupStart()) > c.cfg.StartupTimeout:
-			c.endStartupUnready(p, c.now, "not Ready after "+c.cfg.StartupTimeout.String())
+			c.endStartupUnready(p, c.now, "gave_up", "not Ready after "+c.cfg.StartupTimeout.String())
 		}
 	}
 }
 
-// endStartupUnready ends a start-up without Ready at end; why empty means
+// endStartupUnready ends a start-up without Ready at end, with its outcome
+// (gave_up, terminated, failed, gone, completed) and why; why empty means
 // the pod completed its work without ever being Ready (a Job's pod).
-func (c *Correlator) endStartupUnready(p *pod, end time.Time, why string) {
+func (c *Correlator) endStartupUnready(p *pod, end time.Time, outcome, why string) {
 	if p.startupDone {
 		return
 	}
@@ -72,20 +73,10 @@ func (c *Correlator) endStartupUnready(p *pod, end time.Time, why string) {
 		end = start
 	}
 	if why == "" {
-		c.emitStartup(p, end, startupOutcome{outcome: "completed"})
+		c.emitStartup(p, end, startupOutcome{outcome: outcome})
 		return
 	}
-	out := startupOutcome{failure: why}
-	switch {
-	case strings.HasPrefix(why, "not Ready after"):
-		out.outcome = "gave_up"
-	case strings.HasPrefix(why, "terminating"):
-		out.outcome = "terminated"
-	case strings.HasPrefix(why, "gone"):
-		out.outcome = "gone"
-	default:
-		out.outcome = "failed"
-	}
+	out := startupOutcome{outcome: outcome, failure: why}
 	if ctr, reason, msg := p.blockedOn(); ctr != "" {
 		out.container, out.reason = ctr, reason
 		out.failure = fmt.Sprintf("%s: container %s: %s", why, ctr, reason)
