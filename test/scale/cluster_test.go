@@ -1,21 +1,18 @@
 package scale
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
+	"github.com/podtrace/podtrace/test/e2e/cluster"
 	"github.com/podtrace/podtrace/test/e2e/proc"
 )
 
@@ -58,7 +55,7 @@ func startControlPlane(ctx context.Context, log *slog.Logger, binDir, kwokBin, d
 		"--quota-backend-bytes=8589934592", "--unsafe-no-fsync", "--log-level=warn"); err != nil {
 		return nil, err
 	}
-	if err := cp.waitFor(ctx, "etcd", 30*time.Second, func() error { return httpOK(ctx, etcdClient+"/health", nil) }); err != nil {
+	if err := cp.waitFor(ctx, "etcd", 30*time.Second, func() error { return cluster.HTTPOK(ctx, etcdClient+"/health", nil) }); err != nil {
 		return nil, err
 	}
 	p := func(n string) string { return filepath.Join(dir, "pki", n) }
@@ -82,7 +79,7 @@ func startControlPlane(ctx context.Context, log *slog.Logger, binDir, kwokBin, d
 	// Our own loopback API server, whose certificate we made.
 	cp.tls = &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true} //nolint:gosec
 	if err := cp.waitFor(ctx, "kube-apiserver /readyz", 2*time.Minute, func() error {
-		return httpOK(ctx, cp.server+"/readyz", cp.tls)
+		return cluster.HTTPOK(ctx, cp.server+"/readyz", cp.tls)
 	}); err != nil {
 		return nil, err
 	}
@@ -100,7 +97,7 @@ func startControlPlane(ctx context.Context, log *slog.Logger, binDir, kwokBin, d
 		return nil, err
 	}
 	if err := cp.waitFor(ctx, "kwok /healthz", time.Minute, func() error {
-		return httpOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/healthz", kwokPort), nil)
+		return cluster.HTTPOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/healthz", kwokPort), nil)
 	}); err != nil {
 		return nil, err
 	}
@@ -183,101 +180,10 @@ func (cp *controlPlane) metrics(ctx context.Context) (string, error) {
 	return string(b), nil
 }
 
-// pki makes a CA, the API server's serving cert, an admin client cert
-// (system:masters) and the service-account key pair with openssl, the way
-// test/e2e/cluster does, and writes the admin kubeconfig.
+// pki makes the control plane's certificates and admin kubeconfig, as the
+// e2e cluster does.
 func (cp *controlPlane) pki() error {
-	dir := filepath.Join(cp.dir, "pki")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	path := func(n string) string { return filepath.Join(dir, n) }
-	ssl := func(args ...string) error {
-		cmd := exec.Command("openssl", args...)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("openssl %s: %w: %s", args[0], err, strings.TrimSpace(out.String()))
-		}
-		return nil
-	}
-	if err := ssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
-		"-subj", "/CN=podtrace-scale-ca", "-keyout", path("ca.key"), "-out", path("ca.crt"),
-		"-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"); err != nil {
-		return err
-	}
-	cert := func(name, subj, ext string) error {
-		csr := path(name + ".csr")
-		if err := ssl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-			"-subj", subj, "-keyout", path(name+".key"), "-out", csr); err != nil {
-			return err
-		}
-		extFile := path(name + ".ext")
-		if err := os.WriteFile(extFile, []byte("basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n"+ext), 0o600); err != nil {
-			return err
-		}
-		return ssl("x509", "-req", "-in", csr, "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
-			"-CAcreateserial", "-days", "2", "-extfile", extFile, "-out", path(name+".crt"))
-	}
-	if err := cert("apiserver", "/CN=kube-apiserver",
-		"extendedKeyUsage=serverAuth\nsubjectAltName=DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,IP:127.0.0.1,IP:10.96.0.1\n"); err != nil {
-		return err
-	}
-	if err := cert("admin", "/O=system:masters/CN=scale-admin", "extendedKeyUsage=clientAuth\n"); err != nil {
-		return err
-	}
-	if err := ssl("genrsa", "-out", path("sa.key"), "2048"); err != nil {
-		return err
-	}
-	if err := ssl("rsa", "-in", path("sa.key"), "-pubout", "-out", path("sa.pub")); err != nil {
-		return err
-	}
-	b64 := func(n string) (string, error) {
-		b, err := os.ReadFile(path(n))
-		return base64.StdEncoding.EncodeToString(b), err
-	}
-	ca, err := b64("ca.crt")
-	if err != nil {
-		return err
-	}
-	crt, err := b64("admin.crt")
-	if err != nil {
-		return err
-	}
-	key, err := b64("admin.key")
-	if err != nil {
-		return err
-	}
-	cfg := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: scale
-  cluster: {server: %q, certificate-authority-data: %s}
-users:
-- name: admin
-  user: {client-certificate-data: %s, client-key-data: %s}
-contexts:
-- name: scale
-  context: {cluster: scale, user: admin}
-current-context: scale
-`, cp.server, ca, crt, key)
-	cp.kubeconfig = path("admin.kubeconfig")
-	return os.WriteFile(cp.kubeconfig, []byte(cfg), 0o600)
-}
-
-func httpOK(ctx context.Context, url string, tlsCfg *tls.Config) error {
-	cl := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := cl.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return nil
+	kc, err := cluster.ControlPlanePKI(filepath.Join(cp.dir, "pki"), cp.server)
+	cp.kubeconfig = kc
+	return err
 }

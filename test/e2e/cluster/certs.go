@@ -72,6 +72,38 @@ func (p pki) cert(name, cn, org string, dnsSANs, ipSANs []string) error {
 		"-CAcreateserial", "-days", "2", "-extfile", extFile, "-out", p.path(name+".crt"))
 }
 
+// ControlPlanePKI makes in dir what a loopback control plane of another
+// harness (test/scale) needs, the way Start does: a CA (ca.crt/key), the API
+// server's serving cert (apiserver.crt/key), an admin client cert in
+// system:masters (admin.crt/key), the service-account key pair (sa.key/pub)
+// and the admin kubeconfig for server, whose path it returns.
+func ControlPlanePKI(dir, server string) (string, error) {
+	p := pki{dir: dir}
+	if err := p.ca(); err != nil {
+		return "", err
+	}
+	if err := p.cert("apiserver", "kube-apiserver", "", []string{"kubernetes", "kubernetes.default", "localhost"},
+		[]string{"127.0.0.1", "10.96.0.1"}); err != nil {
+		return "", err
+	}
+	if err := p.cert("admin", "admin", "system:masters", nil, nil); err != nil {
+		return "", err
+	}
+	if err := p.serviceAccountKeys(); err != nil {
+		return "", err
+	}
+	return p.kubeconfig("admin", server)
+}
+
+// serviceAccountKeys makes sa.key and sa.pub, which the API server signs
+// and checks service-account tokens with.
+func (p pki) serviceAccountKeys() error {
+	if err := p.openssl("genrsa", "-out", p.path("sa.key"), "2048"); err != nil {
+		return err
+	}
+	return p.openssl("rsa", "-in", p.path("sa.key"), "-pubout", "-out", p.path("sa.pub"))
+}
+
 // kubeconfig writes a kubeconfig for the client cert <name> to <dir>/<name>.kubeconfig.
 func (p pki) kubeconfig(name, server string) (string, error) {
 	read := func(f string) (string, error) {

@@ -193,10 +193,7 @@ func (c *Cluster) makePKI() error {
 			return err
 		}
 	}
-	if err := p.openssl("genrsa", "-out", p.path("sa.key"), "2048"); err != nil {
-		return err
-	}
-	if err := p.openssl("rsa", "-in", p.path("sa.key"), "-pubout", "-out", p.path("sa.pub")); err != nil {
+	if err := p.serviceAccountKeys(); err != nil {
 		return err
 	}
 	for _, n := range []string{"admin", "kubelet", "controller-manager", "scheduler"} {
@@ -286,7 +283,7 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 		return err
 	}
 	return c.waitFor(ctx, "etcd", 30*time.Second, func() error {
-		return httpOK(ctx, "http://127.0.0.1:12379/health", nil)
+		return HTTPOK(ctx, "http://127.0.0.1:12379/health", nil)
 	})
 }
 
@@ -314,7 +311,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		return err
 	}
 	return c.waitFor(ctx, "kube-apiserver /readyz", 90*time.Second, func() error {
-		return httpOK(ctx, c.Server+"/readyz", tlsCfg)
+		return HTTPOK(ctx, c.Server+"/readyz", tlsCfg)
 	})
 }
 
@@ -438,7 +435,9 @@ func (c *Cluster) clientTLS(name string) (*tls.Config, error) {
 	return &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}, nil //nolint:gosec
 }
 
-func httpOK(ctx context.Context, url string, tlsCfg *tls.Config) error {
+// HTTPOK tells whether GET url answers 200 OK (a component's health or
+// readiness endpoint).
+func HTTPOK(ctx context.Context, url string, tlsCfg *tls.Config) error {
 	cl := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
