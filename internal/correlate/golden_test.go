@@ -2,10 +2,8 @@ package correlate_test
 
 import (
 	"bytes"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -33,21 +31,11 @@ func load(t *testing.T, path string) []correlate.Input {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	r, err := record.NewReader(f)
+	out, err := record.ReadAll(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []correlate.Input
-	for {
-		in, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, in)
-	}
+	return out
 }
 
 func replay(inputs []correlate.Input) []correlate.Span {

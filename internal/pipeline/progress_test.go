@@ -3,8 +3,6 @@ package pipeline
 import (
 	"bytes"
 	"context"
-	"errors"
-	"io"
 	"sync"
 	"testing"
 	"time"
@@ -36,21 +34,11 @@ func (s *blockingSource) Pending() int { return len(s.events) - s.i }
 
 func readAll(t *testing.T, b []byte) []correlate.Input {
 	t.Helper()
-	r, err := record.NewReader(bytes.NewReader(b))
+	out, err := record.ReadAll(bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []correlate.Input
-	for {
-		in, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, in)
-	}
+	return out
 }
 
 // The pipeline declares the sources that report progress in the start

@@ -194,6 +194,25 @@ func (r *Reader) Next() (correlate.Input, error) {
 	return in, nil
 }
 
+// ReadAll reads a whole recorded stream.
+func ReadAll(r io.Reader) ([]correlate.Input, error) {
+	rd, err := NewReader(r)
+	if err != nil {
+		return nil, err
+	}
+	var out []correlate.Input
+	for {
+		in, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, in)
+	}
+}
+
 func decode(l line) (correlate.Input, error) {
 	in := correlate.Input{Time: l.Time}
 	var target any
