@@ -21,7 +21,7 @@ func loadSpans(t *testing.T, path string) []correlate.Span {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {
-		s, err := parseSpan(sc.Bytes())
+		s, err := console.ParseJSON(sc.Bytes())
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}

@@ -290,7 +290,7 @@ func readSpans(r io.Reader, c *collector, printer *console.Printer) {
 		if len(strings.TrimSpace(string(line))) == 0 {
 			continue
 		}
-		s, err := parseSpan(line)
+		s, err := console.ParseJSON(line)
 		if err != nil {
 			c.mu.Lock()
 			c.bad = append(c.bad, fmt.Sprintf("%s (%v)", line, err))
