@@ -86,6 +86,14 @@ func (e *env) createPod(t *testing.T, ns string, pod *corev1.Pod) *corev1.Pod {
 	return got
 }
 
+// readyPod creates a pod and waits until it is Ready.
+func (e *env) readyPod(t *testing.T, ns string, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	p := e.createPod(t, ns, pod)
+	e.waitPod(t, ns, p.Name, "Ready", 2*time.Minute, ready)
+	return p
+}
+
 func (e *env) waitPod(t *testing.T, ns, name, what string, timeout time.Duration, cond func(*corev1.Pod) error) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
@@ -134,6 +142,13 @@ func (e *env) waitGone(t *testing.T, ns, name string, timeout time.Duration) {
 		}
 		return err
 	})
+}
+
+// deleteAndWait deletes a pod and waits until the API server no longer has it.
+func (e *env) deleteAndWait(t *testing.T, ns, name string) {
+	t.Helper()
+	e.deletePod(t, ns, name)
+	e.waitGone(t, ns, name, time.Minute)
 }
 
 func (e *env) deletePod(t *testing.T, ns, name string) {
@@ -407,17 +422,15 @@ func (e *env) overrun(t *testing.T) {
 	app.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
 		Command: []string{"sleep", "1"}}}}
 	grace := int64(3)
-	pod := e.createPod(t, ns, &corev1.Pod{
+	pod := e.readyPod(t, ns, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "stubborn"},
 		Spec:       corev1.PodSpec{TerminationGracePeriodSeconds: &grace, Containers: []corev1.Container{app}},
 	})
-	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
 	// Let Prometheus see the zero-valued overrun series before the overrun.
 	e.metric(t, fmt.Sprintf(`podtrace_grace_period_overruns_total{namespace=%q}`, ns), time.Minute,
 		func(v float64) bool { return v == 0 })
 	time.Sleep(3 * time.Second)
-	e.deletePod(t, ns, pod.Name)
-	e.waitGone(t, ns, pod.Name, time.Minute)
+	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
 		pk.one("pod")
@@ -553,8 +566,7 @@ func (e *env) crashLoop(t *testing.T) {
 		return inOrder(runs[0], bo[0], runs[1], bo[1], runs[2])
 	})
 	report(t, tr)
-	e.deletePod(t, ns, pod.Name)
-	e.waitGone(t, ns, pod.Name, time.Minute)
+	e.deleteAndWait(t, ns, pod.Name)
 	// Its start-up ends either way: at a Ready of a moment (no readiness
 	// probe: the kubelet counts a running container ready, and it runs
 	// half a second each time), or, never Ready, given up (the e2e's 20 s)
@@ -611,7 +623,7 @@ func (e *env) killInPod(t *testing.T) {
 	const ns = "s6-kill"
 	e.namespace(t, ns)
 	share := true
-	pod := e.createPod(t, ns, &corev1.Pod{
+	pod := e.readyPod(t, ns, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "victim"},
 		Spec: corev1.PodSpec{
 			// With a shared PID namespace the app is not PID 1 (pause is),
@@ -623,7 +635,6 @@ func (e *env) killInPod(t *testing.T) {
 			},
 		},
 	})
-	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
 	time.Sleep(2 * time.Second)
 	out, err := e.cluster.Kubectl(e.ctx, "exec", "-n", ns, pod.Name, "-c", "sidecar", "--", "pidof", "sleep")
 	if err != nil {
@@ -659,12 +670,11 @@ func (e *env) forceDelete(t *testing.T) {
 	const ns = "s7-force"
 	e.namespace(t, ns)
 	grace := int64(30)
-	pod := e.createPod(t, ns, &corev1.Pod{
+	pod := e.readyPod(t, ns, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "lingering"},
 		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace,
 			Containers: []corev1.Container{container("app", sh(`trap '' TERM; while :; do sleep 1; done`)...)}},
 	})
-	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
 	out, err := e.cluster.Kubectl(e.ctx, "delete", "pod", "-n", ns, pod.Name, "--force", "--grace-period=0")
 	if err != nil {
 		t.Fatalf("kubectl delete --force: %v\n%s", err, out)
@@ -689,12 +699,11 @@ func (e *env) stuckTerminating(t *testing.T) {
 	e.namespace(t, ns)
 	grace := int64(1)
 	const finalizer = "podtrace.test/hold"
-	pod := e.createPod(t, ns, &corev1.Pod{
+	pod := e.readyPod(t, ns, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "held", Finalizers: []string{finalizer}},
 		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace,
 			Containers: []corev1.Container{container("app", sh(gracefulApp)...)}},
 	})
-	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
 	e.deletePod(t, ns, pod.Name)
 	// The containers stop at once; the finalizer keeps the pod Terminating.
 	// The tracer reports it stuck 30 s (--stuck-after) past its deadline.
@@ -733,11 +742,10 @@ func (e *env) stuckTerminating(t *testing.T) {
 func (e *env) tracerRestart(t *testing.T) {
 	const ns = "s8-restart"
 	e.namespace(t, ns)
-	pod := e.createPod(t, ns, &corev1.Pod{
+	pod := e.readyPod(t, ns, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "long-lived"},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{container("app", sh(gracefulApp)...)}},
 	})
-	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
 	e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		_, err := only(tr, "pod.startup")
 		return err
@@ -752,8 +760,7 @@ func (e *env) tracerRestart(t *testing.T) {
 	e.waitGone(t, podtraceNS, old.Name, time.Minute)
 	fresh := e.waitTracerReady(t, old.Name)
 	t.Logf("scenario 8: tracer %s replaced by %s", old.Name, fresh.Name)
-	e.deletePod(t, ns, pod.Name)
-	e.waitGone(t, ns, pod.Name, time.Minute)
+	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
 		root := pk.one("pod")
@@ -805,13 +812,11 @@ func (e *env) noAPIAccess(t *testing.T) {
 	e.metric(t, `podtrace_source_up{source="apiserver"}`, time.Minute, func(v float64) bool { return v == 0 })
 	e.metric(t, `podtrace_source_up{source="runtime"}`, time.Minute, func(v float64) bool { return v == 1 })
 
-	pod := e.createPod(t, ns, &corev1.Pod{
+	pod := e.readyPod(t, ns, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "unseen-by-api"},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{container("app", sh(gracefulApp)...)}},
 	})
-	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
-	e.deletePod(t, ns, pod.Name)
-	e.waitGone(t, ns, pod.Name, time.Minute)
+	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		root, err := only(tr, "pod")
 		if err != nil {

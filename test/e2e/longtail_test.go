@@ -83,8 +83,7 @@ func (e *env) imagePullFailure(t *testing.T) {
 	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "unpullable"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{app}}})
 	e.waitPod(t, ns, pod.Name, "in image pull back-off", 2*time.Minute, waitingReason("ImagePullBackOff"))
-	e.deletePod(t, ns, pod.Name)
-	e.waitGone(t, ns, pod.Name, time.Minute)
+	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
 		st := pk.one("pod.startup")
@@ -130,8 +129,7 @@ func (e *env) configError(t *testing.T) {
 		Spec: corev1.PodSpec{Containers: []corev1.Container{app}}})
 	e.waitPod(t, ns, pod.Name, "in CreateContainerConfigError", 2*time.Minute, waitingReason("CreateContainerConfigError"))
 	time.Sleep(2 * time.Second) // the tracer sees the status too
-	e.deletePod(t, ns, pod.Name)
-	e.waitGone(t, ns, pod.Name, time.Minute)
+	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		st, err := only(tr, "pod.startup")
 		if err != nil {
@@ -191,13 +189,11 @@ func (e *env) gracefulExit143(t *testing.T) {
 	t.Parallel()
 	const ns = "s11-exit143"
 	e.namespace(t, ns)
-	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "polite"},
+	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "polite"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{
 			container("app", sh(`trap 'exit 143' TERM; while :; do sleep 1 & wait $!; done`)...)}}})
-	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
 	time.Sleep(2 * time.Second)
-	e.deletePod(t, ns, pod.Name)
-	e.waitGone(t, ns, pod.Name, time.Minute)
+	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
 		run := pk.one("container.run", ctrName("app"))
@@ -222,12 +218,11 @@ func (e *env) senderNamedRunc(t *testing.T) {
 	const ns = "s12-spoof"
 	e.namespace(t, ns)
 	share := true
-	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "target"},
+	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "target"},
 		Spec: corev1.PodSpec{ShareProcessNamespace: &share, Containers: []corev1.Container{
 			container("app", "sleep", "3602"),
 			container("sidecar", "tail", "-f", "/dev/null"),
 		}}})
-	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
 	time.Sleep(2 * time.Second)
 	// A shell renames itself runc (its comm) and kills with its builtin.
 	out, err := e.cluster.Kubectl(e.ctx, "exec", "-n", ns, pod.Name, "-c", "sidecar", "--", "sh", "-c",
@@ -256,9 +251,8 @@ func (e *env) childOOM(t *testing.T) {
 	app := container("app", sh(`trap 'exit 0' TERM; sleep 1; dd if=/dev/zero of=/dev/null bs=96M count=1; `+
 		`touch /tmp/survived; while :; do sleep 1 & wait $!; done`)...)
 	app.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("48Mi")}}
-	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "parent"},
+	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "parent"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{app}}})
-	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
 	e.eventually(t, "the shell outlived its child's OOM kill", time.Minute, func() error {
 		out, err := e.cluster.Kubectl(e.ctx, "exec", "-n", ns, pod.Name, "--", "ls", "/tmp/survived")
 		if err != nil {
@@ -266,8 +260,7 @@ func (e *env) childOOM(t *testing.T) {
 		}
 		return nil
 	})
-	e.deletePod(t, ns, pod.Name)
-	e.waitGone(t, ns, pod.Name, time.Minute)
+	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		r, err := only(tr, "container.run", ctrName("app"))
 		if err != nil {
@@ -310,8 +303,7 @@ func (e *env) overrunOnce(t *testing.T) {
 		return ready(p)
 	})
 	time.Sleep(2 * time.Second)
-	e.deletePod(t, ns, pod.Name)
-	e.waitGone(t, ns, pod.Name, time.Minute)
+	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		term, err := only(tr, "pod.termination")
 		if err != nil {
@@ -338,9 +330,8 @@ func (e *env) evictionAPI(t *testing.T) {
 	t.Parallel()
 	const ns = "s15-evict"
 	e.namespace(t, ns)
-	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "drained"},
+	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "drained"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{container("app", sh(gracefulApp)...)}}})
-	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
 	time.Sleep(2 * time.Second)
 	if err := e.cs.PolicyV1().Evictions(ns).Evict(e.ctx, &policyv1.Eviction{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: ns}}); err != nil {
@@ -380,8 +371,7 @@ func (e *env) activeDeadline(t *testing.T) {
 		return nil
 	})
 	time.Sleep(3 * time.Second)
-	e.deletePod(t, ns, pod.Name)
-	e.waitGone(t, ns, pod.Name, time.Minute)
+	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
 		term := pk.one("pod.termination")
@@ -416,8 +406,7 @@ func (e *env) jobWithSidecar(t *testing.T) {
 		return nil
 	})
 	time.Sleep(3 * time.Second)
-	e.deletePod(t, ns, pod.Name)
-	e.waitGone(t, ns, pod.Name, time.Minute)
+	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
 		term := pk.one("pod.termination")
@@ -489,8 +478,7 @@ func (e *env) initCrashLoop(t *testing.T) {
 		return errors.New("no init restart yet")
 	})
 	time.Sleep(2 * time.Second)
-	e.deletePod(t, ns, pod.Name)
-	e.waitGone(t, ns, pod.Name, time.Minute)
+	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		st, err := only(tr, "pod.startup")
 		if err != nil {
@@ -560,9 +548,8 @@ func (e *env) startupProbeRestart(t *testing.T) {
 func (e *env) runtimeRestart(t *testing.T) {
 	const ns = "s21-runtime-restart"
 	e.namespace(t, ns)
-	before := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "across"},
+	before := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "across"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{container("app", sh(gracefulApp)...)}}})
-	e.waitPod(t, ns, before.Name, "Ready", 2*time.Minute, ready)
 	t0 := time.Now()
 	if err := e.runtime.StopDaemon(e.ctx); err != nil {
 		t.Fatalf("stop containerd: %v", err)
@@ -574,9 +561,8 @@ func (e *env) runtimeRestart(t *testing.T) {
 	t.Logf("scenario 21: containerd away for %s", time.Since(t0).Round(time.Millisecond))
 	e.metric(t, `podtrace_source_up{source="runtime"}`, time.Minute, func(v float64) bool { return v == 1 })
 	time.Sleep(3 * time.Second)
-	after := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "after"},
+	after := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "after"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{container("app", sh(gracefulApp)...)}}})
-	e.waitPod(t, ns, after.Name, "Ready", 2*time.Minute, ready)
 	time.Sleep(2 * time.Second)
 	e.deletePod(t, ns, after.Name)
 	e.deletePod(t, ns, before.Name)
@@ -620,9 +606,8 @@ func (e *env) spoofedEvent(t *testing.T) {
 	const ns, other = "s22-victim", "s22-other"
 	e.namespace(t, ns)
 	e.namespace(t, other)
-	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "target"},
+	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "target"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{container("app", sh(gracefulApp)...)}}})
-	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
 	now := metav1.Now()
 	if _, err := e.cs.CoreV1().Events(other).Create(e.ctx, &corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{Name: "spoof", Namespace: other},
@@ -634,8 +619,7 @@ func (e *env) spoofedEvent(t *testing.T) {
 		t.Fatalf("create the spoofed event: %v", err)
 	}
 	time.Sleep(2 * time.Second)
-	e.deletePod(t, ns, pod.Name)
-	e.waitGone(t, ns, pod.Name, time.Minute)
+	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
 		run := pk.one("container.run", ctrName("app"))
@@ -729,9 +713,8 @@ func (e *env) sandboxChanged(t *testing.T) {
 	t.Parallel()
 	const ns = "s24-sandbox"
 	e.namespace(t, ns)
-	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "resandboxed"},
+	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "resandboxed"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{container("app", sh(gracefulApp)...)}}})
-	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
 	time.Sleep(2 * time.Second)
 	cli := e.runtime.CRI()
 	sbs, err := cli.ListSandboxes(e.ctx)
@@ -776,8 +759,7 @@ func (e *env) sandboxChanged(t *testing.T) {
 		return nil
 	})
 	report(t, tr)
-	e.deletePod(t, ns, pod.Name)
-	e.waitGone(t, ns, pod.Name, time.Minute)
+	e.deleteAndWait(t, ns, pod.Name)
 	e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		root, err := only(tr, "pod")
 		if err != nil {
@@ -814,8 +796,7 @@ func (e *env) preemption(t *testing.T) {
 			Spec: corev1.PodSpec{PriorityClassName: class, TerminationGracePeriodSeconds: &grace, Containers: []corev1.Container{c}}}
 	}
 	// The node has 2 CPUs: 1.2 + 1.2 do not fit together.
-	low := e.createPod(t, ns, cpuPod("low", "s25-low", "1200m"))
-	e.waitPod(t, ns, low.Name, "Ready", 2*time.Minute, ready)
+	low := e.readyPod(t, ns, cpuPod("low", "s25-low", "1200m"))
 	time.Sleep(2 * time.Second)
 	high := e.createPod(t, ns, cpuPod("high", "s25-high", "1200m"))
 	e.waitGone(t, ns, low.Name, 2*time.Minute)
@@ -831,8 +812,7 @@ func (e *env) preemption(t *testing.T) {
 			attr(run, "podtrace.disruption.reason", "PreemptionByScheduler"))
 	})
 	report(t, tr)
-	e.deletePod(t, ns, high.Name)
-	e.waitGone(t, ns, high.Name, time.Minute)
+	e.deleteAndWait(t, ns, high.Name)
 }
 
 // ---- 26: an image's STOPSIGNAL ----------------------------------------------------
@@ -850,12 +830,10 @@ func (e *env) imageStopSignal(t *testing.T) {
 	}
 	app := corev1.Container{Name: "app", Image: img, ImagePullPolicy: corev1.PullNever,
 		Command: sh(`trap 'exit 0' QUIT; trap '' TERM; while :; do sleep 1 & wait $!; done`)}
-	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "quitter"},
+	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "quitter"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{app}}})
-	e.waitPod(t, ns, pod.Name, "Ready", 2*time.Minute, ready)
 	time.Sleep(2 * time.Second)
-	e.deletePod(t, ns, pod.Name)
-	e.waitGone(t, ns, pod.Name, time.Minute)
+	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
 		stop := pk.one("container.stop", ctrName("app"))
