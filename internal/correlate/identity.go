@@ -44,10 +44,12 @@ var runtimeBinaries = map[string]bool{
 // bootstrapArgv tells a runtime's own bootstrap exec by how it names itself
 // (argv[0]), or by the runtime binary executed directly.
 func bootstrapArgv(e *probe.ExecEvent) bool {
-	if len(e.Args) > 0 && runtimeBinaries[filepath.Base(e.Args[0])] {
-		return true
-	}
-	return runtimeBinaries[filepath.Base(e.Filename)] || strings.HasPrefix(e.Filename, "/memfd:runc")
+	return runtimeArgv(e.Args) || runtimeBinaries[filepath.Base(e.Filename)] || strings.HasPrefix(e.Filename, "/memfd:runc")
+}
+
+// runtimeArgv: argv that names a runtime binary.
+func runtimeArgv(args []string) bool {
+	return len(args) > 0 && runtimeBinaries[filepath.Base(args[0])]
 }
 
 // configured tells whether argv is the container's configured command line
@@ -89,9 +91,20 @@ func (c *Correlator) becomeInit(ct *container, pr *proc, at time.Time, args []st
 	if ct.initPID != 0 && ct.initPID != pr.tgid {
 		c.miss("init_corrected")
 		if old, ok := c.procs[ct.initPID]; ok && old.ctr == ct && old.session == nil {
-			// The earlier guess was the runtime's set-up (or a helper of
-			// it): its exit is not the container's.
-			old.bootstrap = true
+			if old.execAt.IsZero() || runtimeArgv(old.args) {
+				// The earlier guess was the runtime's set-up: its exit
+				// is not the container's.
+				old.bootstrap = true
+			} else {
+				// It ran a command of its own: a process entered from
+				// outside before the init's exec (a postStart hook the
+				// kubelet ran while the init was still exec'ing), which
+				// is an exec session.
+				s := &session{pid: old.tgid, args: old.args, start: old.execAt}
+				s.kind = c.sessionKind(ct, old.args)
+				ct.sessions[old.tgid] = s
+				old.session = s
+			}
 		}
 		if ct.exited && !ct.finalized && !ct.runtimeExit {
 			ct.exited, ct.exitAt, ct.exitCode, ct.exitSignal = false, time.Time{}, 0, 0

@@ -356,3 +356,39 @@ func TestOverrunBelongsToItsTermination(t *testing.T) {
 		t.Errorf("a clean deletion after a liveness restart's SIGKILL: %s %v", term.Status, term.Attrs)
 	}
 }
+
+// The kubelet runs the postStart hook as soon as StartContainer returns,
+// and runc returns before the init's own execve is done: on a busy node the
+// hook's exec can come first and pass for the init. The runtime's facts
+// (the configured command line) correct that, and the hook stays a hook.
+func TestPostStartHookBeforeTheInitsExec(t *testing.T) {
+	s := newSim(t)
+	s.info.InitContainers = nil
+	s.sandboxUp()
+	const id = "c0ffee02"
+	s.cg["app"], s.ids["app"] = 9100, id
+	s.mkdir(9100, "/kubepods/burstable/pod"+s.uid+"/"+id)
+	cmd := []string{"/app", "app"}
+	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventContainerCreated, At: s.now,
+		Container: &cri.Container{ID: id, SandboxID: "sb1", Name: "app", PodUID: s.uid, CreatedAt: s.now, Args: cmd}}})
+	s.at(10 * time.Millisecond)
+	hook := s.exec("app", 3001, "sh", "-c", "echo warm")
+	s.at(5 * time.Millisecond)
+	app := s.exec("app", 3000, cmd...)
+	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventContainerStarted, At: s.now,
+		Container: &cri.Container{ID: id, SandboxID: "sb1", Name: "app", PodUID: s.uid, StartedAt: s.now, PID: int(app), Args: cmd}}})
+	s.at(30 * time.Millisecond)
+	s.exit("app", hook, 0, 0)
+	s.cond("Ready")
+	s.tick(3 * time.Second)
+	s.at(time.Second)
+	s.exit("app", app, 0, syscall.SIGKILL)
+	s.cri(cri.EventContainerExited, "app", 137, "Error")
+	s.tick(3 * time.Second)
+	if post := s.one("container.poststart"); post.Attr("process.pid") != int64(hook) {
+		t.Errorf("poststart: %v", post.Attrs)
+	}
+	if run := s.one("container.run"); run.Attr("process.pid") != int64(app) {
+		t.Errorf("run: %v", run.Attrs)
+	}
+}
