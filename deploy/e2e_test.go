@@ -251,10 +251,7 @@ func TestDaemonSetOnContainerd(t *testing.T) {
 		}
 	}
 
-	// A workload: a command that fails, and one that is OOM-killed. (The
-	// OOM kill's scope label is not checked: the tracer infers memcg from
-	// the container's memory limit, which it may not know yet when the kill
-	// comes this early.)
+	// A workload: a command that fails, and one that is OOM-killed.
 	wl, err := h.RunPodSandbox(ctx, containerd.PodSpec{Name: "workload", Namespace: "e2e"})
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +280,7 @@ func TestDaemonSetOnContainerd(t *testing.T) {
 	for {
 		_, m, err := get("/metrics")
 		metrics = m
-		if err == nil && metricSum(m, "podtrace_oom_kills_total", `namespace="e2e"`) >= 1 && metricSum(m, "podtrace_probe_events_total", `type="exec"`) >= 2 {
+		if err == nil && metricSum(m, "podtrace_oom_kills_total", `namespace="e2e",scope="container"`) >= 1 && metricSum(m, "podtrace_probe_events_total", `type="exec"`) >= 2 {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -64,7 +64,13 @@ enum signal_target_flags {
 enum oom_flags {
 	OOM_F_VICTIM_KNOWN = 1 << 0, /* victim_* fields were read from the victim task */
 	OOM_F_RSS = 1 << 1,          /* rss fields are valid (kernel >= 6.8) */
+	OOM_F_MEMCG = 1 << 2,        /* memcg_* were read (CONFIG_MEMCG) */
 };
+
+/* Memory cgroups read per OOM kill: the allocating task's own and its
+ * ancestors (a pod's container sits at level 4 or 5; deeper trees lose their
+ * top levels, which are never a pod's). */
+#define OOM_MEMCG_LEVELS 8
 
 struct event_header {
 	__u32 type;     /* enum event_type */
@@ -143,7 +149,17 @@ struct oom_event {
 	__u64 file_rss_kb;
 	__u64 shmem_rss_kb;
 	__s32 oom_score_adj;
-	__u32 _pad;
+	/*
+	 * The memory cgroups of the task in whose context the OOM killer ran,
+	 * from its own up, with each one's local OOM count (memory.events.local
+	 * "oom": times that cgroup's own limit was hit and reclaim failed). The
+	 * one whose count just grew is the limit that ran out; none grew for a
+	 * node-wide OOM. User space compares with the last counts it saw.
+	 */
+	__u32 memcg_count;
+	__u64 memcg_id[OOM_MEMCG_LEVELS];  /* cgroup id in the memory hierarchy */
+	__u64 memcg_oom[OOM_MEMCG_LEVELS]; /* its local OOM count */
+	__u32 memcg_level[OOM_MEMCG_LEVELS]; /* its depth (0: the root) */
 };
 
 struct cgroup_event {

@@ -97,6 +97,21 @@ struct css_set {
 	struct cgroup *dfl_cgrp;
 } __attribute__((preserve_access_index));
 
+/* The memory controller's per-cgroup state: only the OOM counters are read
+ * (memory.events.local, kernel >= 5.2). */
+enum memcg_memory_event {
+	MEMCG_OOM = 3,
+};
+
+typedef struct {
+	long counter;
+} atomic_long_t;
+
+struct mem_cgroup {
+	struct cgroup_subsys_state css;
+	atomic_long_t memory_events_local[8];
+} __attribute__((preserve_access_index));
+
 struct signal_struct {
 	atomic_t live;
 	int group_exit_code;

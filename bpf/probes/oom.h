@@ -4,12 +4,53 @@
  * context is stable: pid exists on every kernel, comm and the memory figures
  * only since 6.8 (read behind bpf_core_field_exists). OOM kills are rare, so
  * every one is reported; ORIGIN_TARGET says the victim is known to be watched.
+ *
+ * Which limit ran out (the container's, the pod's, the node allocatable's, or
+ * none: a node-wide OOM) is read from the memory cgroups themselves: the
+ * kernel counts MEMCG_OOM on the cgroup whose limit was hit just before it
+ * calls the OOM killer, and that cgroup is an ancestor of the allocating task
+ * (current) and of the victim. The tracepoint does not carry it, so the
+ * counters of current's memory cgroup and its ancestors are sent, and user
+ * space finds the one that grew.
  */
 #ifndef __PODTRACE_PROBES_OOM_H
 #define __PODTRACE_PROBES_OOM_H
 
 #include "common.h"
 #include "task_cgroup.h"
+
+/* Fills e->memcg_* from the current task's memory cgroup upwards. */
+static __always_inline void read_memcgs(struct oom_event *e)
+{
+	int id = bpf_core_enum_value(enum cgroup_subsys_id, memory_cgrp_id);
+	int oom = bpf_core_enum_value(enum memcg_memory_event, MEMCG_OOM);
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	struct cgroup_subsys_state *css;
+	__u64 events, css_off;
+
+	if (!bpf_core_type_exists(struct mem_cgroup) || id < 0 || id >= 12 || oom < 0 || oom >= 8)
+		return;
+	events = bpf_core_field_offset(struct mem_cgroup, memory_events_local);
+	css_off = bpf_core_field_offset(struct mem_cgroup, css);
+	css = BPF_CORE_READ(t, cgroups, subsys[id]);
+	for (int i = 0; i < OOM_MEMCG_LEVELS; i++) {
+		struct cgroup *cg;
+		long count = 0;
+
+		if (!css)
+			break;
+		cg = BPF_CORE_READ(css, cgroup);
+		bpf_probe_read_kernel(&count, sizeof(count),
+				      (void *)css - css_off + events + oom * sizeof(atomic_long_t));
+		e->memcg_id[i] = cgroup_id(cg);
+		e->memcg_level[i] = BPF_CORE_READ(cg, level);
+		e->memcg_oom[i] = count;
+		e->memcg_count = i + 1;
+		css = BPF_CORE_READ(css, parent);
+	}
+	if (e->memcg_count)
+		e->flags |= OOM_F_MEMCG;
+}
 
 SEC("tracepoint/oom/mark_victim")
 int handle_mark_victim(struct trace_event_raw_mark_victim *ctx)
@@ -32,7 +73,13 @@ int handle_mark_victim(struct trace_event_raw_mark_victim *ctx)
 	e->file_rss_kb = 0;
 	e->shmem_rss_kb = 0;
 	e->oom_score_adj = 0;
-	e->_pad = 0;
+	e->memcg_count = 0;
+	for (int i = 0; i < OOM_MEMCG_LEVELS; i++) {
+		e->memcg_id[i] = 0;
+		e->memcg_oom[i] = 0;
+		e->memcg_level[i] = 0;
+	}
+	read_memcgs(e);
 
 	/* Most often the task that hit the limit is the victim itself. */
 	if (e->hdr.tgid == victim) {

@@ -63,7 +63,9 @@ type Correlator struct {
 	runtimeGap *cri.Gap
 
 	cgroups map[uint64]*cgroupRef
-	pods    map[string]*pod
+	// memcgOOMs: the last local OOM count seen per memory cgroup (oom.go).
+	memcgOOMs map[uint64]uint64
+	pods      map[string]*pod
 	// gone keeps finished pods for a while (goneRetention): facts that
 	// arrive after a pod's trace ended (the runtime's late sandbox removal,
 	// its second CNI DEL) must not start a second trace for it.
@@ -114,6 +116,7 @@ func New(cfg Config) *Correlator {
 		parser:     cgroupid.NewParser(cfg.CgroupRoots...),
 		log:        cfg.Logger,
 		cgroups:    map[uint64]*cgroupRef{},
+		memcgOOMs:  map[uint64]uint64{},
 		pods:       map[string]*pod{},
 		gone:       map[string]*pod{},
 		bySandbox:  map[string]*pod{},

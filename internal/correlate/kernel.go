@@ -26,10 +26,11 @@ type container struct {
 	podNamespace     string
 	memLimit         int64
 
-	cgroupID  uint64
-	cgroupAt  time.Time
-	createdAt time.Time
-	startedAt time.Time // the runtime's StartedAt
+	cgroupID   uint64
+	cgroupPath string
+	cgroupAt   time.Time
+	createdAt  time.Time
+	startedAt  time.Time // the runtime's StartedAt
 
 	initPID  uint32
 	initExec time.Time
@@ -50,8 +51,9 @@ type container struct {
 	signals          []signalRec
 	delivered        map[syscall.Signal]probe.Disposition
 	oom              *probe.OOMEvent // the OOM kill of the init, if it died of one
-	oomScope         string
-	ooms             []oomRec // every OOM kill in the container (init or not), capped
+	oomScope         string          // OOMScope*
+	oomMemcg         string          // the cgroup whose limit ran out
+	ooms             []oomRec        // every OOM kill in the container (init or not), capped
 	oomsFolded       int
 	probeFails       []SpanEvent
 
@@ -94,6 +96,7 @@ func (c *Correlator) dropProc(pid uint32) {
 type oomRec struct {
 	ev    *probe.OOMEvent
 	scope string
+	memcg string
 }
 
 // maxOOMEvents caps the OOM kills kept per container run (the rest are
@@ -191,7 +194,7 @@ func (c *Correlator) cgroupSeen(id uint64, path string, at time.Time, seeded boo
 		}
 		ct := c.container(ident.ContainerID, p)
 		if ct.cgroupID == 0 {
-			ct.cgroupID = id
+			ct.cgroupID, ct.cgroupPath = id, path
 			ct.cgroupAt = at
 		}
 	}
@@ -631,20 +634,13 @@ func (c *Correlator) oom(e *probe.OOMEvent) {
 		c.miss("oom_unknown_victim")
 		return
 	}
-	scope := "node"
-	if ct.memLimit > 0 {
-		scope = "memcg"
-	} else if ct.pod != nil {
-		if spec, _ := ct.pod.spec(ct.name); spec != nil && spec.MemoryLimitBytes > 0 {
-			scope = "memcg"
-		}
-	}
+	scope, memcg := c.oomScope(e, ct)
 	if e.VictimTGID == ct.initPID {
 		// The container's init died of it: the run's cause.
-		ct.oom, ct.oomScope = e, scope
+		ct.oom, ct.oomScope, ct.oomMemcg = e, scope, memcg
 	}
 	if len(ct.ooms) < maxOOMEvents {
-		ct.ooms = append(ct.ooms, oomRec{ev: e, scope: scope})
+		ct.ooms = append(ct.ooms, oomRec{ev: e, scope: scope, memcg: memcg})
 	} else {
 		ct.oomsFolded++
 	}

@@ -1,6 +1,7 @@
 package correlate_test
 
 import (
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -10,9 +11,90 @@ import (
 	"github.com/podtrace/podtrace/internal/probe"
 )
 
-func (s *sim) oomKill(name string, victim uint32, comm string) {
+func (s *sim) oomKill(name string, victim uint32, comm string, memcgs ...probe.MemcgOOMs) {
 	s.kernel(&probe.OOMEvent{Header: probe.Header{Type: probe.EventOOMKill, Origin: probe.OriginTarget, TGID: victim, PID: victim, CgroupID: s.cg[name]},
-		VictimTGID: victim, VictimKnown: true, VictimCgroupID: s.cg[name], VictimComm: comm})
+		VictimTGID: victim, VictimKnown: true, VictimCgroupID: s.cg[name], VictimComm: comm, Memcgs: memcgs})
+}
+
+// memcgs is the sim's memory cgroup chain as the probe reads it for a task
+// of the container (/kubepods/burstable/pod<uid>/<id>, level 4) with these
+// local OOM counts, the container's first.
+func memcgs(container, pod, burstable, kubepods, root uint64) []probe.MemcgOOMs {
+	return []probe.MemcgOOMs{{ID: 71, Level: 4, OOMs: container}, {ID: 72, Level: 3, OOMs: pod},
+		{ID: 73, Level: 2, OOMs: burstable}, {ID: 74, Level: 1, OOMs: kubepods}, {ID: 1, Level: 0, OOMs: root}}
+}
+
+// The scope of an OOM kill is the memory cgroup whose own OOM count grew
+// (the kernel counts the cgroup whose limit was hit), whatever limits the
+// runtime reported; node-wide when none grew. Counts are compared with the
+// last ones seen: a pod-level count left from an earlier kill does not make
+// a later container-level kill a pod one.
+func TestOOMScopeFromTheKernelsCounters(t *testing.T) {
+	type kill struct {
+		memcgs    []probe.MemcgOOMs
+		scope     string
+		memcgPath string // "" for none; "container"/"pod" for the sim's paths
+	}
+	for _, tc := range []struct {
+		name  string
+		kills []kill
+	}{
+		{"container limit", []kill{{memcgs(1, 0, 0, 0, 0), "container", "container"}}},
+		{"pod limit", []kill{{memcgs(0, 1, 0, 0, 0), "pod", "pod"}}},
+		{"node allocatable", []kill{{memcgs(0, 0, 0, 1, 0), "node_allocatable", "/kubepods"}}},
+		{"qos cgroup", []kill{{memcgs(0, 0, 1, 0, 0), "node_allocatable", "/kubepods/burstable"}}},
+		{"node", []kill{{memcgs(0, 0, 0, 0, 0), "node", ""}}},
+		{"no memory controller", []kill{{nil, "unknown", ""}}},
+		{"pod then container", []kill{{memcgs(0, 1, 0, 0, 0), "pod", "pod"}, {memcgs(1, 1, 0, 0, 0), "container", "container"}}},
+		{"container then pod", []kill{{memcgs(1, 0, 0, 0, 0), "container", "container"}, {memcgs(1, 1, 0, 0, 0), "pod", "pod"}}},
+		{"pod twice", []kill{{memcgs(0, 1, 0, 0, 0), "pod", "pod"}, {memcgs(0, 2, 0, 0, 0), "pod", "pod"}}},
+		{"pod then node", []kill{{memcgs(0, 1, 0, 0, 0), "pod", "pod"}, {memcgs(0, 1, 0, 0, 0), "node", ""}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t)
+			app := s.startup()
+			paths := map[string]string{"container": "/kubepods/burstable/pod" + s.uid + "/" + s.ids["app"], "pod": "/kubepods/burstable/pod" + s.uid}
+			var children []uint32
+			for _, k := range tc.kills {
+				s.at(time.Second)
+				child := s.exec("app", app, "dd", "bs=256M")
+				s.oomKill("app", child, "dd", k.memcgs...)
+				s.exit("app", child, 0, syscall.SIGKILL)
+				children = append(children, child)
+			}
+			s.at(time.Second)
+			s.exit("app", app, 0, 0)
+			s.cri(cri.EventContainerExited, "app", 0, "Completed")
+			s.tick(3 * time.Second)
+			run := s.one("container.run")
+			var got []map[string]any
+			for _, ev := range run.Events {
+				if ev.Name == "oom_kill" {
+					m := map[string]any{}
+					for _, a := range ev.Attrs {
+						m[a.Key] = a.Value
+					}
+					got = append(got, m)
+				}
+			}
+			if len(got) != len(tc.kills) {
+				t.Fatalf("%d oom_kill events, want %d: %+v", len(got), len(tc.kills), run.Events)
+			}
+			for i, k := range tc.kills {
+				want := k.memcgPath
+				if p, ok := paths[want]; ok {
+					want = p
+				}
+				memcg, _ := got[i]["podtrace.oom.memcg"].(string)
+				if got[i]["podtrace.oom.scope"] != k.scope || memcg != want || got[i]["podtrace.oom.victim.pid"] != int64(children[i]) {
+					t.Errorf("kill %d: scope %v memcg %q pid %v, want %s %q %d", i, got[i]["podtrace.oom.scope"], memcg, got[i]["podtrace.oom.victim.pid"], k.scope, want, children[i])
+				}
+				if c := "oom shop " + k.scope; !slices.Contains(s.o.calls, c) {
+					t.Errorf("metric: no %q in %v", c, s.o.calls)
+				}
+			}
+		})
+	}
 }
 
 // A child killed by the OOM killer while the container's init goes on is an

@@ -58,6 +58,9 @@ func (c *Correlator) cause(ct *container) (string, []Attr) {
 		if ct.oom != nil {
 			attrs = append(attrs, Int("podtrace.oom.victim.pid", int64(ct.oom.VictimTGID)),
 				String("podtrace.oom.victim.comm", ct.oom.VictimComm), String("podtrace.oom.scope", ct.oomScope))
+			if ct.oomMemcg != "" {
+				attrs = append(attrs, String("podtrace.oom.memcg", ct.oomMemcg))
+			}
 			if ct.oom.HasRSS {
 				attrs = append(attrs, Int("podtrace.oom.anon_rss_kb", int64(ct.oom.AnonRSSKB)))
 			}
@@ -290,6 +293,9 @@ func (c *Correlator) finalizeContainer(ct *container) {
 	}
 	for _, o := range ct.ooms {
 		a := []Attr{Int("podtrace.oom.victim.pid", int64(o.ev.VictimTGID)), String("podtrace.oom.scope", o.scope)}
+		if o.memcg != "" {
+			a = append(a, String("podtrace.oom.memcg", o.memcg))
+		}
 		if o.ev != ct.oom {
 			// A child of the container, not its init: the run went on.
 			a = append(a, String("podtrace.oom.victim.comm", o.ev.VictimComm))

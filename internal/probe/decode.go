@@ -144,7 +144,7 @@ func (d *Decoder) Decode(raw []byte) (Event, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &OOMEvent{
+		e := &OOMEvent{
 			Header:         d.header(&r.Hdr),
 			VictimTGID:     r.VictimTgid,
 			VictimKnown:    r.Flags&1 != 0,
@@ -156,7 +156,11 @@ func (d *Decoder) Decode(raw []byte) (Event, error) {
 			FileRSSKB:      r.FileRssKb,
 			ShmemRSSKB:     r.ShmemRssKb,
 			OOMScoreAdj:    r.OomScoreAdj,
-		}, nil
+		}
+		for i := 0; r.Flags&4 != 0 && i < int(r.MemcgCount) && i < len(r.MemcgId); i++ {
+			e.Memcgs = append(e.Memcgs, MemcgOOMs{ID: r.MemcgId[i], Level: r.MemcgLevel[i], OOMs: r.MemcgOom[i]})
+		}
+		return e, nil
 	case EventCgroupMkdir, EventCgroupRmdir:
 		r, err := view[podtraceCgroupEvent](raw)
 		if err != nil {

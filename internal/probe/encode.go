@@ -53,6 +53,14 @@ func EncodeForTest(ev Event) []byte {
 	case *OOMEvent:
 		r := podtraceOomEvent{Hdr: hdr, VictimTgid: e.VictimTGID, VictimCgroupId: e.VictimCgroupID}
 		putStr(r.VictimComm[:], e.VictimComm)
+		for i, m := range e.Memcgs {
+			if i == len(r.MemcgId) {
+				break
+			}
+			r.Flags |= 4
+			r.MemcgId[i], r.MemcgLevel[i], r.MemcgOom[i] = m.ID, m.Level, m.OOMs
+			r.MemcgCount = uint32(i + 1)
+		}
 		return bytesOf(&r)
 	case *CgroupEvent:
 		r := podtraceCgroupEvent{Hdr: hdr, Id: e.ID, Level: e.Level, HierarchyId: e.HierarchyID}

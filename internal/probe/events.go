@@ -256,6 +256,18 @@ type OOMEvent struct {
 	FileRSSKB   uint64 `json:"file_rss_kb,omitempty"`
 	ShmemRSSKB  uint64 `json:"shmem_rss_kb,omitempty"`
 	OOMScoreAdj int32  `json:"oom_score_adj,omitempty"`
+	// Memcgs are the memory cgroups of the header's task, its own first,
+	// each with its local OOM count at the kill (empty without CONFIG_MEMCG
+	// or in recordings from before they were read).
+	Memcgs []MemcgOOMs `json:"memcgs,omitempty"`
+}
+
+// MemcgOOMs is one memory cgroup's local OOM count (memory.events.local
+// "oom": how many times its own limit was hit and reclaim failed).
+type MemcgOOMs struct {
+	ID    uint64 `json:"id"`
+	Level uint32 `json:"level"`
+	OOMs  uint64 `json:"ooms"`
 }
 
 // CgroupEvent is a cgroup created (EventCgroupMkdir) or removed

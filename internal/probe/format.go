@@ -56,6 +56,9 @@ func Format(ev Event) string {
 			fmt.Fprintf(&b, " anon_rss=%dkB file_rss=%dkB shmem_rss=%dkB total_vm=%dkB oom_score_adj=%d",
 				e.AnonRSSKB, e.FileRSSKB, e.ShmemRSSKB, e.TotalVMKB, e.OOMScoreAdj)
 		}
+		for _, m := range e.Memcgs {
+			fmt.Fprintf(&b, " memcg[%d]=%d:oom=%d", m.Level, m.ID, m.OOMs)
+		}
 	case *CgroupEvent:
 		fmt.Fprintf(&b, "id=%d level=%d %s", e.ID, e.Level, e.Path)
 	}

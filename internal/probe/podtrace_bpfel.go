@@ -107,7 +107,10 @@ type podtraceOomEvent struct {
 	FileRssKb      uint64
 	ShmemRssKb     uint64
 	OomScoreAdj    int32
-	Pad            uint32
+	MemcgCount     uint32
+	MemcgId        [8]uint64
+	MemcgOom       [8]uint64
+	MemcgLevel     [8]uint32
 }
 
 type podtracePrefixKey struct {

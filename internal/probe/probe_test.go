@@ -600,28 +600,61 @@ func TestSIGTERMDefaultDisposition(t *testing.T) {
 // hierarchy holds the memory controller on this host.
 func (e *env) memoryCgroup(t *testing.T, name string, limit int) []string {
 	t.Helper()
+	dirs, _ := e.nestedMemoryCgroup(t, name, limit, false)
+	return dirs
+}
+
+// nestedMemoryCgroup is memoryCgroup with the limit either on the process's
+// own memory cgroup (inner) or on its parent, as a pod's limit is above its
+// containers'. It also returns the memory cgroups, innermost first.
+func (e *env) nestedMemoryCgroup(t *testing.T, name string, limit int, parentLimit bool) (dirs, memcgs []string) {
+	t.Helper()
+	setLimit := func(dir string) {
+		if e.layout.MemoryMount != "" {
+			writeFile(t, filepath.Join(dir, "memory.limit_in_bytes"), strconv.Itoa(limit))
+			if _, err := os.Stat(filepath.Join(dir, "memory.memsw.limit_in_bytes")); err == nil {
+				writeFile(t, filepath.Join(dir, "memory.memsw.limit_in_bytes"), strconv.Itoa(limit))
+			}
+			return
+		}
+		writeFile(t, filepath.Join(dir, "memory.max"), strconv.Itoa(limit))
+		if _, err := os.Stat(filepath.Join(dir, "memory.swap.max")); err == nil {
+			writeFile(t, filepath.Join(dir, "memory.swap.max"), "0")
+		}
+	}
 	if e.layout.MemoryMount != "" {
 		// v1 memory controller (hybrid or v1 host): a separate hierarchy.
 		mem := filepath.Join(e.layout.MemoryMount, strings.TrimPrefix(e.root, "/")+"-"+name)
 		mkCgroup(t, mem)
-		writeFile(t, filepath.Join(mem, "memory.limit_in_bytes"), strconv.Itoa(limit))
-		if _, err := os.Stat(filepath.Join(mem, "memory.memsw.limit_in_bytes")); err == nil {
-			writeFile(t, filepath.Join(mem, "memory.memsw.limit_in_bytes"), strconv.Itoa(limit))
+		memcgs = []string{mem}
+		if parentLimit {
+			// Older kernels only charge parents with use_hierarchy set
+			// (always on since 5.16; the file is then read-only).
+			_ = os.WriteFile(filepath.Join(mem, "memory.use_hierarchy"), []byte("1"), 0o644)
+			setLimit(mem)
+			mem = filepath.Join(mem, "leaf")
+			mkCgroup(t, mem)
+			memcgs = []string{mem, memcgs[0]}
+		} else {
+			setLimit(mem)
 		}
 		if e.layout.Mode == cgroupfs.ModeV1Memory {
-			return []string{mem}
+			return []string{mem}, memcgs
 		}
-		return []string{e.dir(e.cgroup(t, name)), mem}
+		return []string{e.dir(e.cgroup(t, name)), mem}, memcgs
 	}
 	// Pure v2: enable the controller down to our cgroup.
 	writeFile(t, filepath.Join(e.layout.V2Mount, "cgroup.subtree_control"), "+memory")
 	writeFile(t, filepath.Join(e.dir(e.root), "cgroup.subtree_control"), "+memory")
 	dir := e.dir(e.cgroup(t, name))
-	writeFile(t, filepath.Join(dir, "memory.max"), strconv.Itoa(limit))
-	if _, err := os.Stat(filepath.Join(dir, "memory.swap.max")); err == nil {
-		writeFile(t, filepath.Join(dir, "memory.swap.max"), "0")
+	setLimit(dir)
+	if !parentLimit {
+		return []string{dir}, []string{dir}
 	}
-	return []string{dir}
+	writeFile(t, filepath.Join(dir, "cgroup.subtree_control"), "+memory")
+	leaf := filepath.Join(dir, "leaf")
+	mkCgroup(t, leaf)
+	return []string{leaf}, []string{leaf, dir}
 }
 
 func writeFile(t *testing.T, path, val string) {
@@ -633,7 +666,7 @@ func writeFile(t *testing.T, path, val string) {
 
 func TestOOMKill(t *testing.T) {
 	e := setup(t)
-	dirs := e.memoryCgroup(t, "oom", 32<<20)
+	dirs, memcgs := e.nestedMemoryCgroup(t, "oom", 32<<20, false)
 	h := e.start(t, dirs, "alloc", "512")
 	h.wait(t)
 	id := cgid(t, dirs[0])
@@ -665,11 +698,51 @@ func TestOOMKill(t *testing.T) {
 	if kill.Code != SIKernel || kill.TargetCgroupID != id {
 		t.Errorf("OOM SIGKILL: code %d target cgroup %d", kill.Code, kill.TargetCgroupID)
 	}
+	checkOOMMemcgs(t, oom, memcgs, 0)
 	exit := wait(t, e.col, "exit", func(ev *ExitEvent) bool { return ev.TGID == h.pid })
 	if exit.Signal != syscall.SIGKILL {
 		t.Errorf("exit: signal %v, want SIGKILL", exit.Signal)
 	}
 	t.Logf("OOM: %s", Format(oom))
+}
+
+// TestOOMKillParentLimit: the limit that runs out is the parent's (a pod's,
+// above its container's cgroup), and the event's memory cgroup counters say
+// so: the parent's OOM count grew, the process's own did not.
+func TestOOMKillParentLimit(t *testing.T) {
+	e := setup(t)
+	dirs, memcgs := e.nestedMemoryCgroup(t, "oomparent", 32<<20, true)
+	h := e.start(t, dirs, "alloc", "512")
+	h.wait(t)
+	oom := wait(t, e.col, "OOM kill", func(ev *OOMEvent) bool { return ev.VictimTGID == h.pid })
+	checkOOMMemcgs(t, oom, memcgs, 1)
+	t.Logf("OOM: %s", Format(oom))
+}
+
+// checkOOMMemcgs checks an OOM event's memory cgroups against the test's
+// (innermost first): the same cgroups at consecutive levels, and an OOM
+// counted on memcgs[limited] only.
+func checkOOMMemcgs(t *testing.T, oom *OOMEvent, memcgs []string, limited int) {
+	t.Helper()
+	if len(oom.Memcgs) < len(memcgs)+1 {
+		t.Fatalf("OOM: %d memory cgroups read, want at least %d (the test's and their ancestors): %+v", len(oom.Memcgs), len(memcgs)+1, oom.Memcgs)
+	}
+	for i, dir := range memcgs {
+		m := oom.Memcgs[i]
+		if want := cgid(t, dir); m.ID != want {
+			t.Errorf("OOM: memcg %d is cgroup %d, want %d (%s)", i, m.ID, want, dir)
+		}
+		if i > 0 && m.Level+1 != oom.Memcgs[i-1].Level {
+			t.Errorf("OOM: memcg %d at level %d above one at level %d", i, m.Level, oom.Memcgs[i-1].Level)
+		}
+		want := uint64(0)
+		if i == limited {
+			want = 1
+		}
+		if m.OOMs != want {
+			t.Errorf("OOM: memcg %d (%s) counted %d OOMs, want %d (the limit is on %s)", i, dir, m.OOMs, want, memcgs[limited])
+		}
+	}
 }
 
 // kernelStructHas tells whether the kernel's BTF has struct name with the

@@ -477,57 +477,97 @@ func (e *env) overrun(t *testing.T) {
 
 // ---- 4: OOM kill ---------------------------------------------------------------
 
+// Two pods whose "hog" runs out of memory. Which limit ran out is the
+// kernel's fact, not the spec's: in "hog" (one container) the pod-level
+// cgroup, whose limit the kubelet sets to the container's and which also
+// holds the pause container, fills first; in "hog-sidecar" the pod's limit
+// is the sum of two containers' and the hog's own limit runs out.
 func (e *env) oomKill(t *testing.T) {
 	t.Parallel()
 	const ns = "s4-oom"
 	e.namespace(t, ns)
-	app := container("hog", sh(`sleep 2; exec dd if=/dev/zero of=/dev/null bs=96M count=1`)...)
-	app.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("48Mi")}}
-	pod := e.createPod(t, ns, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "hog"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{app}},
+	limit := func(c corev1.Container, mi string) corev1.Container {
+		c.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(mi)}}
+		return c
+	}
+	hog := limit(container("hog", sh(`sleep 2; exec dd if=/dev/zero of=/dev/null bs=96M count=1`)...), "48Mi")
+	pods := []struct {
+		name, scope string
+		spec        corev1.PodSpec
+	}{
+		{"hog", "pod", corev1.PodSpec{Containers: []corev1.Container{hog}}},
+		{"hog-sidecar", "container", corev1.PodSpec{Containers: []corev1.Container{hog,
+			limit(container("idle", sh(gracefulApp)...), "64Mi")}}},
+	}
+	// The pods run in parallel subtests; the group returns when both end.
+	t.Run("pods", func(t *testing.T) {
+		for _, tc := range pods {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: tc.name}, Spec: tc.spec})
+				p := e.waitPod(t, ns, pod.Name, "restarted after OOMKilled", 2*time.Minute, func(p *corev1.Pod) error {
+					for _, cs := range p.Status.ContainerStatuses {
+						if cs.Name == "hog" && cs.RestartCount >= 1 && cs.LastTerminationState.Terminated != nil {
+							if r := cs.LastTerminationState.Terminated.Reason; r != "OOMKilled" {
+								return fmt.Errorf("last termination %s, want OOMKilled", r)
+							}
+							return nil
+						}
+					}
+					return errors.New("no restart yet")
+				})
+				t.Logf("scenario 4: pod %s status %s", tc.name, podSummary(p))
+				tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+					runs := tr.Find(func(s *backends.Span) bool { return s.Name == "container.run" && s.Str("k8s.container.name") == "hog" })
+					if len(runs) == 0 {
+						return errors.New("no container.run span")
+					}
+					r := runs[0]
+					if err := firstErr(attr(r, "podtrace.exit.cause", "oom_killed"), attr(r, "podtrace.oom.scope", tc.scope)); err != nil {
+						return err
+					}
+					// The cgroup whose limit ran out, by its path: the pod's
+					// (…/pod<uid>) or the container's (…/<container id>).
+					want := "pod" + string(pod.UID)
+					if tc.scope == "container" {
+						want = r.Str("container.id")
+					}
+					if memcg := r.Str("podtrace.oom.memcg"); want == "" || !strings.HasSuffix(memcg, "/"+want) {
+						return fmt.Errorf("podtrace.oom.memcg=%q, want the cgroup …/%s", memcg, want)
+					}
+					if !r.Error {
+						return errors.New("OOM-killed run should have error status")
+					}
+					oom := false
+					for _, ev := range r.Events {
+						oom = oom || ev.Name == "oom_kill"
+					}
+					if !oom {
+						return errors.New("no oom_kill event on the run")
+					}
+					// The restart: a backoff wait, then a second run (open until it
+					// ends: look for the backoff span, exported when the run starts).
+					if len(tr.Find(func(s *backends.Span) bool { return s.Name == "container.backoff" })) == 0 {
+						return errors.New("no container.backoff span for the restart")
+					}
+					return nil
+				})
+				report(t, tr)
+			})
+		}
 	})
-	p := e.waitPod(t, ns, pod.Name, "restarted after OOMKilled", 2*time.Minute, func(p *corev1.Pod) error {
-		for _, cs := range p.Status.ContainerStatuses {
-			if cs.RestartCount >= 1 && cs.LastTerminationState.Terminated != nil {
-				if r := cs.LastTerminationState.Terminated.Reason; r != "OOMKilled" {
-					return fmt.Errorf("last termination %s, want OOMKilled", r)
-				}
-				return nil
-			}
-		}
-		return errors.New("no restart yet")
-	})
-	t.Logf("scenario 4: pod status %s", podSummary(p))
-	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
-		runs := tr.Find(func(s *backends.Span) bool { return s.Name == "container.run" && s.Str("k8s.container.name") == "hog" })
-		if len(runs) == 0 {
-			return errors.New("no container.run span")
-		}
-		r := runs[0]
-		if err := firstErr(attr(r, "podtrace.exit.cause", "oom_killed"), attr(r, "podtrace.oom.scope", "memcg")); err != nil {
-			return err
-		}
-		if !r.Error {
-			return errors.New("OOM-killed run should have error status")
-		}
-		oom := false
-		for _, ev := range r.Events {
-			oom = oom || ev.Name == "oom_kill"
-		}
-		if !oom {
-			return errors.New("no oom_kill event on the run")
-		}
-		// The restart: a backoff wait, then a second run (open until it
-		// ends: look for the backoff span, exported when the run starts).
-		if len(tr.Find(func(s *backends.Span) bool { return s.Name == "container.backoff" })) == 0 {
-			return errors.New("no container.backoff span for the restart")
-		}
-		return nil
-	})
-	report(t, tr)
+	if t.Failed() {
+		return
+	}
+	for _, scope := range []string{"pod", "container"} {
+		v := e.metric(t, fmt.Sprintf(`sum(podtrace_oom_kills_total{namespace=%q,scope=%q})`, ns, scope), time.Minute,
+			func(v float64) bool { return v >= 1 })
+		t.Logf("scenario 4: podtrace_oom_kills_total{scope=%q} = %v", scope, v)
+	}
 	e.alert(t, "PodtraceOOMKills", "firing", map[string]string{"namespace": ns}, 2*time.Minute)
-	e.deletePod(t, ns, pod.Name)
+	for _, tc := range pods {
+		e.deletePod(t, ns, tc.name)
+	}
 }
 
 // ---- 5: CrashLoopBackOff ---------------------------------------------------

@@ -266,8 +266,12 @@ func (e *env) childOOM(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if !hasEvent(r, "oom_kill", func(f map[string]any) bool { return fmt.Sprint(f["podtrace.oom.victim.comm"]) == "dd" }) {
-			return errors.New("no oom_kill event naming the victim dd on the run")
+		// One container with a limit: the pod-level cgroup (same limit,
+		// plus the pause container) is the one that runs out.
+		if !hasEvent(r, "oom_kill", func(f map[string]any) bool {
+			return fmt.Sprint(f["podtrace.oom.victim.comm"]) == "dd" && fmt.Sprint(f["podtrace.oom.scope"]) == "pod"
+		}) {
+			return errors.New("no oom_kill event naming the victim dd and the pod's limit (scope pod) on the run")
 		}
 		if r.Error {
 			return errors.New("the run is an error: its init was never OOM-killed")

@@ -91,7 +91,8 @@ func diffLines(d string) int {
 // sigkill, overrun, sender kind, OOM scope, CNI plugin and command, ...) —
 // but nothing that differs between any two runs: timestamps, durations,
 // trace/span/container ids, pids, comms (the runtime's own comm differs by
-// runtime and version: runc, exe, 6, crun), netns paths, rss figures.
+// runtime and version: runc, exe, 6, crun), netns and cgroup paths, rss
+// figures.
 // Siblings are sorted by their rendering, so the order in which concurrent
 // spans (the CNI plugins) were emitted does not matter; span events keep
 // their order in time.
@@ -100,7 +101,7 @@ func diffLines(d string) int {
 func volatileAttr(k string) bool {
 	switch k {
 	case "container.id", "k8s.pod.uid", "k8s.pod.name", "k8s.node.name",
-		"podtrace.cni.netns", "podtrace.gap.until",
+		"podtrace.cni.netns", "podtrace.gap.until", "podtrace.oom.memcg",
 		"podtrace.backoff.seconds", "podtrace.past_deadline.seconds":
 		return true
 	}

@@ -68,7 +68,8 @@ func TestPodSeenCreatesAlertSeriesAtZero(t *testing.T) {
 
 	wantSeries(t, rec, "podtrace_grace_period_overruns_total", map[string]float64{"namespace=shop": 0})
 	wantSeries(t, rec, "podtrace_oom_kills_total", map[string]float64{
-		"namespace=shop,scope=memcg": 0, "namespace=shop,scope=node": 0})
+		"namespace=shop,scope=container": 0, "namespace=shop,scope=pod": 0,
+		"namespace=shop,scope=node_allocatable": 0, "namespace=shop,scope=node": 0})
 	wantSeries(t, rec, "podtrace_pod_terminations_total", map[string]float64{
 		"namespace=shop,overrun=false,owner_kind=ReplicaSet": 0, "namespace=shop,overrun=true,owner_kind=ReplicaSet": 0})
 	wantSeries(t, rec, "podtrace_container_exits_total", map[string]float64{
@@ -86,11 +87,12 @@ func TestPodSeenCreatesAlertSeriesAtZero(t *testing.T) {
 	// The first events in the namespace: the same series, now at 1.
 	rec.GracePeriodOverrun("shop")
 	rec.PodTermination("shop", "ReplicaSet", 31*time.Second, true)
-	rec.OOMKill("shop", "memcg")
+	rec.OOMKill("shop", "pod")
 	rec.ContainerExit("shop", "oom_killed")
 	wantSeries(t, rec, "podtrace_grace_period_overruns_total", map[string]float64{"namespace=shop": 1})
 	wantSeries(t, rec, "podtrace_oom_kills_total", map[string]float64{
-		"namespace=shop,scope=memcg": 1, "namespace=shop,scope=node": 0})
+		"namespace=shop,scope=container": 0, "namespace=shop,scope=pod": 1,
+		"namespace=shop,scope=node_allocatable": 0, "namespace=shop,scope=node": 0})
 	wantSeries(t, rec, "podtrace_pod_terminations_total", map[string]float64{
 		"namespace=shop,overrun=false,owner_kind=ReplicaSet": 0, "namespace=shop,overrun=true,owner_kind=ReplicaSet": 1})
 	wantSeries(t, rec, "podtrace_container_exits_total", map[string]float64{

@@ -147,7 +147,7 @@ func NewRecorder(lim Limits) *Recorder {
 		}, []string{"namespace", "cause"}),
 		oomKills: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "podtrace_oom_kills_total",
-			Help: "OOM kills of processes in pods; scope is memcg (the container's or pod's limit) or node (global memory pressure).",
+			Help: "OOM kills of processes in pods, by the limit that ran out (the kernel's count): container, pod, node_allocatable (the kubepods cgroup), node (no cgroup limit: the node's memory), or unknown.",
 		}, []string{"namespace", "scope"}),
 		cni: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "podtrace_cni_duration_seconds",
@@ -184,7 +184,7 @@ func NewRecorder(lim Limits) *Recorder {
 		[]string{"ADD", "DEL", "CHECK", "VERSION", "GC", "STATUS"}, r.folded)
 	r.result = newLabelLimiter("result", "unknown", lim.Values, []string{cniOK, cniError}, r.folded)
 	r.cause = newLabelLimiter("cause", "unknown", lim.Values, zeroExitCauses, r.folded)
-	r.scope = newLabelLimiter("scope", "unknown", 2, []string{"memcg", "node"}, r.folded)
+	r.scope = newLabelLimiter("scope", correlate.OOMScopeUnknown, len(correlate.OOMScopes), correlate.OOMScopes, r.folded)
 	// Linux has 64 signals; names or numbers, a few more is already a bug.
 	r.signal = newLabelLimiter("signal", "unknown", 72, nil, r.folded)
 	r.sender = newLabelLimiter("sender_kind", "unknown", 4,
@@ -237,7 +237,10 @@ func (r *Recorder) observe(h *prometheus.HistogramVec, metric string, d time.Dur
 func (r *Recorder) PodSeen(namespace, ownerKind string) {
 	ns, kind := r.namespace.zeroValue(namespace), r.ownerKind.zeroValue(ownerKind)
 	r.overruns.WithLabelValues(ns)
-	for _, scope := range []string{"memcg", "node"} {
+	for _, scope := range correlate.OOMScopes {
+		if scope == correlate.OOMScopeUnknown {
+			continue
+		}
 		r.oomKills.WithLabelValues(ns, r.scope.zeroValue(scope))
 	}
 	for _, overrun := range []bool{false, true} {

@@ -1,0 +1,99 @@
+package correlate
+
+import (
+	"strings"
+
+	"github.com/podtrace/podtrace/internal/correlate/cgroupid"
+	"github.com/podtrace/podtrace/internal/probe"
+)
+
+// Which limit an OOM kill ran out of, from the kernel's own counters
+// (probe.OOMEvent.Memcgs): the memory cgroup whose local OOM count grew is
+// the one whose limit was hit. It is an ancestor of the victim, so its level
+// names it within the victim container's cgroup path.
+const (
+	// OOMScopeContainer: the container's own memory limit.
+	OOMScopeContainer = "container"
+	// OOMScopePod: the pod-level cgroup's limit (the sum of its containers'
+	// limits, which the pod reaches first when every container has one).
+	OOMScopePod = "pod"
+	// OOMScopeNodeAllocatable: the kubepods (or a QoS) cgroup's limit, that
+	// is the node's allocatable memory for pods.
+	OOMScopeNodeAllocatable = "node_allocatable"
+	// OOMScopeNode: no memory cgroup ran out: the node itself (the global
+	// OOM killer, or a cpuset/mempolicy constraint).
+	OOMScopeNode = "node"
+	// OOMScopeUnknown: the kernel did not say (no memory controller, or a
+	// recording from before the counters were read).
+	OOMScopeUnknown = "unknown"
+)
+
+// OOMScopes lists the scope values, for metric labels.
+var OOMScopes = []string{OOMScopeContainer, OOMScopePod, OOMScopeNodeAllocatable, OOMScopeNode, OOMScopeUnknown}
+
+// maxMemcgCounts bounds the OOM counts remembered per memory cgroup; past
+// it the memory is cleared (counted), and the next kill of a cgroup that
+// had OOMs before is judged from zero.
+const maxMemcgCounts = 4096
+
+// oomScope returns the scope of an OOM kill of a process of ct and the
+// memory cgroup path whose limit ran out ("" for none or unknown).
+//
+// The counts are compared with the last ones seen for the same cgroups; a
+// cgroup not seen before counts from zero. That is exact for a container's
+// cgroup (new with every run) and for any cgroup's first OOM kill; after a
+// tracer restart, a cgroup that had OOM kills before it is taken for the one
+// that ran out when a higher one did (the deepest grown count wins).
+func (c *Correlator) oomScope(e *probe.OOMEvent, ct *container) (string, string) {
+	if len(e.Memcgs) == 0 {
+		return OOMScopeUnknown, ""
+	}
+	if len(c.memcgOOMs)+len(e.Memcgs) > maxMemcgCounts {
+		clear(c.memcgOOMs)
+		c.miss("oom_counts_reset")
+	}
+	grown := -1
+	for i, m := range e.Memcgs {
+		if m.OOMs > c.memcgOOMs[m.ID] && grown < 0 {
+			grown = i
+		}
+		c.memcgOOMs[m.ID] = m.OOMs
+	}
+	if grown < 0 {
+		return OOMScopeNode, ""
+	}
+	level := int(e.Memcgs[grown].Level)
+	path := ancestorPath(ct.cgroupPath, level)
+	if path == "" {
+		// The victim's cgroup path is unknown (never seen) or shallower.
+		return OOMScopeUnknown, ""
+	}
+	ident, err := c.parser.Parse(path)
+	switch {
+	case err == nil && ident.Kind == cgroupid.KindContainer:
+		return OOMScopeContainer, path
+	case err == nil && ident.Kind == cgroupid.KindPod:
+		return OOMScopePod, path
+	case err == nil && ident.Kind == cgroupid.KindPodsRoot:
+		return OOMScopeNodeAllocatable, path
+	}
+	// Above the pods' cgroups (a system slice or a nesting runtime's cgroup
+	// limiting the whole node, as in kind): the node's memory.
+	return OOMScopeNode, path
+}
+
+// ancestorPath is the first level components of a cgroup path ("/" is level
+// 0), or "" when the path is not that deep.
+func ancestorPath(path string, level int) string {
+	if path == "" {
+		return ""
+	}
+	if level == 0 {
+		return "/"
+	}
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if level > len(parts) {
+		return ""
+	}
+	return "/" + strings.Join(parts[:level], "/")
+}
