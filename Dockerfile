@@ -1,14 +1,14 @@
 # syntax=docker/dockerfile:1
 #
-# podtrace tracer image: one static Go binary on distroless.
+# podchron tracer image: one static Go binary on distroless.
 #
-#   docker build -t ghcr.io/podtrace/podtrace:dev --build-arg VERSION=$(git describe --always --dirty) .
+#   docker build -t ghcr.io/podchron/podchron:dev --build-arg VERSION=$(git describe --always --dirty) .
 #   docker buildx build --platform linux/amd64,linux/arm64 -t ... --push .
 #
 # Without a Docker engine, deploy/build-image.sh builds an equivalent OCI
 # archive from bin/tracer and imports it with `ctr`.
 #
-# The eBPF object (internal/probe/podtrace_bpfel.o) is generated and
+# The eBPF object (internal/probe/podchron_bpfel.o) is generated and
 # committed (`make generate`), so this build needs neither clang nor kernel
 # headers: it is the same `go build` the Makefile runs, plus the version.
 
@@ -45,9 +45,9 @@ RUN --mount=type=cache,target=/go/pkg/mod \
 # without CAP_DAC_OVERRIDE.
 FROM gcr.io/distroless/static-debian12:latest
 ARG VERSION=dev
-LABEL org.opencontainers.image.title="podtrace" \
+LABEL org.opencontainers.image.title="podchron" \
       org.opencontainers.image.description="eBPF pod lifecycle tracer: one OpenTelemetry trace per pod, Prometheus metrics" \
-      org.opencontainers.image.source="https://github.com/podtrace/podtrace" \
+      org.opencontainers.image.source="https://github.com/podchron/podchron" \
       org.opencontainers.image.version="${VERSION}"
 COPY --from=build /out/tracer /tracer
 USER 0:0

@@ -1,8 +1,8 @@
-# podtrace. `make help` lists the targets.
+# podchron. `make help` lists the targets.
 GO        ?= go
 BIN       ?= bin
 CLANG     ?= clang-19
-GENERATED := internal/probe/podtrace_bpfel.go internal/probe/podtrace_bpfel.o
+GENERATED := internal/probe/podchron_bpfel.go internal/probe/podchron_bpfel.o
 
 .PHONY: help deps generate check-generate build runc-upstream test test-load test-unit test-vm test-vm-selftest e2e e2e-build scale bench lint run trace events clean
 
@@ -43,8 +43,8 @@ events: deps build ## raw kernel events on this node
 RUNTIME_REPORT     := $(BIN)/runtime-matrix.txt
 # The OCI runtimes the self-checking demo runs on in test-load.
 DEMO_RUNTIMES      ?= runc runc-upstream crun
-RUNTIME_MATRIX_ENV = PODTRACE_RUNC_UPSTREAM="$$(bash scripts/build-runc.sh)" PODTRACE_REQUIRE_RUNTIMES=1 \
-	PODTRACE_RUNTIME_REPORT="$(CURDIR)/$(RUNTIME_REPORT)"
+RUNTIME_MATRIX_ENV = PODCHRON_RUNC_UPSTREAM="$$(bash scripts/build-runc.sh)" PODCHRON_REQUIRE_RUNTIMES=1 \
+	PODCHRON_RUNTIME_REPORT="$(CURDIR)/$(RUNTIME_REPORT)"
 SHOW_RUNTIME_REPORT = s=$$?; cat $(RUNTIME_REPORT) 2>/dev/null; exit $$s
 
 runc-upstream: ## build the newest upstream runc release from the Go module proxy (cached; prints its path)
@@ -57,13 +57,13 @@ test: deps check-generate runc-upstream ## everything CI runs (root): unit, real
 	$(RUNTIME_MATRIX_ENV) $(GO) test -count=1 -timeout 20m ./...; $(SHOW_RUNTIME_REPORT)
 	$(MAKE) test-load
 	$(MAKE) test-vm
-	PODTRACE_TEST_LOAD=1 $(MAKE) e2e
+	PODCHRON_TEST_LOAD=1 $(MAKE) e2e
 
 test-load: build runc-upstream ## under background CPU load (test/load; root): the containerd tests, then the self-checking demo on each runtime
 	@mkdir -p $(BIN) && rm -f $(RUNTIME_REPORT)
-	PODTRACE_TEST_LOAD=1 $(RUNTIME_MATRIX_ENV) $(GO) test -count=1 -timeout 20m ./test/runtime; $(SHOW_RUNTIME_REPORT)
+	PODCHRON_TEST_LOAD=1 $(RUNTIME_MATRIX_ENV) $(GO) test -count=1 -timeout 20m ./test/runtime; $(SHOW_RUNTIME_REPORT)
 	for rt in $(DEMO_RUNTIMES); do \
-		PODTRACE_RUNC_UPSTREAM="$$(bash scripts/build-runc.sh)" PODTRACE_OCI_RUNTIME=$$rt \
+		PODCHRON_RUNC_UPSTREAM="$$(bash scripts/build-runc.sh)" PODCHRON_OCI_RUNTIME=$$rt \
 			$(BIN)/demo -tracer $(BIN)/tracer -load || exit 1; \
 	done
 
@@ -74,13 +74,13 @@ test-unit: runc-upstream ## tests without the VM run
 e2e-build: ## build Kubernetes v1.34.4 and Jaeger v2 for the e2e (cached; ~20 min cold on 2 cores)
 	bash test/e2e/tools/build.sh
 
-e2e: deps ## the real-cluster e2e (root): Kubernetes + containerd + podtrace from deploy/ + Jaeger + Prometheus
+e2e: deps ## the real-cluster e2e (root): Kubernetes + containerd + podchron from deploy/ + Jaeger + Prometheus
 	bin="$$(bash test/e2e/tools/build.sh)" && \
-	PODTRACE_E2E_BIN="$$bin" $(GO) test -count=1 -p 1 -timeout 30m -parallel 8 -v ./test/e2e/... $(E2EARGS)
+	PODCHRON_E2E_BIN="$$bin" $(GO) test -count=1 -p 1 -timeout 30m -parallel 8 -v ./test/e2e/... $(E2EARGS)
 
 scale: deps ## a tracer's API cost vs cluster size (root): kube-apiserver + etcd + kwok, 100 and 500 nodes (SCALE_SHORT=1: 25 and 125, < 5 min)
 	bin="$$(bash test/e2e/tools/build.sh kubernetes)" && kwok="$$(bash test/scale/build-kwok.sh)" && \
-	PODTRACE_SCALE=1 PODTRACE_SCALE_SHORT=$(SCALE_SHORT) PODTRACE_SCALE_BIN="$$bin" PODTRACE_SCALE_KWOK="$$kwok" \
+	PODCHRON_SCALE=1 PODCHRON_SCALE_SHORT=$(SCALE_SHORT) PODCHRON_SCALE_BIN="$$bin" PODCHRON_SCALE_KWOK="$$kwok" \
 	$(GO) test -count=1 -timeout 60m -v -run '^TestScale$$' ./test/scale $(SCALEARGS)
 
 test-vm: ## probe tests on every kernel in test/vm/kernels.txt, under qemu

@@ -1,4 +1,4 @@
-module github.com/podtrace/podtrace
+module github.com/podchron/podchron
 
 go 1.26.8
 

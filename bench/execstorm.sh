@@ -17,7 +17,7 @@ go build -o bin/execstorm ./bench/execstorm
 if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then v2=/sys/fs/cgroup
 elif [ "$(stat -fc %T /sys/fs/cgroup/unified 2>/dev/null)" = cgroup2fs ]; then v2=/sys/fs/cgroup/unified
 else echo "execstorm: no cgroup2 mount" >&2; exit 1; fi
-root=/podtrace-bench-$$
+root=/podchron-bench-$$
 mkdir "$v2$root"
 old_stats=$(sysctl -n kernel.bpf_stats_enabled)
 work=$(mktemp -d)

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Build podtrace's container image WITHOUT Docker: a static tracer binary
+# Build podchron's container image WITHOUT Docker: a static tracer binary
 # packed into an OCI image archive (deploy/imagebuild), optionally imported
 # into containerd's k8s.io namespace, where the kubelet finds it.
 #
-#   deploy/build-image.sh                      # -> bin/podtrace-image.tar
+#   deploy/build-image.sh                      # -> bin/podchron-image.tar
 #   deploy/build-image.sh --import             # ... and ctr import into /run/containerd/containerd.sock
-#   IMAGE=registry.example/podtrace:v1 VERSION=v1 deploy/build-image.sh
+#   IMAGE=registry.example/podchron:v1 VERSION=v1 deploy/build-image.sh
 #
 # Environment:
-#   IMAGE     image name (default ghcr.io/podtrace/podtrace:dev, what deploy/daemonset.yaml uses)
+#   IMAGE     image name (default ghcr.io/podchron/podchron:dev, what deploy/daemonset.yaml uses)
 #   VERSION   version baked into the binary and the image label (default: git describe)
-#   OUT       archive path (default bin/podtrace-image.tar)
+#   OUT       archive path (default bin/podchron-image.tar)
 #   CONTAINERD_ADDRESS  containerd socket for --import (default /run/containerd/containerd.sock;
 #             k3s: /run/k3s/containerd/containerd.sock)
 #
@@ -36,9 +36,9 @@ for arg in "$@"; do
 	esac
 done
 
-IMAGE="${IMAGE:-ghcr.io/podtrace/podtrace:dev}"
+IMAGE="${IMAGE:-ghcr.io/podchron/podchron:dev}"
 VERSION="${VERSION:-$(git describe --always --dirty 2>/dev/null || echo dev)}"
-OUT="${OUT:-bin/podtrace-image.tar}"
+OUT="${OUT:-bin/podchron-image.tar}"
 CONTAINERD_ADDRESS="${CONTAINERD_ADDRESS:-/run/containerd/containerd.sock}"
 GO="${GO:-go}"
 

@@ -1,9 +1,9 @@
-// Package deploy holds podtrace's deployment files (Kubernetes manifests,
+// Package deploy holds podchron's deployment files (Kubernetes manifests,
 // alert rules, dashboard, image build). Its tests check them: every YAML
 // decodes (strictly, into the Kubernetes API types where there are some),
 // the DaemonSet keeps its security properties, RBAC stays read-only, the
 // PrometheusRule is the plain rule file, promtool accepts and tests the
-// rules, and the dashboard and the rules only query metrics podtrace
+// rules, and the dashboard and the rules only query metrics podchron
 // exports.
 package deploy
 
@@ -36,39 +36,39 @@ import (
 var update = flag.Bool("update", false, "rewrite generated files (prometheus-operator/prometheus-rules.yaml)")
 
 const (
-	ruleFile        = "rules/podtrace.rules.yml"
-	ruleTestFile    = "rules/podtrace.rules.test.yml"
+	ruleFile        = "rules/podchron.rules.yml"
+	ruleTestFile    = "rules/podchron.rules.test.yml"
 	promRuleFile    = "prometheus-operator/prometheus-rules.yaml"
 	dashboardFile   = "dashboard.json"
 	runbookFile     = "RUNBOOK.md"
-	runbookURLBase  = "https://github.com/podtrace/podtrace/blob/main/deploy/RUNBOOK.md#"
+	runbookURLBase  = "https://github.com/podchron/podchron/blob/main/deploy/RUNBOOK.md#"
 	metricsGolden   = "../internal/export/metrics/testdata/metrics.golden"
 	daemonSetFile   = "daemonset.yaml"
 	tracerContainer = "tracer"
 )
 
-// exportedMetrics are the metric families podtrace exports (and their
+// exportedMetrics are the metric families podchron exports (and their
 // types), the only ones the alerts and the dashboard may query.
 var exportedMetrics = map[string]string{
-	"podtrace_pod_startup_duration_seconds":     "histogram",
-	"podtrace_pod_termination_duration_seconds": "histogram",
-	"podtrace_pod_terminations_total":           "counter",
-	"podtrace_container_stop_duration_seconds":  "histogram",
-	"podtrace_grace_period_overruns_total":      "counter",
-	"podtrace_container_exits_total":            "counter",
-	"podtrace_oom_kills_total":                  "counter",
-	"podtrace_cni_duration_seconds":             "histogram",
-	"podtrace_signals_total":                    "counter",
-	"podtrace_correlation_misses_total":         "counter",
-	"podtrace_pods_terminating_stuck":           "gauge",
-	"podtrace_probe_events_total":               "counter",
-	"podtrace_probe_events_lost_total":          "counter",
-	"podtrace_probe_up":                         "gauge",
-	"podtrace_decode_errors_total":              "counter",
-	"podtrace_spans_exported_total":             "counter",
-	"podtrace_spans_dropped_total":              "counter",
-	"podtrace_build_info":                       "gauge",
-	"podtrace_source_up":                        "gauge",
+	"podchron_pod_startup_duration_seconds":     "histogram",
+	"podchron_pod_termination_duration_seconds": "histogram",
+	"podchron_pod_terminations_total":           "counter",
+	"podchron_container_stop_duration_seconds":  "histogram",
+	"podchron_grace_period_overruns_total":      "counter",
+	"podchron_container_exits_total":            "counter",
+	"podchron_oom_kills_total":                  "counter",
+	"podchron_cni_duration_seconds":             "histogram",
+	"podchron_signals_total":                    "counter",
+	"podchron_correlation_misses_total":         "counter",
+	"podchron_pods_terminating_stuck":           "gauge",
+	"podchron_probe_events_total":               "counter",
+	"podchron_probe_events_lost_total":          "counter",
+	"podchron_probe_up":                         "gauge",
+	"podchron_decode_errors_total":              "counter",
+	"podchron_spans_exported_total":             "counter",
+	"podchron_spans_dropped_total":              "counter",
+	"podchron_build_info":                       "gauge",
+	"podchron_source_up":                        "gauge",
 }
 
 // The capabilities the tracer may be given, and the host paths it may mount.
@@ -513,7 +513,7 @@ func TestDaemonSetShape(t *testing.T) {
 		us.RollingUpdate.MaxUnavailable == nil || us.RollingUpdate.MaxUnavailable.String() != "10%" {
 		t.Errorf("updateStrategy = %+v, want RollingUpdate maxUnavailable 10%%", us)
 	}
-	if pod.ServiceAccountName != "podtrace" {
+	if pod.ServiceAccountName != "podchron" {
 		t.Errorf("serviceAccountName = %q", pod.ServiceAccountName)
 	}
 	// Selector matches the template.
@@ -586,7 +586,7 @@ func TestRBACReadOnly(t *testing.T) {
 		t.Errorf("binding roleRef = %+v", binding.RoleRef)
 	}
 	if len(binding.Subjects) != 1 || binding.Subjects[0].Kind != "ServiceAccount" ||
-		binding.Subjects[0].Name != "podtrace" || binding.Subjects[0].Namespace != "podtrace" {
+		binding.Subjects[0].Name != "podchron" || binding.Subjects[0].Namespace != "podchron" {
 		t.Errorf("binding subjects = %+v", binding.Subjects)
 	}
 }
@@ -633,7 +633,7 @@ func TestServiceAndServiceMonitor(t *testing.T) {
 		t.Errorf("ServiceMonitor namespaceSelector %v misses %s", sm.Spec.NamespaceSelector.MatchNames, svc.Namespace)
 	}
 	if len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Port != "metrics" || !sm.Spec.Endpoints[0].HonorLabels {
-		t.Errorf("ServiceMonitor endpoints = %+v, want port metrics with honorLabels (podtrace's namespace label)", sm.Spec.Endpoints)
+		t.Errorf("ServiceMonitor endpoints = %+v, want port metrics with honorLabels (podchron's namespace label)", sm.Spec.Endpoints)
 	}
 
 	var ns corev1.Namespace
@@ -689,7 +689,7 @@ func TestKustomize(t *testing.T) {
 	if want := []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "Namespace", "ResourceQuota", "Service", "ServiceAccount"}; !slices.Equal(kinds, want) {
 		t.Errorf("base renders %v, want %v (CRD objects belong to prometheus-operator/)", kinds, want)
 	}
-	if img := tracer(t, base).Image; img != "ghcr.io/podtrace/podtrace:dev" {
+	if img := tracer(t, base).Image; img != "ghcr.io/podchron/podchron:dev" {
 		t.Errorf("rendered image = %s", img)
 	}
 
@@ -904,16 +904,16 @@ func renderPrometheusRule(rules []byte) ([]byte, error) {
 		return nil, errors.New(ruleFile + ": no top-level groups:")
 	}
 	var b bytes.Buffer
-	b.WriteString(`# GENERATED from ../rules/podtrace.rules.yml (its groups, verbatim): do not
+	b.WriteString(`# GENERATED from ../rules/podchron.rules.yml (its groups, verbatim): do not
 # edit; edit the rule file and regenerate with
 #   go test ./deploy -run TestPrometheusRuleMatchesRuleFile -update
 apiVersion: monitoring.coreos.com/v1
 kind: PrometheusRule
 metadata:
-  name: podtrace
-  namespace: podtrace
+  name: podchron
+  namespace: podchron
   labels:
-    app.kubernetes.io/name: podtrace
+    app.kubernetes.io/name: podchron
     # Your Prometheus may select rules by label (Prometheus.spec.ruleSelector),
     # e.g. kube-prometheus-stack wants release: <its release name>.
 spec:
@@ -1061,7 +1061,7 @@ func TestAlertConventions(t *testing.T) {
 			}
 			for _, n := range names {
 				if !knownMetric(n) && n != "up" {
-					t.Errorf("%s: expr uses %s, which podtrace does not export", r.Alert, n)
+					t.Errorf("%s: expr uses %s, which podchron does not export", r.Alert, n)
 				}
 			}
 			if !fires[r.Alert] {
@@ -1078,9 +1078,9 @@ func TestAlertConventions(t *testing.T) {
 		}
 	}
 	// The alerts the deployment promises.
-	for _, a := range []string{"PodtraceSlowPodTerminations", "PodtraceGracePeriodOverruns", "PodtraceOOMKills",
-		"PodtraceCNISlow", "PodtraceCNIErrors", "PodtracePodsStuckTerminating", "PodtraceEventsLost",
-		"PodtraceDown", "PodtraceAbsent", "PodtraceProbesDown", "PodtraceSourceDegraded", "PodtraceSpansDropped"} {
+	for _, a := range []string{"PodchronSlowPodTerminations", "PodchronGracePeriodOverruns", "PodchronOOMKills",
+		"PodchronCNISlow", "PodchronCNIErrors", "PodchronPodsStuckTerminating", "PodchronEventsLost",
+		"PodchronDown", "PodchronAbsent", "PodchronProbesDown", "PodchronSourceDegraded", "PodchronSpansDropped"} {
 		if !alerts[a] {
 			t.Errorf("alert %s is missing", a)
 		}
@@ -1167,7 +1167,7 @@ func TestMetricNames(t *testing.T) {
 		`sum by (namespace) (x unless x offset 10m) and on (instance) (up{job="p"} offset 10m == 1)`: {"x", "up"},
 		`count(b == 0) or vector(0)`:                                    {"b"},
 		`rate(c{namespace=~"$namespace"}[$__rate_interval]) * 60 + 1e3`: {"c"},
-		`absent(up{job="podtrace"})`:                                    {"up"},
+		`absent(up{job="podchron"})`:                                    {"up"},
 	} {
 		got, err := metricNames(expr)
 		if err != nil || !slices.Equal(got, want) {
@@ -1301,7 +1301,7 @@ func TestDashboard(t *testing.T) {
 			}
 			for _, n := range names {
 				if !knownMetric(n) {
-					t.Errorf("panel %q: %s is not a metric podtrace exports (expr %s)", p.Title, n, tg.Expr)
+					t.Errorf("panel %q: %s is not a metric podchron exports (expr %s)", p.Title, n, tg.Expr)
 				}
 				covered[strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(n, "_bucket"), "_count"), "_sum")] = true
 			}

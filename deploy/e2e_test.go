@@ -20,8 +20,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/podtrace/podtrace/internal/cri"
-	"github.com/podtrace/podtrace/test/harness/containerd"
+	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/test/harness/containerd"
 )
 
 // Paths a kubelet masks or makes read-only in every non-privileged
@@ -59,7 +59,7 @@ func TestDaemonSetOnContainerd(t *testing.T) {
 
 	// The image, built without Docker and imported with ctr, by the script.
 	work := t.TempDir()
-	archive := filepath.Join(work, "podtrace.tar")
+	archive := filepath.Join(work, "podchron.tar")
 	build := exec.CommandContext(ctx, "bash", "build-image.sh", "--import")
 	build.Env = append(os.Environ(), "IMAGE="+c.Image, "OUT="+archive, "VERSION=e2e", "CONTAINERD_ADDRESS="+h.Socket)
 	out, err := build.CombinedOutput()
@@ -112,7 +112,7 @@ func TestDaemonSetOnContainerd(t *testing.T) {
 		envs = append(envs, &runtimeapi.KeyValue{Key: e.Name, Value: v})
 	}
 
-	pod, err := h.RunPodSandbox(ctx, containerd.PodSpec{Name: "podtrace-e2e", Namespace: ds.Namespace, HostPID: spec.HostPID})
+	pod, err := h.RunPodSandbox(ctx, containerd.PodSpec{Name: "podchron-e2e", Namespace: ds.Namespace, HostPID: spec.HostPID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,17 +280,17 @@ func TestDaemonSetOnContainerd(t *testing.T) {
 	for {
 		_, m, err := get("/metrics")
 		metrics = m
-		if err == nil && metricSum(m, "podtrace_oom_kills_total", `namespace="e2e",scope="container"`) >= 1 && metricSum(m, "podtrace_probe_events_total", `type="exec"`) >= 2 {
+		if err == nil && metricSum(m, "podchron_oom_kills_total", `namespace="e2e",scope="container"`) >= 1 && metricSum(m, "podchron_probe_events_total", `type="exec"`) >= 2 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the tracer did not see the workload's execs and OOM kill within 30s:\n%s", grepMetrics(m, "podtrace_"))
+			t.Fatalf("the tracer did not see the workload's execs and OOM kill within 30s:\n%s", grepMetrics(m, "podchron_"))
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	t.Logf("tracer metrics after the workload:\n%s", grepMetrics(metrics, "podtrace_oom_kills_total", "podtrace_probe_events_total", "podtrace_probe_up", "podtrace_source_up", "podtrace_container_exits_total", "process_resident_memory_bytes"))
-	if v := metricSum(metrics, "podtrace_probe_up", ""); v != 1 {
-		t.Errorf("podtrace_probe_up = %v", v)
+	t.Logf("tracer metrics after the workload:\n%s", grepMetrics(metrics, "podchron_oom_kills_total", "podchron_probe_events_total", "podchron_probe_up", "podchron_source_up", "podchron_container_exits_total", "process_resident_memory_bytes"))
+	if v := metricSum(metrics, "podchron_probe_up", ""); v != 1 {
+		t.Errorf("podchron_probe_up = %v", v)
 	}
 
 	// Memory: the tracer process and its memory cgroup (which is also

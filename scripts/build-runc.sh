@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds upstream runc (the newest release on the Go module proxy, or
 # RUNC_VERSION=vX.Y.Z) for test/runtime's runtime matrix and prints the
-# binary's path. Cached under ${PODTRACE_CACHE:-$HOME/.cache/podtrace}/runc/<version>/runc.
+# binary's path. Cached under ${PODCHRON_CACHE:-$HOME/.cache/podchron}/runc/<version>/runc.
 #
 # `go install github.com/opencontainers/runc@vX` does not work for every
 # release (1.3's go.mod replaces opencontainers/selinux with a nested module
@@ -19,7 +19,7 @@ if [ -z "$version" ]; then
 	version=$("$GO" list -m -versions "$mod" | tr ' ' '\n' | grep -E '^v[0-9]+\.[0-9]+\.[0-9]+$' | tail -1)
 	[ -n "$version" ] || { echo "build-runc: no runc release found on the module proxy" >&2; exit 1; }
 fi
-cache=${PODTRACE_CACHE:-$HOME/.cache/podtrace}/runc/$version
+cache=${PODCHRON_CACHE:-$HOME/.cache/podchron}/runc/$version
 bin=$cache/runc
 if [ -x "$bin" ] && "$bin" --version >/dev/null 2>&1; then
 	echo "$bin"

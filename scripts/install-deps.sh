@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what podtrace needs to build and test on Debian bookworm (as root),
+# Installs what podchron needs to build and test on Debian bookworm (as root),
 # each package at the newest version Debian serves: a fresh machine is the
 # reference, so this always refreshes the package lists and installs or
 # upgrades the whole list (a package that is present but old is upgraded),

@@ -18,13 +18,13 @@ echo "== versions the tests run with ($(date -u +%FT%TZ))"
 printf '%-16s %s\n' kernel "$(uname -r) ($(uname -v))"
 printf '%-16s %s (deb %s)\n' runc "$(first runc --version)" "$(pkg runc)"
 printf '%-16s %s (deb %s)\n' crun "$(first crun --version)" "$(pkg crun)"
-if [ -n "${PODTRACE_RUNC_UPSTREAM:-}" ]; then
-	printf '%-16s %s (%s)\n' runc-upstream "$(first "$PODTRACE_RUNC_UPSTREAM" --version)" "$PODTRACE_RUNC_UPSTREAM"
+if [ -n "${PODCHRON_RUNC_UPSTREAM:-}" ]; then
+	printf '%-16s %s (%s)\n' runc-upstream "$(first "$PODCHRON_RUNC_UPSTREAM" --version)" "$PODCHRON_RUNC_UPSTREAM"
 fi
 printf '%-16s %s (deb %s)\n' containerd "$(first containerd --version)" "$(pkg containerd)"
 printf '%-16s %s\n' cni-plugins "deb $(pkg containernetworking-plugins)"
 printf '%-16s %s\n' go "$(first go version)"
 printf '%-16s %s\n' clang "$(first clang-19 --version)"
-printf '%-16s %s\n' oci-runtime "${PODTRACE_OCI_RUNTIME:-runc} (PODTRACE_OCI_RUNTIME)"
-printf '%-16s %s\n' test-load "${PODTRACE_TEST_LOAD:-off} (PODTRACE_TEST_LOAD)"
+printf '%-16s %s\n' oci-runtime "${PODCHRON_OCI_RUNTIME:-runc} (PODCHRON_OCI_RUNTIME)"
+printf '%-16s %s\n' test-load "${PODCHRON_TEST_LOAD:-off} (PODCHRON_TEST_LOAD)"
 exit 0

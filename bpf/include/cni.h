@@ -5,8 +5,8 @@
  * CNI_ARGS in its environment. Only execs of binaries under a configured CNI
  * directory (an LPM trie lookup) pay for the environment scan.
  */
-#ifndef __PODTRACE_PROBES_CNI_H
-#define __PODTRACE_PROBES_CNI_H
+#ifndef __PODCHRON_PROBES_CNI_H
+#define __PODCHRON_PROBES_CNI_H
 
 #include "common.h"
 
@@ -93,4 +93,4 @@ static __always_inline struct cni_info *cni_run(struct task_struct *p, const cha
 	return found ? &s->cni : NULL;
 }
 
-#endif /* __PODTRACE_PROBES_CNI_H */
+#endif /* __PODCHRON_PROBES_CNI_H */

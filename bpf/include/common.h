@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
 /* Maps, runtime settings and helpers shared by every probe. */
-#ifndef __PODTRACE_COMMON_H
-#define __PODTRACE_COMMON_H
+#ifndef __PODCHRON_COMMON_H
+#define __PODCHRON_COMMON_H
 
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -213,4 +213,4 @@ static __always_inline void fill_header(struct event_header *h, __u32 type, __u3
 	bpf_get_current_comm(&h->comm, sizeof(h->comm));
 }
 
-#endif /* __PODTRACE_COMMON_H */
+#endif /* __PODCHRON_COMMON_H */

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
 /*
- * Events podtrace's probes send to user space over the ring buffer.
+ * Events podchron's probes send to user space over the ring buffer.
  *
  * Every event starts with struct event_header, whose first field is the
  * event type. All structs are naturally aligned (no implicit padding), so the
  * Go types bpf2go generates from them (-type) match byte for byte and the
  * decoder can read them without reflection.
  */
-#ifndef __PODTRACE_EVENTS_H
-#define __PODTRACE_EVENTS_H
+#ifndef __PODCHRON_EVENTS_H
+#define __PODCHRON_EVENTS_H
 
 #define TASK_COMM_LEN 16
 #define FILENAME_LEN 256
@@ -176,4 +176,4 @@ struct event_counter {
 	__u64 lost; /* ring buffer reserve failures: the event is gone */
 };
 
-#endif /* __PODTRACE_EVENTS_H */
+#endif /* __PODCHRON_EVENTS_H */

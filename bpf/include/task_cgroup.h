@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
 /* Which cgroup a task is in, and whether that cgroup is watched. */
-#ifndef __PODTRACE_CGROUP_H
-#define __PODTRACE_CGROUP_H
+#ifndef __PODCHRON_CGROUP_H
+#define __PODCHRON_CGROUP_H
 
 #include "common.h"
 
@@ -31,7 +31,7 @@ __u8 path_current_walk = 0; /* the current task's ancestors by walking, without 
 			(v) = 1; \
 	} while (0)
 
-/* The cgroup podtrace identifies tasks by: the v2 (default hierarchy) cgroup,
+/* The cgroup podchron identifies tasks by: the v2 (default hierarchy) cgroup,
  * or on v1-only hosts the memory controller's cgroup. */
 static __always_inline struct cgroup *task_cgroup(struct task_struct *t)
 {
@@ -182,4 +182,4 @@ static __always_inline bool cgroup_watched_btf(struct cgroup *cg)
 	return false;
 }
 
-#endif /* __PODTRACE_CGROUP_H */
+#endif /* __PODCHRON_CGROUP_H */

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
 /*
- * Minimal kernel type definitions for podtrace's CO-RE probes.
+ * Minimal kernel type definitions for podchron's CO-RE probes.
  *
  * Only the fields the probes read are declared. Every struct carries
  * preserve_access_index, so field offsets are relocated against the running
  * kernel's BTF at load time: the layout here does not have to match any
  * particular kernel. Renamed fields get a "___flavor" twin (see cgroup.h).
  */
-#ifndef __PODTRACE_VMLINUX_H
-#define __PODTRACE_VMLINUX_H
+#ifndef __PODCHRON_VMLINUX_H
+#define __PODCHRON_VMLINUX_H
 
 typedef unsigned char __u8;
 typedef signed char __s8;
@@ -189,4 +189,4 @@ struct trace_event_raw_mark_victim {
 	char __data[0];
 } __attribute__((preserve_access_index));
 
-#endif /* __PODTRACE_VMLINUX_H */
+#endif /* __PODCHRON_VMLINUX_H */

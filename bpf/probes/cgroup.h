@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
 /* Cgroups created and removed: pod and container cgroups appear and vanish here. */
-#ifndef __PODTRACE_PROBES_CGROUP_H
-#define __PODTRACE_PROBES_CGROUP_H
+#ifndef __PODCHRON_PROBES_CGROUP_H
+#define __PODCHRON_PROBES_CGROUP_H
 
 #include "common.h"
 #include "task_cgroup.h"
@@ -59,4 +59,4 @@ int BPF_PROG(handle_cgroup_rmdir, struct cgroup *cgrp, const char *path)
 	return cgroup_event(cgrp, path, EVENT_CGROUP_RMDIR);
 }
 
-#endif /* __PODTRACE_PROBES_CGROUP_H */
+#endif /* __PODCHRON_PROBES_CGROUP_H */

@@ -13,8 +13,8 @@
  * counters of current's memory cgroup and its ancestors are sent, and user
  * space finds the one that grew.
  */
-#ifndef __PODTRACE_PROBES_OOM_H
-#define __PODTRACE_PROBES_OOM_H
+#ifndef __PODCHRON_PROBES_OOM_H
+#define __PODCHRON_PROBES_OOM_H
 
 #include "common.h"
 #include "task_cgroup.h"
@@ -107,4 +107,4 @@ int handle_mark_victim(struct trace_event_raw_mark_victim *ctx)
 	return 0;
 }
 
-#endif /* __PODTRACE_PROBES_OOM_H */
+#endif /* __PODCHRON_PROBES_OOM_H */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
 /* Process lifecycle: exec (with CNI plugin runs), fork, exit. */
-#ifndef __PODTRACE_PROBES_PROCESS_H
-#define __PODTRACE_PROBES_PROCESS_H
+#ifndef __PODCHRON_PROBES_PROCESS_H
+#define __PODCHRON_PROBES_PROCESS_H
 
 #include "common.h"
 #include "task_cgroup.h"
@@ -196,4 +196,4 @@ int handle_exit(u64 *ctx)
 	return 0;
 }
 
-#endif /* __PODTRACE_PROBES_PROCESS_H */
+#endif /* __PODCHRON_PROBES_PROCESS_H */

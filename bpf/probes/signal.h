@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
 /* Signals: generated (who sent what to whom, and what became of it) and
  * delivered (what the receiver's disposition was). */
-#ifndef __PODTRACE_PROBES_SIGNAL_H
-#define __PODTRACE_PROBES_SIGNAL_H
+#ifndef __PODCHRON_PROBES_SIGNAL_H
+#define __PODCHRON_PROBES_SIGNAL_H
 
 #include "common.h"
 #include "task_cgroup.h"
@@ -125,4 +125,4 @@ int BPF_PROG(handle_signal_deliver, int sig, struct kernel_siginfo *info, struct
 	return 0;
 }
 
-#endif /* __PODTRACE_PROBES_SIGNAL_H */
+#endif /* __PODCHRON_PROBES_SIGNAL_H */

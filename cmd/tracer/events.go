@@ -11,7 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 // runEvents prints raw kernel events as they happen: the probes' view alone.

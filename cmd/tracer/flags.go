@@ -10,8 +10,8 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/podtrace/podtrace/internal/cgroupfs"
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/cgroupfs"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 type listFlag []string

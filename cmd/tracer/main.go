@@ -1,4 +1,4 @@
-// Command tracer is podtrace's node daemon and CLI.
+// Command tracer is podchron's node daemon and CLI.
 //
 //	tracer [flags]              trace this node: one trace per pod lifecycle
 //	                            (console timeline, or OTLP when OTEL_EXPORTER_OTLP_*
@@ -19,7 +19,7 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 func main() {
@@ -80,7 +80,7 @@ func loadProbes(cfg probe.Config, log *slog.Logger, attrs ...any) (*probe.Probes
 	return p, src, func() { src.Close(); p.Close() }, nil
 }
 
-const usage = `tracer: podtrace's node daemon.
+const usage = `tracer: podchron's node daemon.
 
   tracer [flags]              trace this node: one trace per pod lifecycle
   tracer record FILE [flags]  trace, and write the input stream to FILE

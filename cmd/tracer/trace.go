@@ -15,14 +15,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/internal/cri"
-	"github.com/podtrace/podtrace/internal/export/console"
-	"github.com/podtrace/podtrace/internal/export/metrics"
-	"github.com/podtrace/podtrace/internal/export/otlp"
-	"github.com/podtrace/podtrace/internal/pipeline"
-	"github.com/podtrace/podtrace/internal/record"
-	"github.com/podtrace/podtrace/internal/watcher"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/export/console"
+	"github.com/podchron/podchron/internal/export/metrics"
+	"github.com/podchron/podchron/internal/export/otlp"
+	"github.com/podchron/podchron/internal/pipeline"
+	"github.com/podchron/podchron/internal/record"
+	"github.com/podchron/podchron/internal/watcher"
 )
 
 // version is set at build time (-ldflags "-X main.version=...").

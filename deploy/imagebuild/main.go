@@ -1,4 +1,4 @@
-// Command imagebuild writes podtrace's container image as an OCI image
+// Command imagebuild writes podchron's container image as an OCI image
 // layout archive, without Docker or a registry: one uncompressed layer
 // holding the static tracer binary (as /tracer), the CA bundle (for an
 // https OTLP endpoint) and a minimal /etc/passwd and /etc/group; a config
@@ -27,11 +27,11 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/podtrace/podtrace/test/harness/containerd"
+	"github.com/podchron/podchron/test/harness/containerd"
 )
 
 // DefaultImage is the image name deploy/daemonset.yaml refers to.
-const DefaultImage = "ghcr.io/podtrace/podtrace:dev"
+const DefaultImage = "ghcr.io/podchron/podchron:dev"
 
 // DefaultCABundle is Debian's CA bundle, the path Go's crypto/x509 reads
 // first on Linux.
@@ -48,7 +48,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("imagebuild", flag.ContinueOnError)
 	binary := fs.String("binary", "bin/tracer", "the static tracer binary (CGO_ENABLED=0)")
 	name := fs.String("name", DefaultImage, "image name (io.containerd.image.name)")
-	out := fs.String("out", "bin/podtrace-image.tar", "where to write the OCI archive")
+	out := fs.String("out", "bin/podchron-image.tar", "where to write the OCI archive")
 	ca := fs.String("ca-bundle", DefaultCABundle, "CA bundle copied to "+DefaultCABundle+" in the image (empty: none)")
 	version := fs.String("version", "dev", "value of the org.opencontainers.image.version label")
 	if err := fs.Parse(args); err != nil {
@@ -100,8 +100,8 @@ func Spec(binary, name, caBundle, version string) (containerd.Image, error) {
 		Entrypoint: []string{"/tracer"},
 		User:       "0:0",
 		Labels: map[string]string{
-			"org.opencontainers.image.title":   "podtrace",
-			"org.opencontainers.image.source":  "https://github.com/podtrace/podtrace",
+			"org.opencontainers.image.title":   "podchron",
+			"org.opencontainers.image.source":  "https://github.com/podchron/podchron",
 			"org.opencontainers.image.version": version,
 		},
 		Files: files,

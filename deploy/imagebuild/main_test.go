@@ -71,7 +71,7 @@ func TestArchive(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "img.tar")
-	if err := run([]string{"-binary", bin, "-name", "localhost/podtrace/test:1", "-out", out, "-ca-bundle", ca, "-version", "v9"}); err != nil {
+	if err := run([]string{"-binary", bin, "-name", "localhost/podchron/test:1", "-out", out, "-ca-bundle", ca, "-version", "v9"}); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.Open(out)
@@ -98,7 +98,7 @@ func TestArchive(t *testing.T) {
 		t.Fatalf("index: %d manifests", len(index.Manifests))
 	}
 	m := index.Manifests[0]
-	if m.Annotations["io.containerd.image.name"] != "localhost/podtrace/test:1" {
+	if m.Annotations["io.containerd.image.name"] != "localhost/podchron/test:1" {
 		t.Errorf("index annotations = %v", m.Annotations)
 	}
 	if m.Platform.OS != "linux" || m.Platform.Architecture != runtime.GOARCH {

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podchron/podchron/internal/correlate"
 )
 
 // collector keeps every span the tracer printed, by pod name.
@@ -78,8 +78,8 @@ func podOf(s correlate.Span) string {
 // runWant is one container.run of a pod, in start order.
 type runWant struct {
 	args     []string // process.command_args: the command the pod spec gave
-	cause    string   // podtrace.exit.cause
-	signal   string   // podtrace.signal (killing signal), "" for an exit code
+	cause    string   // podchron.exit.cause
+	signal   string   // podchron.signal (killing signal), "" for an exit code
 	exitCode int64    // process.exit.code when signal == ""
 	// signalEvent, when set, must be on the run: a signal with this
 	// name, sender kind and result ("SIGKILL", "in_pod", "ignored").
@@ -90,8 +90,8 @@ type signalWant struct{ sig, senderKind, result string }
 
 // stopWant is the pod's container.stop (nil: none expected, none checked).
 type stopWant struct {
-	disposition string // podtrace.signal.disposition of the SIGTERM
-	sigkill     bool   // podtrace.sigkill: SIGKILL at the end of the timeout
+	disposition string // podchron.signal.disposition of the SIGTERM
+	sigkill     bool   // podchron.sigkill: SIGKILL at the end of the timeout
 }
 
 type podWant struct {
@@ -99,7 +99,7 @@ type podWant struct {
 	runs     []runWant
 	backoffs int // container.backoff spans
 	stop     *stopWant
-	overrun  bool // pod.termination's podtrace.grace_period.overrun
+	overrun  bool // pod.termination's podchron.grace_period.overrun
 }
 
 // bootstrap tells a container runtime's own process (its bootstrap before
@@ -207,21 +207,21 @@ func check(all []correlate.Span, w podWant) verdict {
 		if len(w.runs) > 1 {
 			what = fmt.Sprintf("container.run #%d", i+1)
 		}
-		got := fmt.Sprint(r.Attr("podtrace.exit.cause"))
+		got := fmt.Sprint(r.Attr("podchron.exit.cause"))
 		if got != want.cause {
 			bad("%s: cause %s, want %s", what, got, want.cause)
 		}
 		if want.signal != "" {
-			if s := fmt.Sprint(r.Attr("podtrace.signal")); s != want.signal {
+			if s := fmt.Sprint(r.Attr("podchron.signal")); s != want.signal {
 				bad("%s: signal %s, want %s", what, s, want.signal)
 			}
 		} else if c, ok := r.Attr("process.exit.code").(int64); !ok || c != want.exitCode {
-			bad("%s: exit code %v (signal %v), want %d", what, r.Attr("process.exit.code"), r.Attr("podtrace.signal"), want.exitCode)
+			bad("%s: exit code %v (signal %v), want %d", what, r.Attr("process.exit.code"), r.Attr("podchron.signal"), want.exitCode)
 		}
 		if a := strs(r.Attr("process.command_args")); !eq(a, want.args) {
 			bad("%s: process.command_args %s, want the container's command %s", what, quoteArgs(a), quoteArgs(want.args))
 		}
-		if rc, _ := r.Attr("podtrace.restart.count").(int64); rc != int64(i) && len(w.runs) > 1 {
+		if rc, _ := r.Attr("podchron.restart.count").(int64); rc != int64(i) && len(w.runs) > 1 {
 			bad("%s: restart count %d, want %d", what, rc, i)
 		}
 		if sw := want.signalEvent; sw != nil {
@@ -231,7 +231,7 @@ func check(all []correlate.Span, w podWant) verdict {
 				for _, a := range ev.Attrs {
 					m[a.Key] = a.Value
 				}
-				if ev.Name == "signal "+sw.sig && m["podtrace.signal.sender.kind"] == sw.senderKind && m["podtrace.signal.result"] == sw.result {
+				if ev.Name == "signal "+sw.sig && m["podchron.signal.sender.kind"] == sw.senderKind && m["podchron.signal.result"] == sw.result {
 					found = true
 				}
 			}
@@ -241,7 +241,7 @@ func check(all []correlate.Span, w podWant) verdict {
 		}
 		s := got
 		if want.signal != "" {
-			s += " " + fmt.Sprint(r.Attr("podtrace.signal"))
+			s += " " + fmt.Sprint(r.Attr("podchron.signal"))
 		} else {
 			s += fmt.Sprintf(" exit=%v", r.Attr("process.exit.code"))
 		}
@@ -266,14 +266,14 @@ func check(all []correlate.Span, w podWant) verdict {
 			bad("want 1 container.stop span, got %d", len(stops))
 		} else {
 			s := stops[0]
-			d := fmt.Sprint(s.Attr("podtrace.signal.disposition"))
+			d := fmt.Sprint(s.Attr("podchron.signal.disposition"))
 			if d != w.stop.disposition {
 				bad("container.stop: SIGTERM disposition %s, want %s", d, w.stop.disposition)
 			}
-			if k, _ := s.Attr("podtrace.sigkill").(bool); k != w.stop.sigkill {
+			if k, _ := s.Attr("podchron.sigkill").(bool); k != w.stop.sigkill {
 				bad("container.stop: sigkill %v, want %v", k, w.stop.sigkill)
 			}
-			if sk := fmt.Sprint(s.Attr("podtrace.signal.sender.kind")); sk != "runtime" {
+			if sk := fmt.Sprint(s.Attr("podchron.signal.sender.kind")); sk != "runtime" {
 				bad("container.stop: SIGTERM sender kind %s, want runtime", sk)
 			}
 			t := fmt.Sprintf("stop SIGTERM %s", d)
@@ -288,7 +288,7 @@ func check(all []correlate.Span, w podWant) verdict {
 	if len(terms) != 1 {
 		bad("want 1 pod.termination span, got %d", len(terms))
 	} else {
-		o, _ := terms[0].Attr("podtrace.grace_period.overrun").(bool)
+		o, _ := terms[0].Attr("podchron.grace_period.overrun").(bool)
 		if o != w.overrun {
 			bad("pod.termination: grace period overrun %v, want %v", o, w.overrun)
 		}

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/internal/export/console"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/export/console"
 )
 
 func loadSpans(t *testing.T, path string) []correlate.Span {

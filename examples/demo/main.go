@@ -1,4 +1,4 @@
-// Command demo shows podtrace on a machine without Kubernetes: it starts a
+// Command demo shows podchron on a machine without Kubernetes: it starts a
 // private containerd (with a real OCI runtime and CNI plugins), runs the
 // tracer against it, and drives pods through CRI the way a kubelet would: a
 // graceful stop, a container that ignores SIGTERM, an OOM kill, a crash loop
@@ -13,7 +13,7 @@
 // bootstrap such as `runc init`). It ends with one verdict line per pod and
 // exits non-zero when any trace is wrong. Needs root.
 //
-//	demo -tracer bin/tracer                  # Debian's runc ($PODTRACE_OCI_RUNTIME)
+//	demo -tracer bin/tracer                  # Debian's runc ($PODCHRON_OCI_RUNTIME)
 //	demo -runtime crun                       # runc | runc-upstream | crun | /path/to/runtime
 //	demo -load                               # under background CPU load (test/load)
 package main
@@ -34,9 +34,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/export/console"
-	"github.com/podtrace/podtrace/test/harness/containerd"
-	"github.com/podtrace/podtrace/test/load"
+	"github.com/podchron/podchron/internal/export/console"
+	"github.com/podchron/podchron/test/harness/containerd"
+	"github.com/podchron/podchron/test/load"
 )
 
 type options struct {

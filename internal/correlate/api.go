@@ -218,7 +218,7 @@ func (c *Correlator) k8sEvent(ev *K8sEvent) {
 		for _, ct := range p.containers {
 			if ct.name == ev.Container && !ct.exited {
 				ct.addProbeFail(SpanEvent{Name: "probe failed", Time: ev.LastTime,
-					Attrs: []Attr{String("podtrace.probe.type", probeType(ev.Message)), String("message", ev.Message)}})
+					Attrs: []Attr{String("podchron.probe.type", probeType(ev.Message)), String("message", ev.Message)}})
 			}
 		}
 	}

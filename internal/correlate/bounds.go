@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 // Bounded state. A pod can live for weeks and see a million signals, a
@@ -112,13 +112,13 @@ func (ct *container) foldedSignals(at time.Time) (SpanEvent, int) {
 	for _, k := range sortedSignalKeys(ct.signalsFolded) {
 		n := ct.signalsFolded[k]
 		total += n
-		name := fmt.Sprintf("podtrace.signals_folded.%s.%s", probe.SignalName(sigNum(k.sig)), k.kind)
+		name := fmt.Sprintf("podchron.signals_folded.%s.%s", probe.SignalName(sigNum(k.sig)), k.kind)
 		if k.toInit {
 			name += ".init"
 		}
 		attrs = append(attrs, Int(name, int64(n)))
 	}
-	return SpanEvent{Name: "podtrace.signals_folded", Time: at, Attrs: attrs}, total
+	return SpanEvent{Name: "podchron.signals_folded", Time: at, Attrs: attrs}, total
 }
 
 func sortedSignalKeys(m map[signalKey]int) []signalKey {

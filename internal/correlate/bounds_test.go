@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/internal/cri"
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 // Caps from bounds.go, as the spans must show them.
@@ -59,7 +59,7 @@ func TestSignalFloodIsFolded(t *testing.T) {
 	if len(run.Events) > wantMaxSignalEvents {
 		t.Errorf("run has %d events, want at most %d", len(run.Events), wantMaxSignalEvents)
 	}
-	folded, _ := run.Attr("podtrace.signals.folded").(int64)
+	folded, _ := run.Attr("podchron.signals.folded").(int64)
 	kept := 0
 	for _, e := range run.Events {
 		if e.Name == "signal SIGUSR1" {
@@ -69,10 +69,10 @@ func TestSignalFloodIsFolded(t *testing.T) {
 	if int(folded)+kept != n {
 		t.Errorf("SIGUSR1 kept %d + folded %d, want %d", kept, folded, n)
 	}
-	if run.Attr("podtrace.exit.cause") != "killed_by_runtime" {
+	if run.Attr("podchron.exit.cause") != "killed_by_runtime" {
 		t.Errorf("cause after the flood: %v", run.Attrs)
 	}
-	if stop := s.one("container.stop"); stop.Attr("podtrace.signal") != "SIGTERM" || stop.Attr("podtrace.sigkill") != true {
+	if stop := s.one("container.stop"); stop.Attr("podchron.signal") != "SIGTERM" || stop.Attr("podchron.sigkill") != true {
 		t.Errorf("stop after the flood: %v", stop.Attrs)
 	}
 }
@@ -115,14 +115,14 @@ func TestNeverReadyPodStaysBounded(t *testing.T) {
 	}
 	losses := 0
 	for _, e := range root.Events {
-		if e.Name == "podtrace.events_lost" {
+		if e.Name == "podchron.events_lost" {
 			losses++
 		}
 	}
 	if losses > 1+wantMaxRootEvents/2 || losses == 0 {
 		t.Errorf("%d loss events for loss reports a minute apart", losses)
 	}
-	if root.Attr("podtrace.events.folded") == nil {
+	if root.Attr("podchron.events.folded") == nil {
 		t.Errorf("root events folded not counted: %v", root.Attrs)
 	}
 }
@@ -140,9 +140,9 @@ func TestLossReportsMergeIntoEpisodes(t *testing.T) {
 	s.c.Flush()
 	var eps []int64
 	for _, e := range s.one("pod").Events {
-		if e.Name == "podtrace.events_lost" {
+		if e.Name == "podchron.events_lost" {
 			for _, a := range e.Attrs {
-				if a.Key == "podtrace.events_lost" {
+				if a.Key == "podchron.events_lost" {
 					eps = append(eps, a.Value.(int64))
 				}
 			}

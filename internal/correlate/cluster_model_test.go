@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/internal/cri"
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 // Behaviours first seen on a real kubelet (test/e2e), reproduced here.
@@ -75,10 +75,10 @@ func TestLivenessRestartExitZeroFromKernel(t *testing.T) {
 	s.cri(cri.EventContainerExited, "app", 0, "Completed")
 	s.tick(2 * time.Second)
 	run := s.one("container.run")
-	if got := run.Attr("podtrace.exit.cause"); got != "liveness_restart" {
+	if got := run.Attr("podchron.exit.cause"); got != "liveness_restart" {
 		t.Fatalf("cause %v, want liveness_restart: %v", got, run.Attrs)
 	}
-	if run.Attr("podtrace.signal.sender.comm") != "runc" {
+	if run.Attr("podchron.signal.sender.comm") != "runc" {
 		t.Errorf("sender: %v", run.Attrs)
 	}
 }
@@ -106,15 +106,15 @@ func TestForcedDeletionLingers(t *testing.T) {
 	s.tick(2 * time.Second)
 	root := s.one("pod")
 	term := s.one("pod.termination")
-	if !term.End.Equal(exitAt) || term.Attr("podtrace.termination.forced") != true {
+	if !term.End.Equal(exitAt) || term.Attr("podchron.termination.forced") != true {
 		t.Errorf("termination %s–%s %v, want the end at the exit %s", term.Start, term.End, term.Attrs, exitAt)
 	}
 	var deleted bool
 	for _, e := range root.Events {
-		deleted = deleted || e.Name == "podtrace.api_object_deleted"
+		deleted = deleted || e.Name == "podchron.api_object_deleted"
 	}
 	if !deleted {
-		t.Errorf("no podtrace.api_object_deleted event: %v", root.Events)
+		t.Errorf("no podchron.api_object_deleted event: %v", root.Events)
 	}
 	// Late facts: the sandbox's removal and its CNI DEL.
 	s.at(30 * time.Second)

@@ -1,4 +1,4 @@
-// Package correlate is podtrace's lifecycle model: kernel events, the
+// Package correlate is podchron's lifecycle model: kernel events, the
 // container runtime's view and the API server's view go in as one ordered
 // stream of Inputs; pod facts are kept per pod; finished phases come out as
 // spans (one trace per pod) and measurements go to an Observer.
@@ -13,9 +13,9 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate/cgroupid"
-	"github.com/podtrace/podtrace/internal/cri"
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/correlate/cgroupid"
+	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 // Config configures a Correlator.
@@ -257,12 +257,12 @@ func (c *Correlator) losses(n uint64) {
 		// One event per loss episode: reports close together add up.
 		if p.lossEvent >= 0 && c.now.Sub(p.lossLast) <= lossEpisodeGap {
 			p.lossEpisode += n
-			p.rootEvents[p.lossEvent].Attrs = []Attr{Int("podtrace.events_lost", int64(p.lossEpisode)),
-				String("podtrace.loss.until", c.now.UTC().Format(time.RFC3339Nano))}
+			p.rootEvents[p.lossEvent].Attrs = []Attr{Int("podchron.events_lost", int64(p.lossEpisode)),
+				String("podchron.loss.until", c.now.UTC().Format(time.RFC3339Nano))}
 		} else {
 			p.lossEpisode = n
-			p.lossEvent = p.addRootEvent(SpanEvent{Name: "podtrace.events_lost", Time: c.now,
-				Attrs: []Attr{Int("podtrace.events_lost", int64(n))}})
+			p.lossEvent = p.addRootEvent(SpanEvent{Name: "podchron.events_lost", Time: c.now,
+				Attrs: []Attr{Int("podchron.events_lost", int64(n))}})
 		}
 		p.lossLast = c.now
 	}

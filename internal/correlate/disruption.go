@@ -62,13 +62,13 @@ func (ct *container) disruptionCause() (string, []Attr) {
 	if cause == "" {
 		cause = causeDisrupted
 	}
-	attrs := []Attr{String("podtrace.disruption.reason", reason)}
+	attrs := []Attr{String("podchron.disruption.reason", reason)}
 	if msg != "" {
 		attrs = append(attrs, String("message", msg))
 	}
 	if stop := ct.stopSignal(); stop != nil {
-		attrs = append(attrs, String("podtrace.signal.sender.kind", stop.senderKind),
-			String("podtrace.signal.sender.comm", stop.senderComm), Int("podtrace.signal.sender.pid", int64(stop.senderPID)))
+		attrs = append(attrs, String("podchron.signal.sender.kind", stop.senderKind),
+			String("podchron.signal.sender.comm", stop.senderComm), Int("podchron.signal.sender.pid", int64(stop.senderPID)))
 	}
 	return cause, attrs
 }

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/internal/cri"
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 // A drain (the Eviction API) or a preemption: the API sets DisruptionTarget,
@@ -47,11 +47,11 @@ func TestDisruptionReasonOnTerminationAndCause(t *testing.T) {
 			s.pod()
 			s.tick(3 * time.Second)
 			run := s.one("container.run")
-			if run.Attr("podtrace.exit.cause") != tc.cause || run.Attr("podtrace.disruption.reason") != tc.reason ||
+			if run.Attr("podchron.exit.cause") != tc.cause || run.Attr("podchron.disruption.reason") != tc.reason ||
 				(run.Status == correlate.StatusError) != tc.wantErr {
 				t.Errorf("run: %s %v", run.Status, run.Attrs)
 			}
-			if term := s.one("pod.termination"); term.Attr("podtrace.termination.reason") != tc.reason {
+			if term := s.one("pod.termination"); term.Attr("podchron.termination.reason") != tc.reason {
 				t.Errorf("termination: %v", term.Attrs)
 			}
 		})

@@ -11,9 +11,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/internal/probe"
-	"github.com/podtrace/podtrace/internal/record"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/probe"
+	"github.com/podchron/podchron/internal/record"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the recorded inputs")

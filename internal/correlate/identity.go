@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 // Container identity: which process is a container's init (its PID 1, the

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/internal/cri"
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 // How runtimes bootstrap a container, as the kernel reports it (see
@@ -41,7 +41,7 @@ var bootstraps = map[string][]bootStep{
 	// Upstream runc 1.3: execveat of a cloned binary through /proc/self/fd/6,
 	// comm "6".
 	"runc-upstream-1.3": {
-		{pid: "A", parent: "runtime", filename: "/proc/self/fd/6", comm: "6", args: []string{"/root/.cache/podtrace/runc/v1.3.3/runc", "init"}},
+		{pid: "A", parent: "runtime", filename: "/proc/self/fd/6", comm: "6", args: []string{"/root/.cache/podchron/runc/v1.3.3/runc", "init"}},
 		{fork: true, parent: "A", pid: "B"},
 		{fork: true, parent: "B", pid: "I"},
 		{pid: "A", exit: true},
@@ -157,10 +157,10 @@ func TestContainerInitAcrossRuntimes(t *testing.T) {
 				if run.Start.After(initExec) || !run.End.Equal(exitAt) {
 					t.Errorf("run %s–%s, want it to span the command's exec %s to its exit %s", run.Start, run.End, initExec, exitAt)
 				}
-				if got := run.Attr("podtrace.exit.cause"); got != "killed_by_runtime" {
+				if got := run.Attr("podchron.exit.cause"); got != "killed_by_runtime" {
 					t.Errorf("cause %v, want killed_by_runtime", got)
 				}
-				if stop := s.find("container.stop"); len(stop) != 1 || stop[0].Attr("podtrace.signal.disposition") != "ignored" {
+				if stop := s.find("container.stop"); len(stop) != 1 || stop[0].Attr("podchron.signal.disposition") != "ignored" {
 					t.Errorf("stop spans: %+v", stop)
 				}
 			})
@@ -190,7 +190,7 @@ func TestContainerRunningARuntimeBinary(t *testing.T) {
 	s.cri(cri.EventContainerExited, "app", 0, "Completed")
 	s.tick(3 * time.Second)
 	run := s.one("container.run")
-	if run.Attr("process.pid") != int64(pid) || run.Attr("podtrace.exit.cause") != "completed" {
+	if run.Attr("process.pid") != int64(pid) || run.Attr("podchron.exit.cause") != "completed" {
 		t.Errorf("run: %v", run.Attrs)
 	}
 }
@@ -213,7 +213,7 @@ func TestSenderIdentityNotSpoofedByComm(t *testing.T) {
 			s.cri(cri.EventContainerExited, "app", 137, "Error")
 			s.tick(3 * time.Second)
 			run := s.one("container.run")
-			if run.Attr("podtrace.exit.cause") != "killed_in_pod" || run.Attr("podtrace.signal.sender.kind") != "in_pod" {
+			if run.Attr("podchron.exit.cause") != "killed_in_pod" || run.Attr("podchron.signal.sender.kind") != "in_pod" {
 				t.Errorf("a SIGKILL from %q in a sibling container: %v", comm, run.Attrs)
 			}
 		})
@@ -236,7 +236,7 @@ func TestEventFromAnotherNamespaceIgnored(t *testing.T) {
 			s.exit("app", app, 0, 0)
 			s.cri(cri.EventContainerExited, "app", 0, "Completed")
 			s.tick(3 * time.Second)
-			if got := s.one("container.run").Attr("podtrace.exit.cause"); got != want {
+			if got := s.one("container.run").Attr("podchron.exit.cause"); got != want {
 				t.Errorf("Killing event from namespace %q: cause %v, want %s", ns, got, want)
 			}
 		})
@@ -334,7 +334,7 @@ func TestOverrunBelongsToItsTermination(t *testing.T) {
 	s.exit("app", app, 0, syscall.SIGKILL)
 	s.cri(cri.EventContainerExited, "app", 137, "Error")
 	s.tick(3 * time.Second)
-	if stop := s.find("container.stop"); len(stop) != 1 || stop[0].Attr("podtrace.grace_period.overrun") != true {
+	if stop := s.find("container.stop"); len(stop) != 1 || stop[0].Attr("podchron.grace_period.overrun") != true {
 		t.Fatalf("the liveness restart's stop: %+v", stop)
 	}
 	app2 := s.container("app", "c0ffee12", 1)
@@ -352,7 +352,7 @@ func TestOverrunBelongsToItsTermination(t *testing.T) {
 	s.pod()
 	s.tick(3 * time.Second)
 	term := s.one("pod.termination")
-	if term.Attr("podtrace.grace_period.overrun") != false || term.Status == correlate.StatusError {
+	if term.Attr("podchron.grace_period.overrun") != false || term.Status == correlate.StatusError {
 		t.Errorf("a clean deletion after a liveness restart's SIGKILL: %s %v", term.Status, term.Attrs)
 	}
 }

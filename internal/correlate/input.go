@@ -3,8 +3,8 @@ package correlate
 import (
 	"time"
 
-	"github.com/podtrace/podtrace/internal/cri"
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 // Input is one fact for the correlator, from one of its three sources. The
@@ -12,7 +12,7 @@ import (
 // writes that stream and `tracer replay` feeds it back, so the same stream
 // always yields the same spans.
 type Input struct {
-	// Time is when podtrace received the input (the injected clock's now).
+	// Time is when podchron received the input (the injected clock's now).
 	// Facts carry their own timestamps too; Time drives timers.
 	Time time.Time `json:"time"`
 

@@ -7,8 +7,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate/cgroupid"
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/correlate/cgroupid"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 // container is one container (one attempt) of a pod, sandbox included.

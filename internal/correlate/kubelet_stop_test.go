@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/internal/cri"
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 func (s *sim) rmdir(id uint64, path string) {
@@ -37,7 +37,7 @@ func TestTerminationByActiveDeadline(t *testing.T) {
 	s.rmdir(8000, "/kubepods/burstable/pod"+s.uid)
 	s.tick(3 * time.Second)
 	term := s.one("pod.termination")
-	if !term.Start.Equal(stopAt) || term.Attr("podtrace.termination.reason") != "DeadlineExceeded" {
+	if !term.Start.Equal(stopAt) || term.Attr("podchron.termination.reason") != "DeadlineExceeded" {
 		t.Errorf("termination %s (stop at %s): %v", term.Start, stopAt, term.Attrs)
 	}
 	s.one("pod")
@@ -72,7 +72,7 @@ func TestJobWithSidecarCompletes(t *testing.T) {
 	s.rmdir(8000, "/kubepods/burstable/pod"+s.uid)
 	s.tick(3 * time.Second)
 	term := s.one("pod.termination")
-	if !term.Start.Equal(stopAt) || term.Attr("podtrace.termination.reason") != "Completed" || term.Status == correlate.StatusError {
+	if !term.Start.Equal(stopAt) || term.Attr("podchron.termination.reason") != "Completed" || term.Status == correlate.StatusError {
 		t.Errorf("termination %s (sidecar stop %s): %s %v", term.Start, stopAt, term.Status, term.Attrs)
 	}
 	for _, run := range s.find("container.run") {
@@ -125,14 +125,14 @@ func TestStaticPodOneTrace(t *testing.T) {
 		switch a.Key {
 		case "k8s.pod.uid":
 			uid, _ = a.Value.(string)
-		case "podtrace.pod.mirror_uid":
+		case "podchron.pod.mirror_uid":
 			mirror, _ = a.Value.(string)
 		}
 	}
 	if uid != s.uid || mirror != "mirror-uid-2" {
 		t.Errorf("resource uid %q mirror %q", uid, mirror)
 	}
-	if term := s.one("pod.termination"); term.Attr("podtrace.termination.reason") != "StaticPodRemoved" {
+	if term := s.one("pod.termination"); term.Attr("podchron.termination.reason") != "StaticPodRemoved" {
 		t.Errorf("termination: %v", term.Attrs)
 	}
 	var killing, unhealthy bool
@@ -175,11 +175,11 @@ func TestKubeletEvictionAndNodeShutdown(t *testing.T) {
 			s.rmdir(8000, "/kubepods/burstable/pod"+s.uid)
 			s.tick(3 * time.Second)
 			term := s.one("pod.termination")
-			if !term.Start.Equal(stopAt) || term.Attr("podtrace.termination.reason") != "TerminationByKubelet" {
+			if !term.Start.Equal(stopAt) || term.Attr("podchron.termination.reason") != "TerminationByKubelet" {
 				t.Errorf("termination %s (stop %s): %v", term.Start, stopAt, term.Attrs)
 			}
 			run := s.one("container.run")
-			if run.Attr("podtrace.exit.cause") != "evicted" || run.Status == correlate.StatusError {
+			if run.Attr("podchron.exit.cause") != "evicted" || run.Status == correlate.StatusError {
 				t.Errorf("run: %s %v", run.Status, run.Attrs)
 			}
 			s.one("pod")

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/internal/cri"
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 // Synthetic streams for what the recorded runs (no API server) cannot show:
@@ -235,11 +235,11 @@ func TestStartupFromAPIAndKernel(t *testing.T) {
 	if d := s.one("pod.scheduling").Duration(); d != 100*time.Millisecond {
 		t.Errorf("scheduling took %s", d)
 	}
-	if in := s.one("container.init"); in.Attr("k8s.container.name") != "migrate" || in.Attr("podtrace.exit.cause") != "completed" {
+	if in := s.one("container.init"); in.Attr("k8s.container.name") != "migrate" || in.Attr("podchron.exit.cause") != "completed" {
 		t.Errorf("init: %v", in.Attrs)
 	}
 	probes := s.find("probe.readiness")
-	if len(probes) != 2 || probes[0].Attr("podtrace.probe.result") != "failure" || probes[1].Attr("podtrace.probe.result") != "success" {
+	if len(probes) != 2 || probes[0].Attr("podchron.probe.result") != "failure" || probes[1].Attr("podchron.probe.result") != "success" {
 		t.Fatalf("readiness probes: %+v", probes)
 	}
 	if got := strings.Join(s.o.calls, ";"); !strings.Contains(got, "startup shop ReplicaSet") || !strings.Contains(got, "exit shop completed") {
@@ -277,21 +277,21 @@ func TestTerminationOverrun(t *testing.T) {
 	s.pod()
 
 	term := s.one("pod.termination")
-	if term.Start != del.Add(-3*time.Second) || term.Attr("podtrace.grace_period.overrun") != true || term.Status != correlate.StatusError {
+	if term.Start != del.Add(-3*time.Second) || term.Attr("podchron.grace_period.overrun") != true || term.Status != correlate.StatusError {
 		t.Errorf("termination: start %s status %s attrs %v", term.Start, term.Status, term.Attrs)
 	}
 	stop := s.one("container.stop")
-	if stop.Attr("podtrace.signal.disposition") != "ignored" || stop.Attr("podtrace.sigkill") != true || s.byID(stop.Parent) != "pod.termination" {
+	if stop.Attr("podchron.signal.disposition") != "ignored" || stop.Attr("podchron.sigkill") != true || s.byID(stop.Parent) != "pod.termination" {
 		t.Errorf("stop: %v", stop.Attrs)
 	}
 	if pre := s.one("container.prestop"); pre.Duration() != time.Second || s.byID(pre.Parent) != "pod.termination" {
 		t.Errorf("prestop: %+v", pre)
 	}
-	if run := s.find("container.run"); len(run) != 1 || run[0].Attr("podtrace.exit.cause") != "killed_by_runtime" {
+	if run := s.find("container.run"); len(run) != 1 || run[0].Attr("podchron.exit.cause") != "killed_by_runtime" {
 		t.Errorf("run: %+v", run)
 	}
 	root := s.one("pod")
-	if !root.Parent.IsZero() || root.Attr("podtrace.owner.kind") != "ReplicaSet" {
+	if !root.Parent.IsZero() || root.Attr("podchron.owner.kind") != "ReplicaSet" {
 		t.Errorf("root: %+v", root)
 	}
 	if s.spans[len(s.spans)-1].Name != "pod" {
@@ -319,11 +319,11 @@ func TestLivenessRestartAndBackoff(t *testing.T) {
 	s.container("app", "c0ffee03", 1)
 	s.tick(2 * time.Second)
 	run := s.find("container.run")
-	if len(run) != 1 || run[0].Attr("podtrace.exit.cause") != "liveness_restart" {
+	if len(run) != 1 || run[0].Attr("podchron.exit.cause") != "liveness_restart" {
 		t.Fatalf("run: %+v", run)
 	}
 	bo := s.one("container.backoff")
-	if bo.Attr("podtrace.backoff.seconds") != 10.0 || bo.Attr("podtrace.restart.count") != int64(1) {
+	if bo.Attr("podchron.backoff.seconds") != 10.0 || bo.Attr("podchron.restart.count") != int64(1) {
 		t.Errorf("backoff: %v", bo.Attrs)
 	}
 }
@@ -347,7 +347,7 @@ func TestStuckTermination(t *testing.T) {
 	s.info.Deleted = true
 	s.pod()
 	term := s.one("pod.termination")
-	if term.Attr("podtrace.termination.stuck") != true || term.Status != correlate.StatusError {
+	if term.Attr("podchron.termination.stuck") != true || term.Status != correlate.StatusError {
 		t.Errorf("termination: %+v", term)
 	}
 	if !strings.Contains(strings.Join(s.o.calls, ";"), "stuck shop false") {
@@ -366,10 +366,10 @@ func TestEvictionAndDegraded(t *testing.T) {
 	s.cri(cri.EventContainerExited, "app", 143, "Error")
 	s.tick(2 * time.Second)
 	run := s.one("container.run")
-	if run.Attr("podtrace.exit.cause") != "evicted" {
-		t.Errorf("cause %v", run.Attr("podtrace.exit.cause"))
+	if run.Attr("podchron.exit.cause") != "evicted" {
+		t.Errorf("cause %v", run.Attr("podchron.exit.cause"))
 	}
-	if d, _ := run.Attr("podtrace.degraded").(string); !strings.Contains(d, "apiserver unavailable") {
+	if d, _ := run.Attr("podchron.degraded").(string); !strings.Contains(d, "apiserver unavailable") {
 		t.Errorf("degraded: %v", run.Attrs)
 	}
 }
@@ -382,12 +382,12 @@ func TestLossesMarkLivePods(t *testing.T) {
 	s.info.Deleted = true
 	s.pod()
 	root := s.one("pod")
-	if root.Attr("podtrace.events_lost") != int64(42) {
+	if root.Attr("podchron.events_lost") != int64(42) {
 		t.Errorf("root: %v", root.Attrs)
 	}
 	var ev bool
 	for _, e := range root.Events {
-		ev = ev || e.Name == "podtrace.events_lost"
+		ev = ev || e.Name == "podchron.events_lost"
 	}
 	if !ev {
 		t.Error("no events_lost span event")

@@ -3,8 +3,8 @@ package correlate
 import (
 	"strings"
 
-	"github.com/podtrace/podtrace/internal/correlate/cgroupid"
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/correlate/cgroupid"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 // Which limit an OOM kill ran out of, from the kernel's own counters

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/internal/cri"
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 func (s *sim) oomKill(name string, victim uint32, comm string, memcgs ...probe.MemcgOOMs) {
@@ -85,9 +85,9 @@ func TestOOMScopeFromTheKernelsCounters(t *testing.T) {
 				if p, ok := paths[want]; ok {
 					want = p
 				}
-				memcg, _ := got[i]["podtrace.oom.memcg"].(string)
-				if got[i]["podtrace.oom.scope"] != k.scope || memcg != want || got[i]["podtrace.oom.victim.pid"] != int64(children[i]) {
-					t.Errorf("kill %d: scope %v memcg %q pid %v, want %s %q %d", i, got[i]["podtrace.oom.scope"], memcg, got[i]["podtrace.oom.victim.pid"], k.scope, want, children[i])
+				memcg, _ := got[i]["podchron.oom.memcg"].(string)
+				if got[i]["podchron.oom.scope"] != k.scope || memcg != want || got[i]["podchron.oom.victim.pid"] != int64(children[i]) {
+					t.Errorf("kill %d: scope %v memcg %q pid %v, want %s %q %d", i, got[i]["podchron.oom.scope"], memcg, got[i]["podchron.oom.victim.pid"], k.scope, want, children[i])
 				}
 				if c := "oom shop " + k.scope; !slices.Contains(s.o.calls, c) {
 					t.Errorf("metric: no %q in %v", c, s.o.calls)
@@ -121,7 +121,7 @@ func TestOOMKillOfAChildIsNotTheRunsCause(t *testing.T) {
 	s.pod()
 	s.tick(3 * time.Second)
 	run := s.one("container.run")
-	if run.Attr("podtrace.exit.cause") != "completed" || run.Status == correlate.StatusError {
+	if run.Attr("podchron.exit.cause") != "completed" || run.Status == correlate.StatusError {
 		t.Errorf("run: %s %v", run.Status, run.Attrs)
 	}
 	var ev *correlate.SpanEvent
@@ -137,7 +137,7 @@ func TestOOMKillOfAChildIsNotTheRunsCause(t *testing.T) {
 	for _, a := range ev.Attrs {
 		attrs[a.Key] = a.Value
 	}
-	if attrs["podtrace.oom.victim.pid"] != int64(child) || attrs["podtrace.oom.victim.comm"] != "dd" {
+	if attrs["podchron.oom.victim.pid"] != int64(child) || attrs["podchron.oom.victim.comm"] != "dd" {
 		t.Errorf("oom_kill event: %v", ev.Attrs)
 	}
 }
@@ -151,7 +151,7 @@ func TestOOMKilledFromTheRuntimeAlone(t *testing.T) {
 	s.exit("app", app, 0, syscall.SIGKILL)
 	s.cri(cri.EventContainerExited, "app", 137, "OOMKilled")
 	s.tick(3 * time.Second)
-	if got := s.one("container.run").Attr("podtrace.exit.cause"); got != "oom_killed" {
+	if got := s.one("container.run").Attr("podchron.exit.cause"); got != "oom_killed" {
 		t.Errorf("cause %v, want oom_killed", got)
 	}
 }

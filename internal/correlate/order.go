@@ -4,7 +4,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/cri"
+	"github.com/podchron/podchron/internal/cri"
 )
 
 // Independent of timing.

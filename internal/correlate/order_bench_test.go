@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 // BenchmarkSequencedKernelEvent is BenchmarkCorrelateKernelEvent with the

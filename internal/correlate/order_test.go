@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/internal/cri"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/cri"
 )
 
 // What progress changes besides the order: a source that is down or silent

@@ -8,7 +8,7 @@ import (
 
 // Source outages. While the runtime or the API server is unreachable the
 // model lacks their facts, and the spans of that time say so
-// (podtrace.degraded). An outage taints only the spans whose time range it
+// (podchron.degraded). An outage taints only the spans whose time range it
 // overlaps: once the source is back, later phases are whole again, so a 2 s
 // containerd restart does not mark every later span of every pod.
 

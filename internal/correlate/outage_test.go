@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/internal/cri"
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 // A 2 s runtime restart marks the spans of that time degraded, and only
@@ -16,7 +16,7 @@ import (
 func TestDegradedClearsWhenTheSourceRecovers(t *testing.T) {
 	s := newSim(t)
 	app := s.startup()
-	if d := s.one("pod.startup").Attr("podtrace.degraded"); d != nil {
+	if d := s.one("pod.startup").Attr("podchron.degraded"); d != nil {
 		t.Fatalf("start-up degraded before any outage: %v", d)
 	}
 	s.at(time.Second)
@@ -40,13 +40,13 @@ func TestDegradedClearsWhenTheSourceRecovers(t *testing.T) {
 	if len(runs) != 2 {
 		t.Fatalf("want 2 runs, got %d", len(runs))
 	}
-	if d, _ := runs[0].Attr("podtrace.degraded").(string); !strings.Contains(d, "runtime unavailable") {
+	if d, _ := runs[0].Attr("podchron.degraded").(string); !strings.Contains(d, "runtime unavailable") {
 		t.Errorf("the run during the outage: degraded %q", d)
 	}
-	if d := runs[1].Attr("podtrace.degraded"); d != nil {
+	if d := runs[1].Attr("podchron.degraded"); d != nil {
 		t.Errorf("the run after the runtime came back: degraded %v", d)
 	}
-	if bo := s.one("container.backoff"); bo.Attr("podtrace.degraded") != nil {
+	if bo := s.one("container.backoff"); bo.Attr("podchron.degraded") != nil {
 		t.Errorf("back-off after recovery degraded: %v", bo.Attrs)
 	}
 	// The API server goes away for good: what ends afterwards is degraded.
@@ -61,14 +61,14 @@ func TestDegradedClearsWhenTheSourceRecovers(t *testing.T) {
 			root = sp
 		}
 	}
-	if d, _ := root.Attr("podtrace.degraded").(string); !strings.Contains(d, "apiserver unavailable: connection refused") || !strings.Contains(d, "runtime unavailable") {
+	if d, _ := root.Attr("podchron.degraded").(string); !strings.Contains(d, "apiserver unavailable: connection refused") || !strings.Contains(d, "runtime unavailable") {
 		t.Errorf("root (spans the whole life): degraded %q", d)
 	}
 	var gap bool
 	for _, e := range root.Events {
-		gap = gap || e.Name == "podtrace.runtime_gap" && e.Time.Equal(down)
+		gap = gap || e.Name == "podchron.runtime_gap" && e.Time.Equal(down)
 	}
 	if !gap {
-		t.Errorf("no podtrace.runtime_gap event at %s on the root: %+v", down, root.Events)
+		t.Errorf("no podchron.runtime_gap event at %s on the root: %+v", down, root.Events)
 	}
 }

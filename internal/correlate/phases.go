@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 func sigNum(n int) syscall.Signal { return syscall.Signal(n) }
@@ -38,7 +38,7 @@ func (c *Correlator) terminationParent(p *pod) SpanID {
 func containerAttrs(ct *container) []Attr {
 	a := []Attr{String("k8s.container.name", ct.name), String("container.id", ct.id)}
 	if ct.attempt > 0 {
-		a = append(a, Int("podtrace.restart.count", int64(ct.attempt)))
+		a = append(a, Int("podchron.restart.count", int64(ct.attempt)))
 	}
 	return a
 }
@@ -56,13 +56,13 @@ func (c *Correlator) cause(ct *container) (string, []Attr) {
 	// enough: it says OOMKilled for a child's OOM kill too.
 	if ct.oom != nil || ct.reason == "OOMKilled" && len(ct.ooms) == 0 {
 		if ct.oom != nil {
-			attrs = append(attrs, Int("podtrace.oom.victim.pid", int64(ct.oom.VictimTGID)),
-				String("podtrace.oom.victim.comm", ct.oom.VictimComm), String("podtrace.oom.scope", ct.oomScope))
+			attrs = append(attrs, Int("podchron.oom.victim.pid", int64(ct.oom.VictimTGID)),
+				String("podchron.oom.victim.comm", ct.oom.VictimComm), String("podchron.oom.scope", ct.oomScope))
 			if ct.oomMemcg != "" {
-				attrs = append(attrs, String("podtrace.oom.memcg", ct.oomMemcg))
+				attrs = append(attrs, String("podchron.oom.memcg", ct.oomMemcg))
 			}
 			if ct.oom.HasRSS {
-				attrs = append(attrs, Int("podtrace.oom.anon_rss_kb", int64(ct.oom.AnonRSSKB)))
+				attrs = append(attrs, Int("podchron.oom.anon_rss_kb", int64(ct.oom.AnonRSSKB)))
 			}
 		}
 		return "oom_killed", attrs
@@ -93,8 +93,8 @@ func (c *Correlator) cause(ct *container) (string, []Attr) {
 		sig = ct.signalOf(syscall.SIGTERM)
 	}
 	if sig != nil {
-		attrs = append(attrs, String("podtrace.signal.sender.kind", sig.senderKind),
-			String("podtrace.signal.sender.comm", sig.senderComm), Int("podtrace.signal.sender.pid", int64(sig.senderPID)))
+		attrs = append(attrs, String("podchron.signal.sender.kind", sig.senderKind),
+			String("podchron.signal.sender.comm", sig.senderComm), Int("podchron.signal.sender.pid", int64(sig.senderPID)))
 	}
 	if p != nil {
 		if ev := p.recentEvent("Killing", ct.name, ct.startedAtOr(), ct.exitAt); ev != nil && containsLiveness(ev.Message) {
@@ -151,8 +151,8 @@ func (c *Correlator) livenessCause(ct *container) (string, []Attr) {
 	term := ct.stopSignal()
 	var attrs []Attr
 	if term != nil {
-		attrs = append(attrs, String("podtrace.signal.sender.kind", term.senderKind),
-			String("podtrace.signal.sender.comm", term.senderComm), Int("podtrace.signal.sender.pid", int64(term.senderPID)))
+		attrs = append(attrs, String("podchron.signal.sender.kind", term.senderKind),
+			String("podchron.signal.sender.comm", term.senderComm), Int("podchron.signal.sender.pid", int64(term.senderPID)))
 	}
 	if ev := p.recentEvent("Killing", ct.name, ct.startedAtOr(), ct.exitAt); ev != nil {
 		switch {
@@ -258,9 +258,9 @@ func (c *Correlator) finalizeContainer(ct *container) {
 	c.cfg.Observer.ContainerExit(ns, cause)
 
 	attrs := containerAttrs(ct)
-	attrs = append(attrs, String("podtrace.exit.cause", cause), Int("process.pid", int64(ct.initPID)))
+	attrs = append(attrs, String("podchron.exit.cause", cause), Int("process.pid", int64(ct.initPID)))
 	if ct.exitSignal != 0 {
-		attrs = append(attrs, String("podtrace.signal", probe.SignalName(ct.exitSignal)))
+		attrs = append(attrs, String("podchron.signal", probe.SignalName(ct.exitSignal)))
 	} else {
 		attrs = append(attrs, Int("process.exit.code", int64(ct.exitCode)))
 	}
@@ -283,27 +283,27 @@ func (c *Correlator) finalizeContainer(ct *container) {
 	if len(ct.signalsFolded) > 0 {
 		ev, n := ct.foldedSignals(ct.exitAt)
 		events = append(events, ev)
-		attrs = append(attrs, Int("podtrace.signals.folded", int64(n)))
+		attrs = append(attrs, Int("podchron.signals.folded", int64(n)))
 	}
 	if ct.probeFailsFolded > 0 {
-		attrs = append(attrs, Int("podtrace.probe_failures.folded", int64(ct.probeFailsFolded)))
+		attrs = append(attrs, Int("podchron.probe_failures.folded", int64(ct.probeFailsFolded)))
 	}
 	for _, kind := range sortedKeys(ct.sessionsFolded) {
-		attrs = append(attrs, Int("podtrace.sessions.folded."+kind, int64(ct.sessionsFolded[kind])))
+		attrs = append(attrs, Int("podchron.sessions.folded."+kind, int64(ct.sessionsFolded[kind])))
 	}
 	for _, o := range ct.ooms {
-		a := []Attr{Int("podtrace.oom.victim.pid", int64(o.ev.VictimTGID)), String("podtrace.oom.scope", o.scope)}
+		a := []Attr{Int("podchron.oom.victim.pid", int64(o.ev.VictimTGID)), String("podchron.oom.scope", o.scope)}
 		if o.memcg != "" {
-			a = append(a, String("podtrace.oom.memcg", o.memcg))
+			a = append(a, String("podchron.oom.memcg", o.memcg))
 		}
 		if o.ev != ct.oom {
 			// A child of the container, not its init: the run went on.
-			a = append(a, String("podtrace.oom.victim.comm", o.ev.VictimComm))
+			a = append(a, String("podchron.oom.victim.comm", o.ev.VictimComm))
 		}
 		events = append(events, SpanEvent{Name: "oom_kill", Time: o.ev.Time, Attrs: a})
 	}
 	if ct.oomsFolded > 0 {
-		attrs = append(attrs, Int("podtrace.oom.kills_folded", int64(ct.oomsFolded)))
+		attrs = append(attrs, Int("podchron.oom.kills_folded", int64(ct.oomsFolded)))
 	}
 	events = append(events, ct.probeFails...)
 
@@ -339,7 +339,7 @@ func (c *Correlator) stopSpan(ct *container) {
 	}
 	attrs := containerAttrs(ct)
 	sigkill := kill != nil && (kill.senderKind == "runtime" || kill.senderKind == "kubelet")
-	attrs = append(attrs, Bool("podtrace.sigkill", sigkill))
+	attrs = append(attrs, Bool("podchron.sigkill", sigkill))
 	if term != nil {
 		disp := term.disposition.String()
 		if term.result == probe.SignalIgnored {
@@ -347,11 +347,11 @@ func (c *Correlator) stopSpan(ct *container) {
 		} else if d, ok := ct.delivered[term.sig]; ok {
 			disp = d.String()
 		}
-		attrs = append(attrs, String("podtrace.signal", probe.SignalName(term.sig)), String("podtrace.signal.disposition", disp),
-			String("podtrace.signal.sender.kind", term.senderKind), String("podtrace.signal.sender.comm", term.senderComm),
-			Int("podtrace.signal.sender.pid", int64(term.senderPID)))
+		attrs = append(attrs, String("podchron.signal", probe.SignalName(term.sig)), String("podchron.signal.disposition", disp),
+			String("podchron.signal.sender.kind", term.senderKind), String("podchron.signal.sender.comm", term.senderComm),
+			Int("podchron.signal.sender.pid", int64(term.senderPID)))
 		if term.nsInit && term.disposition == probe.DispositionDefault {
-			attrs = append(attrs, Bool("podtrace.signal.pidns_init", true))
+			attrs = append(attrs, Bool("podchron.signal.pidns_init", true))
 		}
 	}
 	status, msg := StatusOK, ""
@@ -361,7 +361,7 @@ func (c *Correlator) stopSpan(ct *container) {
 		if p.grace > 0 && term != nil {
 			msg = fmt.Sprintf("SIGKILL %.1fs after %s (grace period %s)", kill.at.Sub(term.at).Seconds(), probe.SignalName(term.sig), p.grace)
 		}
-		attrs = append(attrs, Bool("podtrace.grace_period.overrun", true))
+		attrs = append(attrs, Bool("podchron.grace_period.overrun", true))
 		if !p.terminating.IsZero() && !start.Before(p.terminating) {
 			// The pod's termination overran; a stop before it (a liveness
 			// restart) overran only that stop.
@@ -370,7 +370,7 @@ func (c *Correlator) stopSpan(ct *container) {
 		c.cfg.Observer.GracePeriodOverrun(p.namespace())
 	}
 	if p.grace > 0 {
-		attrs = append(attrs, Float("podtrace.grace_period.seconds", p.grace.Seconds()))
+		attrs = append(attrs, Float("podchron.grace_period.seconds", p.grace.Seconds()))
 	}
 	d := ct.exitAt.Sub(start)
 	c.cfg.Observer.ContainerStop(p.namespace(), d, sigkill)
@@ -380,11 +380,11 @@ func (c *Correlator) stopSpan(ct *container) {
 }
 
 func signalEvent(s signalRec) SpanEvent {
-	a := []Attr{String("podtrace.signal", probe.SignalName(s.sig)), String("podtrace.signal.sender.kind", s.senderKind),
-		String("podtrace.signal.sender.comm", s.senderComm), Int("podtrace.signal.sender.pid", int64(s.senderPID)),
-		String("podtrace.signal.result", s.result.String()), String("podtrace.signal.disposition", s.disposition.String())}
+	a := []Attr{String("podchron.signal", probe.SignalName(s.sig)), String("podchron.signal.sender.kind", s.senderKind),
+		String("podchron.signal.sender.comm", s.senderComm), Int("podchron.signal.sender.pid", int64(s.senderPID)),
+		String("podchron.signal.result", s.result.String()), String("podchron.signal.disposition", s.disposition.String())}
 	if !s.toInit {
-		a = append(a, Bool("podtrace.signal.to_child", true))
+		a = append(a, Bool("podchron.signal.to_child", true))
 	}
 	if s.pidnsTeardown {
 		a = append(a, String("message", "PID namespace teardown: the kernel kills what its init left behind"))
@@ -460,7 +460,7 @@ func (c *Correlator) sessionSpan(ct *container, s *session, e *probe.ExitEvent) 
 	status := StatusOK
 	result := "success"
 	if e.Signal != 0 {
-		attrs = append(attrs, String("podtrace.signal", probe.SignalName(e.Signal)))
+		attrs = append(attrs, String("podchron.signal", probe.SignalName(e.Signal)))
 		status, result = StatusError, "killed"
 	} else {
 		attrs = append(attrs, Int("process.exit.code", int64(e.ExitCode)))
@@ -469,27 +469,27 @@ func (c *Correlator) sessionSpan(ct *container, s *session, e *probe.ExitEvent) 
 		}
 	}
 	if len(name) > 6 && name[:6] == "probe." {
-		attrs = append(attrs, String("podtrace.probe.type", name[6:]), String("podtrace.probe.result", result))
+		attrs = append(attrs, String("podchron.probe.type", name[6:]), String("podchron.probe.result", result))
 	}
 	if !ct.sessionSpanAllowed(name) {
-		return // over the cap: counted on the run (podtrace.sessions.folded.<kind>)
+		return // over the cap: counted on the run (podchron.sessions.folded.<kind>)
 	}
 	key := fmt.Sprintf("%s/%s/%d@%d", name, ct.id, s.pid, s.start.UnixNano())
 	c.emit(p, Span{SpanID: p.spanID(key), Parent: parent, Name: name, Start: s.start, End: e.Time, Status: status, Attrs: attrs})
 }
 
 func (c *Correlator) cniSpan(p *pod, r *cniRun, parent SpanID) Span {
-	attrs := []Attr{String("podtrace.cni.plugin", r.plugin), String("podtrace.cni.command", r.command),
+	attrs := []Attr{String("podchron.cni.plugin", r.plugin), String("podchron.cni.command", r.command),
 		String("container.id", r.containerID), Int("process.pid", int64(r.pid))}
 	if r.ifname != "" {
-		attrs = append(attrs, String("podtrace.cni.ifname", r.ifname))
+		attrs = append(attrs, String("podchron.cni.ifname", r.ifname))
 	}
 	if r.netns != "" {
-		attrs = append(attrs, String("podtrace.cni.netns", r.netns))
+		attrs = append(attrs, String("podchron.cni.netns", r.netns))
 	}
 	status := StatusOK
 	if r.signal != 0 {
-		attrs = append(attrs, String("podtrace.signal", probe.SignalName(r.signal)))
+		attrs = append(attrs, String("podchron.signal", probe.SignalName(r.signal)))
 		status = StatusError
 	} else {
 		attrs = append(attrs, Int("process.exit.code", int64(r.exitCode)))
@@ -528,8 +528,8 @@ func (c *Correlator) maybeStarted(p *pod) {
 		if t, ok := p.condition("Ready"); ok && !p.gaveUpAt.IsZero() && !p.lateReady {
 			// Ready after the model gave up on the start-up: say when.
 			p.lateReady = true
-			p.addRootEvent(SpanEvent{Name: "podtrace.ready_after_startup_gave_up", Time: t,
-				Attrs: []Attr{Float("podtrace.startup.seconds", t.Sub(p.startupStart()).Seconds())}})
+			p.addRootEvent(SpanEvent{Name: "podchron.ready_after_startup_gave_up", Time: t,
+				Attrs: []Attr{Float("podchron.startup.seconds", t.Sub(p.startupStart()).Seconds())}})
 		}
 		return
 	}
@@ -658,20 +658,20 @@ func (c *Correlator) emitStartup(p *pod, end time.Time, out startupOutcome) {
 		}
 		c.emit(p, Span{SpanID: p.spanID(ctKey("start", ct)), Parent: id, Name: "container.start", Start: s, End: e, Status: StatusOK, Attrs: attrs})
 	}
-	attrs := []Attr{String("podtrace.owner.kind", p.ownerKind())}
+	attrs := []Attr{String("podchron.owner.kind", p.ownerKind())}
 	status, msg := StatusOK, ""
 	if out.failure != "" {
 		status, msg = StatusError, out.failure
-		attrs = append(attrs, String("podtrace.startup.outcome", out.outcome))
+		attrs = append(attrs, String("podchron.startup.outcome", out.outcome))
 		if out.container != "" {
 			attrs = append(attrs, String("k8s.container.name", out.container))
 		}
 		if out.reason != "" {
-			attrs = append(attrs, String("podtrace.waiting.reason", out.reason))
+			attrs = append(attrs, String("podchron.waiting.reason", out.reason))
 		}
 	} else {
 		if out.outcome != "" {
-			attrs = append(attrs, String("podtrace.startup.outcome", out.outcome))
+			attrs = append(attrs, String("podchron.startup.outcome", out.outcome))
 		}
 		c.cfg.Observer.PodStartup(p.namespace(), p.ownerKind(), ready.Sub(start))
 	}
@@ -694,8 +694,8 @@ func (c *Correlator) maybeGone(p *pod, at time.Time) {
 		gone = c.lingering(p) == ""
 		if !gone && p.apiGoneAt.IsZero() {
 			p.apiGoneAt = at
-			p.addRootEvent(SpanEvent{Name: "podtrace.api_object_deleted", Time: at,
-				Attrs: []Attr{String("podtrace.lingering.containers", c.lingering(p))}})
+			p.addRootEvent(SpanEvent{Name: "podchron.api_object_deleted", Time: at,
+				Attrs: []Attr{String("podchron.lingering.containers", c.lingering(p))}})
 		}
 	case p.info == nil || (c.apiKnown && !c.apiUp):
 		gone = !p.sandboxRemoved.IsZero() || !p.cgroupRemoved.IsZero()
@@ -772,16 +772,16 @@ func (c *Correlator) finishPod(p *pod, at time.Time, unfinished string) {
 	for _, ct := range p.containers {
 		start = earliest(start, ct.startedAtOr())
 	}
-	attrs := []Attr{String("podtrace.owner.kind", p.ownerKind())}
+	attrs := []Attr{String("podchron.owner.kind", p.ownerKind())}
 	if p.info != nil {
 		if p.info.OwnerName != "" {
-			attrs = append(attrs, String("podtrace.owner.name", p.info.OwnerName))
+			attrs = append(attrs, String("podchron.owner.name", p.info.OwnerName))
 		}
 		if p.info.QOSClass != "" {
-			attrs = append(attrs, String("podtrace.qos_class", p.info.QOSClass))
+			attrs = append(attrs, String("podchron.qos_class", p.info.QOSClass))
 		}
 		if p.info.Phase != "" {
-			attrs = append(attrs, String("podtrace.phase", p.info.Phase))
+			attrs = append(attrs, String("podchron.phase", p.info.Phase))
 		}
 	}
 	status, msg := StatusOK, ""
@@ -789,10 +789,10 @@ func (c *Correlator) finishPod(p *pod, at time.Time, unfinished string) {
 		status, msg = StatusUnset, "pod still alive: "+unfinished
 	}
 	if p.stuck {
-		attrs = append(attrs, Bool("podtrace.termination.stuck", true))
+		attrs = append(attrs, Bool("podchron.termination.stuck", true))
 	}
 	if p.rootFolded > 0 {
-		attrs = append(attrs, Int("podtrace.events.folded", int64(p.rootFolded)))
+		attrs = append(attrs, Int("podchron.events.folded", int64(p.rootFolded)))
 	}
 	c.emit(p, Span{SpanID: c.rootID(p), Name: "pod", Start: start, End: at, Status: status, StatusMessage: msg,
 		Attrs: attrs, Events: p.rootEvents})
@@ -819,30 +819,30 @@ func (c *Correlator) finishPod(p *pod, at time.Time, unfinished string) {
 }
 
 func (c *Correlator) terminationSpan(p *pod, at time.Time, unfinished string) {
-	attrs := []Attr{String("podtrace.owner.kind", p.ownerKind())}
+	attrs := []Attr{String("podchron.owner.kind", p.ownerKind())}
 	if !p.deletedAt.IsZero() {
-		attrs = append(attrs, Float("podtrace.grace_period.seconds", p.grace.Seconds()))
+		attrs = append(attrs, Float("podchron.grace_period.seconds", p.grace.Seconds()))
 	}
 	if p.forced {
-		attrs = append(attrs, Bool("podtrace.termination.forced", true))
+		attrs = append(attrs, Bool("podchron.termination.forced", true))
 	}
 	if reason, m, ok := p.disruption(); ok {
-		attrs = append(attrs, String("podtrace.termination.reason", reason))
+		attrs = append(attrs, String("podchron.termination.reason", reason))
 		if m != "" {
 			attrs = append(attrs, String("message", m))
 		}
 	} else if p.terminationReason != "" {
-		attrs = append(attrs, String("podtrace.termination.reason", p.terminationReason))
+		attrs = append(attrs, String("podchron.termination.reason", p.terminationReason))
 	} else if p.info != nil && p.info.Reason != "" {
-		attrs = append(attrs, String("podtrace.termination.reason", p.info.Reason))
+		attrs = append(attrs, String("podchron.termination.reason", p.info.Reason))
 	}
-	attrs = append(attrs, Bool("podtrace.grace_period.overrun", p.overrun))
+	attrs = append(attrs, Bool("podchron.grace_period.overrun", p.overrun))
 	status, msg := StatusOK, ""
 	if p.overrun {
 		status, msg = StatusError, "grace period overrun: a container was killed with SIGKILL"
 	}
 	if p.stuck {
-		attrs = append(attrs, Bool("podtrace.termination.stuck", true))
+		attrs = append(attrs, Bool("podchron.termination.stuck", true))
 		status, msg = StatusError, fmt.Sprintf("stuck terminating: gone %.1fs after the deadline", at.Sub(p.deadline).Seconds())
 	}
 	if unfinished != "" {
@@ -858,7 +858,7 @@ func (c *Correlator) terminationSpan(p *pod, at time.Time, unfinished string) {
 	lastExit = latest(lastExit, p.terminating)
 	if !lastExit.IsZero() && at.After(lastExit) {
 		c.emit(p, Span{SpanID: p.spanID("cleanup"), Parent: c.terminationID(p), Name: "pod.cleanup", Start: lastExit, End: at, Status: StatusOK,
-			Attrs: []Attr{Int("podtrace.cni.del_runs", int64(len(p.cniDel)))}})
+			Attrs: []Attr{Int("podchron.cni.del_runs", int64(len(p.cniDel)))}})
 	}
 	d := at.Sub(p.terminating)
 	if unfinished == "" {
@@ -916,8 +916,8 @@ func (c *Correlator) tick() {
 		}
 		if c.now.Sub(p.deadline) > c.cfg.StuckAfter {
 			p.stuck = true
-			p.addRootEvent(SpanEvent{Name: "podtrace.stuck_terminating", Time: c.now,
-				Attrs: []Attr{Float("podtrace.past_deadline.seconds", c.now.Sub(p.deadline).Seconds())}})
+			p.addRootEvent(SpanEvent{Name: "podchron.stuck_terminating", Time: c.now,
+				Attrs: []Attr{Float("podchron.past_deadline.seconds", c.now.Sub(p.deadline).Seconds())}})
 			c.cfg.Observer.StuckTerminating(p.namespace(), true)
 		}
 	}
@@ -946,7 +946,7 @@ func (c *Correlator) backoff(ct *container) {
 	}
 	ct.backoffDone = true
 	wait := start.Sub(prev.exitAt)
-	attrs := append(containerAttrs(ct), Float("podtrace.backoff.seconds", wait.Seconds()))
+	attrs := append(containerAttrs(ct), Float("podchron.backoff.seconds", wait.Seconds()))
 	if ev := p.recentEvent("BackOff", ct.name, prev.exitAt, start); ev != nil {
 		attrs = append(attrs, String("message", ev.Message))
 	}

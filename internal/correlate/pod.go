@@ -255,7 +255,7 @@ func (c *Correlator) resource(p *pod) []Attr {
 	r := []Attr{String("k8s.pod.uid", p.uid)}
 	if p.info != nil && p.info.ConfigUID != "" && p.info.UID != p.uid {
 		// A static pod: its own UID above, its mirror object's here.
-		r = append(r, String("podtrace.pod.mirror_uid", p.info.UID))
+		r = append(r, String("podchron.pod.mirror_uid", p.info.UID))
 	}
 	if n := p.name(); n != "" {
 		r = append(r, String("k8s.pod.name", n))
@@ -281,13 +281,13 @@ func (c *Correlator) emit(p *pod, s Span) {
 	s.TraceID = p.trace
 	s.Resource = c.resource(p)
 	if p.eventsLost > 0 {
-		s.Attrs = append(s.Attrs, Int("podtrace.events_lost", int64(p.eventsLost)))
+		s.Attrs = append(s.Attrs, Int("podchron.events_lost", int64(p.eventsLost)))
 	}
 	if d := c.degradedDuring(s.Start, s.End); d != "" {
-		s.Attrs = append(s.Attrs, String("podtrace.degraded", d))
+		s.Attrs = append(s.Attrs, String("podchron.degraded", d))
 	}
 	if !p.observedFrom.IsZero() {
-		s.Attrs = append(s.Attrs, String("podtrace.observed_from", p.observedFrom.UTC().Format(time.RFC3339Nano)))
+		s.Attrs = append(s.Attrs, String("podchron.observed_from", p.observedFrom.UTC().Format(time.RFC3339Nano)))
 	}
 	if s.End.Before(s.Start) {
 		s.End = s.Start

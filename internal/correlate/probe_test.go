@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/internal/cri"
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 // The Kubernetes docs' pattern: a startup probe and a liveness probe with
@@ -43,7 +43,7 @@ func TestStartupAndLivenessShareACommand(t *testing.T) {
 		s.exit("app", app, 0, 0)
 		s.cri(cri.EventContainerExited, "app", 0, "Completed")
 		s.tick(3 * time.Second)
-		if got := s.one("container.run").Attr("podtrace.exit.cause"); got != "startup_probe_restart" {
+		if got := s.one("container.run").Attr("podchron.exit.cause"); got != "startup_probe_restart" {
 			t.Errorf("cause %v, want startup_probe_restart", got)
 		}
 		if n := len(s.find("probe.startup")); n != 2 {
@@ -67,7 +67,7 @@ func TestStartupAndLivenessShareACommand(t *testing.T) {
 		s.exit("app", app, 0, 0)
 		s.cri(cri.EventContainerExited, "app", 0, "Completed")
 		s.tick(3 * time.Second)
-		if got := s.one("container.run").Attr("podtrace.exit.cause"); got != "liveness_restart" {
+		if got := s.one("container.run").Attr("podchron.exit.cause"); got != "liveness_restart" {
 			t.Errorf("cause %v, want liveness_restart", got)
 		}
 		if n := len(s.find("probe.liveness")); n != 2 {

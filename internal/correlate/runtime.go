@@ -1,7 +1,7 @@
 package correlate
 
 import (
-	"github.com/podtrace/podtrace/internal/cri"
+	"github.com/podchron/podchron/internal/cri"
 )
 
 func (c *Correlator) runtime(ev *cri.Event) {
@@ -21,8 +21,8 @@ func (c *Correlator) runtime(ev *cri.Event) {
 			until = ev.Gap.Until
 			for _, p := range c.pods {
 				if !p.firstSeen.After(until) {
-					p.addRootEvent(SpanEvent{Name: "podtrace.runtime_gap", Time: ev.Gap.Since,
-						Attrs: []Attr{String("podtrace.gap.until", until.UTC().Format("2006-01-02T15:04:05.000Z07:00"))}})
+					p.addRootEvent(SpanEvent{Name: "podchron.runtime_gap", Time: ev.Gap.Since,
+						Attrs: []Attr{String("podchron.gap.until", until.UTC().Format("2006-01-02T15:04:05.000Z07:00"))}})
 				}
 			}
 		}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podchron/podchron/internal/correlate"
 )
 
 // Streams recorded by test/runtime on other runtimes and kept for what
@@ -18,7 +18,7 @@ func TestRuntimeSetupSignalsAreNotTheContainers(t *testing.T) {
 	for _, sp := range spans {
 		if sp.Name == "container.run" {
 			runs++
-			if sp.Attr("podtrace.exit.cause") != "completed" {
+			if sp.Attr("podchron.exit.cause") != "completed" {
 				t.Errorf("run: %v", sp.Attrs)
 			}
 		}

@@ -24,8 +24,8 @@ func (c *Correlator) sandboxChanged(p *pod, id string, created time.Time) {
 	p.sandboxID = id
 	c.bySandbox[id] = p
 	p.sandboxStopped, p.sandboxRemoved = time.Time{}, time.Time{}
-	p.addRootEvent(SpanEvent{Name: "podtrace.sandbox_changed", Time: created,
-		Attrs: []Attr{String("podtrace.sandbox.old_id", old), String("container.id", id)}})
+	p.addRootEvent(SpanEvent{Name: "podchron.sandbox_changed", Time: created,
+		Attrs: []Attr{String("podchron.sandbox.old_id", old), String("container.id", id)}})
 	if !p.startupDone {
 		return // the start-up's sandbox span covers both
 	}
@@ -76,6 +76,6 @@ func (c *Correlator) emitResandboxes(p *pod, force bool) {
 			}
 		}
 		c.emit(p, Span{SpanID: id, Parent: c.rootID(p), Name: "pod.sandbox", Start: rs.created, End: end, Status: StatusOK,
-			Attrs: []Attr{String("container.id", rs.id), Bool("podtrace.sandbox.recreated", true)}})
+			Attrs: []Attr{String("container.id", rs.id), Bool("podchron.sandbox.recreated", true)}})
 	}
 }

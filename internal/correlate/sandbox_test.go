@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/internal/cri"
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 // The kubelet recreates a pod's sandbox (SandboxChanged): the new sandbox
@@ -38,7 +38,7 @@ func TestSandboxChanged(t *testing.T) {
 	s.tick(3 * time.Second)
 	var recreated *correlate.Span
 	for i, sp := range s.find("pod.sandbox") {
-		if sp.Attr("podtrace.sandbox.recreated") == true {
+		if sp.Attr("podchron.sandbox.recreated") == true {
 			recreated = &s.find("pod.sandbox")[i]
 		}
 	}

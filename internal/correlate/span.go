@@ -24,7 +24,7 @@ func (s SpanID) IsZero() bool { return s == SpanID{} }
 
 // TraceIDForPod derives a pod's trace id from its UID.
 func TraceIDForPod(uid string) TraceID {
-	sum := sha256.Sum256([]byte("podtrace/pod/" + uid))
+	sum := sha256.Sum256([]byte("podchron/pod/" + uid))
 	var t TraceID
 	copy(t[:], sum[:16])
 	return t
@@ -68,7 +68,7 @@ func (s Status) String() string {
 // Attr is a span or event attribute. Values are string, int64, float64,
 // bool or []string; keys follow OpenTelemetry semantic conventions where
 // one exists (k8s.pod.uid, container.id, process.pid, ...) and use the
-// podtrace.* namespace otherwise.
+// podchron.* namespace otherwise.
 type Attr struct {
 	Key   string
 	Value any

@@ -179,7 +179,7 @@ func (c *Correlator) pullSpan(p *pod, pl *pull, parent SpanID) Span {
 	} else {
 		end, status, msg = pl.failedAt, StatusError, pl.failure
 		if pl.reason != "" {
-			attrs = append(attrs, String("podtrace.waiting.reason", pl.reason))
+			attrs = append(attrs, String("podchron.waiting.reason", pl.reason))
 			msg = pl.reason + ": " + pl.failure
 		}
 	}

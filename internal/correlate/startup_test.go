@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/internal/cri"
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 // withStartupTimeout gives the sim's model a give-up time.
@@ -72,8 +72,8 @@ func TestStartupImagePullFailure(t *testing.T) {
 	s.deleteNow()
 	s.tick(time.Second)
 	st := s.one("pod.startup")
-	if st.Status != correlate.StatusError || !st.End.Equal(delAt) || st.Attr("podtrace.waiting.reason") != "ImagePullBackOff" ||
-		st.Attr("k8s.container.name") != "app" || st.Attr("podtrace.startup.outcome") != "terminated" ||
+	if st.Status != correlate.StatusError || !st.End.Equal(delAt) || st.Attr("podchron.waiting.reason") != "ImagePullBackOff" ||
+		st.Attr("k8s.container.name") != "app" || st.Attr("podchron.startup.outcome") != "terminated" ||
 		!strings.Contains(st.StatusMessage, "ImagePullBackOff") {
 		t.Errorf("start-up: %s %q end %s (deleted %s) %v", st.Status, st.StatusMessage, st.End, delAt, st.Attrs)
 	}
@@ -105,8 +105,8 @@ func TestStartupGivesUpOnConfigError(t *testing.T) {
 	s.tick(31 * time.Second)
 	s.tick(time.Second)
 	st := s.one("pod.startup")
-	if st.Status != correlate.StatusError || st.Attr("podtrace.startup.outcome") != "gave_up" ||
-		st.Attr("podtrace.waiting.reason") != "CreateContainerConfigError" || !strings.Contains(st.StatusMessage, `configmap "settings" not found`) {
+	if st.Status != correlate.StatusError || st.Attr("podchron.startup.outcome") != "gave_up" ||
+		st.Attr("podchron.waiting.reason") != "CreateContainerConfigError" || !strings.Contains(st.StatusMessage, `configmap "settings" not found`) {
 		t.Errorf("start-up: %s %q %v", st.Status, st.StatusMessage, st.Attrs)
 	}
 	if len(s.find("pod")) != 0 {
@@ -120,7 +120,7 @@ func TestStartupGivesUpOnConfigError(t *testing.T) {
 	s.c.Flush()
 	var late bool
 	for _, e := range s.one("pod").Events {
-		late = late || e.Name == "podtrace.ready_after_startup_gave_up"
+		late = late || e.Name == "podchron.ready_after_startup_gave_up"
 	}
 	if !late || len(s.find("pod.startup")) != 1 {
 		t.Errorf("a Ready after the give-up: root event %v, %d start-ups", late, len(s.find("pod.startup")))
@@ -145,7 +145,7 @@ func TestStartupReadinessNeverPasses(t *testing.T) {
 		s.tick(0)
 	}
 	st := s.one("pod.startup")
-	if st.Status != correlate.StatusError || st.Attr("podtrace.waiting.reason") != "NotReady" || st.Attr("k8s.container.name") != "app" {
+	if st.Status != correlate.StatusError || st.Attr("podchron.waiting.reason") != "NotReady" || st.Attr("k8s.container.name") != "app" {
 		t.Errorf("start-up: %s %q %v", st.Status, st.StatusMessage, st.Attrs)
 	}
 	if len(s.find("container.start")) != 1 {
@@ -169,10 +169,10 @@ func TestStartupJobCompletesBeforeReady(t *testing.T) {
 	s.pod()
 	s.tick(2 * time.Second)
 	st := s.one("pod.startup")
-	if st.Status == correlate.StatusError || st.Attr("podtrace.startup.outcome") != "completed" || !st.End.Equal(exitAt) {
+	if st.Status == correlate.StatusError || st.Attr("podchron.startup.outcome") != "completed" || !st.End.Equal(exitAt) {
 		t.Errorf("start-up: %s %q end %s (exit %s) %v", st.Status, st.StatusMessage, st.End, exitAt, st.Attrs)
 	}
-	if run := s.one("container.run"); run.Attr("podtrace.exit.cause") != "completed" {
+	if run := s.one("container.run"); run.Attr("podchron.exit.cause") != "completed" {
 		t.Errorf("run: %v", run.Attrs)
 	}
 }
@@ -189,7 +189,7 @@ func TestStartupKeepsTheLastWaitingReason(t *testing.T) {
 	s.deleteNow()
 	s.tick(time.Second)
 	st := s.one("pod.startup")
-	if st.Attr("podtrace.waiting.reason") != "CreateContainerConfigError" {
+	if st.Attr("podchron.waiting.reason") != "CreateContainerConfigError" {
 		t.Errorf("start-up: %q %v", st.StatusMessage, st.Attrs)
 	}
 }

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/internal/cri"
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 // The stop is the runtime's first signal, whatever it is (the image's
@@ -43,12 +43,12 @@ func TestStopSignalAndGracefulExitCodes(t *testing.T) {
 			s.pod()
 			s.tick(3 * time.Second)
 			run := s.one("container.run")
-			if run.Attr("podtrace.exit.cause") != "completed" || run.Status == correlate.StatusError {
+			if run.Attr("podchron.exit.cause") != "completed" || run.Status == correlate.StatusError {
 				t.Errorf("run: %s %v", run.Status, run.Attrs)
 			}
 			stop := s.one("container.stop")
-			if !stop.Start.Equal(sigAt) || !stop.End.Equal(exitAt) || stop.Attr("podtrace.signal") != probe.SignalName(tc.sig) ||
-				stop.Attr("podtrace.signal.disposition") != "handler" || stop.Status == correlate.StatusError {
+			if !stop.Start.Equal(sigAt) || !stop.End.Equal(exitAt) || stop.Attr("podchron.signal") != probe.SignalName(tc.sig) ||
+				stop.Attr("podchron.signal.disposition") != "handler" || stop.Status == correlate.StatusError {
 				t.Errorf("stop %s–%s (signal at %s): %s %v", stop.Start, stop.End, sigAt, stop.Status, stop.Attrs)
 			}
 			if term := s.one("pod.termination"); term.Status == correlate.StatusError {
@@ -78,11 +78,11 @@ func TestIgnoredStopSignalThenSIGKILL(t *testing.T) {
 	s.pod()
 	s.tick(3 * time.Second)
 	stop := s.one("container.stop")
-	if !stop.Start.Equal(sigAt) || stop.Duration() != 3*time.Second || stop.Attr("podtrace.signal") != "SIGQUIT" ||
-		stop.Attr("podtrace.signal.disposition") != "ignored" || stop.Attr("podtrace.sigkill") != true {
+	if !stop.Start.Equal(sigAt) || stop.Duration() != 3*time.Second || stop.Attr("podchron.signal") != "SIGQUIT" ||
+		stop.Attr("podchron.signal.disposition") != "ignored" || stop.Attr("podchron.sigkill") != true {
 		t.Errorf("stop %s (%s) %v", stop.Start, stop.Duration(), stop.Attrs)
 	}
-	if term := s.one("pod.termination"); term.Attr("podtrace.grace_period.overrun") != true {
+	if term := s.one("pod.termination"); term.Attr("podchron.grace_period.overrun") != true {
 		t.Errorf("termination: %v", term.Attrs)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podchron/podchron/internal/correlate"
 )
 
 // Independent of timing: the kernel, the runtime and the API server each

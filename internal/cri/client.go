@@ -1,4 +1,4 @@
-// Package cri is podtrace's read-mostly view of the node's container runtime
+// Package cri is podchron's read-mostly view of the node's container runtime
 // through the Kubernetes CRI v1 API (k8s.io/cri-api runtime.v1) over a unix
 // socket: typed snapshots of pod sandboxes and containers, and a poller that
 // turns successive snapshots into lifecycle events, reconnecting with backoff

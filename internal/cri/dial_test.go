@@ -25,7 +25,7 @@ func TestDialNoRuntime(t *testing.T) {
 }
 
 func TestDialExplicitMissing(t *testing.T) {
-	_, err := Dial(context.Background(), "unix:///nonexistent/podtrace/cri.sock")
+	_, err := Dial(context.Background(), "unix:///nonexistent/podchron/cri.sock")
 	if !errors.Is(err, ErrUnreachable) || !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("err = %v, want ErrUnreachable wrapping fs.ErrNotExist", err)
 	}

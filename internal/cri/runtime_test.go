@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/cri"
-	ctrd "github.com/podtrace/podtrace/test/harness/containerd"
+	"github.com/podchron/podchron/internal/cri"
+	ctrd "github.com/podchron/podchron/test/harness/containerd"
 )
 
 // eventLog collects watcher events in a goroutine it owns.
@@ -163,7 +163,7 @@ func TestLifecycleAgainstContainerd(t *testing.T) {
 
 	// --- sandbox: CNI ADD through the real bridge + host-local plugins.
 	uid := ctrd.NewUID()
-	pod, err := h.RunPodSandbox(ctx, ctrd.PodSpec{Name: "lifecycle", Namespace: "podtrace-e2e", UID: uid})
+	pod, err := h.RunPodSandbox(ctx, ctrd.PodSpec{Name: "lifecycle", Namespace: "podchron-e2e", UID: uid})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestLifecycleAgainstContainerd(t *testing.T) {
 	}
 	wantParent := filepath.Join(h.CgroupRoot, "burstable", "pod"+uid)
 	switch {
-	case sb.State != cri.SandboxReady, sb.PodName != "lifecycle", sb.PodNamespace != "podtrace-e2e", sb.PodUID != uid, sb.Attempt != 0:
+	case sb.State != cri.SandboxReady, sb.PodName != "lifecycle", sb.PodNamespace != "podchron-e2e", sb.PodUID != uid, sb.Attempt != 0:
 		t.Errorf("sandbox identity/state: %+v", sb)
 	case net.ParseIP(sb.IP) == nil || !h.Subnet.Contains(net.ParseIP(sb.IP)):
 		t.Errorf("sandbox IP %q not in %s", sb.IP, h.Subnet)

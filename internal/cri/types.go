@@ -81,7 +81,7 @@ func (s RuntimeStatus) Condition(typ string) bool {
 	return false
 }
 
-// Sandbox is podtrace's view of a CRI pod sandbox.
+// Sandbox is podchron's view of a CRI pod sandbox.
 type Sandbox struct {
 	ID string
 	// Pod identity from the sandbox metadata.
@@ -115,7 +115,7 @@ type Sandbox struct {
 // PID) were filled in; false means only the ListPodSandbox view is known.
 func (s Sandbox) Detailed() bool { return s.detailed }
 
-// Container is podtrace's view of a CRI container.
+// Container is podchron's view of a CRI container.
 type Container struct {
 	ID        string
 	SandboxID string
@@ -300,7 +300,7 @@ func (c *Container) fillPodIdentity() {
 }
 
 // verboseInfo is the subset of the runtime-specific verbose "info" JSON that
-// podtrace uses. containerd and CRI-O both put a JSON document under the key
+// podchron uses. containerd and CRI-O both put a JSON document under the key
 // "info" with "pid" and "runtimeSpec" (OCI spec) fields.
 type verboseInfo struct {
 	PID                int    `json:"pid"`

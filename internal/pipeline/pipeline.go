@@ -1,4 +1,4 @@
-// Package pipeline wires podtrace's sources (kernel probes, the runtime over
+// Package pipeline wires podchron's sources (kernel probes, the runtime over
 // CRI, the API server) into one ordered input stream for the correlator,
 // optionally recording it. It owns every goroutine it starts.
 package pipeline
@@ -14,9 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/internal/probe"
-	"github.com/podtrace/podtrace/internal/record"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/probe"
+	"github.com/podchron/podchron/internal/record"
 )
 
 // Source produces inputs until ctx is done (or it fails).

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/internal/cri"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/cri"
 )
 
 // RuntimeSource turns the CRI watcher's events into inputs and reports the

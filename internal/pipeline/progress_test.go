@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/internal/cri"
-	"github.com/podtrace/podtrace/internal/probe"
-	"github.com/podtrace/podtrace/internal/record"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/probe"
+	"github.com/podchron/podchron/internal/record"
 )
 
 // blockingSource returns its events, then waits for ctx.

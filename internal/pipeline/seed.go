@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/cgroupfs"
-	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podchron/podchron/internal/cgroupfs"
+	"github.com/podchron/podchron/internal/correlate"
 )
 
 // Seed walks the watched cgroup roots and /proc so that pods already running
@@ -75,7 +75,7 @@ func Seed(layout cgroupfs.Layout, roots []string, now time.Time, node string) ([
 	return out, nil
 }
 
-var clockTicks = 100 // USER_HZ: 100 on every Linux architecture podtrace supports
+var clockTicks = 100 // USER_HZ: 100 on every Linux architecture podchron supports
 
 func readProc(pid int, boot time.Time) (*correlate.ProcSeen, error) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

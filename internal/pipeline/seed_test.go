@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/cgroupfs"
+	"github.com/podchron/podchron/internal/cgroupfs"
 )
 
 // TestSeedFindsRunningPods: a pod-like cgroup tree with a process in it,
@@ -22,7 +22,7 @@ func TestSeedFindsRunningPods(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	root := fmt.Sprintf("/podtrace-seed-%d", os.Getpid())
+	root := fmt.Sprintf("/podchron-seed-%d", os.Getpid())
 	ctr := root + "/burstable/pod0b6e0b3c-1f2d-4a5b-9c8d-7e6f5a4b3c2d/" + fmt.Sprintf("%064x", 7)
 	if err := os.MkdirAll(l.Path(ctr), 0o755); err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/cgroupfs"
+	"github.com/podchron/podchron/internal/cgroupfs"
 )
 
 // DefaultCgroupRoots are the kubepods roots of the cgroupfs and systemd

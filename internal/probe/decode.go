@@ -48,7 +48,7 @@ func cbytes(a []int8) []byte {
 
 func cstr(a []int8) string { return string(cbytes(a)) }
 
-func (d *Decoder) header(h *podtraceEventHeader) Header {
+func (d *Decoder) header(h *podchronEventHeader) Header {
 	return Header{
 		Type:     EventType(h.Type),
 		Origin:   Origin(h.Origin),
@@ -77,7 +77,7 @@ func (d *Decoder) comm(a []int8) string {
 
 // Decode decodes one ring buffer record.
 func (d *Decoder) Decode(raw []byte) (Event, error) {
-	h, err := view[podtraceEventHeader](raw)
+	h, err := view[podchronEventHeader](raw)
 	if err != nil {
 		return nil, err
 	}
@@ -85,13 +85,13 @@ func (d *Decoder) Decode(raw []byte) (Event, error) {
 	case EventExec:
 		return d.exec(raw)
 	case EventFork:
-		r, err := view[podtraceForkEvent](raw)
+		r, err := view[podchronForkEvent](raw)
 		if err != nil {
 			return nil, err
 		}
 		return &ForkEvent{Header: d.header(&r.Hdr), ChildTGID: r.ChildTgid, ChildPID: r.ChildPid}, nil
 	case EventExit:
-		r, err := view[podtraceExitEvent](raw)
+		r, err := view[podchronExitEvent](raw)
 		if err != nil {
 			return nil, err
 		}
@@ -109,7 +109,7 @@ func (d *Decoder) Decode(raw []byte) (Event, error) {
 		}
 		return e, nil
 	case EventSignalGenerate:
-		r, err := view[podtraceSignalEvent](raw)
+		r, err := view[podchronSignalEvent](raw)
 		if err != nil {
 			return nil, err
 		}
@@ -128,7 +128,7 @@ func (d *Decoder) Decode(raw []byte) (Event, error) {
 			SenderWatched:  r.TargetFlags&2 != 0,
 		}, nil
 	case EventSignalDeliver:
-		r, err := view[podtraceSignalDeliverEvent](raw)
+		r, err := view[podchronSignalDeliverEvent](raw)
 		if err != nil {
 			return nil, err
 		}
@@ -140,7 +140,7 @@ func (d *Decoder) Decode(raw []byte) (Event, error) {
 			SAFlags:     r.SaFlags,
 		}, nil
 	case EventOOMKill:
-		r, err := view[podtraceOomEvent](raw)
+		r, err := view[podchronOomEvent](raw)
 		if err != nil {
 			return nil, err
 		}
@@ -162,7 +162,7 @@ func (d *Decoder) Decode(raw []byte) (Event, error) {
 		}
 		return e, nil
 	case EventCgroupMkdir, EventCgroupRmdir:
-		r, err := view[podtraceCgroupEvent](raw)
+		r, err := view[podchronCgroupEvent](raw)
 		if err != nil {
 			return nil, err
 		}
@@ -183,7 +183,7 @@ const (
 )
 
 func (d *Decoder) exec(raw []byte) (Event, error) {
-	r, err := view[podtraceExecEvent](raw)
+	r, err := view[podchronExecEvent](raw)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +195,7 @@ func (d *Decoder) exec(raw []byte) (Event, error) {
 	n := min(int(r.ArgsSize), len(r.Args))
 	e.Args = splitArgs(cbytesN(r.Args[:n]))
 	if r.Flags&execFlagCNI != 0 {
-		c, err := view[podtraceCniInfo](raw[unsafe.Sizeof(*r):])
+		c, err := view[podchronCniInfo](raw[unsafe.Sizeof(*r):])
 		if err != nil {
 			return nil, fmt.Errorf("exec with CNI flag: %w", err)
 		}
@@ -231,7 +231,7 @@ func splitArgs(b []byte) []string {
 	}
 }
 
-func newCNIRun(c *podtraceCniInfo) *CNIRun {
+func newCNIRun(c *podchronCniInfo) *CNIRun {
 	r := &CNIRun{
 		Command:     cstr(c.Command[:]),
 		ContainerID: cstr(c.ContainerId[:]),

@@ -9,16 +9,16 @@ import (
 )
 
 func TestEventTypesMatchC(t *testing.T) {
-	for want, got := range map[podtraceEventType]EventType{
-		podtraceEventTypeEVENT_EXEC:            EventExec,
-		podtraceEventTypeEVENT_FORK:            EventFork,
-		podtraceEventTypeEVENT_EXIT:            EventExit,
-		podtraceEventTypeEVENT_SIGNAL_GENERATE: EventSignalGenerate,
-		podtraceEventTypeEVENT_SIGNAL_DELIVER:  EventSignalDeliver,
-		podtraceEventTypeEVENT_OOM_KILL:        EventOOMKill,
-		podtraceEventTypeEVENT_CGROUP_MKDIR:    EventCgroupMkdir,
-		podtraceEventTypeEVENT_CGROUP_RMDIR:    EventCgroupRmdir,
-		podtraceEventTypeEVENT_TYPE_MAX:        eventTypeMax,
+	for want, got := range map[podchronEventType]EventType{
+		podchronEventTypeEVENT_EXEC:            EventExec,
+		podchronEventTypeEVENT_FORK:            EventFork,
+		podchronEventTypeEVENT_EXIT:            EventExit,
+		podchronEventTypeEVENT_SIGNAL_GENERATE: EventSignalGenerate,
+		podchronEventTypeEVENT_SIGNAL_DELIVER:  EventSignalDeliver,
+		podchronEventTypeEVENT_OOM_KILL:        EventOOMKill,
+		podchronEventTypeEVENT_CGROUP_MKDIR:    EventCgroupMkdir,
+		podchronEventTypeEVENT_CGROUP_RMDIR:    EventCgroupRmdir,
+		podchronEventTypeEVENT_TYPE_MAX:        eventTypeMax,
 	} {
 		if uint32(want) != uint32(got) {
 			t.Errorf("%s = %d in Go, %d in events.h", got, got, want)
@@ -44,8 +44,8 @@ func raw[T any](v *T, extra ...[]byte) []byte {
 }
 
 func execRecord(cni bool) []byte {
-	var r podtraceExecEvent
-	r.Hdr = podtraceEventHeader{Type: uint32(EventExec), Origin: uint32(OriginCNI), KtimeNs: 1e9, CgroupId: 42, Tgid: 100, Pid: 100, Ppid: 1}
+	var r podchronExecEvent
+	r.Hdr = podchronEventHeader{Type: uint32(EventExec), Origin: uint32(OriginCNI), KtimeNs: 1e9, CgroupId: 42, Tgid: 100, Pid: 100, Ppid: 1}
 	setStr(r.Hdr.Comm[:], "bridge")
 	setStr(r.Filename[:], "/opt/cni/bin/bridge")
 	args := "/opt/cni/bin/bridge\x00--verbose\x00"
@@ -55,7 +55,7 @@ func execRecord(cni bool) []byte {
 		return raw(&r)
 	}
 	r.Flags = execFlagCNI
-	var c podtraceCniInfo
+	var c podchronCniInfo
 	setStr(c.Command[:], "ADD")
 	setStr(c.ContainerId[:], "abc123")
 	setStr(c.Ifname[:], "eth0")
@@ -93,7 +93,7 @@ func TestDecodeExit(t *testing.T) {
 		{0x80 | 11, 0, syscall.SIGSEGV, true},
 		{0, 0, 0, false},
 	} {
-		r := podtraceExitEvent{Hdr: podtraceEventHeader{Type: uint32(EventExit), Tgid: 7}, ExitCode: tc.status, StartNs: 5}
+		r := podchronExitEvent{Hdr: podchronEventHeader{Type: uint32(EventExit), Tgid: 7}, ExitCode: tc.status, StartNs: 5}
 		ev, err := NewDecoder().Decode(raw(&r))
 		if err != nil {
 			t.Fatal(err)
@@ -110,7 +110,7 @@ func TestDecodeRejectsBadRecords(t *testing.T) {
 	if _, err := d.Decode(make([]byte, 10)); !errors.Is(err, ErrShortEvent) {
 		t.Errorf("short header: %v", err)
 	}
-	h := podtraceEventHeader{Type: 77}
+	h := podchronEventHeader{Type: 77}
 	if _, err := d.Decode(raw(&h)); !errors.Is(err, ErrUnknownEvent) {
 		t.Errorf("unknown type: %v", err)
 	}
@@ -120,7 +120,7 @@ func TestDecodeRejectsBadRecords(t *testing.T) {
 	}
 	// CNI flag set but the cni_info is missing.
 	rec := execRecord(true)
-	if _, err := d.Decode(rec[:unsafe.Sizeof(podtraceExecEvent{})]); !errors.Is(err, ErrShortEvent) {
+	if _, err := d.Decode(rec[:unsafe.Sizeof(podchronExecEvent{})]); !errors.Is(err, ErrShortEvent) {
 		t.Errorf("exec without its cni_info: %v", err)
 	}
 }
@@ -141,8 +141,8 @@ func BenchmarkDecode(b *testing.B) {
 	d := NewDecoder()
 	exec := execRecord(false)
 	cni := execRecord(true)
-	exit := raw(&podtraceExitEvent{Hdr: podtraceEventHeader{Type: uint32(EventExit), Tgid: 7}, ExitCode: 3 << 8})
-	sig := raw(&podtraceSignalEvent{Hdr: podtraceEventHeader{Type: uint32(EventSignalGenerate), Tgid: 7}, Sig: 15})
+	exit := raw(&podchronExitEvent{Hdr: podchronEventHeader{Type: uint32(EventExit), Tgid: 7}, ExitCode: 3 << 8})
+	sig := raw(&podchronSignalEvent{Hdr: podchronEventHeader{Type: uint32(EventSignalGenerate), Tgid: 7}, Sig: 15})
 	for _, bc := range []struct {
 		name string
 		rec  []byte

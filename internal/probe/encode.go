@@ -9,11 +9,11 @@ import (
 // encoded (the decoder stamps them from BootNS).
 func EncodeForTest(ev Event) []byte {
 	h := ev.Hdr()
-	hdr := podtraceEventHeader{Type: uint32(h.Type), Origin: uint32(h.Origin), KtimeNs: h.BootNS, CgroupId: h.CgroupID, Tgid: h.TGID, Pid: h.PID, Ppid: h.PPID}
+	hdr := podchronEventHeader{Type: uint32(h.Type), Origin: uint32(h.Origin), KtimeNs: h.BootNS, CgroupId: h.CgroupID, Tgid: h.TGID, Pid: h.PID, Ppid: h.PPID}
 	putStr(hdr.Comm[:], h.Comm)
 	switch e := ev.(type) {
 	case *ExecEvent:
-		r := podtraceExecEvent{Hdr: hdr}
+		r := podchronExecEvent{Hdr: hdr}
 		putStr(r.Filename[:], e.Filename)
 		n := 0
 		for _, a := range e.Args {
@@ -29,7 +29,7 @@ func EncodeForTest(ev Event) []byte {
 			return bytesOf(&r)
 		}
 		r.Flags |= execFlagCNI
-		var c podtraceCniInfo
+		var c podchronCniInfo
 		putStr(c.Command[:], e.CNI.Command)
 		putStr(c.ContainerId[:], e.CNI.ContainerID)
 		putStr(c.Ifname[:], e.CNI.IfName)
@@ -37,21 +37,21 @@ func EncodeForTest(ev Event) []byte {
 		putStr(c.Args[:], e.CNI.Args)
 		return append(bytesOf(&r), bytesOf(&c)...)
 	case *ForkEvent:
-		return bytesOf(&podtraceForkEvent{Hdr: hdr, ChildTgid: e.ChildTGID, ChildPid: e.ChildPID})
+		return bytesOf(&podchronForkEvent{Hdr: hdr, ChildTgid: e.ChildTGID, ChildPid: e.ChildPID})
 	case *ExitEvent:
 		st := e.RawStatus
 		if st == 0 {
 			st = uint32(e.ExitCode)<<8 | uint32(e.Signal)
 		}
-		return bytesOf(&podtraceExitEvent{Hdr: hdr, ExitCode: st})
+		return bytesOf(&podchronExitEvent{Hdr: hdr, ExitCode: st})
 	case *SignalEvent:
-		r := podtraceSignalEvent{Hdr: hdr, Sig: uint32(e.Signal), Code: e.Code, Result: int32(e.Result), TargetTgid: e.TargetTGID, TargetPid: e.TargetPID, TargetCgroupId: e.TargetCgroupID, Disposition: uint32(e.Disposition)}
+		r := podchronSignalEvent{Hdr: hdr, Sig: uint32(e.Signal), Code: e.Code, Result: int32(e.Result), TargetTgid: e.TargetTGID, TargetPid: e.TargetPID, TargetCgroupId: e.TargetCgroupID, Disposition: uint32(e.Disposition)}
 		putStr(r.TargetComm[:], e.TargetComm)
 		return bytesOf(&r)
 	case *SignalDeliverEvent:
-		return bytesOf(&podtraceSignalDeliverEvent{Hdr: hdr, Sig: uint32(e.Signal), Code: e.Code, Disposition: uint32(e.Disposition)})
+		return bytesOf(&podchronSignalDeliverEvent{Hdr: hdr, Sig: uint32(e.Signal), Code: e.Code, Disposition: uint32(e.Disposition)})
 	case *OOMEvent:
-		r := podtraceOomEvent{Hdr: hdr, VictimTgid: e.VictimTGID, VictimCgroupId: e.VictimCgroupID}
+		r := podchronOomEvent{Hdr: hdr, VictimTgid: e.VictimTGID, VictimCgroupId: e.VictimCgroupID}
 		putStr(r.VictimComm[:], e.VictimComm)
 		for i, m := range e.Memcgs {
 			if i == len(r.MemcgId) {
@@ -63,7 +63,7 @@ func EncodeForTest(ev Event) []byte {
 		}
 		return bytesOf(&r)
 	case *CgroupEvent:
-		r := podtraceCgroupEvent{Hdr: hdr, Id: e.ID, Level: e.Level, HierarchyId: e.HierarchyID}
+		r := podchronCgroupEvent{Hdr: hdr, Id: e.ID, Level: e.Level, HierarchyId: e.HierarchyID}
 		putStr(r.Path[:], e.Path)
 		return bytesOf(&r)
 	}

@@ -12,8 +12,8 @@ import (
 )
 
 // The test binary doubles as the helper programs the probe tests trigger
-// events with: PODTRACE_HELPER=<mode> selects one (see runHelper).
-const helperEnv = "PODTRACE_HELPER"
+// events with: PODCHRON_HELPER=<mode> selects one (see runHelper).
+const helperEnv = "PODCHRON_HELPER"
 
 func init() {
 	if mode := os.Getenv(helperEnv); mode != "" {

@@ -1,6 +1,6 @@
-// Package probe loads podtrace's eBPF programs (bpf/), attaches them to
+// Package probe loads podchron's eBPF programs (bpf/), attaches them to
 // stable kernel tracepoints and reads their events: this is where kernel
-// events enter podtrace.
+// events enter podchron.
 package probe
 
 import (
@@ -17,7 +17,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
-	"github.com/podtrace/podtrace/internal/cgroupfs"
+	"github.com/podchron/podchron/internal/cgroupfs"
 )
 
 const prefixKeyLen = 64
@@ -26,7 +26,7 @@ const prefixKeyLen = 64
 type Probes struct {
 	cfg    Config
 	layout cgroupfs.Layout
-	objs   podtraceObjects
+	objs   podchronObjects
 	links  []link.Link
 	log    *slog.Logger
 
@@ -62,7 +62,7 @@ func Load(cfg Config) (*Probes, error) {
 		cfg.SelfTGID = os.Getpid()
 	}
 
-	spec, err := loadPodtrace()
+	spec, err := loadPodchron()
 	if err != nil {
 		return nil, fmt.Errorf("parse embedded BPF object: %w", err)
 	}
@@ -166,8 +166,8 @@ func verifierError(err error) error {
 		err, len(lines), strings.Join(lines, "\n"))
 }
 
-func prefixKey(s string, bits int) podtracePrefixKey {
-	var k podtracePrefixKey
+func prefixKey(s string, bits int) podchronPrefixKey {
+	var k podchronPrefixKey
 	k.Prefixlen = uint32(bits)
 	copy(k.Data[:], s)
 	return k
@@ -206,10 +206,10 @@ func (p *Probes) AddRoot(rel string) error {
 	p.mu.Lock()
 	p.roots[rel] = true
 	p.mu.Unlock()
-	if len(rel) >= len(podtraceRootPath{}.Path) {
-		return fmt.Errorf("cgroup root %s: longer than %d bytes", rel, len(podtraceRootPath{}.Path)-1)
+	if len(rel) >= len(podchronRootPath{}.Path) {
+		return fmt.Errorf("cgroup root %s: longer than %d bytes", rel, len(podchronRootPath{}.Path)-1)
 	}
-	var key podtraceRootPath
+	var key podchronRootPath
 	for i := 0; i < len(rel); i++ {
 		key.Path[i] = int8(rel[i])
 	}
@@ -321,7 +321,7 @@ type Counter struct {
 func (p *Probes) Counters() (map[EventType]Counter, error) {
 	out := make(map[EventType]Counter, int(eventTypeMax))
 	for _, t := range EventTypes() {
-		var per []podtraceEventCounter
+		var per []podchronEventCounter
 		k := uint32(t)
 		if err := p.objs.Counters.Lookup(&k, &per); err != nil {
 			return nil, fmt.Errorf("read counters for %s: %w", t, err)

@@ -21,7 +21,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
 
-	"github.com/podtrace/podtrace/internal/cgroupfs"
+	"github.com/podchron/podchron/internal/cgroupfs"
 )
 
 // These tests load the real probes into the running kernel, start real helper
@@ -38,7 +38,7 @@ func requireProbes(t *testing.T) {
 		t.Skip("loading BPF programs needs root")
 	}
 	if err := Preflight(); err != nil {
-		if (errors.Is(err, ErrNoBTF) || errors.Is(err, ErrKernelTooOld)) && os.Getenv("PODTRACE_VM") == "" {
+		if (errors.Is(err, ErrNoBTF) || errors.Is(err, ErrKernelTooOld)) && os.Getenv("PODCHRON_VM") == "" {
 			t.Skipf("kernel cannot run the probes: %v", err)
 		}
 		t.Fatalf("preflight: %v", err)
@@ -152,7 +152,7 @@ func TestMain(m *testing.M) {
 }
 
 func loadShared() error {
-	root := fmt.Sprintf("/podtrace-test-%d", os.Getpid())
+	root := fmt.Sprintf("/podchron-test-%d", os.Getpid())
 	cfg := DefaultConfig()
 	cfg.PollInterval = 20 * time.Millisecond
 	cfg.CgroupRoots = []string{root}
@@ -238,7 +238,7 @@ func setup(t *testing.T, opts ...option) *env {
 // and collects events.
 func setupOwn(t *testing.T, opts ...option) *env {
 	t.Helper()
-	root := fmt.Sprintf("/podtrace-test-%d-%d", os.Getpid(), testSeq.Add(1))
+	root := fmt.Sprintf("/podchron-test-%d-%d", os.Getpid(), testSeq.Add(1))
 	cfg := DefaultConfig()
 	cfg.PollInterval = 20 * time.Millisecond
 	cfg.CgroupRoots = []string{root}
@@ -847,7 +847,7 @@ func TestCgroupMkdirRmdir(t *testing.T) {
 }
 
 func TestRootCreatedAfterLoad(t *testing.T) {
-	late := fmt.Sprintf("/podtrace-late-%d-%d", os.Getpid(), testSeq.Add(1))
+	late := fmt.Sprintf("/podchron-late-%d-%d", os.Getpid(), testSeq.Add(1))
 	e := setup(t)
 	// A configured root that does not exist yet (Load adds each configured
 	// root the same way).
@@ -975,7 +975,7 @@ func testLostEvents(t *testing.T, dedupe bool) {
 	if err != nil {
 		t.Skip(err)
 	}
-	root := fmt.Sprintf("/podtrace-test-%d-lost-%d", os.Getpid(), testSeq.Add(1))
+	root := fmt.Sprintf("/podchron-test-%d-lost-%d", os.Getpid(), testSeq.Add(1))
 	mkCgroup(t, layout.Path(root))
 	cfg := DefaultConfig()
 	cfg.CgroupRoots = []string{root}

@@ -12,9 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/internal/cri"
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 // Version is the format version written in each file's header line.
@@ -166,7 +166,7 @@ func NewReader(r io.Reader) (*Reader, error) {
 	rd.line = 1
 	var h line
 	if err := json.Unmarshal(sc.Bytes(), &h); err != nil || h.Kind != "header" {
-		return nil, fmt.Errorf("record: line 1 is not a podtrace record header: %q", truncate(sc.Text()))
+		return nil, fmt.Errorf("record: line 1 is not a podchron record header: %q", truncate(sc.Text()))
 	}
 	if h.Version < oldestVersion || h.Version > Version {
 		return nil, fmt.Errorf("record: format version %d, this build reads %d to %d", h.Version, oldestVersion, Version)

@@ -12,13 +12,13 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// ErrNoAPIServer means no API server is configured: podtrace is not running
+// ErrNoAPIServer means no API server is configured: podchron is not running
 // in a pod and no kubeconfig was given (or it cannot be read). The tracer
 // runs without one, with less context; callers detect it with errors.Is.
 var ErrNoAPIServer = errors.New("no Kubernetes API server configured")
 
 // UserAgent is sent to the API server.
-const UserAgent = "podtrace"
+const UserAgent = "podchron"
 
 // NewClient returns a clientset for the API server:
 //   - kubeconfig != "": that kubeconfig file;

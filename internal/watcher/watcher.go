@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podchron/podchron/internal/correlate"
 )
 
 // Config configures a Watcher.
@@ -684,7 +684,7 @@ func ignorable(err error) bool {
 }
 
 // Forbidden reports whether err means the API server is reachable but
-// refuses podtrace's credentials (403) or does not accept them (401).
+// refuses podchron's credentials (403) or does not accept them (401).
 func Forbidden(err error) bool {
 	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)
 }
@@ -742,7 +742,7 @@ func (w *Watcher) updateStatusLocked() {
 	w.send(correlate.Input{API: &send})
 }
 
-// stripObject drops what podtrace never reads from cached objects:
+// stripObject drops what podchron never reads from cached objects:
 // managedFields are often the largest part of a pod.
 func stripObject(obj any) (any, error) {
 	if a, err := meta.Accessor(obj); err == nil {

@@ -23,7 +23,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podchron/podchron/internal/correlate"
 )
 
 const node = "node-a"
@@ -435,7 +435,7 @@ func TestWatcherForbidden(t *testing.T) {
 
 	h := newHarness(t, fixedClock(), testPod("web-1", node))
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "",
-		errors.New(`User "system:serviceaccount:podtrace:podtrace" cannot list resource "pods" in API group "" at the cluster scope`))
+		errors.New(`User "system:serviceaccount:podchron:podchron" cannot list resource "pods" in API group "" at the cluster scope`))
 	h.failList.Store("pods", error(forbidden))
 	h.failWatch.Store("pods", error(forbidden))
 	h.start()
@@ -491,7 +491,7 @@ func TestWatcherUnreachableThenRecovers(t *testing.T) {
 	h.waitWatching("pods", 1)
 
 	// Outage after sync: the watch ends, the relist and rewatch are refused
-	// (the reflector retries refused watches silently: podtrace must still
+	// (the reflector retries refused watches silently: podchron must still
 	// notice).
 	h.failList.Store("pods", error(refused))
 	h.failWatch.Store("pods", error(refused))

@@ -1,8 +1,8 @@
-// Package e2e proves podtrace on a real single-node Kubernetes v1.34 cluster
-// (test/e2e/cluster) on a real containerd, runc and CNI bridge: podtrace is
+// Package e2e proves podchron on a real single-node Kubernetes v1.34 cluster
+// (test/e2e/cluster) on a real containerd, runc and CNI bridge: podchron is
 // deployed with deploy/ itself, its spans are read back from a real Jaeger
 // and its metrics and alerts from a real Prometheus loading
-// deploy/rules/podtrace.rules.yml. Run with `make e2e`.
+// deploy/rules/podchron.rules.yml. Run with `make e2e`.
 package e2e
 
 import (
@@ -18,13 +18,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podtrace/podtrace/test/e2e/backends"
-	"github.com/podtrace/podtrace/test/harness/containerd"
+	"github.com/podchron/podchron/test/e2e/backends"
+	"github.com/podchron/podchron/test/harness/containerd"
 )
 
 func TestCluster(t *testing.T) {
 	e := setup(t)
-	startLoad(t) // PODTRACE_TEST_LOAD=1: the scenarios run on a busy node
+	startLoad(t) // PODCHRON_TEST_LOAD=1: the scenarios run on a busy node
 	start := time.Now()
 	// Scenarios 1–7 run side by side, each in its own namespace (the
 	// crash loop's back-off and the stuck termination take half a minute);
@@ -342,7 +342,7 @@ func (e *env) startupAndGracefulDelete(t *testing.T) {
 			}
 		}
 		lastProbe := probes[len(probes)-1]
-		return firstErr(attr(startup, "podtrace.owner.kind", "ReplicaSet"),
+		return firstErr(attr(startup, "podchron.owner.kind", "ReplicaSet"),
 			childOf(tr, sched, startup), childOf(tr, sandbox, startup), childOf(tr, init, startup),
 			childOf(tr, start, startup), childOf(tr, post, startup),
 			attr(init, "process.exit.code", "0"),
@@ -369,7 +369,7 @@ func (e *env) startupAndGracefulDelete(t *testing.T) {
 	t.Logf("scenario 1: startup %s, sandbox %s", startup.Duration.Round(time.Millisecond), sandbox.Duration.Round(time.Millisecond))
 
 	// Prometheus: the startup histogram has this pod, by owner kind.
-	e.metric(t, fmt.Sprintf(`podtrace_pod_startup_duration_seconds_count{namespace=%q,owner_kind="ReplicaSet"}`, ns), time.Minute,
+	e.metric(t, fmt.Sprintf(`podchron_pod_startup_duration_seconds_count{namespace=%q,owner_kind="ReplicaSet"}`, ns), time.Minute,
 		func(v float64) bool { return v >= 1 })
 
 	// 2. Graceful delete: the Deployment scaled to 0; SIGTERM handled,
@@ -398,17 +398,17 @@ func (e *env) startupAndGracefulDelete(t *testing.T) {
 			}
 		}
 		return firstErr(childOf(tr, stop, term),
-			attr(stop, "podtrace.signal", "SIGTERM"), attr(stop, "podtrace.signal.disposition", "handler"),
-			attr(stop, "podtrace.signal.sender.kind", "runtime"), attr(stop, "podtrace.sigkill", "false"),
-			attr(term, "podtrace.grace_period.overrun", "false"), attr(term, "podtrace.grace_period.seconds", "10"),
-			attr(run, "podtrace.exit.cause", "completed"), attr(run, "process.exit.code", "0"),
+			attr(stop, "podchron.signal", "SIGTERM"), attr(stop, "podchron.signal.disposition", "handler"),
+			attr(stop, "podchron.signal.sender.kind", "runtime"), attr(stop, "podchron.sigkill", "false"),
+			attr(term, "podchron.grace_period.overrun", "false"), attr(term, "podchron.grace_period.seconds", "10"),
+			attr(run, "podchron.exit.cause", "completed"), attr(run, "process.exit.code", "0"),
 			sane(stop, 2*time.Second), sane(term, 30*time.Second))
 	})
 	report(t, tr)
 	term, _ := only(tr, "pod.termination")
 	stop, _ := only(tr, "container.stop")
 	t.Logf("scenario 2: termination %s, SIGTERM→exit %s", term.Duration.Round(time.Millisecond), stop.Duration)
-	e.metric(t, fmt.Sprintf(`podtrace_pod_terminations_total{namespace=%q,overrun="false"}`, ns), time.Minute,
+	e.metric(t, fmt.Sprintf(`podchron_pod_terminations_total{namespace=%q,overrun="false"}`, ns), time.Minute,
 		func(v float64) bool { return v >= 1 })
 }
 
@@ -427,7 +427,7 @@ func (e *env) overrun(t *testing.T) {
 		Spec:       corev1.PodSpec{TerminationGracePeriodSeconds: &grace, Containers: []corev1.Container{app}},
 	})
 	// Let Prometheus see the zero-valued overrun series before the overrun.
-	e.metric(t, fmt.Sprintf(`podtrace_grace_period_overruns_total{namespace=%q}`, ns), time.Minute,
+	e.metric(t, fmt.Sprintf(`podchron_grace_period_overruns_total{namespace=%q}`, ns), time.Minute,
 		func(v float64) bool { return v == 0 })
 	time.Sleep(3 * time.Second)
 	e.deleteAndWait(t, ns, pod.Name)
@@ -442,10 +442,10 @@ func (e *env) overrun(t *testing.T) {
 			return pk.err
 		}
 		return firstErr(childOf(tr, pre, term), childOf(tr, stop, term), inOrder(pre, stop),
-			attr(stop, "podtrace.signal.disposition", "ignored"), attr(stop, "podtrace.sigkill", "true"),
-			attr(stop, "podtrace.signal.sender.kind", "runtime"), attr(stop, "podtrace.grace_period.overrun", "true"),
-			attr(term, "podtrace.grace_period.overrun", "true"),
-			attr(run, "podtrace.exit.cause", "killed_by_runtime"), attr(run, "podtrace.signal.sender.kind", "runtime"),
+			attr(stop, "podchron.signal.disposition", "ignored"), attr(stop, "podchron.sigkill", "true"),
+			attr(stop, "podchron.signal.sender.kind", "runtime"), attr(stop, "podchron.grace_period.overrun", "true"),
+			attr(term, "podchron.grace_period.overrun", "true"),
+			attr(run, "podchron.exit.cause", "killed_by_runtime"), attr(run, "podchron.signal.sender.kind", "runtime"),
 			func() error {
 				if !term.Error || !stop.Error {
 					return errors.New("pod.termination and container.stop should have error status")
@@ -471,7 +471,7 @@ func (e *env) overrun(t *testing.T) {
 	stop, _ := only(tr, "container.stop")
 	t.Logf("scenario 3: termination %s, SIGTERM→SIGKILL %s (%s)", term.Duration.Round(time.Millisecond),
 		stop.Duration.Round(time.Millisecond), stop.Str("otel.status_description"))
-	a := e.alert(t, "PodtraceGracePeriodOverruns", "firing", map[string]string{"namespace": ns}, 2*time.Minute)
+	a := e.alert(t, "PodchronGracePeriodOverruns", "firing", map[string]string{"namespace": ns}, 2*time.Minute)
 	t.Logf("scenario 3: alert %s firing since %s", a.Name, a.ActiveAt.Format(time.RFC3339))
 }
 
@@ -523,7 +523,7 @@ func (e *env) oomKill(t *testing.T) {
 						return errors.New("no container.run span")
 					}
 					r := runs[0]
-					if err := firstErr(attr(r, "podtrace.exit.cause", "oom_killed"), attr(r, "podtrace.oom.scope", tc.scope)); err != nil {
+					if err := firstErr(attr(r, "podchron.exit.cause", "oom_killed"), attr(r, "podchron.oom.scope", tc.scope)); err != nil {
 						return err
 					}
 					// The cgroup whose limit ran out, by its path: the pod's
@@ -532,8 +532,8 @@ func (e *env) oomKill(t *testing.T) {
 					if tc.scope == "container" {
 						want = r.Str("container.id")
 					}
-					if memcg := r.Str("podtrace.oom.memcg"); want == "" || !strings.HasSuffix(memcg, "/"+want) {
-						return fmt.Errorf("podtrace.oom.memcg=%q, want the cgroup …/%s", memcg, want)
+					if memcg := r.Str("podchron.oom.memcg"); want == "" || !strings.HasSuffix(memcg, "/"+want) {
+						return fmt.Errorf("podchron.oom.memcg=%q, want the cgroup …/%s", memcg, want)
 					}
 					if !r.Error {
 						return errors.New("OOM-killed run should have error status")
@@ -560,11 +560,11 @@ func (e *env) oomKill(t *testing.T) {
 		return
 	}
 	for _, scope := range []string{"pod", "container"} {
-		v := e.metric(t, fmt.Sprintf(`sum(podtrace_oom_kills_total{namespace=%q,scope=%q})`, ns, scope), time.Minute,
+		v := e.metric(t, fmt.Sprintf(`sum(podchron_oom_kills_total{namespace=%q,scope=%q})`, ns, scope), time.Minute,
 			func(v float64) bool { return v >= 1 })
-		t.Logf("scenario 4: podtrace_oom_kills_total{scope=%q} = %v", scope, v)
+		t.Logf("scenario 4: podchron_oom_kills_total{scope=%q} = %v", scope, v)
 	}
-	e.alert(t, "PodtraceOOMKills", "firing", map[string]string{"namespace": ns}, 2*time.Minute)
+	e.alert(t, "PodchronOOMKills", "firing", map[string]string{"namespace": ns}, 2*time.Minute)
 	for _, tc := range pods {
 		e.deletePod(t, ns, tc.name)
 	}
@@ -589,7 +589,7 @@ func (e *env) crashLoop(t *testing.T) {
 			return fmt.Errorf("%d container.run spans, want 3", len(runs))
 		}
 		for _, r := range runs[:3] {
-			if err := firstErr(attr(r, "podtrace.exit.cause", "error"), attr(r, "process.exit.code", "1")); err != nil {
+			if err := firstErr(attr(r, "podchron.exit.cause", "error"), attr(r, "process.exit.code", "1")); err != nil {
 				return err
 			}
 		}
@@ -616,7 +616,7 @@ func (e *env) crashLoop(t *testing.T) {
 		if err != nil || !st.Error {
 			return err
 		}
-		if r := st.Str("podtrace.waiting.reason"); r != "CrashLoopBackOff" && r != "Terminated" {
+		if r := st.Str("podchron.waiting.reason"); r != "CrashLoopBackOff" && r != "Terminated" {
 			return fmt.Errorf("pod.startup waiting reason %q", r)
 		}
 		return attr(st, "k8s.container.name", "app")
@@ -652,7 +652,7 @@ func (e *env) livenessRestart(t *testing.T) {
 		if len(fails) == 0 {
 			return errors.New("no failed probe.liveness span")
 		}
-		return firstErr(attr(r, "podtrace.exit.cause", "liveness_restart"), attr(r, "process.exit.code", "0"))
+		return firstErr(attr(r, "podchron.exit.cause", "liveness_restart"), attr(r, "process.exit.code", "0"))
 	})
 	report(t, tr)
 	e.deletePod(t, ns, pod.Name)
@@ -691,9 +691,9 @@ func (e *env) killInPod(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return firstErr(attr(r, "podtrace.exit.cause", "killed_in_pod"), attr(r, "podtrace.signal.sender.kind", "in_pod"),
-			attr(r, "podtrace.signal.sender.comm", "kill"), func() error {
-				if r.Str("podtrace.signal.sender.pid") == "" || r.Str("podtrace.signal.sender.pid") == "0" {
+		return firstErr(attr(r, "podchron.exit.cause", "killed_in_pod"), attr(r, "podchron.signal.sender.kind", "in_pod"),
+			attr(r, "podchron.signal.sender.comm", "kill"), func() error {
+				if r.Str("podchron.signal.sender.pid") == "" || r.Str("podchron.signal.sender.pid") == "0" {
 					return errors.New("no sender pid")
 				}
 				return nil
@@ -727,8 +727,8 @@ func (e *env) forceDelete(t *testing.T) {
 		if pk.err != nil {
 			return pk.err
 		}
-		return firstErr(attr(term, "podtrace.termination.forced", "true"),
-			attr(run, "podtrace.exit.cause", "killed_by_runtime"))
+		return firstErr(attr(term, "podchron.termination.forced", "true"),
+			attr(run, "podchron.exit.cause", "killed_by_runtime"))
 	})
 	report(t, tr)
 }
@@ -738,7 +738,7 @@ func (e *env) stuckTerminating(t *testing.T) {
 	const ns = "s7-stuck"
 	e.namespace(t, ns)
 	grace := int64(1)
-	const finalizer = "podtrace.test/hold"
+	const finalizer = "podchron.test/hold"
 	pod := e.readyPod(t, ns, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "held", Finalizers: []string{finalizer}},
 		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace,
@@ -747,8 +747,8 @@ func (e *env) stuckTerminating(t *testing.T) {
 	e.deletePod(t, ns, pod.Name)
 	// The containers stop at once; the finalizer keeps the pod Terminating.
 	// The tracer reports it stuck 30 s (--stuck-after) past its deadline.
-	e.metric(t, fmt.Sprintf(`podtrace_pods_terminating_stuck{namespace=%q}`, ns), 2*time.Minute, func(v float64) bool { return v == 1 })
-	e.alert(t, "PodtracePodsStuckTerminating", "pending", map[string]string{"namespace": ns}, time.Minute)
+	e.metric(t, fmt.Sprintf(`podchron_pods_terminating_stuck{namespace=%q}`, ns), 2*time.Minute, func(v float64) bool { return v == 1 })
+	e.alert(t, "PodchronPodsStuckTerminating", "pending", map[string]string{"namespace": ns}, time.Minute)
 	patch := []byte(`{"metadata":{"finalizers":null}}`)
 	if _, err := e.cs.CoreV1().Pods(ns).Patch(e.ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatalf("removing the finalizer: %v", err)
@@ -763,18 +763,18 @@ func (e *env) stuckTerminating(t *testing.T) {
 		}
 		stuck := false
 		for _, ev := range root.Events {
-			stuck = stuck || ev.Name == "podtrace.stuck_terminating"
+			stuck = stuck || ev.Name == "podchron.stuck_terminating"
 		}
 		if !stuck {
-			return errors.New("no podtrace.stuck_terminating event on the pod span")
+			return errors.New("no podchron.stuck_terminating event on the pod span")
 		}
 		if !term.Error {
 			return errors.New("stuck pod.termination should have error status")
 		}
-		return firstErr(attr(term, "podtrace.termination.stuck", "true"), attr(root, "podtrace.termination.stuck", "true"))
+		return firstErr(attr(term, "podchron.termination.stuck", "true"), attr(root, "podchron.termination.stuck", "true"))
 	})
 	report(t, tr)
-	e.metric(t, fmt.Sprintf(`podtrace_pods_terminating_stuck{namespace=%q}`, ns), time.Minute, func(v float64) bool { return v == 0 })
+	e.metric(t, fmt.Sprintf(`podchron_pods_terminating_stuck{namespace=%q}`, ns), time.Minute, func(v float64) bool { return v == 0 })
 }
 
 // ---- 8: tracer restarted mid-lifecycle ---------------------------------------
@@ -794,10 +794,10 @@ func (e *env) tracerRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.cs.CoreV1().Pods(podtraceNS).Delete(e.ctx, old.Name, metav1.DeleteOptions{}); err != nil {
+	if err := e.cs.CoreV1().Pods(podchronNS).Delete(e.ctx, old.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.waitGone(t, podtraceNS, old.Name, time.Minute)
+	e.waitGone(t, podchronNS, old.Name, time.Minute)
 	fresh := e.waitTracerReady(t, old.Name)
 	t.Logf("scenario 8: tracer %s replaced by %s", old.Name, fresh.Name)
 	e.deleteAndWait(t, ns, pod.Name)
@@ -813,9 +813,9 @@ func (e *env) tracerRestart(t *testing.T) {
 		// Span IDs are derived from the pod UID too: the new tracer's root
 		// is the parent the old tracer gave the start-up span.
 		return firstErr(childOf(tr, startup, root), childOf(tr, term, root), childOf(tr, stop, term),
-			attr(stop, "podtrace.signal.disposition", "handler"), func() error {
-				if root.Str("podtrace.observed_from") == "" {
-					return errors.New("the restarted tracer's pod span should carry podtrace.observed_from")
+			attr(stop, "podchron.signal.disposition", "handler"), func() error {
+				if root.Str("podchron.observed_from") == "" {
+					return errors.New("the restarted tracer's pod span should carry podchron.observed_from")
 				}
 				return nil
 			}())
@@ -837,20 +837,20 @@ func (e *env) tracerRestart(t *testing.T) {
 func (e *env) noAPIAccess(t *testing.T) {
 	const ns = "s9-no-api"
 	e.namespace(t, ns)
-	if out, err := e.cluster.Kubectl(e.ctx, "delete", "clusterrolebinding", "podtrace"); err != nil {
+	if out, err := e.cluster.Kubectl(e.ctx, "delete", "clusterrolebinding", "podchron"); err != nil {
 		t.Fatalf("removing RBAC: %v\n%s", err, out)
 	}
 	old, err := e.tracerPod("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.cs.CoreV1().Pods(podtraceNS).Delete(e.ctx, old.Name, metav1.DeleteOptions{}); err != nil {
+	if err := e.cs.CoreV1().Pods(podchronNS).Delete(e.ctx, old.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.waitGone(t, podtraceNS, old.Name, time.Minute)
+	e.waitGone(t, podchronNS, old.Name, time.Minute)
 	e.waitTracerReady(t, old.Name)
-	e.metric(t, `podtrace_source_up{source="apiserver"}`, time.Minute, func(v float64) bool { return v == 0 })
-	e.metric(t, `podtrace_source_up{source="runtime"}`, time.Minute, func(v float64) bool { return v == 1 })
+	e.metric(t, `podchron_source_up{source="apiserver"}`, time.Minute, func(v float64) bool { return v == 0 })
+	e.metric(t, `podchron_source_up{source="runtime"}`, time.Minute, func(v float64) bool { return v == 1 })
 
 	pod := e.readyPod(t, ns, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "unseen-by-api"},
@@ -862,8 +862,8 @@ func (e *env) noAPIAccess(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if !strings.Contains(root.Str("podtrace.degraded"), "apiserver") {
-			return fmt.Errorf("pod span podtrace.degraded=%q, want the API server named", root.Str("podtrace.degraded"))
+		if !strings.Contains(root.Str("podchron.degraded"), "apiserver") {
+			return fmt.Errorf("pod span podchron.degraded=%q, want the API server named", root.Str("podchron.degraded"))
 		}
 		pk := &pick{tr: tr}
 		pk.one("pod.sandbox")
@@ -875,7 +875,7 @@ func (e *env) noAPIAccess(t *testing.T) {
 			return errors.New("no CNI spans")
 		}
 		return firstErr(resAttr(root, "k8s.pod.name", "unseen-by-api"), resAttr(root, "k8s.namespace.name", ns),
-			attr(stop, "podtrace.signal.disposition", "handler"))
+			attr(stop, "podchron.signal.disposition", "handler"))
 	})
 	report(t, tr)
 	// Put RBAC back for whoever runs next.
@@ -888,18 +888,18 @@ func (e *env) noAPIAccess(t *testing.T) {
 // and what the tracer cost on this node.
 func (e *env) checkTracerHealth(t *testing.T) {
 	for _, q := range []string{
-		`process_resident_memory_bytes{job="podtrace"} / 2^20`,
-		`rate(process_cpu_seconds_total{job="podtrace"}[1m])`,
-		`sum(podtrace_probe_events_total)`,
-		`sum(podtrace_spans_exported_total)`,
+		`process_resident_memory_bytes{job="podchron"} / 2^20`,
+		`rate(process_cpu_seconds_total{job="podchron"}[1m])`,
+		`sum(podchron_probe_events_total)`,
+		`sum(podchron_spans_exported_total)`,
 	} {
 		if s, err := e.prom.Query(e.ctx, q); err == nil && len(s) > 0 {
 			t.Logf("tracer: %s = %.3f", q, s[0].Value)
 		}
 	}
 	for _, q := range []string{
-		`sum(podtrace_probe_events_lost_total)`,
-		`sum(podtrace_spans_dropped_total)`,
+		`sum(podchron_probe_events_lost_total)`,
+		`sum(podchron_spans_dropped_total)`,
 	} {
 		s, err := e.prom.Query(e.ctx, q)
 		if err != nil {

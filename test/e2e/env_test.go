@@ -21,14 +21,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/test/e2e/backends"
-	"github.com/podtrace/podtrace/test/e2e/cluster"
-	"github.com/podtrace/podtrace/test/harness/containerd"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/test/e2e/backends"
+	"github.com/podchron/podchron/test/e2e/cluster"
+	"github.com/podchron/podchron/test/harness/containerd"
 )
 
 // env is everything the scenarios share: a real cluster on a real
-// containerd, Jaeger and Prometheus, and podtrace deployed with
+// containerd, Jaeger and Prometheus, and podchron deployed with
 // deploy/daemonset.yaml.
 type env struct {
 	ctx      context.Context
@@ -44,11 +44,11 @@ type env struct {
 }
 
 const (
-	podtraceNS    = "podtrace"
+	podchronNS    = "podchron"
 	metricsTarget = "127.0.0.1:9464"
 	// The image deploy/daemonset.yaml names; deploy/build-image.sh builds
 	// and imports it under this name, so the manifest's image is unchanged.
-	podtraceImage = "ghcr.io/podtrace/podtrace:dev"
+	podchronImage = "ghcr.io/podchron/podchron:dev"
 )
 
 func repoRoot(t *testing.T) string {
@@ -63,18 +63,18 @@ func repoRoot(t *testing.T) string {
 // setup brings the whole environment up; t.Cleanup tears it down and
 // checks that the host was restored.
 func setup(t *testing.T) *env {
-	binDir := os.Getenv("PODTRACE_E2E_BIN")
+	binDir := os.Getenv("PODCHRON_E2E_BIN")
 	if binDir == "" {
-		t.Skip("PODTRACE_E2E_BIN is not set: `make e2e` builds Kubernetes and Jaeger and runs this test")
+		t.Skip("PODCHRON_E2E_BIN is not set: `make e2e` builds Kubernetes and Jaeger and runs this test")
 	}
 	if testing.Short() {
 		t.Skip("-short: skipping the cluster end-to-end test")
 	}
 	if err := cluster.CheckRequirements(binDir); err != nil {
-		t.Fatalf("PODTRACE_E2E_BIN is set but the cluster cannot run: %v", err)
+		t.Fatalf("PODCHRON_E2E_BIN is set but the cluster cannot run: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(binDir, "jaeger")); err != nil {
-		t.Fatalf("PODTRACE_E2E_BIN is set but has no jaeger: %v", err)
+		t.Fatalf("PODCHRON_E2E_BIN is set but has no jaeger: %v", err)
 	}
 	if err := containerd.CheckRequirements(); err != nil {
 		t.Fatalf("containerd harness: %v", err)
@@ -110,8 +110,8 @@ func setup(t *testing.T) *env {
 		}
 	})
 
-	// 2. podtrace's image, from the same build the Dockerfile does.
-	out, err := runCmd(ctx, e.repo, []string{"IMAGE=" + podtraceImage, "OUT=" + filepath.Join(work, "podtrace-image.tar"),
+	// 2. podchron's image, from the same build the Dockerfile does.
+	out, err := runCmd(ctx, e.repo, []string{"IMAGE=" + podchronImage, "OUT=" + filepath.Join(work, "podchron-image.tar"),
 		"CONTAINERD_ADDRESS=" + h.Socket}, "bash", "deploy/build-image.sh", "--import")
 	if err != nil {
 		t.Fatalf("deploy/build-image.sh --import: %v\n%s", err, out)
@@ -126,7 +126,7 @@ func setup(t *testing.T) *env {
 	t.Cleanup(func() { _ = j.Close() })
 	p, err := backends.StartPrometheus(ctx, e.log, work, backends.PrometheusConfig{
 		Targets:   []string{metricsTarget},
-		RuleFiles: []string{filepath.Join(e.repo, "deploy", "rules", "podtrace.rules.yml")},
+		RuleFiles: []string{filepath.Join(e.repo, "deploy", "rules", "podchron.rules.yml")},
 	})
 	if err != nil {
 		t.Fatalf("prometheus: %v", err)
@@ -157,8 +157,8 @@ func setup(t *testing.T) *env {
 	}
 	t.Logf("cluster, containerd, Jaeger and Prometheus up in %s", time.Since(t0).Round(time.Millisecond))
 
-	// 5. podtrace, with deploy/ as users apply it.
-	e.deployPodtrace(t)
+	// 5. podchron, with deploy/ as users apply it.
+	e.deployPodchron(t)
 	return e
 }
 
@@ -169,10 +169,10 @@ func runCmd(ctx context.Context, dir string, env []string, name string, args ...
 	return cmd.CombinedOutput()
 }
 
-// deployPodtrace renders deploy/ with kustomize (the cluster's kubectl),
+// deployPodchron renders deploy/ with kustomize (the cluster's kubectl),
 // patches the DaemonSet for this cluster's endpoints only, applies it and
 // waits for the tracer to be ready and scraped.
-func (e *env) deployPodtrace(t *testing.T) {
+func (e *env) deployPodchron(t *testing.T) {
 	t.Helper()
 	rendered, err := e.cluster.Kubectl(e.ctx, "kustomize", filepath.Join(e.repo, "deploy"))
 	if err != nil {
@@ -183,7 +183,7 @@ func (e *env) deployPodtrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.manifest = patched
-	if err := os.WriteFile(filepath.Join(e.work, "podtrace-deploy.yaml"), patched, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(e.work, "podchron-deploy.yaml"), patched, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := e.cluster.KubectlIn(e.ctx, patched, "apply", "-f", "-"); err != nil {
@@ -225,8 +225,8 @@ func patchForCluster(rendered []byte, apiPort, otlpPort int, runtimeDir string) 
 		spec.HostNetwork = true
 		spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
 		c := &spec.Containers[0]
-		if c.Image != podtraceImage {
-			return nil, fmt.Errorf("daemonset image %q, want %q", c.Image, podtraceImage)
+		if c.Image != podchronImage {
+			return nil, fmt.Errorf("daemonset image %q, want %q", c.Image, podchronImage)
 		}
 		found := false
 		for i := range c.Env {
@@ -263,7 +263,7 @@ func patchForCluster(rendered []byte, apiPort, otlpPort int, runtimeDir string) 
 
 // tracerPod returns the running tracer pod (other than notName).
 func (e *env) tracerPod(notName string) (*corev1.Pod, error) {
-	pods, err := e.cs.CoreV1().Pods(podtraceNS).List(e.ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=podtrace"})
+	pods, err := e.cs.CoreV1().Pods(podchronNS).List(e.ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=podchron"})
 	if err != nil {
 		return nil, err
 	}
@@ -293,12 +293,12 @@ func (e *env) waitTracerReady(t *testing.T, notName string) *corev1.Pod {
 		return nil
 	})
 	e.eventually(t, "Prometheus scraping the tracer", time.Minute, func() error {
-		s, err := e.prom.Query(e.ctx, `up{job="podtrace"}`)
+		s, err := e.prom.Query(e.ctx, `up{job="podchron"}`)
 		if err != nil {
 			return err
 		}
 		if len(s) != 1 || s[0].Value != 1 {
-			return fmt.Errorf("up{job=podtrace} = %v", s)
+			return fmt.Errorf("up{job=podchron} = %v", s)
 		}
 		return nil
 	})
@@ -353,9 +353,9 @@ func (e *env) eventually(t *testing.T, what string, timeout time.Duration, f fun
 func (e *env) dumpLogs(t *testing.T) {
 	t.Helper()
 	if p, err := e.tracerPod(""); err == nil {
-		out, _ := e.cluster.Kubectl(e.ctx, "logs", "-n", podtraceNS, p.Name, "--tail=80")
+		out, _ := e.cluster.Kubectl(e.ctx, "logs", "-n", podchronNS, p.Name, "--tail=80")
 		t.Logf("tracer %s log (tail):\n%s", p.Name, out)
-		out, _ = e.cluster.Kubectl(e.ctx, "logs", "-n", podtraceNS, p.Name, "--previous", "--tail=40")
+		out, _ = e.cluster.Kubectl(e.ctx, "logs", "-n", podchronNS, p.Name, "--previous", "--tail=40")
 		if len(out) > 0 {
 			t.Logf("tracer %s previous log (tail):\n%s", p.Name, out)
 		}

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/podtrace/podtrace/test/load"
+	"github.com/podchron/podchron/test/load"
 )
 
 // startLoad puts the node under background CPU load (test/load) for the
-// scenarios when PODTRACE_TEST_LOAD=1 (`make test`, and so CI, sets it for
+// scenarios when PODCHRON_TEST_LOAD=1 (`make test`, and so CI, sets it for
 // `make e2e`): one busy process per CPU plus a light exec churn compete with
 // the kubelet, containerd, the runtime and the tracer's DaemonSet pod. The
 // load stops when the test that started it ends (before the cluster's

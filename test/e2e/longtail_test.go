@@ -16,10 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/internal/cri"
-	"github.com/podtrace/podtrace/test/e2e/backends"
-	"github.com/podtrace/podtrace/test/harness/containerd"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/test/e2e/backends"
+	"github.com/podchron/podchron/test/harness/containerd"
 )
 
 // Scenarios 10–16: pods that go wrong in the other common ways (never
@@ -78,7 +78,7 @@ func (e *env) imagePullFailure(t *testing.T) {
 	e.namespace(t, ns)
 	// Nothing serves images here: a pull from the loopback registry fails
 	// at once, and the kubelet backs off.
-	app := corev1.Container{Name: "app", Image: "localhost:5999/podtrace-e2e/absent:1", ImagePullPolicy: corev1.PullIfNotPresent,
+	app := corev1.Container{Name: "app", Image: "localhost:5999/podchron-e2e/absent:1", ImagePullPolicy: corev1.PullIfNotPresent,
 		Command: []string{"sleep", "3600"}}
 	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "unpullable"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{app}}})
@@ -96,7 +96,7 @@ func (e *env) imagePullFailure(t *testing.T) {
 		if len(tr.Find(func(s *backends.Span) bool { return strings.HasPrefix(s.Name, "cni.ADD ") })) == 0 {
 			return errors.New("no cni.ADD span")
 		}
-		reason := st.Str("podtrace.waiting.reason")
+		reason := st.Str("podchron.waiting.reason")
 		if reason != "ImagePullBackOff" && reason != "ErrImagePull" {
 			return fmt.Errorf("pod.startup waiting reason %q", reason)
 		}
@@ -105,7 +105,7 @@ func (e *env) imagePullFailure(t *testing.T) {
 		}
 		// Ended by the deletion, or by the e2e's 20 s give-up if the
 		// back-off took that long.
-		if o := st.Str("podtrace.startup.outcome"); o != "terminated" && o != "gave_up" {
+		if o := st.Str("podchron.startup.outcome"); o != "terminated" && o != "gave_up" {
 			return fmt.Errorf("pod.startup outcome %q", o)
 		}
 		return firstErr(childOf(tr, pull, st), childOf(tr, sb, st), attr(st, "k8s.container.name", "app"),
@@ -141,7 +141,7 @@ func (e *env) configError(t *testing.T) {
 		if len(tr.Named("container.run")) != 0 {
 			return errors.New("a container.run for a container that never ran")
 		}
-		return attr(st, "podtrace.waiting.reason", "CreateContainerConfigError")
+		return attr(st, "podchron.waiting.reason", "CreateContainerConfigError")
 	})
 	report(t, tr)
 }
@@ -177,7 +177,7 @@ func (e *env) jobBeforeReady(t *testing.T) {
 		if st.Error || run.Error {
 			return fmt.Errorf("errors: startup %v run %v", st.Error, run.Error)
 		}
-		return firstErr(attr(st, "podtrace.startup.outcome", "completed"), attr(run, "podtrace.exit.cause", "completed"))
+		return firstErr(attr(st, "podchron.startup.outcome", "completed"), attr(run, "podchron.exit.cause", "completed"))
 	})
 	report(t, tr)
 	e.deletePod(t, ns, pod.Name)
@@ -205,8 +205,8 @@ func (e *env) gracefulExit143(t *testing.T) {
 		if run.Error || stop.Error || term.Error {
 			return fmt.Errorf("a graceful stop shown as an error: run %v stop %v termination %v", run.Error, stop.Error, term.Error)
 		}
-		return firstErr(attr(run, "podtrace.exit.cause", "completed"), attr(run, "process.exit.code", "143"),
-			attr(stop, "podtrace.signal", "SIGTERM"), attr(stop, "podtrace.signal.disposition", "handler"))
+		return firstErr(attr(run, "podchron.exit.cause", "completed"), attr(run, "process.exit.code", "143"),
+			attr(stop, "podchron.signal", "SIGTERM"), attr(stop, "podchron.signal.disposition", "handler"))
 	})
 	report(t, tr)
 }
@@ -235,8 +235,8 @@ func (e *env) senderNamedRunc(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return firstErr(attr(r, "podtrace.exit.cause", "killed_in_pod"), attr(r, "podtrace.signal.sender.kind", "in_pod"),
-			attr(r, "podtrace.signal.sender.comm", "runc"))
+		return firstErr(attr(r, "podchron.exit.cause", "killed_in_pod"), attr(r, "podchron.signal.sender.kind", "in_pod"),
+			attr(r, "podchron.signal.sender.comm", "runc"))
 	})
 	report(t, tr)
 	e.deletePod(t, ns, pod.Name)
@@ -269,14 +269,14 @@ func (e *env) childOOM(t *testing.T) {
 		// One container with a limit: the pod-level cgroup (same limit,
 		// plus the pause container) is the one that runs out.
 		if !hasEvent(r, "oom_kill", func(f map[string]any) bool {
-			return fmt.Sprint(f["podtrace.oom.victim.comm"]) == "dd" && fmt.Sprint(f["podtrace.oom.scope"]) == "pod"
+			return fmt.Sprint(f["podchron.oom.victim.comm"]) == "dd" && fmt.Sprint(f["podchron.oom.scope"]) == "pod"
 		}) {
 			return errors.New("no oom_kill event naming the victim dd and the pod's limit (scope pod) on the run")
 		}
 		if r.Error {
 			return errors.New("the run is an error: its init was never OOM-killed")
 		}
-		return attr(r, "podtrace.exit.cause", "completed")
+		return attr(r, "podchron.exit.cause", "completed")
 	})
 	report(t, tr)
 }
@@ -317,13 +317,13 @@ func (e *env) overrunOnce(t *testing.T) {
 		if len(stops) != 2 {
 			return fmt.Errorf("%d container.stop spans, want the liveness restart's and the deletion's", len(stops))
 		}
-		if stops[0].Str("podtrace.sigkill") != "true" {
-			return fmt.Errorf("the liveness restart's stop: sigkill %q", stops[0].Str("podtrace.sigkill"))
+		if stops[0].Str("podchron.sigkill") != "true" {
+			return fmt.Errorf("the liveness restart's stop: sigkill %q", stops[0].Str("podchron.sigkill"))
 		}
 		if term.Error {
 			return fmt.Errorf("the clean deletion is an error: %s", term.Str("otel.status_description"))
 		}
-		return attr(term, "podtrace.grace_period.overrun", "false")
+		return attr(term, "podchron.grace_period.overrun", "false")
 	})
 	report(t, tr)
 }
@@ -352,8 +352,8 @@ func (e *env) evictionAPI(t *testing.T) {
 		if run.Error {
 			return errors.New("a drained container that stopped in time is shown as an error")
 		}
-		return firstErr(attr(run, "podtrace.exit.cause", "evicted"), attr(run, "podtrace.disruption.reason", "EvictionByEvictionAPI"),
-			attr(term, "podtrace.termination.reason", "EvictionByEvictionAPI"))
+		return firstErr(attr(run, "podchron.exit.cause", "evicted"), attr(run, "podchron.disruption.reason", "EvictionByEvictionAPI"),
+			attr(term, "podchron.termination.reason", "EvictionByEvictionAPI"))
 	})
 	report(t, tr)
 }
@@ -386,7 +386,7 @@ func (e *env) activeDeadline(t *testing.T) {
 		if d := stop.Start.Sub(term.Start); d < 0 || d > time.Second {
 			return fmt.Errorf("the termination starts %s before the kubelet's stop", d)
 		}
-		return attr(term, "podtrace.termination.reason", "DeadlineExceeded")
+		return attr(term, "podchron.termination.reason", "DeadlineExceeded")
 	})
 	report(t, tr)
 }
@@ -420,12 +420,12 @@ func (e *env) jobWithSidecar(t *testing.T) {
 			return pk.err
 		}
 		if side.Error || work.Error {
-			return fmt.Errorf("errors: sidecar %v work %v (%s)", side.Error, work.Error, side.Str("podtrace.exit.cause"))
+			return fmt.Errorf("errors: sidecar %v work %v (%s)", side.Error, work.Error, side.Str("podchron.exit.cause"))
 		}
 		if !term.Start.After(work.End()) {
 			return fmt.Errorf("the termination starts %s, before the work ended %s", term.Start, work.End())
 		}
-		return firstErr(attr(term, "podtrace.termination.reason", "Completed"), attr(work, "podtrace.exit.cause", "completed"))
+		return firstErr(attr(term, "podchron.termination.reason", "Completed"), attr(work, "podchron.exit.cause", "completed"))
 	})
 	report(t, tr)
 }
@@ -457,7 +457,7 @@ func (e *env) readinessNeverPasses(t *testing.T) {
 		if n := len(tr.Find(func(s *backends.Span) bool { return s.Name == "probe.readiness" && s.Error })); n == 0 {
 			return errors.New("no failed probe.readiness span")
 		}
-		return firstErr(attr(st, "podtrace.startup.outcome", "gave_up"), attr(st, "podtrace.waiting.reason", "NotReady"),
+		return firstErr(attr(st, "podchron.startup.outcome", "gave_up"), attr(st, "podchron.waiting.reason", "NotReady"),
 			attr(st, "k8s.container.name", "app"))
 	})
 	report(t, tr)
@@ -503,7 +503,7 @@ func (e *env) initCrashLoop(t *testing.T) {
 		if len(tr.Named("container.backoff")) == 0 {
 			return errors.New("no container.backoff between the init runs")
 		}
-		if r := st.Str("podtrace.waiting.reason"); r != "CrashLoopBackOff" && r != "Terminated" {
+		if r := st.Str("podchron.waiting.reason"); r != "CrashLoopBackOff" && r != "Terminated" {
 			return fmt.Errorf("pod.startup waiting reason %q", r)
 		}
 		if !st.Error {
@@ -538,7 +538,7 @@ func (e *env) startupProbeRestart(t *testing.T) {
 		if len(tr.Find(func(s *backends.Span) bool { return s.Name == "probe.startup" && s.Error })) == 0 {
 			return errors.New("no failed probe.startup span")
 		}
-		return attr(runs[0], "podtrace.exit.cause", "startup_probe_restart")
+		return attr(runs[0], "podchron.exit.cause", "startup_probe_restart")
 	})
 	report(t, tr)
 	e.deletePod(t, ns, pod.Name)
@@ -563,7 +563,7 @@ func (e *env) runtimeRestart(t *testing.T) {
 		t.Fatalf("start containerd: %v", err)
 	}
 	t.Logf("scenario 21: containerd away for %s", time.Since(t0).Round(time.Millisecond))
-	e.metric(t, `podtrace_source_up{source="runtime"}`, time.Minute, func(v float64) bool { return v == 1 })
+	e.metric(t, `podchron_source_up{source="runtime"}`, time.Minute, func(v float64) bool { return v == 1 })
 	time.Sleep(3 * time.Second)
 	after := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "after"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{container("app", sh(gracefulApp)...)}}})
@@ -577,7 +577,7 @@ func (e *env) runtimeRestart(t *testing.T) {
 			return errors.New("no root span yet")
 		}
 		for _, s := range tr.Spans {
-			if d := s.Str("podtrace.degraded"); d != "" {
+			if d := s.Str("podchron.degraded"); d != "" {
 				return fmt.Errorf("%s of a pod created after the runtime came back is degraded: %s", s.Name, d)
 			}
 		}
@@ -589,11 +589,11 @@ func (e *env) runtimeRestart(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if !strings.Contains(root.Str("podtrace.degraded"), "runtime unavailable") {
-			return fmt.Errorf("the root of a pod alive across the gap: degraded %q", root.Str("podtrace.degraded"))
+		if !strings.Contains(root.Str("podchron.degraded"), "runtime unavailable") {
+			return fmt.Errorf("the root of a pod alive across the gap: degraded %q", root.Str("podchron.degraded"))
 		}
-		if !hasEvent(root, "podtrace.runtime_gap", nil) {
-			return errors.New("no podtrace.runtime_gap event on the root")
+		if !hasEvent(root, "podchron.runtime_gap", nil) {
+			return errors.New("no podchron.runtime_gap event on the root")
 		}
 		return nil
 	})
@@ -636,7 +636,7 @@ func (e *env) spoofedEvent(t *testing.T) {
 		if hasEvent(root, "k8s.Killing", func(f map[string]any) bool { return strings.Contains(fmt.Sprint(f["message"]), "liveness") }) {
 			return errors.New("the other namespace's Event is on the pod's trace")
 		}
-		return attr(run, "podtrace.exit.cause", "completed")
+		return attr(run, "podchron.exit.cause", "completed")
 	})
 	report(t, tr)
 }
@@ -697,8 +697,8 @@ spec:
 		if pk.err != nil {
 			return pk.err
 		}
-		return firstErr(resAttr(root, "k8s.pod.uid", hash), resAttr(root, "podtrace.pod.mirror_uid", string(second.UID)),
-			attr(term, "podtrace.termination.reason", "StaticPodRemoved"), attr(run, "podtrace.exit.cause", "completed"))
+		return firstErr(resAttr(root, "k8s.pod.uid", hash), resAttr(root, "podchron.pod.mirror_uid", string(second.UID)),
+			attr(term, "podchron.termination.reason", "StaticPodRemoved"), attr(run, "podchron.exit.cause", "completed"))
 	})
 	report(t, tr)
 	for _, m := range []*corev1.Pod{first, second} {
@@ -749,7 +749,7 @@ func (e *env) sandboxChanged(t *testing.T) {
 	})
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		re := tr.Find(func(s *backends.Span) bool {
-			return s.Name == "pod.sandbox" && s.Str("podtrace.sandbox.recreated") == "true"
+			return s.Name == "pod.sandbox" && s.Str("podchron.sandbox.recreated") == "true"
 		})
 		if len(re) != 1 {
 			return fmt.Errorf("%d recreated pod.sandbox spans, want 1", len(re))
@@ -769,8 +769,8 @@ func (e *env) sandboxChanged(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if !hasEvent(root, "podtrace.sandbox_changed", nil) {
-			return errors.New("no podtrace.sandbox_changed event on the root")
+		if !hasEvent(root, "podchron.sandbox_changed", nil) {
+			return errors.New("no podchron.sandbox_changed event on the root")
 		}
 		return nil
 	})
@@ -812,8 +812,8 @@ func (e *env) preemption(t *testing.T) {
 		if pk.err != nil {
 			return pk.err
 		}
-		return firstErr(attr(term, "podtrace.termination.reason", "PreemptionByScheduler"), attr(run, "podtrace.exit.cause", "preempted"),
-			attr(run, "podtrace.disruption.reason", "PreemptionByScheduler"))
+		return firstErr(attr(term, "podchron.termination.reason", "PreemptionByScheduler"), attr(run, "podchron.exit.cause", "preempted"),
+			attr(run, "podchron.disruption.reason", "PreemptionByScheduler"))
 	})
 	report(t, tr)
 	e.deleteAndWait(t, ns, high.Name)
@@ -828,7 +828,7 @@ func (e *env) imageStopSignal(t *testing.T) {
 	t.Parallel()
 	const ns = "s26-stopsignal"
 	e.namespace(t, ns)
-	const img = "localhost/podtrace-e2e/quitter:1"
+	const img = "localhost/podchron-e2e/quitter:1"
 	if _, err := e.runtime.ImportImage(e.ctx, containerd.Image{Name: img, StopSignal: "SIGQUIT"}); err != nil {
 		t.Fatalf("import %s: %v", img, err)
 	}
@@ -852,8 +852,8 @@ func (e *env) imageStopSignal(t *testing.T) {
 		if stop.Duration > 3*time.Second {
 			return fmt.Errorf("the stop took %s: the SIGQUIT was not the stop", stop.Duration)
 		}
-		return firstErr(attr(stop, "podtrace.signal", "SIGQUIT"), attr(stop, "podtrace.signal.disposition", "handler"),
-			attr(stop, "podtrace.sigkill", "false"), attr(run, "podtrace.exit.cause", "completed"))
+		return firstErr(attr(stop, "podchron.signal", "SIGQUIT"), attr(stop, "podchron.signal.disposition", "handler"),
+			attr(stop, "podchron.sigkill", "false"), attr(run, "podchron.exit.cause", "completed"))
 	})
 	report(t, tr)
 }

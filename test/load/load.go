@@ -10,13 +10,13 @@
 //     PR_SET_PDEATHSIG=SIGKILL, so the kernel kills them when the test
 //     process dies in any way (panic, os.Exit, go test's timeout, SIGKILL);
 //   - a test binary that re-executes itself does not start a second load
-//     (the owner's PID is passed down in PODTRACE_TEST_LOAD_OWNER).
+//     (the owner's PID is passed down in PODCHRON_TEST_LOAD_OWNER).
 //
-// Tests switch it on with PODTRACE_TEST_LOAD (see FromEnv):
+// Tests switch it on with PODCHRON_TEST_LOAD (see FromEnv):
 //
-//	PODTRACE_TEST_LOAD=1        NumCPU burners + 20 exec/s
-//	PODTRACE_TEST_LOAD=cpu      NumCPU burners only
-//	PODTRACE_TEST_LOAD=0 or ""  off
+//	PODCHRON_TEST_LOAD=1        NumCPU burners + 20 exec/s
+//	PODCHRON_TEST_LOAD=cpu      NumCPU burners only
+//	PODCHRON_TEST_LOAD=0 or ""  off
 //
 // Usage:
 //
@@ -43,11 +43,11 @@ import (
 const (
 	// Env switches the load on for tests that call FromEnv: "1" (or "on",
 	// "true", "cpu+exec"), "cpu", or "0"/"" (off).
-	Env = "PODTRACE_TEST_LOAD"
+	Env = "PODCHRON_TEST_LOAD"
 	// OwnerEnv is set by Start to the owner's PID, so that child processes
 	// (a test binary re-executed as a helper) do not start a load of their
 	// own.
-	OwnerEnv = "PODTRACE_TEST_LOAD_OWNER"
+	OwnerEnv = "PODCHRON_TEST_LOAD_OWNER"
 )
 
 // Defaults for Config's zero fields.

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Builds a minimal OpenTelemetry Collector (OTLP receiver -> debug exporter)
 # with the collector builder, for test/runtime's OTLP test. Prints its path.
-# Cached under ${PODTRACE_CACHE:-$HOME/.cache/podtrace}/otelcol.
+# Cached under ${PODCHRON_CACHE:-$HOME/.cache/podchron}/otelcol.
 set -euo pipefail
-cache=${PODTRACE_CACHE:-$HOME/.cache/podtrace}/otelcol
-bin=$cache/dist/otelcol-podtrace
+cache=${PODCHRON_CACHE:-$HOME/.cache/podchron}/otelcol
+bin=$cache/dist/otelcol-podchron
 if [ -x "$bin" ]; then echo "$bin"; exit 0; fi
 mkdir -p "$cache"
 cat >"$cache/builder.yaml" <<YAML
 dist:
-  name: otelcol-podtrace
+  name: otelcol-podchron
   output_path: $cache/dist
 receivers:
   - gomod: go.opentelemetry.io/collector/receiver/otlpreceiver v0.162.0

@@ -1,7 +1,7 @@
 package runtime_test
 
 // Background CPU load for the runtime tests (test/load): with
-// PODTRACE_TEST_LOAD=1 (`make test-load` and so `make test` and CI set it)
+// PODCHRON_TEST_LOAD=1 (`make test-load` and so `make test` and CI set it)
 // every scenario runs while one busy process per CPU, plus a light exec
 // churn, competes with containerd, the runtime, the tracer's pipeline and
 // the probes. Off by default (a plain `go test ./...` runs unloaded).
@@ -17,7 +17,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/podtrace/podtrace/test/load"
+	"github.com/podchron/podchron/test/load"
 )
 
 var testLoad *load.Load

@@ -11,21 +11,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/test/harness/containerd"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/test/harness/containerd"
 )
 
 // The runtime matrix: each scenario runs on every OCI runtime
 // (containerd.RuntimeNames: Debian's runc, the newest upstream runc, crun),
 // one subtest per runtime with its own containerd, probes and pipeline.
 //
-//	PODTRACE_TEST_RUNTIMES=crun,runc   only these (names or absolute paths), in this order
-//	PODTRACE_REQUIRE_RUNTIMES=1        a runtime that is not installed (or buildable) fails
+//	PODCHRON_TEST_RUNTIMES=crun,runc   only these (names or absolute paths), in this order
+//	PODCHRON_REQUIRE_RUNTIMES=1        a runtime that is not installed (or buildable) fails
 //	                                   instead of skipping (`make test` sets it)
-//	PODTRACE_RUNC_UPSTREAM=/path/runc  the upstream runc to use (else scripts/build-runc.sh)
+//	PODCHRON_RUNC_UPSTREAM=/path/runc  the upstream runc to use (else scripts/build-runc.sh)
 const (
-	runtimesEnv        = "PODTRACE_TEST_RUNTIMES"
-	requireRuntimesEnv = "PODTRACE_REQUIRE_RUNTIMES"
+	runtimesEnv        = "PODCHRON_TEST_RUNTIMES"
+	requireRuntimesEnv = "PODCHRON_REQUIRE_RUNTIMES"
 )
 
 // scenario is one pod lifecycle driven through CRI; run asserts what the
@@ -166,7 +166,7 @@ func scenarioTest(sc scenario) string {
 
 // matrixReport is the runtime × scenario table (versions, result, time per
 // run) and the span-tree verdicts; empty when no scenario ran. TestMain
-// prints it and, with $PODTRACE_RUNTIME_REPORT, writes it there (`make
+// prints it and, with $PODCHRON_RUNTIME_REPORT, writes it there (`make
 // test` shows it even when go test hides passing packages' output).
 func matrixReport() string {
 	results.Lock()
@@ -207,7 +207,7 @@ func writeMatrixReport() {
 		return
 	}
 	fmt.Print(rep)
-	if p := os.Getenv("PODTRACE_RUNTIME_REPORT"); p != "" {
+	if p := os.Getenv("PODCHRON_RUNTIME_REPORT"); p != "" {
 		if err := os.WriteFile(p, []byte(rep), 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "runtime report:", err)
 		}

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/internal/export/otlp"
-	"github.com/podtrace/podtrace/test/harness/containerd"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/export/otlp"
+	"github.com/podchron/podchron/test/harness/containerd"
 )
 
 type syncBuffer struct {
@@ -46,12 +46,12 @@ func freePort(t *testing.T) int {
 
 // TestOTLPToCollector sends a real pod's trace over OTLP/gRPC, configured
 // only by OTEL_* variables, to a real OpenTelemetry Collector, and checks
-// what the collector received. PODTRACE_OTELCOL names the collector binary
+// what the collector received. PODCHRON_OTELCOL names the collector binary
 // (test/otlp/build-collector.sh builds one; CI sets it).
 func TestOTLPToCollector(t *testing.T) {
-	bin := os.Getenv("PODTRACE_OTELCOL")
+	bin := os.Getenv("PODCHRON_OTELCOL")
 	if bin == "" {
-		t.Skip("PODTRACE_OTELCOL not set: build a collector with test/otlp/build-collector.sh")
+		t.Skip("PODCHRON_OTELCOL not set: build a collector with test/otlp/build-collector.sh")
 	}
 	port := freePort(t)
 	cfg := filepath.Join(t.TempDir(), "otelcol.yaml")
@@ -91,7 +91,7 @@ service:
 
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", fmt.Sprintf("http://127.0.0.1:%d", port))
 	t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
-	t.Setenv("OTEL_SERVICE_NAME", "podtrace-test")
+	t.Setenv("OTEL_SERVICE_NAME", "podchron-test")
 	if !otlp.Configured() {
 		t.Fatal("OTEL_EXPORTER_OTLP_ENDPOINT set but not seen")
 	}
@@ -99,7 +99,7 @@ service:
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := start(t, containerd.Runtime{}, "", exp) // the default runtime ($PODTRACE_OCI_RUNTIME, else Debian's runc)
+	e := start(t, containerd.Runtime{}, "", exp) // the default runtime ($PODCHRON_OCI_RUNTIME, else Debian's runc)
 	pod, _ := e.gracefulPod(t, "exported")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -118,7 +118,7 @@ service:
 			}
 		}
 		if len(missing) == 0 && strings.Contains(got, "Trace ID       : "+traceID) &&
-			strings.Contains(got, "k8s.pod.uid: Str("+pod.UID+")") && strings.Contains(got, "service.name: Str(podtrace-test)") {
+			strings.Contains(got, "k8s.pod.uid: Str("+pod.UID+")") && strings.Contains(got, "service.name: Str(podchron-test)") {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -1,10 +1,10 @@
 // Package runtime_test drives pods through a real containerd the way a
-// kubelet does (no API server), with podtrace's real probes, CRI watcher and
+// kubelet does (no API server), with podchron's real probes, CRI watcher and
 // lifecycle model, and asserts the spans it emits.
 //
 // Every scenario runs once per OCI runtime (subtests runc, runc-upstream,
 // crun; see matrix_test.go), each with its own containerd, and
-// TestSpanTreesAcrossRuntimes checks that podtrace tells the same story on
+// TestSpanTreesAcrossRuntimes checks that podchron tells the same story on
 // all of them.
 package runtime_test
 
@@ -21,13 +21,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/cgroupfs"
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/internal/cri"
-	"github.com/podtrace/podtrace/internal/pipeline"
-	"github.com/podtrace/podtrace/internal/probe"
-	"github.com/podtrace/podtrace/internal/record"
-	"github.com/podtrace/podtrace/test/harness/containerd"
+	"github.com/podchron/podchron/internal/cgroupfs"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/pipeline"
+	"github.com/podchron/podchron/internal/probe"
+	"github.com/podchron/podchron/internal/record"
+	"github.com/podchron/podchron/test/harness/containerd"
 )
 
 var recordDir = flag.String("record-dir", "", "write each scenario's input stream (on Debian's runc) here (golden inputs for internal/correlate)")
@@ -262,14 +262,14 @@ func runGracefulStop(t *testing.T, e *env) []correlate.Span {
 		}
 	}
 	run := find(all, "container.run")
-	if len(run) != 1 || run[0].Attr("podtrace.exit.cause") != "completed" || run[0].Attr("process.exit.code") != int64(0) || run[0].Attr("k8s.container.name") != "app" {
+	if len(run) != 1 || run[0].Attr("podchron.exit.cause") != "completed" || run[0].Attr("process.exit.code") != int64(0) || run[0].Attr("k8s.container.name") != "app" {
 		t.Fatalf("run: %+v", run)
 	}
 	stop := find(all, "container.stop")
 	if len(stop) != 1 {
 		t.Fatalf("want 1 stop span, got %d", len(stop))
 	}
-	if stop[0].Attr("podtrace.signal.disposition") != "handler" || stop[0].Attr("podtrace.sigkill") != false || stop[0].Attr("podtrace.signal.sender.kind") != "runtime" {
+	if stop[0].Attr("podchron.signal.disposition") != "handler" || stop[0].Attr("podchron.sigkill") != false || stop[0].Attr("podchron.signal.sender.kind") != "runtime" {
 		t.Errorf("stop: %v", stop[0].Attrs)
 	}
 	if d := stop[0].Duration(); d > 2*time.Second {
@@ -280,7 +280,7 @@ func runGracefulStop(t *testing.T, e *env) []correlate.Span {
 		t.Errorf("want CNI DEL runs, got %d", len(dels))
 	}
 	term := find(all, "pod.termination")
-	if len(term) != 1 || term[0].Attr("podtrace.grace_period.overrun") != false {
+	if len(term) != 1 || term[0].Attr("podchron.grace_period.overrun") != false {
 		t.Errorf("termination: %+v", term)
 	}
 	for _, sp := range all {
@@ -323,18 +323,18 @@ func runIgnoredSIGTERM(t *testing.T, e *env) []correlate.Span {
 		t.Fatalf("want 1 stop span, got %d", len(stop))
 	}
 	s := stop[0]
-	if s.Attr("podtrace.signal.disposition") != "ignored" || s.Attr("podtrace.sigkill") != true || s.Status != correlate.StatusError {
+	if s.Attr("podchron.signal.disposition") != "ignored" || s.Attr("podchron.sigkill") != true || s.Status != correlate.StatusError {
 		t.Errorf("stop: status %s attrs %v", s.Status, s.Attrs)
 	}
 	if d := s.Duration(); d < 1900*time.Millisecond || d > 5*time.Second {
 		t.Errorf("stop took %s, want about the 2 s timeout", d)
 	}
 	run := find(all, "container.run")
-	if len(run) != 1 || run[0].Attr("podtrace.exit.cause") != "killed_by_runtime" || run[0].Attr("podtrace.signal") != "SIGKILL" {
+	if len(run) != 1 || run[0].Attr("podchron.exit.cause") != "killed_by_runtime" || run[0].Attr("podchron.signal") != "SIGKILL" {
 		t.Errorf("run: %+v", run)
 	}
 	term := find(all, "pod.termination")
-	if len(term) != 1 || term[0].Attr("podtrace.grace_period.overrun") != true {
+	if len(term) != 1 || term[0].Attr("podchron.grace_period.overrun") != true {
 		t.Errorf("termination: %+v", term)
 	}
 	return all
@@ -373,8 +373,8 @@ func runOOMKilled(t *testing.T, e *env) []correlate.Span {
 	dump(t, all)
 	// The harness sets no pod-level limit (the kubelet does, see the e2e
 	// scenario): the container's own limit is the one that ran out.
-	memcg, _ := run.Attr("podtrace.oom.memcg").(string)
-	if run.Attr("podtrace.exit.cause") != "oom_killed" || run.Attr("podtrace.oom.scope") != "container" ||
+	memcg, _ := run.Attr("podchron.oom.memcg").(string)
+	if run.Attr("podchron.exit.cause") != "oom_killed" || run.Attr("podchron.oom.scope") != "container" ||
 		!strings.HasSuffix(memcg, "/"+id) || run.Status != correlate.StatusError {
 		t.Errorf("run: status %s attrs %v", run.Status, run.Attrs)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podchron/podchron/internal/correlate"
 )
 
 // TestSpanTreesAcrossRuntimes: for every scenario, the normalized span
@@ -85,7 +85,7 @@ func diffLines(d string) int {
 }
 
 // A span tree, normalized so that two runs of one scenario compare equal
-// when podtrace told the same story: span names, parent/child structure,
+// when podchron told the same story: span names, parent/child structure,
 // status (and message, numbers masked), every attribute and span event that
 // describes what happened (exit cause, code and signal, signal, disposition,
 // sigkill, overrun, sender kind, OOM scope, CNI plugin and command, ...) —
@@ -101,8 +101,8 @@ func diffLines(d string) int {
 func volatileAttr(k string) bool {
 	switch k {
 	case "container.id", "k8s.pod.uid", "k8s.pod.name", "k8s.node.name",
-		"podtrace.cni.netns", "podtrace.gap.until", "podtrace.oom.memcg",
-		"podtrace.backoff.seconds", "podtrace.past_deadline.seconds":
+		"podchron.cni.netns", "podchron.gap.until", "podchron.oom.memcg",
+		"podchron.backoff.seconds", "podchron.past_deadline.seconds":
 		return true
 	}
 	return strings.HasSuffix(k, ".pid") || strings.HasSuffix(k, ".comm") ||

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podchron/podchron/internal/correlate"
 )
 
 // treeFixture is a small pod trace: root, sandbox with two CNI runs (in
@@ -20,14 +20,14 @@ func treeFixture(pid int64, cause string, cniOrder ...string) []correlate.Span {
 			Attrs: []correlate.Attr{correlate.String("container.id", "abc"+cause)}},
 		{TraceID: tr, SpanID: id("run"), Parent: id("root"), Name: "container.run", Start: t0, Status: correlate.StatusError,
 			StatusMessage: "SIGKILL 2.0s after SIGTERM",
-			Attrs: []correlate.Attr{correlate.String("podtrace.exit.cause", cause), correlate.Int("process.pid", pid),
-				correlate.String("podtrace.signal.sender.comm", "runc"), correlate.String("podtrace.signal.sender.kind", "runtime")},
+			Attrs: []correlate.Attr{correlate.String("podchron.exit.cause", cause), correlate.Int("process.pid", pid),
+				correlate.String("podchron.signal.sender.comm", "runc"), correlate.String("podchron.signal.sender.kind", "runtime")},
 			Events: []correlate.SpanEvent{{Name: "signal SIGTERM", Time: t0.Add(time.Millisecond),
-				Attrs: []correlate.Attr{correlate.Int("podtrace.signal.sender.pid", pid+1), correlate.String("podtrace.signal.sender.kind", "runtime")}}}},
+				Attrs: []correlate.Attr{correlate.Int("podchron.signal.sender.pid", pid+1), correlate.String("podchron.signal.sender.kind", "runtime")}}}},
 	}
 	for _, p := range cniOrder {
 		spans = append(spans, correlate.Span{TraceID: tr, SpanID: id("cni/" + p), Parent: id("sandbox"), Name: "cni.ADD " + p,
-			Start: t0, Status: correlate.StatusOK, Attrs: []correlate.Attr{correlate.String("podtrace.cni.plugin", p),
+			Start: t0, Status: correlate.StatusOK, Attrs: []correlate.Attr{correlate.String("podchron.cni.plugin", p),
 				correlate.Int("process.pid", pid+7), correlate.Int("process.exit.code", 0)}})
 	}
 	return spans
@@ -45,19 +45,19 @@ func TestSpanTreeNormalization(t *testing.T) {
 		}
 	}
 	want := `pod [ok]
-  container.run [error: SIGKILL Ns after SIGTERM] podtrace.exit.cause=killed_by_runtime podtrace.signal.sender.kind=runtime
-      • signal SIGTERM podtrace.signal.sender.kind=runtime
+  container.run [error: SIGKILL Ns after SIGTERM] podchron.exit.cause=killed_by_runtime podchron.signal.sender.kind=runtime
+      • signal SIGTERM podchron.signal.sender.kind=runtime
   pod.sandbox [ok]
-    cni.ADD bridge [ok] podtrace.cni.plugin=bridge process.exit.code=0
-    cni.ADD loopback [ok] podtrace.cni.plugin=loopback process.exit.code=0
+    cni.ADD bridge [ok] podchron.cni.plugin=bridge process.exit.code=0
+    cni.ADD loopback [ok] podchron.cni.plugin=loopback process.exit.code=0
 `
 	if a != want {
 		t.Errorf("tree:\n%s\nwant:\n%s", a, want)
 	}
 	c := renderTree(spanTree(treeFixture(100, "oom_killed", "bridge")))
 	d := lineDiff(a, c)
-	if !strings.Contains(d, "- "+"  container.run [error: SIGKILL Ns after SIGTERM] podtrace.exit.cause=killed_by_runtime") ||
-		!strings.Contains(d, "+ "+"  container.run [error: SIGKILL Ns after SIGTERM] podtrace.exit.cause=oom_killed") ||
+	if !strings.Contains(d, "- "+"  container.run [error: SIGKILL Ns after SIGTERM] podchron.exit.cause=killed_by_runtime") ||
+		!strings.Contains(d, "+ "+"  container.run [error: SIGKILL Ns after SIGTERM] podchron.exit.cause=oom_killed") ||
 		!strings.Contains(d, "-     cni.ADD loopback") || !strings.Contains(d, "  pod [ok]") {
 		t.Errorf("diff:\n%s", d)
 	}

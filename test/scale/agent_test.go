@@ -19,8 +19,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/podtrace/podtrace/internal/correlate"
-	"github.com/podtrace/podtrace/internal/watcher"
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/watcher"
 )
 
 // The agent is one tracer's API side: the real internal/watcher for one
@@ -29,7 +29,7 @@ import (
 // on the wire (TLS bytes read from its connections), per response
 // (decoded bytes, list items, watch events) and what the watcher hands to
 // the model, and answers "stats" on stdin with one JSON line on stdout.
-const agentEnv = "PODTRACE_SCALE_AGENT_NODE"
+const agentEnv = "PODCHRON_SCALE_AGENT_NODE"
 
 type agentStats struct {
 	Node  string `json:"node"`

@@ -12,8 +12,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/podtrace/podtrace/test/e2e/cluster"
-	"github.com/podtrace/podtrace/test/e2e/proc"
+	"github.com/podchron/podchron/test/e2e/cluster"
+	"github.com/podchron/podchron/test/e2e/proc"
 )
 
 // Ports on loopback, apart from the e2e cluster's (12379.., 16443).

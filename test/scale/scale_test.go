@@ -44,48 +44,48 @@ type params struct {
 }
 
 func getParams(t *testing.T) params {
-	if os.Getenv("PODTRACE_SCALE") != "1" {
-		t.Skip("scale test: run with `make scale` (PODTRACE_SCALE=1)")
+	if os.Getenv("PODCHRON_SCALE") != "1" {
+		t.Skip("scale test: run with `make scale` (PODCHRON_SCALE=1)")
 	}
 	if os.Geteuid() != 0 {
 		t.Skip("scale test needs root (etcd, ports)")
 	}
 	home, _ := os.UserHomeDir()
-	cache := filepath.Join(home, ".cache", "podtrace")
-	if c := os.Getenv("PODTRACE_CACHE"); c != "" {
+	cache := filepath.Join(home, ".cache", "podchron")
+	if c := os.Getenv("PODCHRON_CACHE"); c != "" {
 		cache = c
 	}
-	short := os.Getenv("PODTRACE_SCALE_SHORT") == "1"
+	short := os.Getenv("PODCHRON_SCALE_SHORT") == "1"
 	p := params{
-		binDir: env("PODTRACE_SCALE_BIN", env("PODTRACE_E2E_BIN", filepath.Join(cache, "e2e", "bin"))),
-		kwok:   env("PODTRACE_SCALE_KWOK", filepath.Join(cache, "scale", "bin", "kwok")),
+		binDir: env("PODCHRON_SCALE_BIN", env("PODCHRON_E2E_BIN", filepath.Join(cache, "e2e", "bin"))),
+		kwok:   env("PODCHRON_SCALE_KWOK", filepath.Join(cache, "scale", "bin", "kwok")),
 		nodes:  []int{100, 500}, podsPerNode: 20, tracers: 3,
-		window: 2 * time.Minute, churn: 2, assert: os.Getenv("PODTRACE_SCALE_NOASSERT") != "1",
+		window: 2 * time.Minute, churn: 2, assert: os.Getenv("PODCHRON_SCALE_NOASSERT") != "1",
 	}
 	if short {
 		p.nodes, p.window, p.churn = []int{25, 125}, 45*time.Second, 4
 	}
-	if v := os.Getenv("PODTRACE_SCALE_NODES"); v != "" {
+	if v := os.Getenv("PODCHRON_SCALE_NODES"); v != "" {
 		p.nodes = nil
 		for _, f := range strings.Split(v, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil || n < 3 {
-				t.Fatalf("PODTRACE_SCALE_NODES=%q: want a list of node counts >= 3", v)
+				t.Fatalf("PODCHRON_SCALE_NODES=%q: want a list of node counts >= 3", v)
 			}
 			p.nodes = append(p.nodes, n)
 		}
 	}
-	if v := os.Getenv("PODTRACE_SCALE_WINDOW"); v != "" {
+	if v := os.Getenv("PODCHRON_SCALE_WINDOW"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
-			t.Fatalf("PODTRACE_SCALE_WINDOW: %v", err)
+			t.Fatalf("PODCHRON_SCALE_WINDOW: %v", err)
 		}
 		p.window = d
 	}
-	if v := os.Getenv("PODTRACE_SCALE_CHURN"); v != "" {
+	if v := os.Getenv("PODCHRON_SCALE_CHURN"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || f <= 0 {
-			t.Fatalf("PODTRACE_SCALE_CHURN=%q", v)
+			t.Fatalf("PODCHRON_SCALE_CHURN=%q", v)
 		}
 		p.churn = f
 	}
@@ -129,7 +129,7 @@ func TestScale(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	dir, err := os.MkdirTemp("", "podtrace-scale-")
+	dir, err := os.MkdirTemp("", "podchron-scale-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestScale(t *testing.T) {
 	table := formatTable(p, rows, egress)
 	fmt.Println(table)
 	t.Log("\n" + table)
-	if out := os.Getenv("PODTRACE_SCALE_OUT"); out != "" {
+	if out := os.Getenv("PODCHRON_SCALE_OUT"); out != "" {
 		if err := os.WriteFile(out, []byte(table), 0o644); err != nil {
 			t.Error(err)
 		}
@@ -295,7 +295,7 @@ func mib(b uint64) float64 { return float64(b) / (1 << 20) }
 
 func formatTable(p params, rows []row, eg []apiEgress) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "podtrace scale: %d pods/node, churn %.1f pods/node/min, window %s, %d tracers\n\n",
+	fmt.Fprintf(&b, "podchron scale: %d pods/node, churn %.1f pods/node/min, window %s, %d tracers\n\n",
 		p.podsPerNode, p.churn, p.window, p.tracers)
 	fmt.Fprintf(&b, "| nodes | tracer | heap MiB (synced → end) | pods cached | events cached | event watches | sync: objects / KiB | churn: objects/min | churn: KiB/min (body / wire) | churn: requests/min | events to model |\n")
 	fmt.Fprintf(&b, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")

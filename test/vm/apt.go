@@ -231,7 +231,7 @@ func (s *kernelStore) aptOptions(suite string) ([]string, error) {
 	if len(lines) == 0 {
 		return nil, fmt.Errorf("kernel from release %s: no source for this system's release %s in %s to derive it from", suite, codename, etc)
 	}
-	content := "# Written by podtrace's test/vm runner: this system's " + codename + " sources, for " + suite + ".\n" + strings.Join(lines, "\n") + "\n"
+	content := "# Written by podchron's test/vm runner: this system's " + codename + " sources, for " + suite + ".\n" + strings.Join(lines, "\n") + "\n"
 	if err := os.WriteFile(list, []byte(content), 0o644); err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-// Command vm runs podtrace's real-kernel Go tests (by default the eBPF probe
+// Command vm runs podchron's real-kernel Go tests (by default the eBPF probe
 // tests in ./internal/probe) inside a qemu guest booted from another kernel,
 // e.g. Debian's 5.10, 6.1 and 6.12 cloud kernels, to prove the probes load,
 // attach and report correctly there too.
@@ -33,7 +33,7 @@ const (
 	defaultBusybox  = "/bin/busybox"
 	kvmBootTimeout  = 20 * time.Second
 	defaultCmdline  = "console=ttyS0,115200 panic=-1 oops=panic mitigations=off rdinit=/init"
-	guestTestDir    = "/podtrace/tests"
+	guestTestDir    = "/podchron/tests"
 	guestSourceRoot = "/src"
 )
 
@@ -73,24 +73,24 @@ func envDuration(k string, def time.Duration) time.Duration {
 		if d, err := time.ParseDuration(v); err == nil {
 			return d
 		}
-		fmt.Fprintf(os.Stderr, "podtrace-vm: ignoring bad %s=%q\n", k, v)
+		fmt.Fprintf(os.Stderr, "podchron-vm: ignoring bad %s=%q\n", k, v)
 	}
 	return def
 }
 
 func defaultCacheDir() string {
-	if d := os.Getenv("PODTRACE_VM_CACHE"); d != "" {
+	if d := os.Getenv("PODCHRON_VM_CACHE"); d != "" {
 		return d
 	}
 	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "podtrace-vm")
+		return filepath.Join(d, "podchron-vm")
 	}
-	return "/var/cache/podtrace-vm"
+	return "/var/cache/podchron-vm"
 }
 
 func parseFlags(args []string) (*options, error) {
 	o := &options{}
-	fs := flag.NewFlagSet("podtrace-vm", flag.ContinueOnError)
+	fs := flag.NewFlagSet("podchron-vm", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: go run ./test/vm [flags] [-- test binary flags]\n\n"+
 			"Boots each kernel of the kernel list under qemu and runs the Go test\n"+
@@ -98,25 +98,25 @@ func parseFlags(args []string) (*options, error) {
 			"(-run X is accepted and turned into -test.run X).\n\n")
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.kernelsFile, "kernels-file", envOr("PODTRACE_VM_KERNELS_FILE", defaultKernels), "kernel list, one Debian package ([release:]package) or absolute image path per line (env PODTRACE_VM_KERNELS_FILE)")
-	fs.StringVar(&o.kernels, "kernel", os.Getenv("PODTRACE_VM_KERNEL"), "comma-separated kernels to use instead of the kernel list (env PODTRACE_VM_KERNEL)")
-	fs.StringVar(&o.pkgs, "pkg", os.Getenv("PODTRACE_VM_PKGS"), "comma-separated Go packages whose tests run in the guest (env PODTRACE_VM_PKGS; default "+defaultPkg+", or the runner's self-test "+selfTestPkg+" while "+defaultPkg+" does not exist)")
-	fs.StringVar(&o.tags, "tags", os.Getenv("PODTRACE_VM_TAGS"), "build tags for go test -c (env PODTRACE_VM_TAGS)")
-	fs.StringVar(&o.cacheDir, "cache", defaultCacheDir(), "download cache (env PODTRACE_VM_CACHE)")
+	fs.StringVar(&o.kernelsFile, "kernels-file", envOr("PODCHRON_VM_KERNELS_FILE", defaultKernels), "kernel list, one Debian package ([release:]package) or absolute image path per line (env PODCHRON_VM_KERNELS_FILE)")
+	fs.StringVar(&o.kernels, "kernel", os.Getenv("PODCHRON_VM_KERNEL"), "comma-separated kernels to use instead of the kernel list (env PODCHRON_VM_KERNEL)")
+	fs.StringVar(&o.pkgs, "pkg", os.Getenv("PODCHRON_VM_PKGS"), "comma-separated Go packages whose tests run in the guest (env PODCHRON_VM_PKGS; default "+defaultPkg+", or the runner's self-test "+selfTestPkg+" while "+defaultPkg+" does not exist)")
+	fs.StringVar(&o.tags, "tags", os.Getenv("PODCHRON_VM_TAGS"), "build tags for go test -c (env PODCHRON_VM_TAGS)")
+	fs.StringVar(&o.cacheDir, "cache", defaultCacheDir(), "download cache (env PODCHRON_VM_CACHE)")
 	fs.StringVar(&o.workDir, "workdir", "", "directory for test binaries and initramfs (default: a temporary directory)")
-	fs.StringVar(&o.extra, "extra", envOr("PODTRACE_VM_EXTRA", defaultExtra), "comma-separated host files copied to the same path in the guest, with their shared libraries; SRC:DST to place elsewhere (env PODTRACE_VM_EXTRA)")
-	fs.StringVar(&o.modules, "modules", os.Getenv("PODTRACE_VM_MODULES"), "comma-separated kernel modules (from the kernel package) to insmod in the guest, dependencies included (env PODTRACE_VM_MODULES)")
-	fs.StringVar(&o.busybox, "busybox", envOr("PODTRACE_VM_BUSYBOX", defaultBusybox), "static busybox binary (Debian busybox-static)")
-	fs.StringVar(&o.qemu, "qemu", envOr("PODTRACE_VM_QEMU", "qemu-system-x86_64"), "qemu binary")
-	fs.StringVar(&o.accel, "accel", envOr("PODTRACE_VM_ACCEL", "tcg"), "tcg, kvm, or auto (kvm if /dev/kvm is usable and the guest reaches /init within 20s under it, else tcg) (env PODTRACE_VM_ACCEL)")
+	fs.StringVar(&o.extra, "extra", envOr("PODCHRON_VM_EXTRA", defaultExtra), "comma-separated host files copied to the same path in the guest, with their shared libraries; SRC:DST to place elsewhere (env PODCHRON_VM_EXTRA)")
+	fs.StringVar(&o.modules, "modules", os.Getenv("PODCHRON_VM_MODULES"), "comma-separated kernel modules (from the kernel package) to insmod in the guest, dependencies included (env PODCHRON_VM_MODULES)")
+	fs.StringVar(&o.busybox, "busybox", envOr("PODCHRON_VM_BUSYBOX", defaultBusybox), "static busybox binary (Debian busybox-static)")
+	fs.StringVar(&o.qemu, "qemu", envOr("PODCHRON_VM_QEMU", "qemu-system-x86_64"), "qemu binary")
+	fs.StringVar(&o.accel, "accel", envOr("PODCHRON_VM_ACCEL", "tcg"), "tcg, kvm, or auto (kvm if /dev/kvm is usable and the guest reaches /init within 20s under it, else tcg) (env PODCHRON_VM_ACCEL)")
 	fs.IntVar(&o.memMiB, "mem", 2048, "guest memory in MiB")
 	fs.IntVar(&o.smp, "smp", 2, "guest CPUs")
-	fs.DurationVar(&o.timeout, "timeout", envDuration("PODTRACE_VM_TIMEOUT", 10*time.Minute), "overall timeout per kernel, boot included (env PODTRACE_VM_TIMEOUT)")
-	fs.DurationVar(&o.bootTimeout, "boot-timeout", envDuration("PODTRACE_VM_BOOT_TIMEOUT", 3*time.Minute), "timeout until the guest runs /init")
-	fs.StringVar(&o.appendArgs, "append", os.Getenv("PODTRACE_VM_APPEND"), "extra kernel command line arguments (env PODTRACE_VM_APPEND)")
-	fs.StringVar(&o.env, "env", os.Getenv("PODTRACE_VM_ENV"), "comma-separated KEY=VALUE exported in the guest before the tests (env PODTRACE_VM_ENV)")
+	fs.DurationVar(&o.timeout, "timeout", envDuration("PODCHRON_VM_TIMEOUT", 10*time.Minute), "overall timeout per kernel, boot included (env PODCHRON_VM_TIMEOUT)")
+	fs.DurationVar(&o.bootTimeout, "boot-timeout", envDuration("PODCHRON_VM_BOOT_TIMEOUT", 3*time.Minute), "timeout until the guest runs /init")
+	fs.StringVar(&o.appendArgs, "append", os.Getenv("PODCHRON_VM_APPEND"), "extra kernel command line arguments (env PODCHRON_VM_APPEND)")
+	fs.StringVar(&o.env, "env", os.Getenv("PODCHRON_VM_ENV"), "comma-separated KEY=VALUE exported in the guest before the tests (env PODCHRON_VM_ENV)")
 	fs.StringVar(&o.logDir, "log-dir", "", "where console logs are written (default <cache>/logs)")
-	fs.BoolVar(&o.showBoot, "show-boot", os.Getenv("PODTRACE_VM_SHOW_BOOT") == "1", "also print kernel boot messages before /init (they always go to the log)")
+	fs.BoolVar(&o.showBoot, "show-boot", os.Getenv("PODCHRON_VM_SHOW_BOOT") == "1", "also print kernel boot messages before /init (they always go to the log)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (test binaries, initramfs)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -173,19 +173,19 @@ func splitList(s string) []string {
 	return out
 }
 
-// repoRoot finds the directory of the podtrace go.mod, starting at cwd.
+// repoRoot finds the directory of the podchron go.mod, starting at cwd.
 func repoRoot() (string, error) {
 	d, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for {
-		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && strings.Contains(string(b), "module github.com/podtrace/podtrace") {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && strings.Contains(string(b), "module github.com/podchron/podchron") {
 			return d, nil
 		}
 		p := filepath.Dir(d)
 		if p == d {
-			return "", fmt.Errorf("run from inside the podtrace module (no go.mod for github.com/podtrace/podtrace above the current directory)")
+			return "", fmt.Errorf("run from inside the podchron module (no go.mod for github.com/podchron/podchron above the current directory)")
 		}
 		d = p
 	}
@@ -198,7 +198,7 @@ type builtTest struct {
 }
 
 func logf(format string, a ...any) {
-	fmt.Fprintf(os.Stderr, "podtrace-vm: "+format+"\n", a...)
+	fmt.Fprintf(os.Stderr, "podchron-vm: "+format+"\n", a...)
 }
 
 func buildTests(root, work string, pkgs []string, tags string) ([]builtTest, error) {
@@ -324,9 +324,9 @@ func buildInitramfs(in initramfsInput, out string) error {
 	for _, f := range []struct{ p, s string }{
 		{"etc/passwd", "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"},
 		{"etc/group", "root:x:0:\ntty:x:5:\nnogroup:x:65534:\n"},
-		{"etc/hosts", "127.0.0.1\tlocalhost podtrace-vm\n::1\tlocalhost ip6-localhost\n"},
+		{"etc/hosts", "127.0.0.1\tlocalhost podchron-vm\n::1\tlocalhost ip6-localhost\n"},
 		{"etc/nsswitch.conf", "hosts: files dns\n"},
-		{"etc/hostname", "podtrace-vm\n"},
+		{"etc/hostname", "podchron-vm\n"},
 	} {
 		if err := a.addBytes(f.p, 0o644, []byte(f.s)); err != nil {
 			return err
@@ -465,7 +465,7 @@ func run(args []string) int {
 
 	work := o.workDir
 	if work == "" {
-		if work, err = os.MkdirTemp("", "podtrace-vm-"); err != nil {
+		if work, err = os.MkdirTemp("", "podchron-vm-"); err != nil {
 			logf("%v", err)
 			return exitSetup
 		}
@@ -509,7 +509,7 @@ func run(args []string) int {
 			break
 		}
 	}
-	fmt.Fprintf(os.Stderr, "\n==== podtrace-vm summary (%s, packages %s) ====\n", time.Since(wall).Round(100*time.Millisecond), strings.Join(pkgs, " "))
+	fmt.Fprintf(os.Stderr, "\n==== podchron-vm summary (%s, packages %s) ====\n", time.Since(wall).Round(100*time.Millisecond), strings.Join(pkgs, " "))
 	for _, r := range reports {
 		fmt.Fprintf(os.Stderr, "%-48s %-20s exit=%d boot=%s total=%s log=%s\n", r.label, r.outcome, r.code,
 			r.boot.Round(100*time.Millisecond), r.total.Round(100*time.Millisecond), r.log)
@@ -528,7 +528,7 @@ func run(args []string) int {
 
 func runKernel(ctx context.Context, o *options, store *kernelStore, entry string, tests []builtTest, work, logDir string) kernelReport {
 	rep := kernelReport{label: entry, outcome: "SETUP ERROR", code: exitSetup}
-	fmt.Fprintf(os.Stderr, "\n==== podtrace-vm: kernel %s ====\n", entry)
+	fmt.Fprintf(os.Stderr, "\n==== podchron-vm: kernel %s ====\n", entry)
 	k, err := store.resolve(entry)
 	if err != nil {
 		logf("%v", err)
@@ -708,7 +708,7 @@ func report(w io.Writer, k *kernel, c qemuConfig, r *qemuRun, logPath string) {
 			fmt.Fprintln(w, "  "+l)
 		}
 	}
-	fmt.Fprintf(w, "\n==== podtrace-vm: %s: %s ====\n", k.Label, r.Outcome)
+	fmt.Fprintf(w, "\n==== podchron-vm: %s: %s ====\n", k.Label, r.Outcome)
 	if cw.sawInit {
 		fmt.Fprintf(w, "guest reached /init after %s host wall time (%s)\n", r.BootTime.Round(100*time.Millisecond), cw.initLine)
 	}

@@ -264,7 +264,7 @@ type qemuRun struct {
 
 func qemuArgs(c qemuConfig) []string {
 	args := []string{
-		"-name", "podtrace-vm",
+		"-name", "podchron-vm",
 		"-nodefaults", "-no-user-config",
 		"-display", "none",
 		"-serial", "stdio",

@@ -186,7 +186,7 @@ func feed(w *consoleWatcher, text string) {
 func TestConsoleWatcherPass(t *testing.T) {
 	w := newConsoleWatcher("n1")
 	feed(w, `[    0.000000] Linux version 6.1.0
-PODTRACE-VM-INIT[n1] uptime=2.50s kernel=6.1.0
+PODCHRON-VM-INIT[n1] uptime=2.50s kernel=6.1.0
 === RUN   TestA
     probe_test.go:1: KERNEL-PATHS ancestor-helper=true
 --- PASS: TestA (0.01s)
@@ -197,8 +197,8 @@ PODTRACE-VM-INIT[n1] uptime=2.50s kernel=6.1.0
     --- SKIP: TestC/y (0.00s)
 --- PASS: TestC (0.00s)
 PASS
-PODTRACE-VM-RESULT[n1] probe rc=0
-PODTRACE-VM-EXIT[n1]=0
+PODCHRON-VM-RESULT[n1] probe rc=0
+PODCHRON-VM-EXIT[n1]=0
 [    6.0] reboot: Power down`)
 	if !w.sawInit || !w.exitSeen || w.exitStatus != 0 {
 		t.Fatalf("watcher state: %+v", w)
@@ -217,12 +217,12 @@ PODTRACE-VM-EXIT[n1]=0
 
 func TestConsoleWatcherFailureAndInterleaving(t *testing.T) {
 	w := newConsoleWatcher("n2")
-	feed(w, `PODTRACE-VM-INIT[n2] uptime=2.50s
+	feed(w, `PODCHRON-VM-INIT[n2] uptime=2.50s
     probe_test.go:10: load program: permission denied: R2 !read_ok (3 line(s) omitted)
 --- FAIL: TestLoad (0.10s)
 FAIL
-PODTRACE-VM-EXIT[other]=0
-[   7.1] random: crng initPODTRACE-VM-EXIT[n2]=1
+PODCHRON-VM-EXIT[other]=0
+[   7.1] random: crng initPODCHRON-VM-EXIT[n2]=1
 `)
 	o := w.classify(false, false)
 	if o != outcomeTestsFailed || w.exitCode(o) != 1 {
@@ -235,7 +235,7 @@ PODTRACE-VM-EXIT[other]=0
 
 func TestConsoleWatcherPanic(t *testing.T) {
 	w := newConsoleWatcher("n3")
-	feed(w, `PODTRACE-VM-INIT[n3] uptime=2.50s
+	feed(w, `PODCHRON-VM-INIT[n3] uptime=2.50s
 === RUN   TestAttach
 [   12.0] BUG: kernel NULL pointer dereference, address: 0000000000000008
 [   12.0] Oops: 0000 [#1] PREEMPT SMP NOPTI
@@ -260,7 +260,7 @@ func TestConsoleWatcherNoMarkerAndTimeouts(t *testing.T) {
 	if o := w.classify(false, true); o != outcomeBootTimeout || w.exitCode(o) != exitBootHang {
 		t.Errorf("boot timeout: %v", o)
 	}
-	w.line("PODTRACE-VM-INIT[n4] uptime=1s")
+	w.line("PODCHRON-VM-INIT[n4] uptime=1s")
 	if o := w.classify(true, false); o != outcomeTimeout || w.exitCode(o) != exitTimeout {
 		t.Errorf("timeout: %v", o)
 	}
@@ -268,7 +268,7 @@ func TestConsoleWatcherNoMarkerAndTimeouts(t *testing.T) {
 		t.Errorf("no marker: %v", o)
 	}
 	// A status that arrives after all still wins over the timeout.
-	w.line("PODTRACE-VM-EXIT[n4]=0")
+	w.line("PODCHRON-VM-EXIT[n4]=0")
 	if o := w.classify(true, false); o != outcomePass {
 		t.Errorf("marker then kill: %v", o)
 	}
@@ -404,7 +404,7 @@ func TestHostFileWithDeps(t *testing.T) {
 func TestInitScripts(t *testing.T) {
 	initSh, runSh := initScripts(initConfig{
 		Nonce:   "abc",
-		Tests:   []guestTest{{Name: "probe", Binary: "/podtrace/tests/probe.test", Dir: "/src/internal/probe"}},
+		Tests:   []guestTest{{Name: "probe", Binary: "/podchron/tests/probe.test", Dir: "/src/internal/probe"}},
 		Args:    []string{"-test.timeout=9m0s", "-test.run", "Test(A|B)"},
 		Modules: []string{"/lib/modules/6.1/kernel/net/llc/llc.ko"},
 		Env:     []string{"FOO=bar baz"},
@@ -414,20 +414,20 @@ func TestInitScripts(t *testing.T) {
 		want   []string
 	}{
 		{initSh, []string{
-			"PODTRACE_VM=1",
+			"PODCHRON_VM=1",
 			"mount -t proc",
 			"cgroup2 cgroup2 nosuid,nodev,noexec,nsdelegate",
 			"/sys/fs/bpf",
 			"/sys/kernel/tracing",
-			"PODTRACE-VM-INIT[abc]",
+			"PODCHRON-VM-INIT[abc]",
 			"exec /bin/busybox init",
 		}},
 		{runSh, []string{
-			"PODTRACE_VM=1",
+			"PODCHRON_VM=1",
 			"export 'FOO=bar baz'",
 			"insmod /lib/modules/6.1/kernel/net/llc/llc.ko",
-			"/podtrace/tests/probe.test -test.v -test.timeout=9m0s -test.run 'Test(A|B)'",
-			`PODTRACE-VM-EXIT[abc]=$status`,
+			"/podchron/tests/probe.test -test.v -test.timeout=9m0s -test.run 'Test(A|B)'",
+			`PODCHRON-VM-EXIT[abc]=$status`,
 			"poweroff -f",
 		}},
 	} {

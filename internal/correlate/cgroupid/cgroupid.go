@@ -19,7 +19,7 @@
 //	                 /docker/<hostid>/kubepods/... and any other prefix before the kubepods root
 //	containerd       .../kubepods-<qos>-pod<uid_>.slice:cri-containerd:<id> (containerd's
 //	"slice:prefix:name" cgroupsPath appearing as a literal cgroup name)
-//	custom roots     NewParser("podtrace-test-abc") recognises /podtrace-test-abc/burstable/pod<uid>/<id>
+//	custom roots     NewParser("podchron-test-abc") recognises /podchron-test-abc/burstable/pod<uid>/<id>
 //
 // Anything below the container cgroup (cgroups created by the workload, crun's
 // "container" sub-cgroup, ...) is reported in Identity.Sub.
@@ -109,7 +109,7 @@ type Identity struct {
 	Driver string
 	// Root is the hierarchy-relative path of the kubepods root cgroup, e.g.
 	// "/kubepods", "/kubepods.slice", "/kubelet.slice/kubelet-kubepods.slice",
-	// "/docker/<hostid>/kubepods", "/podtrace-test-abc". For the containerd
+	// "/docker/<hostid>/kubepods", "/podchron-test-abc". For the containerd
 	// "slice:prefix:id" literal form, which has no kubepods root cgroup,
 	// Root is the parent of the literal cgroup, e.g.
 	// "/system.slice/containerd.service" (or "" at the top level).
@@ -176,7 +176,7 @@ var defaultParser = &Parser{}
 
 // NewParser returns a Parser that, in addition to "kubepods" (cgroupfs) and
 // "kubepods.slice" / "*-kubepods.slice" (systemd), recognises each of roots as
-// a kubepods root cgroup. A root is a cgroup name ("podtrace-test-abc") or a
+// a kubepods root cgroup. A root is a cgroup name ("podchron-test-abc") or a
 // path of several components ("/ci/kubepods-x"); it matches wherever its
 // components appear in a path, like "kubepods" does. A root whose last
 // component ends in ".slice" uses the systemd naming (custom.slice →

@@ -226,15 +226,15 @@ func TestParse(t *testing.T) {
 }
 
 func TestCustomRoots(t *testing.T) {
-	ps := NewParser("/podtrace-test-x7k2/", "ci/nested", "/sys/fs/cgroup/custom.slice", "", "/", "../evil", "/sys/fs/cgroup/unified")
+	ps := NewParser("/podchron-test-x7k2/", "ci/nested", "/sys/fs/cgroup/custom.slice", "", "/", "../evil", "/sys/fs/cgroup/unified")
 	cases := []parseCase{
-		{"custom cgroupfs root", "/podtrace-test-x7k2/burstable/pod" + uid + "/" + cid,
-			cgfs(KindContainer, "/podtrace-test-x7k2", QoSBurstable, uid, cid), nil},
-		{"custom cgroupfs root guaranteed pod", "/podtrace-test-x7k2/pod" + uid,
-			cgfs(KindPod, "/podtrace-test-x7k2", QoSGuaranteed, uid, ""), nil},
-		{"custom root itself", "/podtrace-test-x7k2", cgfs(KindPodsRoot, "/podtrace-test-x7k2", "", "", ""), nil},
-		{"custom root under a prefix", "/sys/fs/cgroup/unified/system.slice/podtrace-test-x7k2/besteffort",
-			cgfs(KindPodsRoot, "/system.slice/podtrace-test-x7k2", QoSBestEffort, "", ""), nil},
+		{"custom cgroupfs root", "/podchron-test-x7k2/burstable/pod" + uid + "/" + cid,
+			cgfs(KindContainer, "/podchron-test-x7k2", QoSBurstable, uid, cid), nil},
+		{"custom cgroupfs root guaranteed pod", "/podchron-test-x7k2/pod" + uid,
+			cgfs(KindPod, "/podchron-test-x7k2", QoSGuaranteed, uid, ""), nil},
+		{"custom root itself", "/podchron-test-x7k2", cgfs(KindPodsRoot, "/podchron-test-x7k2", "", "", ""), nil},
+		{"custom root under a prefix", "/sys/fs/cgroup/unified/system.slice/podchron-test-x7k2/besteffort",
+			cgfs(KindPodsRoot, "/system.slice/podchron-test-x7k2", QoSBestEffort, "", ""), nil},
 		{"multi-component custom root", "/ci/nested/besteffort/pod" + uid + "/" + cid,
 			cgfs(KindContainer, "/ci/nested", QoSBestEffort, uid, cid), nil},
 		{"custom systemd root", "/custom.slice/custom-burstable.slice/custom-burstable-pod" + uidU + ".slice/crio-" + cid + ".scope",
@@ -242,9 +242,9 @@ func TestCustomRoots(t *testing.T) {
 		{"custom systemd root literal", "/system.slice/containerd.service/custom-pod" + uidU + ".slice:cri-containerd:" + cid,
 			sysd(KindContainer, "/system.slice/containerd.service", QoSGuaranteed, uid, RuntimeContainerd, cid), nil},
 		{"defaults still recognised", "/kubepods/pod" + uid, cgfs(KindPod, "/kubepods", QoSGuaranteed, uid, ""), nil},
-		{"prefix of custom root is not a root", "/podtrace-test-x7k2x/pod" + uid, Identity{}, ErrNotKubernetes},
+		{"prefix of custom root is not a root", "/podchron-test-x7k2x/pod" + uid, Identity{}, ErrNotKubernetes},
 		{"partial multi-component root", "/ci/nestedx/pod" + uid, Identity{}, ErrNotKubernetes},
-		{"bad shape under custom root", "/podtrace-test-x7k2/whatever", Identity{}, ErrMalformed},
+		{"bad shape under custom root", "/podchron-test-x7k2/whatever", Identity{}, ErrMalformed},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -260,7 +260,7 @@ func TestCustomRoots(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Parse("/podtrace-test-x7k2/pod" + uid); !errors.Is(err, ErrNotKubernetes) {
+	if _, err := Parse("/podchron-test-x7k2/pod" + uid); !errors.Is(err, ErrNotKubernetes) {
 		t.Fatalf("default parser accepted custom root: %v", err)
 	}
 	if len(ps.roots) != 3 {
@@ -311,7 +311,7 @@ func TestFormat(t *testing.T) {
 	cases := []struct{ got, want string }{
 		{CgroupfsContainerPath("", QoSGuaranteed, uid, cid), "/kubepods/pod" + uid + "/" + cid},
 		{CgroupfsContainerPath("/kubepods", QoSBurstable, uid, cid), "/kubepods/burstable/pod" + uid + "/" + cid},
-		{CgroupfsContainerPath("podtrace-test-x/", QoSBestEffort, uid, cid), "/podtrace-test-x/besteffort/pod" + uid + "/" + cid},
+		{CgroupfsContainerPath("podchron-test-x/", QoSBestEffort, uid, cid), "/podchron-test-x/besteffort/pod" + uid + "/" + cid},
 		{CgroupfsPodPath("", "", uid), "/kubepods/pod" + uid},
 		{SystemdContainerPath(QoSBurstable, uid, RuntimeContainerd, cid),
 			"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + uidU + ".slice/cri-containerd-" + cid + ".scope"},
@@ -380,10 +380,10 @@ func systemdBuilder(root string) func(qos, uid, runtime, id string) (string, Ide
 var roundTripRoots = []roundTripRoot{
 	{defaultParser, cgroupfsBuilder(DefaultCgroupfsRoot)},
 	{defaultParser, cgroupfsBuilder("/docker/" + host + "/kubepods")},
-	{NewParser("podtrace-test-q9"), cgroupfsBuilder("/podtrace-test-q9")},
+	{NewParser("podchron-test-q9"), cgroupfsBuilder("/podchron-test-q9")},
 	{defaultParser, systemdBuilder(DefaultSystemdRoot)},
 	{defaultParser, systemdBuilder("/kubelet.slice/kubelet-kubepods.slice")},
-	{NewParser("/podtrace.slice"), systemdBuilder("/podtrace.slice")},
+	{NewParser("/podchron.slice"), systemdBuilder("/podchron.slice")},
 }
 
 func TestParseProcCgroup(t *testing.T) {

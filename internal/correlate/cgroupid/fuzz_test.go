@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-var fuzzParser = NewParser("podtrace-test-q9", "/podtrace.slice")
+var fuzzParser = NewParser("podchron-test-q9", "/podchron.slice")
 
 // FuzzParse checks, for an arbitrary path:
 //   - Parse never panics, returns a zero Identity with ErrNotKubernetes or an
@@ -23,8 +23,8 @@ func FuzzParse(f *testing.F) {
 	for _, tc := range parseCases {
 		f.Add(tc.path, uint8(len(tc.name)), []byte(tc.name), tc.name)
 	}
-	f.Add("/podtrace-test-q9/burstable/pod"+uid+"/"+cid, uint8(0xff), []byte(uid), cid)
-	f.Add("/podtrace.slice/podtrace-pod"+uidU+".slice/crio-"+cid+".scope", uint8(0x5a), []byte{}, "")
+	f.Add("/podchron-test-q9/burstable/pod"+uid+"/"+cid, uint8(0xff), []byte(uid), cid)
+	f.Add("/podchron.slice/podchron-pod"+uidU+".slice/crio-"+cid+".scope", uint8(0x5a), []byte{}, "")
 
 	f.Fuzz(func(t *testing.T, path string, sel uint8, uidBytes []byte, rawID string) {
 		checkParse(t, fuzzParser, path)

@@ -1,4 +1,4 @@
-// Package console is podtrace's built-in output when no OTLP collector is
+// Package console is podchron's built-in output when no OTLP collector is
 // configured: a readable per-pod timeline ("waterfall") in text, or one JSON
 // object per span.
 //
@@ -23,7 +23,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podchron/podchron/internal/correlate"
 )
 
 // Format selects the output format.
@@ -518,36 +518,36 @@ func (p *Printer) attrText(s *correlate.Span) string {
 // their short labels.
 var keyAttrs = []struct{ key, label string }{
 	{"k8s.container.name", "container"},
-	{"podtrace.probe.type", "probe"},
-	{"podtrace.probe.result", "result"},
-	{"podtrace.cni.command", "cmd"},
-	{"podtrace.cni.plugin", "plugin"},
+	{"podchron.probe.type", "probe"},
+	{"podchron.probe.result", "result"},
+	{"podchron.cni.command", "cmd"},
+	{"podchron.cni.plugin", "plugin"},
 	{"process.exit.code", "exit"},
-	{"podtrace.exit.cause", "cause"},
-	{"podtrace.signal", "signal"},
-	{"podtrace.signal.disposition", "disposition"},
+	{"podchron.exit.cause", "cause"},
+	{"podchron.signal", "signal"},
+	{"podchron.signal.disposition", "disposition"},
 	{senderKey, "sender"},
-	{"podtrace.sigkill", "sigkill"},
-	{"podtrace.grace_period.seconds", "grace"},
-	{"podtrace.grace_period.overrun", "overrun"},
-	{"podtrace.restart.count", "restarts"},
-	{"podtrace.backoff.seconds", "backoff"},
+	{"podchron.sigkill", "sigkill"},
+	{"podchron.grace_period.seconds", "grace"},
+	{"podchron.grace_period.overrun", "overrun"},
+	{"podchron.restart.count", "restarts"},
+	{"podchron.backoff.seconds", "backoff"},
 	{"process.pid", "pid"},
 	{"container.id", "id"},
 	{"process.command_args", "args"},
-	{"podtrace.events_lost", "events_lost"},
-	{"podtrace.degraded", "degraded"},
-	{"podtrace.observed_from", "observed_from"},
+	{"podchron.events_lost", "events_lost"},
+	{"podchron.degraded", "degraded"},
+	{"podchron.observed_from", "observed_from"},
 }
 
-// senderKey stands for the three podtrace.signal.sender.* attributes,
+// senderKey stands for the three podchron.signal.sender.* attributes,
 // rendered together as kind:comm[pid].
-const senderKey = "podtrace.signal.sender"
+const senderKey = "podchron.signal.sender"
 
 // hidden are never rendered in text: they are in the block header.
 var hidden = map[string]bool{
 	"k8s.pod.uid": true, "k8s.pod.name": true, "k8s.namespace.name": true, "k8s.node.name": true,
-	"podtrace.signal.sender.kind": true, "podtrace.signal.sender.comm": true, "podtrace.signal.sender.pid": true,
+	"podchron.signal.sender.kind": true, "podchron.signal.sender.comm": true, "podchron.signal.sender.pid": true,
 }
 
 func renderAttrs(attrs []correlate.Attr, name string, verbose bool) string {
@@ -583,12 +583,12 @@ func renderAttrs(attrs []correlate.Attr, name string, verbose bool) string {
 		}
 		shown[ka.key] = true
 		switch ka.key {
-		case "podtrace.cni.command", "podtrace.cni.plugin", "podtrace.signal":
+		case "podchron.cni.command", "podchron.cni.plugin", "podchron.signal":
 			// Already in "cni.ADD bridge" or an event named SIGTERM.
 			if sv, ok := v.(string); ok && inName(sv) {
 				continue
 			}
-		case "podtrace.sigkill", "podtrace.grace_period.overrun":
+		case "podchron.sigkill", "podchron.grace_period.overrun":
 			// Flags: shown when set.
 			if bv, ok := v.(bool); ok {
 				if bv {
@@ -597,7 +597,7 @@ func renderAttrs(attrs []correlate.Attr, name string, verbose bool) string {
 				}
 				continue
 			}
-		case "podtrace.grace_period.seconds", "podtrace.backoff.seconds":
+		case "podchron.grace_period.seconds", "podchron.backoff.seconds":
 			b.WriteString(" ")
 			b.WriteString(ka.label)
 			b.WriteString("=")
@@ -631,9 +631,9 @@ func renderAttrs(attrs []correlate.Attr, name string, verbose bool) string {
 }
 
 func sender(m map[string]any) string {
-	kind, _ := m["podtrace.signal.sender.kind"].(string)
-	comm, _ := m["podtrace.signal.sender.comm"].(string)
-	pid, hasPid := m["podtrace.signal.sender.pid"]
+	kind, _ := m["podchron.signal.sender.kind"].(string)
+	comm, _ := m["podchron.signal.sender.comm"].(string)
+	pid, hasPid := m["podchron.signal.sender.pid"]
 	if kind == "" && comm == "" && !hasPid {
 		return ""
 	}

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podchron/podchron/internal/correlate"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -129,7 +129,7 @@ func TestOrphansPrintedWithRoot(t *testing.T) {
 	p := New(&buf, Config{})
 	// A child whose phase span never comes, then the root.
 	p.Emit(b.span("x/child", "x", "container.backoff", 1, 11, correlate.StatusUnset,
-		correlate.Float("podtrace.backoff.seconds", 10), correlate.String("k8s.container.name", "app")))
+		correlate.Float("podchron.backoff.seconds", 10), correlate.String("k8s.container.name", "app")))
 	if buf.Len() != 0 {
 		t.Fatal("orphan printed early")
 	}

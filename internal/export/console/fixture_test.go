@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podchron/podchron/internal/correlate"
 )
 
 var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
@@ -76,7 +76,7 @@ func lifecycle() []correlate.Span {
 		pid        int64
 	}{{"bridge", 0.420, 0.468, 31337}, {"portmap", 0.470, 0.492, 31352}, {"bandwidth", 0.494, 0.505, 31360}} {
 		add(web.span("startup/sandbox/cni/"+c.plugin, "startup/sandbox", "cni.ADD "+c.plugin, c.start, c.end, ok,
-			S("podtrace.cni.plugin", c.plugin), S("podtrace.cni.command", "ADD"),
+			S("podchron.cni.plugin", c.plugin), S("podchron.cni.command", "ADD"),
 			I("process.exit.code", 0), I("process.pid", c.pid+int64(i)),
 			correlate.Strings("process.command_args", "/opt/cni/bin/"+c.plugin)))
 	}
@@ -84,27 +84,27 @@ func lifecycle() []correlate.Span {
 	add(web.span("container/init-db/0/init", "startup", "container.init", 0.920, 1.900, ok,
 		S("k8s.container.name", "init-db"), I("process.pid", 31410),
 		correlate.Strings("process.command_args", "sh", "-c", "until nc -z db 5432; do sleep 0.2; done"),
-		I("process.exit.code", 0), S("podtrace.exit.cause", "completed")))
+		I("process.exit.code", 0), S("podchron.exit.cause", "completed")))
 	add(web.span("container/app/0/pull", "startup", "container.image_pull", 1.910, 2.950, ok, app))
 	add(web.span("container/app/0/start", "startup", "container.start", 2.960, 3.120, ok, app, appID, I("process.pid", 31502)))
 	add(web.span("container/app/0/poststart", "startup", "container.poststart", 3.120, 3.400, ok, app,
 		correlate.Strings("process.command_args", "/bin/warmup", "--cache")))
 	p1 := web.span("container/app/0/probe/readiness/1", "startup", "probe.readiness", 4.000, 4.015, bad, app,
-		S("podtrace.probe.type", "readiness"), S("podtrace.probe.result", "failure"))
+		S("podchron.probe.type", "readiness"), S("podchron.probe.result", "failure"))
 	p1.StatusMessage = "HTTP probe failed with statuscode: 503"
 	add(p1)
 	add(web.span("container/app/0/probe/readiness/2", "startup", "probe.readiness", 6.000, 6.012, ok, app,
-		S("podtrace.probe.type", "readiness"), S("podtrace.probe.result", "success")))
+		S("podchron.probe.type", "readiness"), S("podchron.probe.result", "success")))
 	add(web.span("startup", "root", "pod.startup", 0, 6.012, ok))
 
 	// --- dns: observed from mid-life, completes ---
 	dnsRun := dns.span("container/coredns/2/run", "root", "container.run", 100, 130.25, ok,
 		S("k8s.container.name", "coredns"), I("process.pid", 2877), I("process.exit.code", 0),
-		S("podtrace.exit.cause", "completed"), I("podtrace.restart.count", 2))
+		S("podchron.exit.cause", "completed"), I("podchron.restart.count", 2))
 	add(dnsRun)
 	dnsRoot := dns.span("root", "", "pod", 100, 130.5, unset,
-		S("podtrace.observed_from", "2026-03-01T10:01:40Z"), S("podtrace.degraded", "api server unreachable for 4s"),
-		I("podtrace.events_lost", 17))
+		S("podchron.observed_from", "2026-03-01T10:01:40Z"), S("podchron.degraded", "api server unreachable for 4s"),
+		I("podchron.events_lost", 17))
 	dnsRoot.StatusMessage = "unfinished: observed from mid-life"
 	add(dnsRoot)
 
@@ -112,33 +112,33 @@ func lifecycle() []correlate.Span {
 	add(web.span("termination/prestop/app", "termination", "container.prestop", 600.010, 605.020, ok, app,
 		correlate.Strings("process.command_args", "sleep", "5"), I("process.exit.code", 0)))
 	stop := web.span("termination/stop/app", "termination", "container.stop", 605.020, 630.012, bad, app,
-		S("podtrace.signal", "SIGTERM"), S("podtrace.signal.disposition", "ignored"),
-		S("podtrace.signal.sender.kind", "runtime"), S("podtrace.signal.sender.comm", "containerd-shim"),
-		I("podtrace.signal.sender.pid", 2211),
-		I("podtrace.grace_period.seconds", 30), B("podtrace.grace_period.overrun", true), B("podtrace.sigkill", true),
-		I("process.exit.code", 137), S("podtrace.exit.cause", "killed_by_runtime"))
+		S("podchron.signal", "SIGTERM"), S("podchron.signal.disposition", "ignored"),
+		S("podchron.signal.sender.kind", "runtime"), S("podchron.signal.sender.comm", "containerd-shim"),
+		I("podchron.signal.sender.pid", 2211),
+		I("podchron.grace_period.seconds", 30), B("podchron.grace_period.overrun", true), B("podchron.sigkill", true),
+		I("process.exit.code", 137), S("podchron.exit.cause", "killed_by_runtime"))
 	stop.StatusMessage = "grace period overrun: SIGKILL after 30s"
 	stop.Events = []correlate.SpanEvent{
-		ev("SIGTERM", 605.020, S("podtrace.signal", "SIGTERM"), S("podtrace.signal.disposition", "ignored"),
-			S("podtrace.signal.sender.kind", "runtime"), S("podtrace.signal.sender.comm", "containerd-shim"),
-			I("podtrace.signal.sender.pid", 2211)),
-		ev("SIGKILL", 630.000, S("podtrace.signal", "SIGKILL"), S("podtrace.signal.disposition", "default"),
-			S("podtrace.signal.sender.kind", "runtime"), S("podtrace.signal.sender.comm", "containerd-shim"),
-			I("podtrace.signal.sender.pid", 2211)),
+		ev("SIGTERM", 605.020, S("podchron.signal", "SIGTERM"), S("podchron.signal.disposition", "ignored"),
+			S("podchron.signal.sender.kind", "runtime"), S("podchron.signal.sender.comm", "containerd-shim"),
+			I("podchron.signal.sender.pid", 2211)),
+		ev("SIGKILL", 630.000, S("podchron.signal", "SIGKILL"), S("podchron.signal.disposition", "default"),
+			S("podchron.signal.sender.kind", "runtime"), S("podchron.signal.sender.comm", "containerd-shim"),
+			I("podchron.signal.sender.pid", 2211)),
 		ev("exit", 630.012, I("process.exit.code", 137), I("process.pid", 31502)),
 	}
 	add(stop)
 	add(web.span("termination", "root", "pod.termination", 600.000, 630.012, bad,
-		I("podtrace.grace_period.seconds", 30), B("podtrace.grace_period.overrun", true)))
+		I("podchron.grace_period.seconds", 30), B("podchron.grace_period.overrun", true)))
 	add(web.span("container/app/0/run", "root", "container.run", 3.120, 630.012, unset, app, appID,
-		I("process.pid", 31502), I("process.exit.code", 137), S("podtrace.exit.cause", "killed_by_runtime"),
-		S("podtrace.signal", "SIGKILL"), I("podtrace.restart.count", 0)))
+		I("process.pid", 31502), I("process.exit.code", 137), S("podchron.exit.cause", "killed_by_runtime"),
+		S("podchron.signal", "SIGKILL"), I("podchron.restart.count", 0)))
 	add(web.span("cleanup/cni/bridge", "cleanup", "cni.DEL bridge", 630.100, 630.131, ok,
-		S("podtrace.cni.plugin", "bridge"), S("podtrace.cni.command", "DEL"), I("process.exit.code", 0),
+		S("podchron.cni.plugin", "bridge"), S("podchron.cni.command", "DEL"), I("process.exit.code", 0),
 		I("process.pid", 32001)))
 	add(web.span("cleanup", "root", "pod.cleanup", 630.020, 630.480, ok))
 	root := web.span("root", "", "pod", 0, 630.480, bad,
-		S("podtrace.exit.cause", "killed_by_runtime"), B("podtrace.grace_period.overrun", true))
+		S("podchron.exit.cause", "killed_by_runtime"), B("podchron.grace_period.overrun", true))
 	root.StatusMessage = "grace period overrun by 0.012s"
 	add(root)
 	return out

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podchron/podchron/internal/correlate"
 )
 
 // ParseJSON turns one line of the JSON output (FormatJSON) back into the

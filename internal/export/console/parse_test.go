@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podchron/podchron/internal/correlate"
 )
 
 // ParseJSON reads back what the JSON printer writes: every documented

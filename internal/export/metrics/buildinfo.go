@@ -7,9 +7,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// BuildInfo is what podtrace_build_info reports.
+// BuildInfo is what podchron_build_info reports.
 type BuildInfo struct {
-	Version   string // podtrace's version
+	Version   string // podchron's version
 	GoVersion string // the Go toolchain that built it
 	Kernel    string // the running kernel's release (uname -r)
 }
@@ -25,11 +25,11 @@ func CurrentBuildInfo(version string) BuildInfo {
 	return BuildInfo{Version: version, GoVersion: runtime.Version(), Kernel: kernel}
 }
 
-var buildInfoDesc = prometheus.NewDesc("podtrace_build_info",
-	"Always 1; the labels tell podtrace's version, its Go version and the node's kernel.",
+var buildInfoDesc = prometheus.NewDesc("podchron_build_info",
+	"Always 1; the labels tell podchron's version, its Go version and the node's kernel.",
 	[]string{"version", "goversion", "kernel"}, nil)
 
-// BuildInfoCollector exports podtrace_build_info.
+// BuildInfoCollector exports podchron_build_info.
 type BuildInfoCollector struct {
 	m prometheus.Metric
 }

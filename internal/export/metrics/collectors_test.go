@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 func TestProbeCollectorError(t *testing.T) {
@@ -27,9 +27,9 @@ func TestProbeCollectorError(t *testing.T) {
 	}, log)
 
 	want := `
-# HELP podtrace_probe_up 1 if the kernel probe counters could be read at this scrape, 0 if not.
-# TYPE podtrace_probe_up gauge
-podtrace_probe_up 0
+# HELP podchron_probe_up 1 if the kernel probe counters could be read at this scrape, 0 if not.
+# TYPE podchron_probe_up gauge
+podchron_probe_up 0
 `
 	for range 3 {
 		if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
@@ -44,17 +44,17 @@ podtrace_probe_up 0
 	}
 
 	fail = false
-	if got := testutil.CollectAndCount(c, "podtrace_probe_events_total"); got != len(probe.EventTypes()) {
+	if got := testutil.CollectAndCount(c, "podchron_probe_events_total"); got != len(probe.EventTypes()) {
 		t.Errorf("%d event type series, want %d (every type, 0 if unseen)", got, len(probe.EventTypes()))
 	}
 	if !strings.Contains(logs.String(), "readable again") {
 		t.Errorf("recovery not logged:\n%s", logs.String())
 	}
 	if err := testutil.CollectAndCompare(c, strings.NewReader(`
-# HELP podtrace_probe_up 1 if the kernel probe counters could be read at this scrape, 0 if not.
-# TYPE podtrace_probe_up gauge
-podtrace_probe_up 1
-`), "podtrace_probe_up"); err != nil {
+# HELP podchron_probe_up 1 if the kernel probe counters could be read at this scrape, 0 if not.
+# TYPE podchron_probe_up gauge
+podchron_probe_up 1
+`), "podchron_probe_up"); err != nil {
 		t.Error(err)
 	}
 }
@@ -70,7 +70,7 @@ func TestProbeCollectorUnknownType(t *testing.T) {
 	c := NewProbeCollector(func() (map[probe.EventType]probe.Counter, error) {
 		return map[probe.EventType]probe.Counter{probe.EventType(42): {Emitted: 7}}, nil
 	}, discard)
-	if got := testutil.CollectAndCount(c, "podtrace_probe_events_total"); got != len(probe.EventTypes())+1 {
+	if got := testutil.CollectAndCount(c, "podchron_probe_events_total"); got != len(probe.EventTypes())+1 {
 		t.Errorf("%d series, want the known types and event(42)", got)
 	}
 }
@@ -91,7 +91,7 @@ func TestSpanCollectorFoldsReasons(t *testing.T) {
 	for i := range maxDropReasons + 10 {
 		stats.dropped[fmt.Sprintf("reason%02d", i)] = 1
 	}
-	if got := testutil.CollectAndCount(c, "podtrace_spans_dropped_total"); got != maxDropReasons+1 {
+	if got := testutil.CollectAndCount(c, "podchron_spans_dropped_total"); got != maxDropReasons+1 {
 		t.Errorf("%d reason series, want %d and other", got, maxDropReasons)
 	}
 	// The admitted set is sticky: a new reason sorting first still goes to
@@ -124,9 +124,9 @@ func TestBuildInfo(t *testing.T) {
 		t.Errorf("CurrentBuildInfo = %+v", bi)
 	}
 	err := testutil.CollectAndCompare(NewBuildInfoCollector(BuildInfo{Version: "v1.2.3"}), strings.NewReader(`
-# HELP podtrace_build_info Always 1; the labels tell podtrace's version, its Go version and the node's kernel.
-# TYPE podtrace_build_info gauge
-podtrace_build_info{goversion="unknown",kernel="unknown",version="v1.2.3"} 1
+# HELP podchron_build_info Always 1; the labels tell podchron's version, its Go version and the node's kernel.
+# TYPE podchron_build_info gauge
+podchron_build_info{goversion="unknown",kernel="unknown",version="v1.2.3"} 1
 `))
 	if err != nil {
 		t.Error(err)
@@ -139,11 +139,11 @@ func TestSourceCollector(t *testing.T) {
 	expect := func(kernel, runtime, api int) {
 		t.Helper()
 		want := fmt.Sprintf(`
-# HELP podtrace_source_up 1 if podtrace's source (kernel, runtime, apiserver) is up, 0 if it is down; runtime or apiserver at 0 means degraded.
-# TYPE podtrace_source_up gauge
-podtrace_source_up{source="apiserver"} %d
-podtrace_source_up{source="kernel"} %d
-podtrace_source_up{source="runtime"} %d
+# HELP podchron_source_up 1 if podchron's source (kernel, runtime, apiserver) is up, 0 if it is down; runtime or apiserver at 0 means degraded.
+# TYPE podchron_source_up gauge
+podchron_source_up{source="apiserver"} %d
+podchron_source_up{source="kernel"} %d
+podchron_source_up{source="runtime"} %d
 `, api, kernel, runtime)
 		if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
 			t.Error(err)

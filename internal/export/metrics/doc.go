@@ -1,9 +1,9 @@
-// Package metrics exposes podtrace's Prometheus metrics and its health
+// Package metrics exposes podchron's Prometheus metrics and its health
 // endpoints.
 //
 // Everything here lives on a registry the caller creates (NewRegistry, or any
 // *prometheus.Registry): nothing touches client_golang's global registry, so
-// tests and several podtraces in one process never collide.
+// tests and several podchrons in one process never collide.
 //
 //   - Recorder implements correlate.Observer: the lifecycle model's
 //     measurements (startup and termination durations, exits, OOM kills, CNI
@@ -11,7 +11,7 @@
 //   - Small collectors, one concern a file, read the rest at scrape time:
 //     kernel probe counters (probe.go), ring buffer reader health (reader.go),
 //     span exporter stats (spans.go), build info (buildinfo.go) and the state
-//     of podtrace's three sources (sourceup.go).
+//     of podchron's three sources (sourceup.go).
 //   - Health tracks liveness (a heartbeat from the main loop) and readiness
 //     (which sources are up) for /healthz and /readyz.
 //   - Server serves /metrics, /healthz and /readyz.
@@ -20,5 +20,5 @@
 // values are never labels, and free-form values (namespaces, owner kinds,
 // CNI plugin names, exit causes, ...) go through a per-label cap that folds
 // values past it into "other" and counts the folding in
-// podtrace_label_values_folded_total{label}.
+// podchron_label_values_folded_total{label}.
 package metrics

@@ -16,7 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -30,7 +30,7 @@ type fakeSpanStats struct {
 
 func (f *fakeSpanStats) Stats() (uint64, map[string]uint64) { return f.exported, f.dropped }
 
-// fixture is a registry with every podtrace collector, fed a fixed sequence
+// fixture is a registry with every podchron collector, fed a fixed sequence
 // of observations and fixed collector inputs.
 func fixture(t *testing.T) (*prometheus.Registry, *Health) {
 	t.Helper()

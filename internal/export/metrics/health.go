@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// podtrace's sources. Only the kernel is required for readiness.
+// podchron's sources. Only the kernel is required for readiness.
 const (
 	SourceKernel    = "kernel"
 	SourceRuntime   = "runtime"
@@ -32,19 +32,19 @@ type HealthOptions struct {
 	Logger *slog.Logger
 }
 
-// Health tracks podtrace's liveness and readiness.
+// Health tracks podchron's liveness and readiness.
 //
 // Liveness is a heartbeat: the main loop calls Beat, and /healthz fails once
 // the beat is stale (the loop is wedged; the kubelet should restart us).
 //
 // Readiness needs the kernel source only. The container runtime and the API
-// server are optional: when either is down podtrace is degraded, not unready.
+// server are optional: when either is down podchron is degraded, not unready.
 // It keeps tracing from kernel facts (processes, signals, OOM kills, cgroups,
 // CNI runs are all seen in the kernel) and fills in names and pod state once
 // the source is back; marking the pod unready would only hide a working
 // tracer, and the API server being down is exactly when node-level facts are
 // most wanted. Degraded sources show in /readyz's body and in
-// podtrace_source_up.
+// podchron_source_up.
 //
 // Health is safe for concurrent use.
 type Health struct {

@@ -164,7 +164,7 @@ func TestServerRoutes(t *testing.T) {
 		{http.MethodGet, "/readyz", http.StatusOK, "ready (degraded: runtime)"},
 		{http.MethodHead, "/readyz", http.StatusOK, ""},
 		{http.MethodPost, "/readyz", http.StatusMethodNotAllowed, ""},
-		{http.MethodGet, "/metrics", http.StatusOK, "podtrace_build_info"},
+		{http.MethodGet, "/metrics", http.StatusOK, "podchron_build_info"},
 		{http.MethodGet, "/", http.StatusOK, "/metrics"},
 		{http.MethodGet, "/nope", http.StatusNotFound, ""},
 	} {

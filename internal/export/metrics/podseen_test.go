@@ -66,19 +66,19 @@ func TestPodSeenCreatesAlertSeriesAtZero(t *testing.T) {
 	rec.PodSeen("shop", "ReplicaSet")
 	rec.PodSeen("shop", "ReplicaSet") // another pod of the namespace: nothing changes
 
-	wantSeries(t, rec, "podtrace_grace_period_overruns_total", map[string]float64{"namespace=shop": 0})
-	wantSeries(t, rec, "podtrace_oom_kills_total", map[string]float64{
+	wantSeries(t, rec, "podchron_grace_period_overruns_total", map[string]float64{"namespace=shop": 0})
+	wantSeries(t, rec, "podchron_oom_kills_total", map[string]float64{
 		"namespace=shop,scope=container": 0, "namespace=shop,scope=pod": 0,
 		"namespace=shop,scope=node_allocatable": 0, "namespace=shop,scope=node": 0})
-	wantSeries(t, rec, "podtrace_pod_terminations_total", map[string]float64{
+	wantSeries(t, rec, "podchron_pod_terminations_total", map[string]float64{
 		"namespace=shop,overrun=false,owner_kind=ReplicaSet": 0, "namespace=shop,overrun=true,owner_kind=ReplicaSet": 0})
-	wantSeries(t, rec, "podtrace_container_exits_total", map[string]float64{
+	wantSeries(t, rec, "podchron_container_exits_total", map[string]float64{
 		"cause=error,namespace=shop": 0, "cause=oom_killed,namespace=shop": 0,
 		"cause=liveness_restart,namespace=shop": 0, "cause=evicted,namespace=shop": 0})
-	wantSeries(t, rec, "podtrace_pods_terminating_stuck", map[string]float64{"namespace=shop": 0})
+	wantSeries(t, rec, "podchron_pods_terminating_stuck", map[string]float64{"namespace=shop": 0})
 	// Histograms are not created: an empty histogram has no quantile to show.
-	for _, h := range []string{"podtrace_pod_startup_duration_seconds", "podtrace_pod_termination_duration_seconds",
-		"podtrace_container_stop_duration_seconds", "podtrace_cni_duration_seconds"} {
+	for _, h := range []string{"podchron_pod_startup_duration_seconds", "podchron_pod_termination_duration_seconds",
+		"podchron_container_stop_duration_seconds", "podchron_cni_duration_seconds"} {
 		if got := series(t, rec, h); len(got) != 0 {
 			t.Errorf("%s: %v after PodSeen only, want no series", h, got)
 		}
@@ -89,19 +89,19 @@ func TestPodSeenCreatesAlertSeriesAtZero(t *testing.T) {
 	rec.PodTermination("shop", "ReplicaSet", 31*time.Second, true)
 	rec.OOMKill("shop", "pod")
 	rec.ContainerExit("shop", "oom_killed")
-	wantSeries(t, rec, "podtrace_grace_period_overruns_total", map[string]float64{"namespace=shop": 1})
-	wantSeries(t, rec, "podtrace_oom_kills_total", map[string]float64{
+	wantSeries(t, rec, "podchron_grace_period_overruns_total", map[string]float64{"namespace=shop": 1})
+	wantSeries(t, rec, "podchron_oom_kills_total", map[string]float64{
 		"namespace=shop,scope=container": 0, "namespace=shop,scope=pod": 1,
 		"namespace=shop,scope=node_allocatable": 0, "namespace=shop,scope=node": 0})
-	wantSeries(t, rec, "podtrace_pod_terminations_total", map[string]float64{
+	wantSeries(t, rec, "podchron_pod_terminations_total", map[string]float64{
 		"namespace=shop,overrun=false,owner_kind=ReplicaSet": 0, "namespace=shop,overrun=true,owner_kind=ReplicaSet": 1})
-	wantSeries(t, rec, "podtrace_container_exits_total", map[string]float64{
+	wantSeries(t, rec, "podchron_container_exits_total", map[string]float64{
 		"cause=error,namespace=shop": 0, "cause=oom_killed,namespace=shop": 1,
 		"cause=liveness_restart,namespace=shop": 0, "cause=evicted,namespace=shop": 0})
 
 	// A pod seen again (or another one) leaves the counts alone.
 	rec.PodSeen("shop", "ReplicaSet")
-	wantSeries(t, rec, "podtrace_grace_period_overruns_total", map[string]float64{"namespace=shop": 1})
+	wantSeries(t, rec, "podchron_grace_period_overruns_total", map[string]float64{"namespace=shop": 1})
 }
 
 // PodSeen never resets the stuck gauge of a namespace, and the gauge still
@@ -110,16 +110,16 @@ func TestPodSeenKeepsStuckCount(t *testing.T) {
 	rec := NewRecorder(Limits{})
 	rec.StuckTerminating("shop", true)
 	rec.PodSeen("shop", "StatefulSet")
-	wantSeries(t, rec, "podtrace_pods_terminating_stuck", map[string]float64{"namespace=shop": 1})
+	wantSeries(t, rec, "podchron_pods_terminating_stuck", map[string]float64{"namespace=shop": 1})
 	rec.PodSeen("batch", "Job")
 	rec.StuckTerminating("batch", false) // unmatched: stays 0
 	rec.StuckTerminating("batch", true)
 	rec.StuckTerminating("shop", false)
 	rec.PodSeen("shop", "StatefulSet")
-	wantSeries(t, rec, "podtrace_pods_terminating_stuck", map[string]float64{"namespace=shop": 0, "namespace=batch": 1})
+	wantSeries(t, rec, "podchron_pods_terminating_stuck", map[string]float64{"namespace=shop": 0, "namespace=batch": 1})
 	rec.StuckTerminating("batch", false)
 	rec.StuckTerminating("batch", false)
-	wantSeries(t, rec, "podtrace_pods_terminating_stuck", map[string]float64{"namespace=shop": 0, "namespace=batch": 0})
+	wantSeries(t, rec, "podchron_pods_terminating_stuck", map[string]float64{"namespace=shop": 0, "namespace=batch": 0})
 }
 
 // PodSeen goes through the limiters: namespaces past the cap share the
@@ -130,19 +130,19 @@ func TestPodSeenBounded(t *testing.T) {
 	for _, ns := range []string{"a", "b", "c", "d", "e"} {
 		rec.PodSeen(ns, "Kind-"+ns)
 	}
-	wantSeries(t, rec, "podtrace_grace_period_overruns_total", map[string]float64{
+	wantSeries(t, rec, "podchron_grace_period_overruns_total", map[string]float64{
 		"namespace=a": 0, "namespace=b": 0, "namespace=other": 0})
-	wantSeries(t, rec, "podtrace_pod_terminations_total", map[string]float64{
+	wantSeries(t, rec, "podchron_pod_terminations_total", map[string]float64{
 		"namespace=a,overrun=false,owner_kind=Kind-a": 0, "namespace=a,overrun=true,owner_kind=Kind-a": 0,
 		"namespace=b,overrun=false,owner_kind=other": 0, "namespace=b,overrun=true,owner_kind=other": 0,
 		"namespace=other,overrun=false,owner_kind=other": 0, "namespace=other,overrun=true,owner_kind=other": 0})
-	wantSeries(t, rec, "podtrace_label_values_folded_total", map[string]float64{
+	wantSeries(t, rec, "podchron_label_values_folded_total", map[string]float64{
 		"label=namespace": 0, "label=owner_kind": 0, "label=plugin": 0, "label=command": 0, "label=result": 0,
 		"label=cause": 0, "label=scope": 0, "label=signal": 0, "label=sender_kind": 0, "label=reason": 0})
 	rec.GracePeriodOverrun("e")
-	wantSeries(t, rec, "podtrace_grace_period_overruns_total", map[string]float64{
+	wantSeries(t, rec, "podchron_grace_period_overruns_total", map[string]float64{
 		"namespace=a": 0, "namespace=b": 0, "namespace=other": 1})
-	if got := series(t, rec, "podtrace_label_values_folded_total")["label=namespace"]; got != 1 {
+	if got := series(t, rec, "podchron_label_values_folded_total")["label=namespace"]; got != 1 {
 		t.Errorf("folded namespaces %v, want 1 (the overrun)", got)
 	}
 }
@@ -152,11 +152,11 @@ func TestPodSeenBounded(t *testing.T) {
 func TestCNIErrorSeriesFromFirstRun(t *testing.T) {
 	rec := NewRecorder(Limits{})
 	rec.CNICall("bridge", "ADD", "ok", 30*time.Millisecond)
-	wantSeries(t, rec, "podtrace_cni_duration_seconds", map[string]float64{
+	wantSeries(t, rec, "podchron_cni_duration_seconds", map[string]float64{
 		"command=ADD,plugin=bridge,result=ok": 1, "command=ADD,plugin=bridge,result=error": 0})
 	rec.CNICall("bridge", "ADD", "error", 5*time.Second)
 	rec.CNICall("bridge", "DEL", "ok", time.Millisecond)
-	wantSeries(t, rec, "podtrace_cni_duration_seconds", map[string]float64{
+	wantSeries(t, rec, "podchron_cni_duration_seconds", map[string]float64{
 		"command=ADD,plugin=bridge,result=ok": 1, "command=ADD,plugin=bridge,result=error": 1,
 		"command=DEL,plugin=bridge,result=ok": 1, "command=DEL,plugin=bridge,result=error": 0})
 }

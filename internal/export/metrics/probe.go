@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/podtrace/podtrace/internal/probe"
+	"github.com/podchron/podchron/internal/probe"
 )
 
 // CountersFunc reads the kernel probes' per-type counters:
@@ -16,11 +16,11 @@ import (
 type CountersFunc func() (map[probe.EventType]probe.Counter, error)
 
 var (
-	probeEventsDesc = prometheus.NewDesc("podtrace_probe_events_total",
+	probeEventsDesc = prometheus.NewDesc("podchron_probe_events_total",
 		"Events the kernel probes sent to the ring buffer, by event type.", []string{"type"}, nil)
-	probeLostDesc = prometheus.NewDesc("podtrace_probe_events_lost_total",
+	probeLostDesc = prometheus.NewDesc("podchron_probe_events_lost_total",
 		"Events the kernel probes dropped because the ring buffer was full, by event type.", []string{"type"}, nil)
-	probeUpDesc = prometheus.NewDesc("podtrace_probe_up",
+	probeUpDesc = prometheus.NewDesc("podchron_probe_up",
 		"1 if the kernel probe counters could be read at this scrape, 0 if not.", nil, nil)
 )
 
@@ -36,7 +36,7 @@ type ProbeCollector struct {
 }
 
 // NewProbeCollector reads counters with read; a nil read exports
-// podtrace_probe_up 0 (probes not loaded). A nil log uses slog.Default().
+// podchron_probe_up 0 (probes not loaded). A nil log uses slog.Default().
 func NewProbeCollector(read CountersFunc, log *slog.Logger) *ProbeCollector {
 	if log == nil {
 		log = slog.Default()
@@ -91,7 +91,7 @@ func (c *ProbeCollector) readCounters() (map[probe.EventType]probe.Counter, erro
 	switch {
 	case err != nil && !c.failed:
 		c.failed = true
-		c.log.Warn("cannot read kernel probe counters; exporting podtrace_probe_up 0", "err", err)
+		c.log.Warn("cannot read kernel probe counters; exporting podchron_probe_up 0", "err", err)
 	case err != nil:
 		c.log.Debug("cannot read kernel probe counters", "err", err)
 	case c.failed:

@@ -2,7 +2,7 @@ package metrics
 
 import "github.com/prometheus/client_golang/prometheus"
 
-var decodeErrorsDesc = prometheus.NewDesc("podtrace_decode_errors_total",
+var decodeErrorsDesc = prometheus.NewDesc("podchron_decode_errors_total",
 	"Ring buffer records that could not be decoded and were skipped.", nil, nil)
 
 // ReaderCollector exports the ring buffer reader's health, read at each

@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podchron/podchron/internal/correlate"
 )
 
 // Histogram buckets, in seconds.
@@ -26,7 +26,7 @@ var (
 
 // Limits caps the distinct values of the Recorder's free-form labels. Values
 // past a cap are recorded as "other" and counted in
-// podtrace_label_values_folded_total{label}. Zero fields take the defaults.
+// podchron_label_values_folded_total{label}. Zero fields take the defaults.
 type Limits struct {
 	// Namespaces is the number of distinct namespaces (default 100). Each
 	// one costs up to ~34 series per owner kind it runs (startup and
@@ -93,7 +93,7 @@ type Recorder struct {
 var _ correlate.Observer = (*Recorder)(nil)
 
 // zeroExitCauses are the container exit causes whose
-// podtrace_container_exits_total series PodSeen creates at zero in every
+// podchron_container_exits_total series PodSeen creates at zero in every
 // namespace with a pod: the failures worth alerting on. The common causes
 // (completed, killed_by_runtime) and the rare ones are created by their
 // first exit.
@@ -106,7 +106,7 @@ const (
 	cniError = "error"
 )
 
-// Names of the histograms in podtrace_negative_durations_total{metric}.
+// Names of the histograms in podchron_negative_durations_total{metric}.
 const (
 	histPodStartup     = "pod_startup"
 	histPodTermination = "pod_termination"
@@ -119,59 +119,59 @@ func NewRecorder(lim Limits) *Recorder {
 	lim = lim.withDefaults()
 	r := &Recorder{
 		startup: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "podtrace_pod_startup_duration_seconds",
-			Help:    "Time from pod creation to the pod being ready, as podtrace traced it.",
+			Name:    "podchron_pod_startup_duration_seconds",
+			Help:    "Time from pod creation to the pod being ready, as podchron traced it.",
 			Buckets: startupBuckets,
 		}, []string{"namespace", "owner_kind"}),
 		termination: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "podtrace_pod_termination_duration_seconds",
+			Name:    "podchron_pod_termination_duration_seconds",
 			Help:    "Time from the pod's deletion being requested to the pod being gone.",
 			Buckets: terminationBuckets,
 		}, []string{"namespace", "owner_kind"}),
 		terminations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "podtrace_pod_terminations_total",
+			Name: "podchron_pod_terminations_total",
 			Help: "Pod terminations traced to the end; overrun=\"true\" when a container outlived the grace period.",
 		}, []string{"namespace", "owner_kind", "overrun"}),
 		containerStop: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "podtrace_container_stop_duration_seconds",
+			Name:    "podchron_container_stop_duration_seconds",
 			Help:    "Time from SIGTERM to the container's exit; sigkill=\"true\" when it had to be SIGKILLed.",
 			Buckets: stopBuckets,
 		}, []string{"namespace", "sigkill"}),
 		overruns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "podtrace_grace_period_overruns_total",
+			Name: "podchron_grace_period_overruns_total",
 			Help: "Containers SIGKILLed because they were still running when the grace period ended.",
 		}, []string{"namespace"}),
 		exits: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "podtrace_container_exits_total",
+			Name: "podchron_container_exits_total",
 			Help: "Container exits, by cause.",
 		}, []string{"namespace", "cause"}),
 		oomKills: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "podtrace_oom_kills_total",
+			Name: "podchron_oom_kills_total",
 			Help: "OOM kills of processes in pods, by the limit that ran out (the kernel's count): container, pod, node_allocatable (the kubepods cgroup), node (no cgroup limit: the node's memory), or unknown.",
 		}, []string{"namespace", "scope"}),
 		cni: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "podtrace_cni_duration_seconds",
+			Name:    "podchron_cni_duration_seconds",
 			Help:    "Duration of one CNI plugin run, by plugin, CNI command and result.",
 			Buckets: cniBuckets,
 		}, []string{"plugin", "command", "result"}),
 		signals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "podtrace_signals_total",
+			Name: "podchron_signals_total",
 			Help: "Signals sent to processes in pods, by signal and kind of sender (runtime, kubelet, in_pod, external, kernel).",
 		}, []string{"signal", "sender_kind"}),
 		misses: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "podtrace_correlation_misses_total",
-			Help: "Facts podtrace could not attach to a pod, by reason.",
+			Name: "podchron_correlation_misses_total",
+			Help: "Facts podchron could not attach to a pod, by reason.",
 		}, []string{"reason"}),
 		stuck: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "podtrace_pods_terminating_stuck",
+			Name: "podchron_pods_terminating_stuck",
 			Help: "Pods currently stuck terminating (deletion requested, still not gone well past their grace period).",
 		}, []string{"namespace"}),
 		folded: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "podtrace_label_values_folded_total",
+			Name: "podchron_label_values_folded_total",
 			Help: "Observations whose label value was recorded as \"other\" because the label reached its cap of distinct values.",
 		}, []string{"label"}),
 		negativeDuration: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "podtrace_negative_durations_total",
+			Name: "podchron_negative_durations_total",
 			Help: "Negative durations left out of a histogram (clock steps or mismatched timestamps), by histogram.",
 		}, []string{"metric"}),
 		stuckCount: map[string]int{},
@@ -315,7 +315,7 @@ func (r *Recorder) CorrelationMiss(reason string) {
 
 // StuckTerminating implements correlate.Observer. The gauge counts entries
 // minus exits per namespace and never goes below zero: an exit without a
-// matching entry (say, podtrace restarted while the pod was stuck) is ignored.
+// matching entry (say, podchron restarted while the pod was stuck) is ignored.
 func (r *Recorder) StuckTerminating(namespace string, stuck bool) {
 	ns := r.namespace.value(namespace)
 	r.stuckMu.Lock()

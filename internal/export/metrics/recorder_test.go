@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podchron/podchron/internal/correlate"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
@@ -96,8 +96,8 @@ func TestCardinalityGuard(t *testing.T) {
 	}
 
 	// Each histogram series is bounded: namespaces (11) × owner kinds.
-	if got := testutil.CollectAndCount(rec, "podtrace_grace_period_overruns_total"); got != 11 {
-		t.Errorf("podtrace_grace_period_overruns_total: %d series, want 11 (10 namespaces + other)", got)
+	if got := testutil.CollectAndCount(rec, "podchron_grace_period_overruns_total"); got != 11 {
+		t.Errorf("podchron_grace_period_overruns_total: %d series, want 11 (10 namespaces + other)", got)
 	}
 	if got := testutil.ToFloat64(rec.folded.WithLabelValues("namespace")); got < n-10 {
 		t.Errorf("folded namespaces %v, want at least %d", got, n-10)
@@ -126,21 +126,21 @@ func TestLabelValueSanitized(t *testing.T) {
 	rec.OOMKill("", "")
 	rec.PodStartup("", "", time.Second)
 	lv := labelValues(t, rec)
-	for v := range lv["podtrace_container_exits_total"]["namespace"] {
+	for v := range lv["podchron_container_exits_total"]["namespace"] {
 		if !utf8.ValidString(v) {
 			t.Errorf("invalid UTF-8 label value %q", v)
 		}
 	}
-	for v := range lv["podtrace_container_exits_total"]["cause"] {
+	for v := range lv["podchron_container_exits_total"]["cause"] {
 		if len(v) > maxLabelValueLen || !utf8.ValidString(v) {
 			t.Errorf("cause %q: %d bytes, valid %v", v, len(v), utf8.ValidString(v))
 		}
 	}
-	if !lv["podtrace_oom_kills_total"]["namespace"]["unknown"] || !lv["podtrace_oom_kills_total"]["scope"]["unknown"] {
-		t.Errorf("empty values not reported as unknown: %v", lv["podtrace_oom_kills_total"])
+	if !lv["podchron_oom_kills_total"]["namespace"]["unknown"] || !lv["podchron_oom_kills_total"]["scope"]["unknown"] {
+		t.Errorf("empty values not reported as unknown: %v", lv["podchron_oom_kills_total"])
 	}
-	if !lv["podtrace_pod_startup_duration_seconds"]["owner_kind"]["none"] {
-		t.Errorf("a pod without owner not reported as owner_kind=none: %v", lv["podtrace_pod_startup_duration_seconds"])
+	if !lv["podchron_pod_startup_duration_seconds"]["owner_kind"]["none"] {
+		t.Errorf("a pod without owner not reported as owner_kind=none: %v", lv["podchron_pod_startup_duration_seconds"])
 	}
 }
 
@@ -151,15 +151,15 @@ func TestNegativeDurationsNotObserved(t *testing.T) {
 	rec.ContainerStop("default", -time.Second, true)
 	rec.CNICall("bridge", "ADD", "success", -time.Millisecond)
 	for _, name := range []string{
-		"podtrace_pod_startup_duration_seconds", "podtrace_pod_termination_duration_seconds",
-		"podtrace_container_stop_duration_seconds",
+		"podchron_pod_startup_duration_seconds", "podchron_pod_termination_duration_seconds",
+		"podchron_container_stop_duration_seconds",
 	} {
 		if got := testutil.CollectAndCount(rec, name); got != 0 {
 			t.Errorf("%s: %d series after only negative durations, want 0", name, got)
 		}
 	}
 	// The plugin ran: only its ok and error series exist, empty.
-	if got := series(t, rec, "podtrace_cni_duration_seconds"); len(got) != 2 || got["command=ADD,plugin=bridge,result=ok"] != 0 || got["command=ADD,plugin=bridge,result=error"] != 0 {
+	if got := series(t, rec, "podchron_cni_duration_seconds"); len(got) != 2 || got["command=ADD,plugin=bridge,result=ok"] != 0 || got["command=ADD,plugin=bridge,result=error"] != 0 {
 		t.Errorf("CNI series after a negative duration: %v, want ok and error, empty", got)
 	}
 	for _, h := range []string{histPodStartup, histPodTermination, histContainerStop, histCNI} {
@@ -223,7 +223,7 @@ func TestStuckGaugeNeverNegative(t *testing.T) {
 	}
 	// No series for a namespace that only ever left.
 	rec.StuckTerminating("never-entered", false)
-	if got := testutil.CollectAndCount(rec, "podtrace_pods_terminating_stuck"); got != 1 {
+	if got := testutil.CollectAndCount(rec, "podchron_pods_terminating_stuck"); got != 1 {
 		t.Errorf("%d stuck series, want 1", got)
 	}
 }

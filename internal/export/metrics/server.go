@@ -48,7 +48,7 @@ func NewServer(reg *prometheus.Registry, h *Health, log *slog.Logger) *Server {
 	mux.Handle("GET /healthz", h.HealthzHandler())
 	mux.Handle("GET /readyz", h.ReadyzHandler())
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		writePlain(w, http.StatusOK, "podtrace\n/metrics\n/healthz\n/readyz\n")
+		writePlain(w, http.StatusOK, "podchron\n/metrics\n/healthz\n/readyz\n")
 	})
 	return &Server{handler: mux, log: log, ShutdownTimeout: DefaultShutdownTimeout}
 }
@@ -74,7 +74,7 @@ func Listen(addr string) (net.Listener, error) {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
-		return nil, fmt.Errorf("metrics server: address %s is already in use (another podtrace on this node, or another process on that port? pick another --metrics-addr): %w", addr, err)
+		return nil, fmt.Errorf("metrics server: address %s is already in use (another podchron on this node, or another process on that port? pick another --metrics-addr): %w", addr, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("metrics server: listen on %s: %w", addr, err)

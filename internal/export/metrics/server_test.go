@@ -20,7 +20,7 @@ type blockingCollector struct {
 	release chan struct{}
 }
 
-var blockingDesc = prometheus.NewDesc("podtrace_test_blocking", "test", nil, nil)
+var blockingDesc = prometheus.NewDesc("podchron_test_blocking", "test", nil, nil)
 
 func (c *blockingCollector) Describe(ch chan<- *prometheus.Desc) { ch <- blockingDesc }
 func (c *blockingCollector) Collect(ch chan<- prometheus.Metric) {
@@ -58,7 +58,7 @@ func TestServerServeAndShutdown(t *testing.T) {
 	go func() { done <- NewServer(reg, h, discard).Serve(ctx, ln) }()
 
 	code, body, err := httpGet(base + "/metrics")
-	if err != nil || code != http.StatusOK || !strings.Contains(body, "podtrace_probe_up 1") {
+	if err != nil || code != http.StatusOK || !strings.Contains(body, "podchron_probe_up 1") {
 		t.Fatalf("GET /metrics: %d %v\n%s", code, err, body)
 	}
 	code, body, err = httpGet(base + "/readyz")
@@ -112,7 +112,7 @@ func TestServerGracefulShutdown(t *testing.T) {
 	}
 	close(bc.release)
 	r := <-scraped
-	if r.err != nil || r.code != http.StatusOK || !strings.Contains(r.body, "podtrace_test_blocking 1") {
+	if r.err != nil || r.code != http.StatusOK || !strings.Contains(r.body, "podchron_test_blocking 1") {
 		t.Errorf("in-flight scrape: %d %v %q", r.code, r.err, r.body)
 	}
 	select {

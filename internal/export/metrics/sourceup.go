@@ -2,11 +2,11 @@ package metrics
 
 import "github.com/prometheus/client_golang/prometheus"
 
-var sourceUpDesc = prometheus.NewDesc("podtrace_source_up",
-	"1 if podtrace's source (kernel, runtime, apiserver) is up, 0 if it is down; runtime or apiserver at 0 means degraded.",
+var sourceUpDesc = prometheus.NewDesc("podchron_source_up",
+	"1 if podchron's source (kernel, runtime, apiserver) is up, 0 if it is down; runtime or apiserver at 0 means degraded.",
 	[]string{"source"}, nil)
 
-// SourceCollector exports podtrace_source_up from a Health, read at each
+// SourceCollector exports podchron_source_up from a Health, read at each
 // scrape.
 type SourceCollector struct {
 	h *Health

@@ -20,9 +20,9 @@ type SpanStats interface {
 const maxDropReasons = 16
 
 var (
-	spansExportedDesc = prometheus.NewDesc("podtrace_spans_exported_total",
+	spansExportedDesc = prometheus.NewDesc("podchron_spans_exported_total",
 		"Spans the exporter delivered.", nil, nil)
-	spansDroppedDesc = prometheus.NewDesc("podtrace_spans_dropped_total",
+	spansDroppedDesc = prometheus.NewDesc("podchron_spans_dropped_total",
 		"Spans the exporter dropped, by reason.", []string{"reason"}, nil)
 )
 

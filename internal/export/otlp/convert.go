@@ -12,13 +12,13 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podchron/podchron/internal/correlate"
 )
 
 // ScopeName is the instrumentation scope of every exported span.
-const ScopeName = "github.com/podtrace/podtrace"
+const ScopeName = "github.com/podchron/podchron"
 
-// KeyValue converts a podtrace attribute. Values of the documented types
+// KeyValue converts a podchron attribute. Values of the documented types
 // (string, int64, float64, bool, []string) map one to one; other integer,
 // float and slice types are widened; anything else is rendered with
 // fmt.Sprint so that no attribute is lost silently.
@@ -96,7 +96,7 @@ func KeyValues(as []correlate.Attr) []attribute.KeyValue {
 	return out
 }
 
-// StatusCode maps a podtrace status to an OpenTelemetry status code.
+// StatusCode maps a podchron status to an OpenTelemetry status code.
 func StatusCode(s correlate.Status) codes.Code {
 	switch s {
 	case correlate.StatusOK:
@@ -107,8 +107,8 @@ func StatusCode(s correlate.Status) codes.Code {
 	return codes.Unset
 }
 
-// ReadOnlySpan converts a podtrace span into an SDK span snapshot that
-// keeps podtrace's own trace, span and parent ids and timestamps. res is the
+// ReadOnlySpan converts a podchron span into an SDK span snapshot that
+// keeps podchron's own trace, span and parent ids and timestamps. res is the
 // span's complete resource (see Exporter for how it is built).
 func ReadOnlySpan(s correlate.Span, res *resource.Resource, scope instrumentation.Scope) sdktrace.ReadOnlySpan {
 	sc := trace.NewSpanContext(trace.SpanContextConfig{

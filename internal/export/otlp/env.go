@@ -17,7 +17,7 @@ import (
 
 // Standard OpenTelemetry exporter environment variables. The SDK exporters
 // read the endpoint, headers, insecure, certificate, compression and timeout
-// variables themselves; podtrace reads the endpoint variables to decide
+// variables themselves; podchron reads the endpoint variables to decide
 // whether OTLP is configured at all, and the protocol variables to pick the
 // gRPC or HTTP exporter.
 const (
@@ -97,7 +97,7 @@ func NewClientFromEnv(ctx context.Context) (sdktrace.SpanExporter, Protocol, err
 	return exp, proto, nil
 }
 
-// ValidateEnv checks the OTLP variables podtrace and the SDK read, so that a
+// ValidateEnv checks the OTLP variables podchron and the SDK read, so that a
 // typo fails the tracer at start-up with a clear message instead of spans
 // silently going nowhere: the protocol must be known and each endpoint set
 // must be a URL with an http or https scheme and a host (gRPC also takes a

@@ -1,8 +1,8 @@
-// Package otlp exports podtrace spans over OTLP (gRPC or HTTP) with the
-// OpenTelemetry Go SDK exporters, keeping podtrace's own deterministic trace
+// Package otlp exports podchron spans over OTLP (gRPC or HTTP) with the
+// OpenTelemetry Go SDK exporters, keeping podchron's own deterministic trace
 // and span ids and its timestamps.
 //
-// podtrace does not create spans through an SDK tracer: the correlator emits
+// podchron does not create spans through an SDK tracer: the correlator emits
 // finished spans with ids derived from the pod UID, so Exporter converts each
 // one into an sdktrace.ReadOnlySpan and calls the SDK exporter's ExportSpans
 // from its own batching loop. Every exported span's resource is the service
@@ -27,7 +27,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
-	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podchron/podchron/internal/correlate"
 )
 
 // Defaults for Config's zero fields.
@@ -39,7 +39,7 @@ const (
 	DefaultInitialBackoff = 500 * time.Millisecond
 	DefaultMaxBackoff     = 5 * time.Second
 	DefaultLogInterval    = time.Minute
-	DefaultServiceName    = "podtrace"
+	DefaultServiceName    = "podchron"
 )
 
 // Config tunes an Exporter. The zero value is usable: the OTLP client comes
@@ -224,7 +224,7 @@ func New(ctx context.Context, cfg Config) (*Exporter, error) {
 	return e, nil
 }
 
-// ServiceResource is podtrace's own resource: service.name "podtrace"
+// ServiceResource is podchron's own resource: service.name "podchron"
 // unless OTEL_SERVICE_NAME says otherwise, OTEL_RESOURCE_ATTRIBUTES,
 // host.name, the SDK's telemetry.sdk.*, and k8s.node.name when nodeName is
 // set. It may return a usable resource together with an error.

@@ -21,7 +21,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
-	"github.com/podtrace/podtrace/internal/correlate"
+	"github.com/podchron/podchron/internal/correlate"
 )
 
 var t0 = time.Date(2026, 3, 1, 10, 0, 0, 123456789, time.UTC)
@@ -64,13 +64,13 @@ func podSpans(uid, name string) []correlate.Span {
 			Start: t0.Add(100 * time.Millisecond), End: t0.Add(150*time.Millisecond + 7),
 			Status: correlate.StatusOK,
 			Attrs: []correlate.Attr{
-				correlate.String("podtrace.cni.plugin", "bridge"),
-				correlate.String("podtrace.cni.command", "ADD"),
+				correlate.String("podchron.cni.plugin", "bridge"),
+				correlate.String("podchron.cni.command", "ADD"),
 				correlate.Int("process.exit.code", 0),
 				correlate.Int("process.pid", 4242),
 				correlate.Strings("process.command_args", "/opt/cni/bin/bridge", "--debug"),
-				correlate.Float("podtrace.test.ratio", 0.25),
-				correlate.Bool("podtrace.sigkill", false),
+				correlate.Float("podchron.test.ratio", 0.25),
+				correlate.Bool("podchron.sigkill", false),
 			},
 			Resource: res,
 		},
@@ -81,8 +81,8 @@ func podSpans(uid, name string) []correlate.Span {
 			Events: []correlate.SpanEvent{{
 				Name: "signal", Time: t0.Add(time.Second),
 				Attrs: []correlate.Attr{
-					correlate.String("podtrace.signal", "SIGTERM"),
-					correlate.String("podtrace.signal.disposition", "ignored"),
+					correlate.String("podchron.signal", "SIGTERM"),
+					correlate.String("podchron.signal.disposition", "ignored"),
 				},
 			}},
 			Resource: res,
@@ -91,7 +91,7 @@ func podSpans(uid, name string) []correlate.Span {
 			TraceID: tid, SpanID: root, Name: "pod",
 			Start: t0, End: t0.Add(10 * time.Second),
 			Status: correlate.StatusOK, StatusMessage: "not exported for ok",
-			Attrs:    []correlate.Attr{correlate.String("podtrace.exit.cause", "completed")},
+			Attrs:    []correlate.Attr{correlate.String("podchron.exit.cause", "completed")},
 			Resource: res,
 		},
 	}
@@ -218,7 +218,7 @@ func TestGRPCExportExact(t *testing.T) {
 	clearEnv(t)
 	r, addr := startGRPC(t)
 	t.Setenv(EnvEndpoint, "http://"+addr)
-	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-podtrace-test=grpc-yes")
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-podchron-test=grpc-yes")
 	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment.name=test,k8s.cluster.name=kind")
 	if !Configured() {
 		t.Fatal("Configured() = false with the endpoint set")
@@ -238,7 +238,7 @@ func TestGRPCExportExact(t *testing.T) {
 	}
 	recv := r.sink.waitFor(t, len(sent))
 	checkExact(t, sent, recv, map[string]any{
-		"service.name":                "podtrace",
+		"service.name":                "podchron",
 		"service.version":             "v0.0.1-test",
 		"deployment.environment.name": "test",
 		"k8s.cluster.name":            "kind",
@@ -254,8 +254,8 @@ func TestGRPCExportExact(t *testing.T) {
 		t.Errorf("pod uids in resources: %v", uids)
 	}
 	r.sink.mu.Lock()
-	if h := r.sink.headers[0]["x-podtrace-test"]; h != "grpc-yes" {
-		t.Errorf("header x-podtrace-test = %q", h)
+	if h := r.sink.headers[0]["x-podchron-test"]; h != "grpc-yes" {
+		t.Errorf("header x-podchron-test = %q", h)
 	}
 	r.sink.mu.Unlock()
 
@@ -273,8 +273,8 @@ func TestHTTPExportExact(t *testing.T) {
 	s, srv := startHTTP(t)
 	t.Setenv(EnvEndpoint, srv.URL)
 	t.Setenv(EnvProtocol, "http/protobuf")
-	t.Setenv("OTEL_SERVICE_NAME", "podtrace-http")
-	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "x-podtrace-test=http-yes")
+	t.Setenv("OTEL_SERVICE_NAME", "podchron-http")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "x-podchron-test=http-yes")
 
 	ctx := context.Background()
 	e, err := New(ctx, Config{})
@@ -289,13 +289,13 @@ func TestHTTPExportExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	recv := s.waitFor(t, len(sent))
-	checkExact(t, sent, recv, map[string]any{"service.name": "podtrace-http"})
+	checkExact(t, sent, recv, map[string]any{"service.name": "podchron-http"})
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.paths[0] != "/v1/traces" {
 		t.Errorf("path %q, want /v1/traces", s.paths[0])
 	}
-	if h := s.headers[0]["X-Podtrace-Test"]; h != "http-yes" {
+	if h := s.headers[0]["X-Podchron-Test"]; h != "http-yes" {
 		t.Errorf("header = %q", h)
 	}
 }
@@ -323,7 +323,7 @@ func TestHTTPTracesEndpointUsedAsIs(t *testing.T) {
 	if err := e.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	checkExact(t, sent, s.waitFor(t, len(sent)), map[string]any{"service.name": "podtrace"})
+	checkExact(t, sent, s.waitFor(t, len(sent)), map[string]any{"service.name": "podchron"})
 	if s.paths[0] != "/custom/traces" {
 		t.Errorf("path %q", s.paths[0])
 	}

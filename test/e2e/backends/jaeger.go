@@ -1,6 +1,6 @@
 // Package backends runs the real observability back ends the e2e checks
-// podtrace against — Jaeger v2 (in-memory storage, OTLP in, query API out)
-// and Prometheus (Debian) with podtrace's alert rules — on loopback, and
+// podchron against — Jaeger v2 (in-memory storage, OTLP in, query API out)
+// and Prometheus (Debian) with podchron's alert rules — on loopback, and
 // reads back what they hold.
 package backends
 
@@ -20,7 +20,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/podtrace/podtrace/test/e2e/proc"
+	"github.com/podchron/podchron/test/e2e/proc"
 )
 
 // waitHTTP polls url until it answers 200.
@@ -398,7 +398,7 @@ func (t *Trace) String() string {
 func tagSummary(s *Span) string {
 	var parts []string
 	for k, v := range s.Tags {
-		if strings.HasPrefix(k, "podtrace.") || strings.HasPrefix(k, "process.") || k == "k8s.container.name" || k == "otel.status_description" {
+		if strings.HasPrefix(k, "podchron.") || strings.HasPrefix(k, "process.") || k == "k8s.container.name" || k == "otel.status_description" {
 			parts = append(parts, fmt.Sprintf("%s=%v", k, v))
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/podtrace/podtrace/test/e2e/proc"
+	"github.com/podchron/podchron/test/e2e/proc"
 )
 
 // Prometheus is a running Prometheus server.
@@ -24,10 +24,10 @@ type Prometheus struct {
 type PrometheusConfig struct {
 	// Port on 127.0.0.1 (default 19090).
 	Port int
-	// Targets of job "podtrace" (host:port), scraped with honor_labels as
+	// Targets of job "podchron" (host:port), scraped with honor_labels as
 	// deploy/README.md asks.
 	Targets []string
-	// RuleFiles are loaded as they are (deploy/rules/podtrace.rules.yml).
+	// RuleFiles are loaded as they are (deploy/rules/podchron.rules.yml).
 	RuleFiles []string
 	// Interval is the scrape and rule evaluation interval (default 2s).
 	Interval time.Duration
@@ -57,7 +57,7 @@ func StartPrometheus(ctx context.Context, log *slog.Logger, dir string, cfg Prom
   evaluation_interval: %[1]s
 rule_files: [%[2]s]
 scrape_configs:
-  - job_name: podtrace
+  - job_name: podchron
     honor_labels: true
     static_configs:
       - targets: [%[3]s]

@@ -33,7 +33,7 @@ func (p pki) ca() error {
 		return fmt.Errorf("pki dir: %w", err)
 	}
 	return p.openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
-		"-subj", "/CN=podtrace-e2e-ca", "-keyout", p.path("ca.key"), "-out", p.path("ca.crt"),
+		"-subj", "/CN=podchron-e2e-ca", "-keyout", p.path("ca.key"), "-out", p.path("ca.crt"),
 		"-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
 }
 

@@ -22,8 +22,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/podtrace/podtrace/test/e2e/proc"
-	"github.com/podtrace/podtrace/test/harness/containerd"
+	"github.com/podchron/podchron/test/e2e/proc"
+	"github.com/podchron/podchron/test/harness/containerd"
 )
 
 // Config configures a Cluster.
@@ -36,7 +36,7 @@ type Config struct {
 	// Runtime is the containerd the kubelet uses; its CgroupRoot should be
 	// "/kubepods" (the kubelet's cgroupfs layout).
 	Runtime *containerd.Harness
-	// NodeName (default "podtrace-e2e") and NodeIP (default 10.250.250.1,
+	// NodeName (default "podchron-e2e") and NodeIP (default 10.250.250.1,
 	// put on bridge NodeBridge, default "ptnode0").
 	NodeName, NodeIP, NodeBridge string
 	// APIPort is the API server's loopback port (default 16443); etcd uses
@@ -91,7 +91,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, retErr error) {
 		return nil, err
 	}
 	if cfg.NodeName == "" {
-		cfg.NodeName = "podtrace-e2e"
+		cfg.NodeName = "podchron-e2e"
 	}
 	if cfg.NodeIP == "" {
 		cfg.NodeIP = "10.250.250.1"

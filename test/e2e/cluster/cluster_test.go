@@ -8,22 +8,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/test/harness/containerd"
+	"github.com/podchron/podchron/test/harness/containerd"
 )
 
 // TestClusterUpAndDown starts the cluster, runs a pod through the API
 // server, the scheduler and the kubelet, tears everything down and checks
 // that the host is as it was.
 func TestClusterUpAndDown(t *testing.T) {
-	binDir := os.Getenv("PODTRACE_E2E_BIN")
+	binDir := os.Getenv("PODCHRON_E2E_BIN")
 	if binDir == "" {
-		t.Skip("PODTRACE_E2E_BIN is not set: `make e2e` builds Kubernetes and runs this test")
+		t.Skip("PODCHRON_E2E_BIN is not set: `make e2e` builds Kubernetes and runs this test")
 	}
 	if testing.Short() {
 		t.Skip("-short")
 	}
 	if err := CheckRequirements(binDir); err != nil {
-		t.Fatalf("PODTRACE_E2E_BIN is set but the cluster cannot run: %v", err)
+		t.Fatalf("PODCHRON_E2E_BIN is set but the cluster cannot run: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

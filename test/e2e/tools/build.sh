@@ -2,14 +2,14 @@
 # Builds what the e2e cluster runs that Debian does not ship: kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubelet, kubectl (v1.34.4) and
 # Jaeger v2 (v1.76.0), from the Go module proxy through the wrapper modules
-# beside this script. Output: $PODTRACE_E2E_BIN (default
-# ${PODTRACE_CACHE:-$HOME/.cache/podtrace}/e2e/bin); a binary is rebuilt only
+# beside this script. Output: $PODCHRON_E2E_BIN (default
+# ${PODCHRON_CACHE:-$HOME/.cache/podchron}/e2e/bin); a binary is rebuilt only
 # when its wrapper module changes. Prints the directory.
 #
 # Cold, on 2 cores: Kubernetes ~11 min, Jaeger ~12 min. Peak link memory ~2.3 GB.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-out=${PODTRACE_E2E_BIN:-${PODTRACE_CACHE:-$HOME/.cache/podtrace}/e2e/bin}
+out=${PODCHRON_E2E_BIN:-${PODCHRON_CACHE:-$HOME/.cache/podchron}/e2e/bin}
 mkdir -p "$out"
 export GOFLAGS="-buildvcs=false -trimpath"
 export CGO_ENABLED=0

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/test/harness/containerd"
+	"github.com/podchron/podchron/test/harness/containerd"
 )
 
 // BenchmarkPodLifecycle measures the CRI calls of one pod with one

@@ -13,7 +13,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/podtrace/podtrace/internal/cri"
+	"github.com/podchron/podchron/internal/cri"
 )
 
 // QoS classes (kubelet cgroupfs layout: guaranteed pods sit directly under

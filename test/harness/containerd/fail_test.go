@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/test/harness/containerd"
+	"github.com/podchron/podchron/test/harness/containerd"
 )
 
 // A containerd binary that is present but does not work makes New fail

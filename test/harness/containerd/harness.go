@@ -21,17 +21,17 @@
 //	err = h.TeardownPod(ctx, pod.ID, 0)
 //
 // The OCI runtime the runc v2 shim runs is Config.Runtime, else
-// $PODTRACE_OCI_RUNTIME: "runc" (Debian's, the default), "runc-upstream"
-// ($PODTRACE_RUNC_UPSTREAM or scripts/build-runc.sh), "crun", or an
+// $PODCHRON_OCI_RUNTIME: "runc" (Debian's, the default), "runc-upstream"
+// ($PODCHRON_RUNC_UPSTREAM or scripts/build-runc.sh), "crun", or an
 // absolute path (see ResolveRuntime). The harness logs the runtime's,
 // containerd's and the kernel's versions (Harness.Versions).
 //
-// Extra images (e.g. podtrace's own static binary) are built with
+// Extra images (e.g. podchron's own static binary) are built with
 // Config.Images or ImportImage:
 //
-//	h.ImportImage(ctx, containerd.Image{Name: "localhost/podtrace/podtrace:e2e",
-//		Entrypoint: []string{"/podtrace"},
-//		Files: []containerd.File{{Path: "/podtrace", HostPath: binPath}}})
+//	h.ImportImage(ctx, containerd.Image{Name: "localhost/podchron/podchron:e2e",
+//		Entrypoint: []string{"/podchron"},
+//		Files: []containerd.File{{Path: "/podchron", HostPath: binPath}}})
 //
 // Host side effects and how they are undone: containerd, its shims and
 // container processes (stopped through CRI, then killed by PID), mounts
@@ -62,14 +62,14 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/podtrace/podtrace/internal/cri"
+	"github.com/podchron/podchron/internal/cri"
 )
 
 // Config configures a Harness. The zero value is usable.
 type Config struct {
 	// CgroupRoot is the cgroupfs root under which pod cgroups are created
 	// (kubelet layout <CgroupRoot>/<qos>/pod<uid>). Default
-	// "/podtrace-e2e-<rand>", so tests never collide with a real kubelet's
+	// "/podchron-e2e-<rand>", so tests never collide with a real kubelet's
 	// /kubepods. Use "/kubepods" to look exactly like a kubelet.
 	CgroupRoot string
 	// BridgeName of the CNI bridge (max 15 chars). Default "ptbr<rand>".
@@ -90,7 +90,7 @@ type Config struct {
 	// LogLevel of containerd (default "info").
 	LogLevel string
 	// Runtime is the OCI runtime the runc v2 shim runs (BinaryName).
-	// Zero: $PODTRACE_OCI_RUNTIME, else Debian's runc (see ResolveRuntime).
+	// Zero: $PODCHRON_OCI_RUNTIME, else Debian's runc (see ResolveRuntime).
 	// A Runtime with only Name set is resolved by name.
 	Runtime Runtime
 }
@@ -257,7 +257,7 @@ func New(ctx context.Context, cfg Config) (_ *Harness, retErr error) {
 
 	suffix := randHex(4)
 	if cfg.CgroupRoot == "" {
-		cfg.CgroupRoot = "/podtrace-e2e-" + suffix
+		cfg.CgroupRoot = "/podchron-e2e-" + suffix
 	}
 	cfg.CgroupRoot = filepath.Clean("/" + cfg.CgroupRoot)
 	if cfg.BridgeName == "" {
@@ -290,7 +290,7 @@ func New(ctx context.Context, cfg Config) (_ *Harness, retErr error) {
 		log:          log.With("runtime_dir", rtDir),
 		RuntimeDir:   rtDir,
 		Socket:       filepath.Join(rtDir, "containerd.sock"),
-		NetworkName:  "podtrace-e2e-" + suffix,
+		NetworkName:  "podchron-e2e-" + suffix,
 		BridgeName:   cfg.BridgeName,
 		Subnet:       subnet,
 		CgroupRoot:   cfg.CgroupRoot,
@@ -468,7 +468,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 	if err != nil {
 		return fmt.Errorf("CNI conflist: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(rt, "net.d", "10-podtrace-e2e.conflist"), b, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(rt, "net.d", "10-podchron-e2e.conflist"), b, 0o600); err != nil {
 		return fmt.Errorf("CNI conflist: %w", err)
 	}
 	return nil

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/internal/cri"
-	"github.com/podtrace/podtrace/test/harness/containerd"
+	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/test/harness/containerd"
 )
 
 // TestHarnessRestoresHost runs a pod with a container, then closes the
@@ -71,18 +71,18 @@ func TestExtraFilesInImage(t *testing.T) {
 	defer cancel()
 
 	if _, err := h.ImportImage(ctx, containerd.Image{
-		Name: "localhost/podtrace-e2e/extra:1",
+		Name: "localhost/podchron-e2e/extra:1",
 		Files: []containerd.File{
-			{Path: "/etc/podtrace/hello.txt", Data: []byte("hi from layer\n")},
+			{Path: "/etc/podchron/hello.txt", Data: []byte("hi from layer\n")},
 			{Path: "/usr/local/bin/hello", Data: []byte("#!/bin/sh\necho script-ok\n"), Mode: 0o755},
 		},
 	}); err != nil {
 		t.Fatal(err)
 	}
 	// A scratch image with only the static busybox binary copied in (stands
-	// in for a static Go binary such as podtrace itself).
+	// in for a static Go binary such as podchron itself).
 	if _, err := h.ImportImage(ctx, containerd.Image{
-		Name:       "localhost/podtrace-e2e/scratch:1",
+		Name:       "localhost/podchron-e2e/scratch:1",
 		NoBusybox:  true,
 		Entrypoint: []string{"/busybox"},
 		Files:      []containerd.File{{Path: "/busybox", HostPath: containerd.BusyboxPath}},
@@ -94,14 +94,14 @@ func TestExtraFilesInImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	id1, err := h.RunContainer(ctx, pod, containerd.ContainerSpec{
-		Name: "extra", Image: "localhost/podtrace-e2e/extra:1",
-		Command: []string{"sh", "-c", "cat /etc/podtrace/hello.txt; hello"},
+		Name: "extra", Image: "localhost/podchron-e2e/extra:1",
+		Command: []string{"sh", "-c", "cat /etc/podchron/hello.txt; hello"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	id2, err := h.RunContainer(ctx, pod, containerd.ContainerSpec{
-		Name: "scratch", Image: "localhost/podtrace-e2e/scratch:1", Args: []string{"echo", "scratch-ok"},
+		Name: "scratch", Image: "localhost/podchron-e2e/scratch:1", Args: []string{"echo", "scratch-ok"},
 	})
 	if err != nil {
 		t.Fatal(err)

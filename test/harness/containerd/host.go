@@ -10,7 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/podtrace/podtrace/internal/cgroupfs"
+	"github.com/podchron/podchron/internal/cgroupfs"
 	"io/fs"
 	"log/slog"
 	"math/rand/v2"

@@ -31,8 +31,8 @@ const PauseScript = `trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; d
 
 // Default image names (as seen by CRI).
 const (
-	PauseImageName   = "localhost/podtrace-e2e/pause:3.9"
-	BusyboxImageName = "localhost/podtrace-e2e/busybox:latest"
+	PauseImageName   = "localhost/podchron-e2e/pause:3.9"
+	BusyboxImageName = "localhost/podchron-e2e/busybox:latest"
 )
 
 // imageEpoch is the fixed mtime of every layer entry, so identical inputs
@@ -41,7 +41,7 @@ var imageEpoch = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // File is an extra file (or directory/symlink) put into an image layer.
 type File struct {
-	// Path inside the image, absolute ("/usr/local/bin/podtrace").
+	// Path inside the image, absolute ("/usr/local/bin/podchron").
 	Path string
 	// Mode permission bits (default 0644, or 0755 when HostPath is
 	// executable, 0755 for directories).
@@ -55,7 +55,7 @@ type File struct {
 
 // Image describes an OCI image built without Docker or a registry.
 type Image struct {
-	// Name as CRI will see it, e.g. "localhost/podtrace/podtrace:e2e".
+	// Name as CRI will see it, e.g. "localhost/podchron/podchron:e2e".
 	// It is stored in the index annotation io.containerd.image.name.
 	Name string
 	// NoBusybox leaves out the busybox base (/bin/busybox, applet links,
@@ -162,7 +162,7 @@ func BuildImageArchive(img Image, dst string) (*ImageArchive, error) {
 		"rootfs":       map[string]any{"type": "layers", "diff_ids": []string{layerDigest}},
 		"history": []map[string]any{{
 			"created":    imageEpoch.Format(time.RFC3339),
-			"created_by": "podtrace test harness",
+			"created_by": "podchron test harness",
 		}},
 	}
 	cfgJSON, err := json.Marshal(cfg)

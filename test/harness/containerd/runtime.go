@@ -32,11 +32,11 @@ const (
 	// RuntimeEnv selects the OCI runtime of harnesses whose Config.Runtime
 	// is zero: a name known to ResolveRuntime or an absolute path.
 	// Default "runc".
-	RuntimeEnv = "PODTRACE_OCI_RUNTIME"
+	RuntimeEnv = "PODCHRON_OCI_RUNTIME"
 	// RuncUpstreamEnv is the path of an upstream runc build for
 	// "runc-upstream" (`make test` sets it from scripts/build-runc.sh).
 	// Unset, the harness runs scripts/build-runc.sh itself (cached).
-	RuncUpstreamEnv = "PODTRACE_RUNC_UPSTREAM"
+	RuncUpstreamEnv = "PODCHRON_RUNC_UPSTREAM"
 )
 
 // Binaries of the named runtimes.
@@ -51,7 +51,7 @@ var (
 // order test matrices run them.
 var RuntimeNames = []string{"runc", "runc-upstream", "crun"}
 
-// DefaultRuntime resolves $PODTRACE_OCI_RUNTIME ("runc" when unset).
+// DefaultRuntime resolves $PODCHRON_OCI_RUNTIME ("runc" when unset).
 func DefaultRuntime(ctx context.Context) (Runtime, error) {
 	return ResolveRuntime(ctx, os.Getenv(RuntimeEnv))
 }
@@ -59,13 +59,13 @@ func DefaultRuntime(ctx context.Context) (Runtime, error) {
 // ResolveRuntime turns a runtime name or an absolute path into a Runtime:
 //
 //	"" or "runc"     Debian's runc (RuncBinary)
-//	"runc-upstream"  $PODTRACE_RUNC_UPSTREAM, else scripts/build-runc.sh (newest upstream release, cached)
+//	"runc-upstream"  $PODCHRON_RUNC_UPSTREAM, else scripts/build-runc.sh (newest upstream release, cached)
 //	"crun"           crun (CrunBinary)
 //	"/abs/path"      that binary, named by its path
 //
 // Errors wrap ErrRequirements when the binary is not installed or cannot be
 // built here (tests skip); an unknown name or a missing binary that was
-// asked for explicitly by path or $PODTRACE_RUNC_UPSTREAM is a plain error.
+// asked for explicitly by path or $PODCHRON_RUNC_UPSTREAM is a plain error.
 func ResolveRuntime(ctx context.Context, spec string) (Runtime, error) {
 	switch spec {
 	case "", "runc":
@@ -226,7 +226,7 @@ var upstreamRunc struct {
 }
 
 // buildUpstreamRunc runs scripts/build-runc.sh (found from the working
-// directory up to the podtrace module root) once per process.
+// directory up to the podchron module root) once per process.
 func buildUpstreamRunc(ctx context.Context) (string, error) {
 	upstreamRunc.Lock()
 	defer upstreamRunc.Unlock()
@@ -260,7 +260,7 @@ func buildUpstreamRunc(ctx context.Context) (string, error) {
 }
 
 // findRepoFile looks for rel in the working directory and its parents, up
-// to the directory holding podtrace's go.mod.
+// to the directory holding podchron's go.mod.
 func findRepoFile(rel string) (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
@@ -270,8 +270,8 @@ func findRepoFile(rel string) (string, error) {
 		if _, err := os.Stat(filepath.Join(dir, rel)); err == nil {
 			return filepath.Join(dir, rel), nil
 		}
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.Contains(b, []byte("module github.com/podtrace/podtrace\n")) {
-			return "", fmt.Errorf("%s not found in the podtrace module at %s", rel, dir)
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.Contains(b, []byte("module github.com/podchron/podchron\n")) {
+			return "", fmt.Errorf("%s not found in the podchron module at %s", rel, dir)
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {

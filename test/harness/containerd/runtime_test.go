@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/podtrace/podtrace/test/harness/containerd"
+	"github.com/podchron/podchron/test/harness/containerd"
 )
 
 func TestResolveRuntime(t *testing.T) {

@@ -17,10 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/test/harness/containerd"
+	"github.com/podchron/podchron/test/harness/containerd"
 )
 
-const helperEnv = "PODTRACE_HARNESS_HELPER"
+const helperEnv = "PODCHRON_HARNESS_HELPER"
 
 // TestHelperHarnessOwner is not a test: run as a child process by
 // TestCleanupStaleAfterOwnerCrash, it starts a harness with a running pod,

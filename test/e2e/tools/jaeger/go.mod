@@ -2,7 +2,7 @@
 // go.sum is upstream's own (the module mirror's checksum database lacks some
 // collector-contrib entries, so `go mod tidy` cannot write it); build with
 // GOFLAGS=-mod=mod. Checksums are still verified.
-module podtrace.test/e2e/jaeger
+module podchron.test/e2e/jaeger
 
 go 1.24.6
 

@@ -1,7 +1,7 @@
 // Wrapper module that builds the Kubernetes v1.34.4 binaries the e2e cluster runs.
 // k8s.io/kubernetes cannot be 'go install'ed (it has replace directives), so every
 // staging module is pinned here, derived from its own go.mod by gen-gomod.sh.
-module podtrace.test/e2e/kubernetes
+module podchron.test/e2e/kubernetes
 
 go 1.24.0
 

@@ -29,8 +29,8 @@ const cniLoopback = "/usr/lib/cni/loopback"
 
 func inVM(t *testing.T) {
 	t.Helper()
-	if os.Getenv("PODTRACE_VM") != "1" {
-		t.Skip("PODTRACE_VM!=1: this self-test is meant to run in the podtrace VM (go run ./test/vm)")
+	if os.Getenv("PODCHRON_VM") != "1" {
+		t.Skip("PODCHRON_VM!=1: this self-test is meant to run in the podchron VM (go run ./test/vm)")
 	}
 }
 
@@ -246,7 +246,7 @@ func TestTpBTFCountsExec(t *testing.T) {
 func TestBPFPin(t *testing.T) {
 	inVM(t)
 	m := newCounter(t)
-	pin := filepath.Join("/sys/fs/bpf", "podtrace-smoke")
+	pin := filepath.Join("/sys/fs/bpf", "podchron-smoke")
 	if err := m.Pin(pin); err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestCgroup2(t *testing.T) {
 			t.Errorf("controller %s not enabled at the cgroup2 root", c)
 		}
 	}
-	dir := filepath.Join(root, "podtrace-smoke")
+	dir := filepath.Join(root, "podchron-smoke")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -292,8 +292,8 @@ func TestCgroup2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.TrimSpace(string(b)); got != "0::/podtrace-smoke" {
-		t.Fatalf("/proc/pid/cgroup = %q, want 0::/podtrace-smoke", got)
+	if got := strings.TrimSpace(string(b)); got != "0::/podchron-smoke" {
+		t.Fatalf("/proc/pid/cgroup = %q, want 0::/podchron-smoke", got)
 	}
 	var st syscall.Stat_t
 	if err := syscall.Stat(dir, &st); err != nil {
@@ -328,13 +328,13 @@ func TestOrphansAreReaped(t *testing.T) {
 
 // TestFaultInjection lets the runner's failure reporting be exercised by
 // hand: go run ./test/vm -pkg ./test/vm/testdata/smoke -env
-// PODTRACE_SMOKE_FAULT=X with X one of fail, verifier, hang, panic, poweroff.
+// PODCHRON_SMOKE_FAULT=X with X one of fail, verifier, hang, panic, poweroff.
 // Without the variable it is skipped.
 func TestFaultInjection(t *testing.T) {
 	inVM(t)
-	switch f := os.Getenv("PODTRACE_SMOKE_FAULT"); f {
+	switch f := os.Getenv("PODCHRON_SMOKE_FAULT"); f {
 	case "":
-		t.Skip("PODTRACE_SMOKE_FAULT not set")
+		t.Skip("PODCHRON_SMOKE_FAULT not set")
 	case "fail":
 		t.Fatal("injected test failure")
 	case "verifier":
@@ -353,6 +353,6 @@ func TestFaultInjection(t *testing.T) {
 		_ = exec.Command("/sbin/poweroff", "-f").Run()
 		time.Sleep(time.Minute)
 	default:
-		t.Fatalf("unknown PODTRACE_SMOKE_FAULT=%q", f)
+		t.Fatalf("unknown PODCHRON_SMOKE_FAULT=%q", f)
 	}
 }

@@ -13,16 +13,16 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-type podtraceCgroupEvent struct {
+type podchronCgroupEvent struct {
 	_           structs.HostLayout
-	Hdr         podtraceEventHeader
+	Hdr         podchronEventHeader
 	Id          uint64
 	Level       int32
 	HierarchyId uint32
 	Path        [256]int8
 }
 
-type podtraceCniInfo struct {
+type podchronCniInfo struct {
 	_           structs.HostLayout
 	Command     [16]int8
 	ContainerId [128]int8
@@ -31,13 +31,13 @@ type podtraceCniInfo struct {
 	Args        [512]int8
 }
 
-type podtraceEventCounter struct {
+type podchronEventCounter struct {
 	_       structs.HostLayout
 	Emitted uint64
 	Lost    uint64
 }
 
-type podtraceEventHeader struct {
+type podchronEventHeader struct {
 	_        structs.HostLayout
 	Type     uint32
 	Origin   uint32
@@ -50,54 +50,54 @@ type podtraceEventHeader struct {
 	Comm     [16]int8
 }
 
-type podtraceEventType uint32
+type podchronEventType uint32
 
 const (
-	podtraceEventTypeEVENT_EXEC            podtraceEventType = 1
-	podtraceEventTypeEVENT_FORK            podtraceEventType = 2
-	podtraceEventTypeEVENT_EXIT            podtraceEventType = 3
-	podtraceEventTypeEVENT_SIGNAL_GENERATE podtraceEventType = 4
-	podtraceEventTypeEVENT_SIGNAL_DELIVER  podtraceEventType = 5
-	podtraceEventTypeEVENT_OOM_KILL        podtraceEventType = 6
-	podtraceEventTypeEVENT_CGROUP_MKDIR    podtraceEventType = 7
-	podtraceEventTypeEVENT_CGROUP_RMDIR    podtraceEventType = 8
-	podtraceEventTypeEVENT_TYPE_MAX        podtraceEventType = 9
+	podchronEventTypeEVENT_EXEC            podchronEventType = 1
+	podchronEventTypeEVENT_FORK            podchronEventType = 2
+	podchronEventTypeEVENT_EXIT            podchronEventType = 3
+	podchronEventTypeEVENT_SIGNAL_GENERATE podchronEventType = 4
+	podchronEventTypeEVENT_SIGNAL_DELIVER  podchronEventType = 5
+	podchronEventTypeEVENT_OOM_KILL        podchronEventType = 6
+	podchronEventTypeEVENT_CGROUP_MKDIR    podchronEventType = 7
+	podchronEventTypeEVENT_CGROUP_RMDIR    podchronEventType = 8
+	podchronEventTypeEVENT_TYPE_MAX        podchronEventType = 9
 )
 
-type podtraceExecEvent struct {
+type podchronExecEvent struct {
 	_        structs.HostLayout
-	Hdr      podtraceEventHeader
+	Hdr      podchronEventHeader
 	Flags    uint32
 	ArgsSize uint32
 	Filename [256]int8
 	Args     [256]int8
 }
 
-type podtraceExitEvent struct {
+type podchronExitEvent struct {
 	_        structs.HostLayout
-	Hdr      podtraceEventHeader
+	Hdr      podchronEventHeader
 	ExitCode uint32
 	Pad      uint32
 	StartNs  uint64
 }
 
-type podtraceExitKey struct {
+type podchronExitKey struct {
 	_     structs.HostLayout
 	Tgid  uint32
 	Pad   uint32
 	Start uint64
 }
 
-type podtraceForkEvent struct {
+type podchronForkEvent struct {
 	_         structs.HostLayout
-	Hdr       podtraceEventHeader
+	Hdr       podchronEventHeader
 	ChildTgid uint32
 	ChildPid  uint32
 }
 
-type podtraceOomEvent struct {
+type podchronOomEvent struct {
 	_              structs.HostLayout
-	Hdr            podtraceEventHeader
+	Hdr            podchronEventHeader
 	VictimTgid     uint32
 	Flags          uint32
 	VictimCgroupId uint64
@@ -113,26 +113,26 @@ type podtraceOomEvent struct {
 	MemcgLevel     [8]uint32
 }
 
-type podtracePrefixKey struct {
+type podchronPrefixKey struct {
 	_         structs.HostLayout
 	Prefixlen uint32
 	Data      [64]uint8
 }
 
-type podtraceRootPath struct {
+type podchronRootPath struct {
 	_    structs.HostLayout
 	Path [128]int8
 }
 
-type podtraceScratch struct {
+type podchronScratch struct {
 	_   structs.HostLayout
-	Cni podtraceCniInfo
+	Cni podchronCniInfo
 	Env [1024]int8
 }
 
-type podtraceSignalDeliverEvent struct {
+type podchronSignalDeliverEvent struct {
 	_           structs.HostLayout
-	Hdr         podtraceEventHeader
+	Hdr         podchronEventHeader
 	Sig         uint32
 	Code        int32
 	Disposition uint32
@@ -140,9 +140,9 @@ type podtraceSignalDeliverEvent struct {
 	SaFlags     uint64
 }
 
-type podtraceSignalEvent struct {
+type podchronSignalEvent struct {
 	_              structs.HostLayout
-	Hdr            podtraceEventHeader
+	Hdr            podchronEventHeader
 	Sig            uint32
 	Code           int32
 	Result         int32
@@ -159,71 +159,71 @@ type podtraceSignalEvent struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	podtraceMapCniDirs               = "cni_dirs"
-	podtraceMapCounters              = "counters"
-	podtraceMapEvents                = "events"
-	podtraceMapExitsSeen             = "exits_seen"
-	podtraceMapQuietSubmits          = "quiet_submits"
-	podtraceMapRootPaths             = "root_paths"
-	podtraceMapRuntimeComms          = "runtime_comms"
-	podtraceMapScratchMap            = "scratch_map"
-	podtraceMapTrackedTasks          = "tracked_tasks"
-	podtraceMapWatchedCgroups        = "watched_cgroups"
-	podtraceProgHandleCgroupMkdir    = "handle_cgroup_mkdir"
-	podtraceProgHandleCgroupRmdir    = "handle_cgroup_rmdir"
-	podtraceProgHandleExec           = "handle_exec"
-	podtraceProgHandleExit           = "handle_exit"
-	podtraceProgHandleFork           = "handle_fork"
-	podtraceProgHandleMarkVictim     = "handle_mark_victim"
-	podtraceProgHandleSignalDeliver  = "handle_signal_deliver"
-	podtraceProgHandleSignalGenerate = "handle_signal_generate"
-	podtraceVarCgroupEvent           = "_cgroup_event"
-	podtraceVarCniInfo               = "_cni_info"
-	podtraceVarEventHeader           = "_event_header"
-	podtraceVarEventType             = "_event_type"
-	podtraceVarExecEvent             = "_exec_event"
-	podtraceVarExitEvent             = "_exit_event"
-	podtraceVarForkEvent             = "_fork_event"
-	podtraceVarOomEvent              = "_oom_event"
-	podtraceVarSignalDeliverEvent    = "_signal_deliver_event"
-	podtraceVarSignalEvent           = "_signal_event"
-	podtraceVarCfgAncestorHelper     = "cfg_ancestor_helper"
-	podtraceVarCfgCgroupV1           = "cfg_cgroup_v1"
-	podtraceVarCfgExitHasGroupDead   = "cfg_exit_has_group_dead"
-	podtraceVarCfgHierarchyId        = "cfg_hierarchy_id"
-	podtraceVarCfgMaxRootLevel       = "cfg_max_root_level"
-	podtraceVarCfgMinRootLevel       = "cfg_min_root_level"
-	podtraceVarCfgReportLevel        = "cfg_report_level"
-	podtraceVarCfgSelfTgid           = "cfg_self_tgid"
-	podtraceVarCfgSignalMask         = "cfg_signal_mask"
-	podtraceVarCfgWakeupEvents       = "cfg_wakeup_events"
-	podtraceVarPathAncestorIds       = "path_ancestor_ids"
-	podtraceVarPathAncestors         = "path_ancestors"
-	podtraceVarPathCurrentWalk       = "path_current_walk"
+	podchronMapCniDirs               = "cni_dirs"
+	podchronMapCounters              = "counters"
+	podchronMapEvents                = "events"
+	podchronMapExitsSeen             = "exits_seen"
+	podchronMapQuietSubmits          = "quiet_submits"
+	podchronMapRootPaths             = "root_paths"
+	podchronMapRuntimeComms          = "runtime_comms"
+	podchronMapScratchMap            = "scratch_map"
+	podchronMapTrackedTasks          = "tracked_tasks"
+	podchronMapWatchedCgroups        = "watched_cgroups"
+	podchronProgHandleCgroupMkdir    = "handle_cgroup_mkdir"
+	podchronProgHandleCgroupRmdir    = "handle_cgroup_rmdir"
+	podchronProgHandleExec           = "handle_exec"
+	podchronProgHandleExit           = "handle_exit"
+	podchronProgHandleFork           = "handle_fork"
+	podchronProgHandleMarkVictim     = "handle_mark_victim"
+	podchronProgHandleSignalDeliver  = "handle_signal_deliver"
+	podchronProgHandleSignalGenerate = "handle_signal_generate"
+	podchronVarCgroupEvent           = "_cgroup_event"
+	podchronVarCniInfo               = "_cni_info"
+	podchronVarEventHeader           = "_event_header"
+	podchronVarEventType             = "_event_type"
+	podchronVarExecEvent             = "_exec_event"
+	podchronVarExitEvent             = "_exit_event"
+	podchronVarForkEvent             = "_fork_event"
+	podchronVarOomEvent              = "_oom_event"
+	podchronVarSignalDeliverEvent    = "_signal_deliver_event"
+	podchronVarSignalEvent           = "_signal_event"
+	podchronVarCfgAncestorHelper     = "cfg_ancestor_helper"
+	podchronVarCfgCgroupV1           = "cfg_cgroup_v1"
+	podchronVarCfgExitHasGroupDead   = "cfg_exit_has_group_dead"
+	podchronVarCfgHierarchyId        = "cfg_hierarchy_id"
+	podchronVarCfgMaxRootLevel       = "cfg_max_root_level"
+	podchronVarCfgMinRootLevel       = "cfg_min_root_level"
+	podchronVarCfgReportLevel        = "cfg_report_level"
+	podchronVarCfgSelfTgid           = "cfg_self_tgid"
+	podchronVarCfgSignalMask         = "cfg_signal_mask"
+	podchronVarCfgWakeupEvents       = "cfg_wakeup_events"
+	podchronVarPathAncestorIds       = "path_ancestor_ids"
+	podchronVarPathAncestors         = "path_ancestors"
+	podchronVarPathCurrentWalk       = "path_current_walk"
 )
 
-// loadPodtrace returns the embedded CollectionSpec for podtrace.
-func loadPodtrace() (*ebpf.CollectionSpec, error) {
-	reader := bytes.NewReader(_PodtraceBytes)
+// loadPodchron returns the embedded CollectionSpec for podchron.
+func loadPodchron() (*ebpf.CollectionSpec, error) {
+	reader := bytes.NewReader(_PodchronBytes)
 	spec, err := ebpf.LoadCollectionSpecFromReader(reader)
 	if err != nil {
-		return nil, fmt.Errorf("can't load podtrace: %w", err)
+		return nil, fmt.Errorf("can't load podchron: %w", err)
 	}
 
 	return spec, err
 }
 
-// loadPodtraceObjects loads podtrace and converts it into a struct.
+// loadPodchronObjects loads podchron and converts it into a struct.
 //
 // The following types are suitable as obj argument:
 //
-//	*podtraceObjects
-//	*podtracePrograms
-//	*podtraceMaps
+//	*podchronObjects
+//	*podchronPrograms
+//	*podchronMaps
 //
 // See ebpf.CollectionSpec.LoadAndAssign documentation for details.
-func loadPodtraceObjects(obj any, opts *ebpf.CollectionOptions) error {
-	spec, err := loadPodtrace()
+func loadPodchronObjects(obj any, opts *ebpf.CollectionOptions) error {
+	spec, err := loadPodchron()
 	if err != nil {
 		return err
 	}
@@ -231,19 +231,19 @@ func loadPodtraceObjects(obj any, opts *ebpf.CollectionOptions) error {
 	return spec.LoadAndAssign(obj, opts)
 }
 
-// podtraceSpecs contains maps and programs before they are loaded into the kernel.
+// podchronSpecs contains maps and programs before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
-type podtraceSpecs struct {
-	podtraceProgramSpecs
-	podtraceMapSpecs
-	podtraceVariableSpecs
+type podchronSpecs struct {
+	podchronProgramSpecs
+	podchronMapSpecs
+	podchronVariableSpecs
 }
 
-// podtraceProgramSpecs contains programs before they are loaded into the kernel.
+// podchronProgramSpecs contains programs before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
-type podtraceProgramSpecs struct {
+type podchronProgramSpecs struct {
 	HandleCgroupMkdir    *ebpf.ProgramSpec `ebpf:"handle_cgroup_mkdir"`
 	HandleCgroupRmdir    *ebpf.ProgramSpec `ebpf:"handle_cgroup_rmdir"`
 	HandleExec           *ebpf.ProgramSpec `ebpf:"handle_exec"`
@@ -254,10 +254,10 @@ type podtraceProgramSpecs struct {
 	HandleSignalGenerate *ebpf.ProgramSpec `ebpf:"handle_signal_generate"`
 }
 
-// podtraceMapSpecs contains maps before they are loaded into the kernel.
+// podchronMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
-type podtraceMapSpecs struct {
+type podchronMapSpecs struct {
 	CniDirs        *ebpf.MapSpec `ebpf:"cni_dirs"`
 	Counters       *ebpf.MapSpec `ebpf:"counters"`
 	Events         *ebpf.MapSpec `ebpf:"events"`
@@ -270,10 +270,10 @@ type podtraceMapSpecs struct {
 	WatchedCgroups *ebpf.MapSpec `ebpf:"watched_cgroups"`
 }
 
-// podtraceVariableSpecs contains global variables before they are loaded into the kernel.
+// podchronVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
-type podtraceVariableSpecs struct {
+type podchronVariableSpecs struct {
 	CgroupEvent         *ebpf.VariableSpec `ebpf:"_cgroup_event"`
 	CniInfo             *ebpf.VariableSpec `ebpf:"_cni_info"`
 	EventHeader         *ebpf.VariableSpec `ebpf:"_event_header"`
@@ -299,26 +299,26 @@ type podtraceVariableSpecs struct {
 	PathCurrentWalk     *ebpf.VariableSpec `ebpf:"path_current_walk"`
 }
 
-// podtraceObjects contains all objects after they have been loaded into the kernel.
+// podchronObjects contains all objects after they have been loaded into the kernel.
 //
-// It can be passed to loadPodtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
-type podtraceObjects struct {
-	podtracePrograms
-	podtraceMaps
-	podtraceVariables
+// It can be passed to loadPodchronObjects or ebpf.CollectionSpec.LoadAndAssign.
+type podchronObjects struct {
+	podchronPrograms
+	podchronMaps
+	podchronVariables
 }
 
-func (o *podtraceObjects) Close() error {
-	return _PodtraceClose(
-		&o.podtracePrograms,
-		&o.podtraceMaps,
+func (o *podchronObjects) Close() error {
+	return _PodchronClose(
+		&o.podchronPrograms,
+		&o.podchronMaps,
 	)
 }
 
-// podtraceMaps contains all maps after they have been loaded into the kernel.
+// podchronMaps contains all maps after they have been loaded into the kernel.
 //
-// It can be passed to loadPodtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
-type podtraceMaps struct {
+// It can be passed to loadPodchronObjects or ebpf.CollectionSpec.LoadAndAssign.
+type podchronMaps struct {
 	CniDirs        *ebpf.Map `ebpf:"cni_dirs"`
 	Counters       *ebpf.Map `ebpf:"counters"`
 	Events         *ebpf.Map `ebpf:"events"`
@@ -331,8 +331,8 @@ type podtraceMaps struct {
 	WatchedCgroups *ebpf.Map `ebpf:"watched_cgroups"`
 }
 
-func (m *podtraceMaps) Close() error {
-	return _PodtraceClose(
+func (m *podchronMaps) Close() error {
+	return _PodchronClose(
 		m.CniDirs,
 		m.Counters,
 		m.Events,
@@ -346,10 +346,10 @@ func (m *podtraceMaps) Close() error {
 	)
 }
 
-// podtraceVariables contains all global variables after they have been loaded into the kernel.
+// podchronVariables contains all global variables after they have been loaded into the kernel.
 //
-// It can be passed to loadPodtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
-type podtraceVariables struct {
+// It can be passed to loadPodchronObjects or ebpf.CollectionSpec.LoadAndAssign.
+type podchronVariables struct {
 	CgroupEvent         *ebpf.Variable `ebpf:"_cgroup_event"`
 	CniInfo             *ebpf.Variable `ebpf:"_cni_info"`
 	EventHeader         *ebpf.Variable `ebpf:"_event_header"`
@@ -375,10 +375,10 @@ type podtraceVariables struct {
 	PathCurrentWalk     *ebpf.Variable `ebpf:"path_current_walk"`
 }
 
-// podtracePrograms contains all programs after they have been loaded into the kernel.
+// podchronPrograms contains all programs after they have been loaded into the kernel.
 //
-// It can be passed to loadPodtraceObjects or ebpf.CollectionSpec.LoadAndAssign.
-type podtracePrograms struct {
+// It can be passed to loadPodchronObjects or ebpf.CollectionSpec.LoadAndAssign.
+type podchronPrograms struct {
 	HandleCgroupMkdir    *ebpf.Program `ebpf:"handle_cgroup_mkdir"`
 	HandleCgroupRmdir    *ebpf.Program `ebpf:"handle_cgroup_rmdir"`
 	HandleExec           *ebpf.Program `ebpf:"handle_exec"`
@@ -389,8 +389,8 @@ type podtracePrograms struct {
 	HandleSignalGenerate *ebpf.Program `ebpf:"handle_signal_generate"`
 }
 
-func (p *podtracePrograms) Close() error {
-	return _PodtraceClose(
+func (p *podchronPrograms) Close() error {
+	return _PodchronClose(
 		p.HandleCgroupMkdir,
 		p.HandleCgroupRmdir,
 		p.HandleExec,
@@ -402,7 +402,7 @@ func (p *podtracePrograms) Close() error {
 	)
 }
 
-func _PodtraceClose(closers ...io.Closer) error {
+func _PodchronClose(closers ...io.Closer) error {
 	for _, closer := range closers {
 		if err := closer.Close(); err != nil {
 			return err
@@ -413,5 +413,5 @@ func _PodtraceClose(closers ...io.Closer) error {
 
 // Do not access this directly.
 //
-//go:embed podtrace_bpfel.o
-var _PodtraceBytes []byte
+//go:embed podchron_bpfel.o
+var _PodchronBytes []byte

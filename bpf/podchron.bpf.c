@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 /*
- * podtrace's kernel probes: one object, one ring buffer, the programs split
+ * podchron's kernel probes: one object, one ring buffer, the programs split
  * by area under probes/. Shared types and maps live in include/.
  */
 #include "common.h"
