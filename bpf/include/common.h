@@ -22,6 +22,16 @@ volatile const __u64 cfg_signal_mask = ~0ULL; /* bit (sig-1) set: report that si
 volatile const __u32 cfg_wakeup_events = 0;   /* wake the reader every this many records per CPU (0: every record) */
 volatile const __s32 cfg_min_root_level = 0;  /* shallowest and deepest level of a watched root: */
 volatile const __s32 cfg_max_root_level = 15; /* only those ancestor levels are looked up */
+/* Benchmark only (bench/execstorm.sh's "floor" mode): every program returns
+ * at once, so the same hooks cost only their attachment. Never set in use. */
+volatile const __u32 cfg_noop = 0;
+
+/* First statement of every program. */
+#define NOOP_RETURN()          \
+	do {                   \
+		if (cfg_noop)  \
+			return 0; \
+	} while (0)
 
 #define MAX_CGROUP_LEVEL 16
 #define MAX_ENV_VARS 128

@@ -50,12 +50,14 @@ static __always_inline int cgroup_event(struct cgroup *cgrp, const char *path, _
 SEC("tp_btf/cgroup_mkdir")
 int BPF_PROG(handle_cgroup_mkdir, struct cgroup *cgrp, const char *path)
 {
+	NOOP_RETURN();
 	return cgroup_event(cgrp, path, EVENT_CGROUP_MKDIR);
 }
 
 SEC("tp_btf/cgroup_rmdir")
 int BPF_PROG(handle_cgroup_rmdir, struct cgroup *cgrp, const char *path)
 {
+	NOOP_RETURN();
 	return cgroup_event(cgrp, path, EVENT_CGROUP_RMDIR);
 }
 

@@ -48,6 +48,7 @@ SEC("tp_btf/signal_generate")
 int BPF_PROG(handle_signal_generate, int sig, struct kernel_siginfo *info, struct task_struct *task,
 	     int group, int result)
 {
+	NOOP_RETURN();
 	__u32 ttgid = BPF_CORE_READ(task, tgid);
 	struct signal_event *e;
 	struct cgroup *tcg;
@@ -95,6 +96,7 @@ int BPF_PROG(handle_signal_generate, int sig, struct kernel_siginfo *info, struc
 SEC("tp_btf/signal_deliver")
 int BPF_PROG(handle_signal_deliver, int sig, struct kernel_siginfo *info, struct k_sigaction *ka)
 {
+	NOOP_RETURN();
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct signal_deliver_event *e;
 	__u32 origin = 0;

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -13,6 +14,11 @@ import (
 	"github.com/podchron/podchron/internal/cgroupfs"
 	"github.com/podchron/podchron/internal/probe"
 )
+
+// benchNoopEnv, set to 1, makes every BPF program return at once (nothing is
+// traced): the in-kernel floor that bench/execstorm.sh compares against.
+// Benchmark only; not a flag, so it does not show in -h.
+const benchNoopEnv = "PODCHRON_BENCH_NOOP_PROGRAMS"
 
 type listFlag []string
 
@@ -72,6 +78,9 @@ func (f *probeFlags) probeConfig(log *slog.Logger) (probe.Config, error) {
 	if f.duration < 0 {
 		return cfg, fmt.Errorf("--duration %s: must not be negative", f.duration)
 	}
+	// Benchmark only, deliberately not a flag: bench/execstorm.sh's "floor"
+	// mode loads the same programs, returning at once.
+	cfg.NoopPrograms = os.Getenv(benchNoopEnv) == "1"
 	if err := cfg.Check(); err != nil {
 		return cfg, fmt.Errorf("probe settings: %w", err)
 	}

@@ -59,6 +59,12 @@ type Config struct {
 	SelfTGID int
 	Logger   *slog.Logger
 
+	// NoopPrograms makes every program return at once, before reading
+	// anything: the same hooks attached, nothing reported. For measuring the
+	// floor of in-kernel cost only (bench/execstorm.sh, "floor" mode); a
+	// tracer with it set sees no events at all.
+	NoopPrograms bool
+
 	// exitDedupe forces the exit deduplication older kernels need, so tests
 	// cover that path on new kernels too.
 	exitDedupe bool

@@ -193,6 +193,7 @@ const (
 	podchronVarCfgHierarchyId        = "cfg_hierarchy_id"
 	podchronVarCfgMaxRootLevel       = "cfg_max_root_level"
 	podchronVarCfgMinRootLevel       = "cfg_min_root_level"
+	podchronVarCfgNoop               = "cfg_noop"
 	podchronVarCfgReportLevel        = "cfg_report_level"
 	podchronVarCfgSelfTgid           = "cfg_self_tgid"
 	podchronVarCfgSignalMask         = "cfg_signal_mask"
@@ -290,6 +291,7 @@ type podchronVariableSpecs struct {
 	CfgHierarchyId      *ebpf.VariableSpec `ebpf:"cfg_hierarchy_id"`
 	CfgMaxRootLevel     *ebpf.VariableSpec `ebpf:"cfg_max_root_level"`
 	CfgMinRootLevel     *ebpf.VariableSpec `ebpf:"cfg_min_root_level"`
+	CfgNoop             *ebpf.VariableSpec `ebpf:"cfg_noop"`
 	CfgReportLevel      *ebpf.VariableSpec `ebpf:"cfg_report_level"`
 	CfgSelfTgid         *ebpf.VariableSpec `ebpf:"cfg_self_tgid"`
 	CfgSignalMask       *ebpf.VariableSpec `ebpf:"cfg_signal_mask"`
@@ -366,6 +368,7 @@ type podchronVariables struct {
 	CfgHierarchyId      *ebpf.Variable `ebpf:"cfg_hierarchy_id"`
 	CfgMaxRootLevel     *ebpf.Variable `ebpf:"cfg_max_root_level"`
 	CfgMinRootLevel     *ebpf.Variable `ebpf:"cfg_min_root_level"`
+	CfgNoop             *ebpf.Variable `ebpf:"cfg_noop"`
 	CfgReportLevel      *ebpf.Variable `ebpf:"cfg_report_level"`
 	CfgSelfTgid         *ebpf.Variable `ebpf:"cfg_self_tgid"`
 	CfgSignalMask       *ebpf.Variable `ebpf:"cfg_signal_mask"`

@@ -89,6 +89,11 @@ func Load(cfg Config) (*Probes, error) {
 	if haveAncestorHelper() {
 		ancestorHelper = 1
 	}
+	noop := uint32(0)
+	if cfg.NoopPrograms {
+		noop = 1
+		cfg.Logger.Warn("benchmark mode: every BPF program returns at once; nothing will be traced")
+	}
 	for name, val := range map[string]any{
 		"cfg_self_tgid":           uint32(cfg.SelfTGID),
 		"cfg_cgroup_v1":           v1,
@@ -98,6 +103,7 @@ func Load(cfg Config) (*Probes, error) {
 		"cfg_wakeup_events":       uint32(cfg.WakeupEvents),
 		"cfg_exit_has_group_dead": groupDead,
 		"cfg_ancestor_helper":     ancestorHelper,
+		"cfg_noop":                noop,
 	} {
 		v, ok := spec.Variables[name]
 		if !ok {
