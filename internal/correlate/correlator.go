@@ -7,6 +7,24 @@
 // filesystem: every time it uses comes from the inputs (facts carry their own
 // timestamps, Input.Time drives timers), so the same stream always yields the
 // same spans — `tracer replay` relies on that.
+//
+// Where things are, in the order a fact travels:
+//   - input.go: what goes in (Input) and what measurements come out (Observer);
+//     order.go sequences the sources by their own times.
+//   - ingest_kernel.go, ingest_cni.go, ingest_signal.go, ingest_runtime.go,
+//     ingest_api.go: one handler per source; they only update the model and
+//     note changes. identity.go picks a container's init; oom.go the scope of
+//     an OOM kill; sandbox.go, outage.go, disruption.go more facts.
+//   - model.go (containers, processes, sessions, signals, CNI calls) and
+//     pod.go (the pod): the state.
+//   - lifecycle.go: the one place that decides, for each noted change, which
+//     phase ends and which span is emitted; timers.go makes the same
+//     decisions when waiting is over; startup.go decides start-ups that
+//     never become Ready.
+//   - causes.go: why a container ended.
+//   - emit_startup.go, emit_container.go, emit_termination.go: the spans.
+//   - bounds.go: the caps on what a long-lived pod accumulates;
+//     cleanup.go: forgetting finished pods.
 package correlate
 
 import (
@@ -15,7 +33,6 @@ import (
 
 	"github.com/podchron/podchron/internal/correlate/cgroupid"
 	"github.com/podchron/podchron/internal/cri"
-	"github.com/podchron/podchron/internal/probe"
 )
 
 // Config configures a Correlator.
@@ -63,6 +80,8 @@ type Correlator struct {
 	runtimeGap *cri.Gap
 
 	cgroups map[uint64]*cgroupRef
+	// changes noted by the ingest handlers for the lifecycle step.
+	changes []change
 	// memcgOOMs: the last local OOM count seen per memory cgroup (oom.go).
 	memcgOOMs map[uint64]uint64
 	pods      map[string]*pod
@@ -88,13 +107,6 @@ type Correlator struct {
 
 	seq   sequencer
 	stats Stats
-}
-
-type cgroupRef struct {
-	id      uint64
-	path    string
-	ident   cgroupid.Identity
-	removed bool
 }
 
 // New returns a Correlator.
@@ -184,6 +196,7 @@ func (c *Correlator) apply(in Input) {
 			c.parser = cgroupid.NewParser(append(append([]string(nil), c.cfg.CgroupRoots...), in.Start.CgroupRoots...)...)
 		}
 	}
+	c.step()
 	if c.seq.sequencing() {
 		return // timers run at fixed points of the model's clock (advance)
 	}
@@ -194,8 +207,6 @@ func (c *Correlator) apply(in Input) {
 		c.timersAt = c.now.Add(timerEvery)
 	}
 }
-
-const timerEvery = 250 * time.Millisecond
 
 // Shutdown ends the model of a tracer that stops while pods live on (a
 // restart, an upgrade): what has ended is emitted (settling containers, exec
@@ -222,48 +233,5 @@ func (c *Correlator) Flush() {
 	for _, uid := range sortedKeys(c.pods) {
 		p := c.pods[uid]
 		c.finishPod(p, c.now, "tracer stopped")
-	}
-}
-
-func (c *Correlator) kernel(ev probe.Event) {
-	switch e := ev.(type) {
-	case *probe.CgroupEvent:
-		if e.Type == probe.EventCgroupMkdir {
-			c.cgroupSeen(e.ID, e.Path, e.Time, false)
-		} else {
-			c.cgroupRemoved(e.ID, e.Path, e.Time)
-		}
-	case *probe.ExecEvent:
-		c.exec(e)
-	case *probe.ForkEvent:
-		c.fork(e)
-	case *probe.ExitEvent:
-		c.exit(e)
-	case *probe.SignalEvent:
-		c.signal(e)
-	case *probe.SignalDeliverEvent:
-		c.deliver(e)
-	case *probe.OOMEvent:
-		c.oom(e)
-	}
-}
-
-func (c *Correlator) losses(n uint64) {
-	if n == 0 {
-		return
-	}
-	for _, p := range c.pods {
-		p.eventsLost += n
-		// One event per loss episode: reports close together add up.
-		if p.lossEvent >= 0 && c.now.Sub(p.lossLast) <= lossEpisodeGap {
-			p.lossEpisode += n
-			p.rootEvents[p.lossEvent].Attrs = []Attr{Int("podchron.events_lost", int64(p.lossEpisode)),
-				String("podchron.loss.until", c.now.UTC().Format(time.RFC3339Nano))}
-		} else {
-			p.lossEpisode = n
-			p.lossEvent = p.addRootEvent(SpanEvent{Name: "podchron.events_lost", Time: c.now,
-				Attrs: []Attr{Int("podchron.events_lost", int64(n))}})
-		}
-		p.lossLast = c.now
 	}
 }

@@ -124,10 +124,7 @@ func (c *Correlator) becomeInit(ct *container, pr *proc, at time.Time, args []st
 	if ct.pod != nil && !ct.pod.startupDone && !ct.init && !ct.sandbox {
 		ct.pod.addReadyEvidence(at)
 	}
-	c.backoff(ct)
-	if ct.pod != nil {
-		c.maybeStarted(ct.pod)
-	}
+	c.note(change{kind: changeInitFound, ct: ct})
 }
 
 // runtimeIdentity takes the runtime's facts about a container (its init PID,

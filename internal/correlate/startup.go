@@ -167,29 +167,6 @@ func (c *Correlator) lastExit(p *pod, at time.Time) time.Time {
 	return last
 }
 
-// pullSpan is an image pull: Pulling to Pulled, or to its last failure.
-func (c *Correlator) pullSpan(p *pod, pl *pull, parent SpanID) Span {
-	attrs := []Attr{String("k8s.container.name", pl.container)}
-	if img := p.image(pl.container); img != "" {
-		attrs = append(attrs, String("container.image.name", img))
-	}
-	end, status, msg := pl.end, StatusOK, ""
-	if !pl.end.IsZero() {
-		attrs = append(attrs, String("message", pl.message))
-	} else {
-		end, status, msg = pl.failedAt, StatusError, pl.failure
-		if pl.reason != "" {
-			attrs = append(attrs, String("podchron.waiting.reason", pl.reason))
-			msg = pl.reason + ": " + pl.failure
-		}
-	}
-	if end.Before(pl.start) {
-		end = pl.start
-	}
-	return Span{SpanID: p.spanID("pull/" + pl.container), Parent: parent, Name: "container.image_pull", Start: pl.start, End: end,
-		Status: status, StatusMessage: msg, Attrs: attrs}
-}
-
 // image is a container's image as the pod spec names it.
 func (p *pod) image(container string) string {
 	if spec, _ := p.spec(container); spec != nil {

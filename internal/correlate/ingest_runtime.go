@@ -1,3 +1,7 @@
+// The container runtime's facts in (CRI): sandboxes and containers created,
+// started, exited and removed, with their IDs, PIDs and reasons. The handler
+// only updates the model and notes changes for the lifecycle step.
+
 package correlate
 
 import (
@@ -64,7 +68,7 @@ func (c *Correlator) runtime(ev *cri.Event) {
 		case cri.EventSandboxRemoved:
 			if sb.ID == p.sandboxID {
 				p.sandboxRemoved = ev.At
-				c.maybeGone(p, ev.At)
+				c.note(change{kind: changePodGoing, p: p, at: ev.At})
 			}
 		}
 		return
@@ -110,8 +114,7 @@ func (c *Correlator) runtime(ev *cri.Event) {
 		}
 	case cri.EventContainerStarted:
 		ct.startedAt = rc.StartedAt
-		c.backoff(ct)
-		c.maybeStarted(p)
+		c.note(change{kind: changeContainerStarted, ct: ct})
 	case cri.EventContainerExited:
 		ct.reason = rc.Reason
 		ct.runtimeExit = true
@@ -124,9 +127,9 @@ func (c *Correlator) runtime(ev *cri.Event) {
 			if rc.ExitCode > 128 && rc.ExitCode < 128+65 {
 				ct.exitSignal = sigNum(int(rc.ExitCode) - 128)
 			}
-			c.containerExited(ct)
+			c.note(change{kind: changeContainerExited, ct: ct})
 		}
-		c.settleContainer(ct, false)
+		c.note(change{kind: changeRuntimeExit, ct: ct})
 	case cri.EventContainerRemoved:
 		ct.removed = true
 		if !ct.exited && !ct.startedAtOr().IsZero() {
@@ -136,7 +139,7 @@ func (c *Correlator) runtime(ev *cri.Event) {
 			ct.exitAt = ev.At
 			ct.unknownExit = true
 			ct.runtimeExit = true
-			c.containerExited(ct)
+			c.note(change{kind: changeContainerExited, ct: ct})
 		}
 	}
 }

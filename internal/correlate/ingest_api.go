@@ -1,3 +1,7 @@
+// The API server's facts in: the pod object (spec, status, conditions,
+// deletion), its Kubernetes Events, and whether the API server is reachable.
+// The handlers only update the model and note changes for the lifecycle step.
+
 package correlate
 
 import (
@@ -72,7 +76,7 @@ func (c *Correlator) podInfo(info *PodInfo) {
 		}
 	}
 	if info.Deleted {
-		c.maybeGone(p, c.now)
+		c.note(change{kind: changePodGoing, p: p, at: c.now})
 		return
 	}
 	if reason, ok := p.goingReason(); ok && p.terminating.IsZero() {
@@ -85,7 +89,7 @@ func (c *Correlator) podInfo(info *PodInfo) {
 			p.terminationReason = reason
 		}
 	}
-	c.maybeStarted(p)
+	c.note(change{kind: changePodUpdated, p: p})
 }
 
 // firstStop is the runtime's earliest stop signal to the init of one of the

@@ -1,0 +1,247 @@
+// Spans of a container: its runs, stops, back-off waits and exec sessions.
+
+package correlate
+
+import (
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/podchron/podchron/internal/probe"
+)
+
+// ctKey names a container's span by stable facts (its kind and the
+// container's ID, which is per attempt), so a restarted tracer derives the
+// same span IDs and never reuses one for another span.
+func ctKey(kind string, ct *container) string { return kind + "/" + ct.id }
+
+func containerAttrs(ct *container) []Attr {
+	a := []Attr{String("k8s.container.name", ct.name), String("container.id", ct.id)}
+	if ct.attempt > 0 {
+		a = append(a, Int("podchron.restart.count", int64(ct.attempt)))
+	}
+	return a
+}
+
+func (ct *container) startedAtOr() time.Time {
+	return earliest(ct.initExec, ct.startedAt, ct.createdAt, ct.cgroupAt)
+}
+
+// runSpan emits a container's run (container.run, or container.init for an
+// init container) with its exit cause.
+func (c *Correlator) runSpan(ct *container) {
+	p := ct.pod
+	ns := p.namespace()
+	cause, cattrs := c.cause(ct)
+	c.cfg.Observer.ContainerExit(ns, cause)
+
+	attrs := containerAttrs(ct)
+	attrs = append(attrs, String("podchron.exit.cause", cause), Int("process.pid", int64(ct.initPID)))
+	if ct.exitSignal != 0 {
+		attrs = append(attrs, String("podchron.signal", probe.SignalName(ct.exitSignal)))
+	} else {
+		attrs = append(attrs, Int("process.exit.code", int64(ct.exitCode)))
+	}
+	if len(ct.initArgs) > 0 {
+		attrs = append(attrs, Strings("process.command_args", ct.initArgs...))
+	}
+	attrs = append(attrs, cattrs...)
+	status := StatusOK
+	msg := ""
+	if isDisruptionCause(cause) && ct.disruptionGraceful() {
+		// Made to go, and went in time: not the container's failure.
+	} else if cause != "completed" && !(cause == "killed_by_runtime" && !p.terminating.IsZero() && ct.exitSignal == syscall.SIGTERM) {
+		status = StatusError
+		msg = cause
+	}
+	var events []SpanEvent
+	for _, s := range ct.signals {
+		events = append(events, signalEvent(s))
+	}
+	if len(ct.signalsFolded) > 0 {
+		ev, n := ct.foldedSignals(ct.exitAt)
+		events = append(events, ev)
+		attrs = append(attrs, Int("podchron.signals.folded", int64(n)))
+	}
+	if ct.probeFailsFolded > 0 {
+		attrs = append(attrs, Int("podchron.probe_failures.folded", int64(ct.probeFailsFolded)))
+	}
+	for _, kind := range sortedKeys(ct.sessionsFolded) {
+		attrs = append(attrs, Int("podchron.sessions.folded."+kind, int64(ct.sessionsFolded[kind])))
+	}
+	for _, o := range ct.ooms {
+		a := []Attr{Int("podchron.oom.victim.pid", int64(o.ev.VictimTGID)), String("podchron.oom.scope", o.scope)}
+		if o.memcg != "" {
+			a = append(a, String("podchron.oom.memcg", o.memcg))
+		}
+		if o.ev != ct.oom {
+			// A child of the container, not its init: the run went on.
+			a = append(a, String("podchron.oom.victim.comm", o.ev.VictimComm))
+		}
+		events = append(events, SpanEvent{Name: "oom_kill", Time: o.ev.Time, Attrs: a})
+	}
+	if ct.oomsFolded > 0 {
+		attrs = append(attrs, Int("podchron.oom.kills_folded", int64(ct.oomsFolded)))
+	}
+	events = append(events, ct.probeFails...)
+
+	start := ct.startedAtOr()
+	name, parent := "container.run", c.rootID(p)
+	if ct.init {
+		name, parent = "container.init", c.startupID(p)
+	}
+	key := ctKey(name, ct)
+	c.emit(p, Span{SpanID: p.spanID(key), Parent: parent, Name: name, Start: start, End: ct.exitAt,
+		Status: status, StatusMessage: msg, Attrs: attrs, Events: events})
+}
+
+// stopSpan emits container.stop: from the stop signal to the exit.
+func (c *Correlator) stopSpan(ct *container) {
+	p := ct.pod
+	term := ct.stopSignal()
+	kill := ct.signalOf(syscall.SIGKILL)
+	start := p.terminating
+	if term != nil {
+		start = term.at
+	} else if kill != nil {
+		start = kill.at
+	}
+	if start.IsZero() {
+		return
+	}
+	attrs := containerAttrs(ct)
+	sigkill := kill != nil && (kill.senderKind == "runtime" || kill.senderKind == "kubelet")
+	attrs = append(attrs, Bool("podchron.sigkill", sigkill))
+	if term != nil {
+		disp := term.disposition.String()
+		if term.result == probe.SignalIgnored {
+			disp = "ignored"
+		} else if d, ok := ct.delivered[term.sig]; ok {
+			disp = d.String()
+		}
+		attrs = append(attrs, String("podchron.signal", probe.SignalName(term.sig)), String("podchron.signal.disposition", disp),
+			String("podchron.signal.sender.kind", term.senderKind), String("podchron.signal.sender.comm", term.senderComm),
+			Int("podchron.signal.sender.pid", int64(term.senderPID)))
+		if term.nsInit && term.disposition == probe.DispositionDefault {
+			attrs = append(attrs, Bool("podchron.signal.pidns_init", true))
+		}
+	}
+	status, msg := StatusOK, ""
+	if sigkill {
+		status = StatusError
+		msg = "killed with SIGKILL after the grace period"
+		if p.grace > 0 && term != nil {
+			msg = fmt.Sprintf("SIGKILL %.1fs after %s (grace period %s)", kill.at.Sub(term.at).Seconds(), probe.SignalName(term.sig), p.grace)
+		}
+		attrs = append(attrs, Bool("podchron.grace_period.overrun", true))
+		if !p.terminating.IsZero() && !start.Before(p.terminating) {
+			// The pod's termination overran; a stop before it (a liveness
+			// restart) overran only that stop.
+			p.overrun = true
+		}
+		c.cfg.Observer.GracePeriodOverrun(p.namespace())
+	}
+	if p.grace > 0 {
+		attrs = append(attrs, Float("podchron.grace_period.seconds", p.grace.Seconds()))
+	}
+	d := ct.exitAt.Sub(start)
+	c.cfg.Observer.ContainerStop(p.namespace(), d, sigkill)
+	key := ctKey("container.stop", ct)
+	c.emit(p, Span{SpanID: p.spanID(key), Parent: c.terminationParent(p), Name: "container.stop",
+		Start: start, End: ct.exitAt, Status: status, StatusMessage: msg, Attrs: attrs})
+}
+
+func signalEvent(s signalRec) SpanEvent {
+	a := []Attr{String("podchron.signal", probe.SignalName(s.sig)), String("podchron.signal.sender.kind", s.senderKind),
+		String("podchron.signal.sender.comm", s.senderComm), Int("podchron.signal.sender.pid", int64(s.senderPID)),
+		String("podchron.signal.result", s.result.String()), String("podchron.signal.disposition", s.disposition.String())}
+	if !s.toInit {
+		a = append(a, Bool("podchron.signal.to_child", true))
+	}
+	if s.pidnsTeardown {
+		a = append(a, String("message", "PID namespace teardown: the kernel kills what its init left behind"))
+	}
+	return SpanEvent{Name: "signal " + probe.SignalName(s.sig), Time: s.at, Attrs: a}
+}
+
+// sessionSpan emits a hook or probe span for an exec session.
+func (c *Correlator) sessionSpan(ct *container, s *session, e *probe.ExitEvent) {
+	p := ct.pod
+	if s.kind == "exec" || s.kind == "" {
+		s.kind = c.sessionKind(ct, s.args)
+	}
+	name := ""
+	parent := c.rootID(p)
+	switch s.kind {
+	case "poststart":
+		name, parent = "container.poststart", c.startupID(p)
+	case "prestop":
+		name, parent = "container.prestop", c.terminationParent(p)
+	case "probe.startup", "probe.readiness", "probe.liveness":
+		name = s.kind
+		// Part of the start-up: begun before the pod was ready (or before
+		// the API server said so, while the start-up settles).
+		readyBy := p.readyAt
+		if !p.startupDone {
+			readyBy = p.readySeen
+		}
+		if readyBy.IsZero() || !s.start.After(readyBy) {
+			parent = c.startupID(p)
+		} else if e.ExitCode == 0 && e.Signal == 0 {
+			return // a passing probe after start-up: not news
+		}
+	default:
+		name = "container.exec"
+	}
+	attrs := append(containerAttrs(ct), Int("process.pid", int64(s.pid)), Strings("process.command_args", s.args...))
+	status := StatusOK
+	result := "success"
+	if e.Signal != 0 {
+		attrs = append(attrs, String("podchron.signal", probe.SignalName(e.Signal)))
+		status, result = StatusError, "killed"
+	} else {
+		attrs = append(attrs, Int("process.exit.code", int64(e.ExitCode)))
+		if e.ExitCode != 0 {
+			status, result = StatusError, "failure"
+		}
+	}
+	if len(name) > 6 && name[:6] == "probe." {
+		attrs = append(attrs, String("podchron.probe.type", name[6:]), String("podchron.probe.result", result))
+	}
+	if !ct.sessionSpanAllowed(name) {
+		return // over the cap: counted on the run (podchron.sessions.folded.<kind>)
+	}
+	key := fmt.Sprintf("%s/%s/%d@%d", name, ct.id, s.pid, s.start.UnixNano())
+	c.emit(p, Span{SpanID: p.spanID(key), Parent: parent, Name: name, Start: s.start, End: e.Time, Status: status, Attrs: attrs})
+}
+
+// backoff emits the wait between a container's previous run and this one
+// (CrashLoopBackOff shows as growing waits).
+func (c *Correlator) backoff(ct *container) {
+	p := ct.pod
+	if p == nil || ct.sandbox || ct.name == "" || ct.backoffDone {
+		return
+	}
+	// The wait ends when the kubelet creates the next attempt.
+	start := ct.startedAtOr()
+	if start.IsZero() {
+		return
+	}
+	var prev *container
+	for _, o := range p.containers {
+		if o != ct && o.name == ct.name && o.exited && !o.exitAt.After(start) && (prev == nil || o.exitAt.After(prev.exitAt)) {
+			prev = o
+		}
+	}
+	if prev == nil {
+		return
+	}
+	ct.backoffDone = true
+	wait := start.Sub(prev.exitAt)
+	attrs := append(containerAttrs(ct), Float("podchron.backoff.seconds", wait.Seconds()))
+	if ev := p.recentEvent("BackOff", ct.name, prev.exitAt, start); ev != nil {
+		attrs = append(attrs, String("message", ev.Message))
+	}
+	c.emit(p, Span{SpanID: p.spanID(ctKey("backoff", ct)), Parent: c.rootID(p), Name: "container.backoff",
+		Start: prev.exitAt, End: start, Status: StatusOK, Attrs: attrs})
+}

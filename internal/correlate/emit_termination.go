@@ -1,0 +1,115 @@
+// The pod's root span and its termination phase.
+
+package correlate
+
+import (
+	"fmt"
+	"time"
+)
+
+// Span keys: stable names for a pod's spans (ids derive from them).
+const (
+	keyRoot        = "root"
+	keyStartup     = "startup"
+	keyTermination = "termination"
+)
+
+func (c *Correlator) rootID(p *pod) SpanID { return p.spanID(keyRoot) }
+
+func (c *Correlator) startupID(p *pod) SpanID { return p.spanID(keyStartup) }
+
+func (c *Correlator) terminationID(p *pod) SpanID { return p.spanID(keyTermination) }
+
+// terminationParent is the parent for spans of the pod's ending.
+func (c *Correlator) terminationParent(p *pod) SpanID {
+	if p.terminating.IsZero() {
+		return c.rootID(p)
+	}
+	return c.terminationID(p)
+}
+
+func (c *Correlator) terminationSpan(p *pod, at time.Time, unfinished string) {
+	attrs := []Attr{String("podchron.owner.kind", p.ownerKind())}
+	if !p.deletedAt.IsZero() {
+		attrs = append(attrs, Float("podchron.grace_period.seconds", p.grace.Seconds()))
+	}
+	if p.forced {
+		attrs = append(attrs, Bool("podchron.termination.forced", true))
+	}
+	if reason, m, ok := p.disruption(); ok {
+		attrs = append(attrs, String("podchron.termination.reason", reason))
+		if m != "" {
+			attrs = append(attrs, String("message", m))
+		}
+	} else if p.terminationReason != "" {
+		attrs = append(attrs, String("podchron.termination.reason", p.terminationReason))
+	} else if p.info != nil && p.info.Reason != "" {
+		attrs = append(attrs, String("podchron.termination.reason", p.info.Reason))
+	}
+	attrs = append(attrs, Bool("podchron.grace_period.overrun", p.overrun))
+	status, msg := StatusOK, ""
+	if p.overrun {
+		status, msg = StatusError, "grace period overrun: a container was killed with SIGKILL"
+	}
+	if p.stuck {
+		attrs = append(attrs, Bool("podchron.termination.stuck", true))
+		status, msg = StatusError, fmt.Sprintf("stuck terminating: gone %.1fs after the deadline", at.Sub(p.deadline).Seconds())
+	}
+	if unfinished != "" {
+		status, msg = StatusUnset, "still terminating: "+unfinished
+	}
+	// Cleanup: from the last container exit to the pod being gone.
+	var lastExit time.Time
+	for _, ct := range p.containers {
+		if !ct.sandbox && ct.exited {
+			lastExit = latest(lastExit, ct.exitAt)
+		}
+	}
+	lastExit = latest(lastExit, p.terminating)
+	if !lastExit.IsZero() && at.After(lastExit) {
+		c.emit(p, Span{SpanID: p.spanID("cleanup"), Parent: c.terminationID(p), Name: "pod.cleanup", Start: lastExit, End: at, Status: StatusOK,
+			Attrs: []Attr{Int("podchron.cni.del_runs", int64(len(p.cniDel)))}})
+	}
+	d := at.Sub(p.terminating)
+	if unfinished == "" {
+		c.cfg.Observer.PodTermination(p.namespace(), p.ownerKind(), d, p.overrun)
+	}
+	c.emit(p, Span{SpanID: c.terminationID(p), Parent: c.rootID(p), Name: "pod.termination", Start: p.terminating, End: at,
+		Status: status, StatusMessage: msg, Attrs: attrs})
+}
+
+// rootSpan emits the pod's root span ("pod"), with the events kept on it.
+func (c *Correlator) rootSpan(p *pod, at time.Time, unfinished string) {
+	start := p.firstSeen
+	if p.info != nil && !p.info.CreatedAt.IsZero() {
+		start = p.info.CreatedAt
+	}
+	start = earliest(start, p.sandboxCreated)
+	for _, ct := range p.containers {
+		start = earliest(start, ct.startedAtOr())
+	}
+	attrs := []Attr{String("podchron.owner.kind", p.ownerKind())}
+	if p.info != nil {
+		if p.info.OwnerName != "" {
+			attrs = append(attrs, String("podchron.owner.name", p.info.OwnerName))
+		}
+		if p.info.QOSClass != "" {
+			attrs = append(attrs, String("podchron.qos_class", p.info.QOSClass))
+		}
+		if p.info.Phase != "" {
+			attrs = append(attrs, String("podchron.phase", p.info.Phase))
+		}
+	}
+	status, msg := StatusOK, ""
+	if unfinished != "" {
+		status, msg = StatusUnset, "pod still alive: "+unfinished
+	}
+	if p.stuck {
+		attrs = append(attrs, Bool("podchron.termination.stuck", true))
+	}
+	if p.rootFolded > 0 {
+		attrs = append(attrs, Int("podchron.events.folded", int64(p.rootFolded)))
+	}
+	c.emit(p, Span{SpanID: c.rootID(p), Name: "pod", Start: start, End: at, Status: status, StatusMessage: msg,
+		Attrs: attrs, Events: p.rootEvents})
+}

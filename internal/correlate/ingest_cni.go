@@ -1,0 +1,85 @@
+// CNI plugin runs, from the kernel's exec and exit of the plugin binaries:
+// which pod's sandbox they configure, and when they returned.
+
+package correlate
+
+import (
+	"path/filepath"
+
+	"github.com/podchron/podchron/internal/probe"
+)
+
+func (c *Correlator) cniExec(e *probe.ExecEvent) {
+	r := &cniRun{
+		pid:          e.TGID,
+		plugin:       filepath.Base(e.Filename),
+		command:      e.CNI.Command,
+		containerID:  e.CNI.ContainerID,
+		ifname:       e.CNI.IfName,
+		netns:        e.CNI.NetNS,
+		podUID:       e.CNI.PodUID,
+		podNamespace: e.CNI.PodNamespace,
+		podName:      e.CNI.PodName,
+		start:        e.Time,
+	}
+	c.cni[e.TGID] = r
+	// A CNI run names the pod's sandbox: the container whose network it sets up.
+	if p := c.cniPod(r); p != nil && r.containerID != "" && p.sandboxID == "" {
+		p.sandboxID = r.containerID
+		c.bySandbox[r.containerID] = p
+		if ct, ok := c.containers[r.containerID]; ok {
+			ct.sandbox = true
+		}
+	}
+}
+
+func (c *Correlator) cniPod(r *cniRun) *pod {
+	if r.podUID != "" {
+		if _, gone := c.gone[r.podUID]; gone {
+			return nil // cniDone puts it in the finished trace
+		}
+		return c.pod(r.podUID, r.start)
+	}
+	if p, ok := c.bySandbox[r.containerID]; ok {
+		return p
+	}
+	return nil
+}
+
+func (c *Correlator) cniDone(r *cniRun, e *probe.ExitEvent) {
+	r.end = e.Time
+	r.exitCode = e.ExitCode
+	r.signal = e.Signal
+	r.done = true
+	result := "ok"
+	if r.exitCode != 0 || r.signal != 0 {
+		result = "error"
+	}
+	c.cfg.Observer.CNICall(r.plugin, r.command, result, r.end.Sub(r.start))
+	if gp, ok := c.gone[r.podUID]; ok && r.podUID != "" {
+		c.note(change{kind: changeCNIDone, p: gp, r: r})
+		return
+	}
+	p := c.cniPod(r)
+	if p == nil {
+		c.miss("cni_unknown_pod")
+		return
+	}
+	switch r.command {
+	case "ADD":
+		if p.startupDone {
+			c.newSandboxCNI(p, r)
+			break
+		}
+		p.cniAdd = append(p.cniAdd, r)
+		if r.end.After(p.sandboxReady) {
+			p.sandboxReady = r.end
+		}
+	case "DEL":
+		p.cniDel = append(p.cniDel, r)
+		c.note(change{kind: changeCNIDone, p: p, r: r})
+	default:
+		p.cniAdd = append(p.cniAdd, r)
+	}
+	c.podSeen(p) // a finished ADD names the namespace without the API server or runtime
+}

@@ -1,0 +1,359 @@
+// Kernel facts in: cgroups, execs, forks, exits, signals, OOM kills, CNI
+// plugin runs. These handlers only update the model and note changes for
+// the lifecycle step (lifecycle.go).
+
+package correlate
+
+import (
+	"strings"
+	"time"
+
+	"github.com/podchron/podchron/internal/correlate/cgroupid"
+	"github.com/podchron/podchron/internal/probe"
+)
+
+func (c *Correlator) kernel(ev probe.Event) {
+	switch e := ev.(type) {
+	case *probe.CgroupEvent:
+		if e.Type == probe.EventCgroupMkdir {
+			c.cgroupSeen(e.ID, e.Path, e.Time, false)
+		} else {
+			c.cgroupRemoved(e.ID, e.Path, e.Time)
+		}
+	case *probe.ExecEvent:
+		c.exec(e)
+	case *probe.ForkEvent:
+		c.fork(e)
+	case *probe.ExitEvent:
+		c.exit(e)
+	case *probe.SignalEvent:
+		c.signal(e)
+	case *probe.SignalDeliverEvent:
+		c.deliver(e)
+	case *probe.OOMEvent:
+		c.oom(e)
+	}
+}
+
+// cgroupSeen records a cgroup and what it is.
+func (c *Correlator) cgroupSeen(id uint64, path string, at time.Time, seeded bool) {
+	ident, err := c.parser.Parse(path)
+	ref := &cgroupRef{id: id, path: path, ident: ident}
+	c.cgroups[id] = ref
+	if err != nil {
+		return // not a pod's cgroup (a root, a QoS slice, or unrelated)
+	}
+	if seeded && ident.PodUID != "" {
+		// Found at start-up: the pod was alive before the tracer.
+		if _, known := c.pods[ident.PodUID]; !known {
+			if p := c.pod(ident.PodUID, at); p != nil {
+				p.observedFrom = c.started
+			}
+		}
+	}
+	switch ident.Kind {
+	case cgroupid.KindPod:
+		p := c.pod(ident.PodUID, at)
+		if p == nil {
+			return
+		}
+		if p.sandboxCreated.IsZero() && !seeded {
+			p.sandboxCreated = at
+		}
+	case cgroupid.KindContainer:
+		if ident.Sub != "" || ident.Conmon {
+			return
+		}
+		p := c.pod(ident.PodUID, at)
+		if p == nil {
+			return
+		}
+		ct := c.container(ident.ContainerID, p)
+		if ct.cgroupID == 0 {
+			ct.cgroupID, ct.cgroupPath = id, path
+			ct.cgroupAt = at
+		}
+	}
+}
+
+func (c *Correlator) cgroupRemoved(id uint64, path string, at time.Time) {
+	ref := c.cgroups[id]
+	if ref == nil {
+		ident, err := c.parser.Parse(path)
+		if err != nil {
+			return
+		}
+		ref = &cgroupRef{id: id, path: path, ident: ident}
+	}
+	ref.removed = true
+	delete(c.cgroups, id)
+	if ref.ident.Kind == cgroupid.KindPod {
+		if p, ok := c.pods[ref.ident.PodUID]; ok {
+			p.cgroupRemoved = at
+			c.note(change{kind: changePodGoing, p: p, at: at})
+		}
+	}
+}
+
+func (c *Correlator) procSeen(ps *ProcSeen) {
+	ct := c.byCgroup(ps.CgroupID)
+	if ct == nil {
+		return
+	}
+	pr := &proc{tgid: ps.PID, ppid: ps.PPID, ctr: ct, execAt: ps.Started, args: ps.Args}
+	c.putProc(pr)
+	if parent, ok := c.procs[ps.PPID]; ok && parent.ctr == ct {
+		pr.session = parent.session
+		return
+	}
+	// Its parent is outside the container: the init, by the process tree
+	// (the scan goes by PID, and PIDs wrap: a child can come first).
+	if ct.initPID == 0 {
+		ct.initPID, ct.initExec, ct.initArgs = ps.PID, ps.Started, ps.Args
+		return
+	}
+	if cur, ok := c.procs[ct.initPID]; ok && cur.ctr == ct && cur.ppid == ps.PID {
+		ct.initPID, ct.initExec, ct.initArgs = ps.PID, ps.Started, ps.Args
+	}
+}
+
+func (c *Correlator) exec(e *probe.ExecEvent) {
+	if e.CNI != nil {
+		c.cniExec(e)
+		return
+	}
+	if e.Origin&probe.OriginWatched == 0 {
+		return // a runtime process: its facts come through CRI
+	}
+	ct := c.byCgroup(e.CgroupID)
+	if ct == nil {
+		if ref := c.cgroups[e.CgroupID]; ref == nil {
+			c.miss("exec_unknown_cgroup")
+		}
+		return
+	}
+	if c.bootstrapExec(ct, e) {
+		if _, ok := c.procs[e.TGID]; !ok {
+			c.putProc(&proc{tgid: e.TGID, ctr: ct, bootstrap: true})
+		}
+		return
+	}
+	pr, known := c.procs[e.TGID]
+	if known && (pr.ctr != ct || pr.bootstrap) {
+		// A reused PID, or the runtime's bootstrap now running the real
+		// command: decided afresh below.
+		c.dropProc(e.TGID)
+		known = false
+	}
+	if known {
+		// A process of the container exec'd again (a shell exec'ing the app).
+		pr.args = e.Args
+		if pr.execAt.IsZero() {
+			pr.execAt = e.Time
+		}
+		switch {
+		case pr.session == nil && ct.initPID == e.TGID:
+			ct.initArgs = e.Args
+		case pr.session != nil && pr.session.pid == e.TGID:
+			pr.session.args = e.Args
+		case pr.session == nil && !ct.finalized && ct.runtimeInit(e) && ct.initDoubtful():
+			c.becomeInit(ct, pr, pr.execAt, e.Args)
+		}
+		return
+	}
+	npr := &proc{tgid: e.TGID, ctr: ct, execAt: e.Time, args: e.Args}
+	if !ct.finalized && ct.runtimeInit(e) && ct.initDoubtful() {
+		c.becomeInit(ct, npr, e.Time, e.Args)
+		return
+	}
+	if parent, ok := c.procs[e.PPID]; ok && parent.ctr == ct && !parent.bootstrap {
+		npr.session = parent.session
+		c.putProc(npr)
+		return
+	}
+	// A process entering the container from outside: its init, then exec sessions.
+	if ct.initPID == 0 && !ct.exited {
+		c.becomeInit(ct, npr, e.Time, e.Args)
+		return
+	}
+	s := &session{pid: e.TGID, args: e.Args, start: e.Time}
+	s.kind = c.sessionKind(ct, e.Args)
+	ct.sessions[e.TGID] = s
+	npr.session = s
+	c.putProc(npr)
+}
+
+// sessionKind matches an exec session's argv to the pod spec's hooks and probes.
+func (c *Correlator) sessionKind(ct *container, args []string) string {
+	if ct.pod == nil {
+		return "exec"
+	}
+	spec, _ := ct.pod.spec(ct.name)
+	if spec == nil {
+		return "exec"
+	}
+	match := func(h *Handler) bool {
+		return h != nil && h.Kind == "exec" && len(h.Exec) > 0 && argsMatch(h.Exec, args)
+	}
+	switch {
+	case spec.PreStop != nil && match(spec.PreStop) && !ct.pod.terminating.IsZero():
+		return "prestop"
+	case spec.PostStart != nil && match(spec.PostStart):
+		return "poststart"
+	case spec.Startup != nil && match(&spec.Startup.Handler):
+		// The docs' pattern: startup and liveness probes share a command.
+		// The startup probe runs until the container is Started, the
+		// liveness probe after.
+		if spec.Liveness != nil && match(&spec.Liveness.Handler) && ct.pod.containerStarted(ct.name) {
+			return "probe.liveness"
+		}
+		return "probe.startup"
+	case spec.Liveness != nil && match(&spec.Liveness.Handler):
+		if spec.Readiness != nil && match(&spec.Readiness.Handler) && !ct.pod.startupDone {
+			return "probe.readiness"
+		}
+		return "probe.liveness"
+	case spec.Readiness != nil && match(&spec.Readiness.Handler):
+		return "probe.readiness"
+	case spec.PreStop != nil && match(spec.PreStop):
+		return "prestop"
+	}
+	return "exec"
+}
+
+// argsMatch compares a spec command with a captured argv, whose tail may be
+// truncated (the kernel captures the first 256 bytes).
+func argsMatch(want, got []string) bool {
+	if len(got) == 0 || len(got) > len(want) {
+		return false
+	}
+	for i := range got {
+		if i == len(got)-1 {
+			return strings.HasPrefix(want[i], got[i])
+		}
+		if got[i] != want[i] {
+			return false
+		}
+	}
+	return len(got) == len(want)
+}
+
+func (c *Correlator) fork(e *probe.ForkEvent) {
+	parent, ok := c.procs[e.TGID]
+	if !ok {
+		return
+	}
+	c.putProc(&proc{tgid: e.ChildTGID, ctr: parent.ctr, session: parent.session, bootstrap: parent.bootstrap})
+}
+
+func (c *Correlator) exit(e *probe.ExitEvent) {
+	if r, ok := c.cni[e.TGID]; ok {
+		delete(c.cni, e.TGID)
+		c.cniDone(r, e)
+		return
+	}
+	pr, ok := c.procs[e.TGID]
+	if !ok {
+		return
+	}
+	c.dropProc(e.TGID)
+	ct := pr.ctr
+	if pr.bootstrap {
+		return
+	}
+	if pr.session != nil {
+		if pr.session.pid == e.TGID {
+			delete(ct.sessions, e.TGID)
+			c.sessionExited(ct, pr.session, e)
+		}
+		return
+	}
+	if ct.initPID == e.TGID && (ct.criPID == 0 || ct.criPID == e.TGID) {
+		ct.exited = true
+		ct.exitAt = e.Time
+		ct.exitCode = e.ExitCode
+		ct.exitSignal = e.Signal
+		c.note(change{kind: changeContainerExited, ct: ct})
+	}
+}
+
+// sessionDone records a finished exec session; its span follows once the
+// container is named (see settleContainer).
+func (c *Correlator) sessionExited(ct *container, s *session, e *probe.ExitEvent) {
+	if ct.pod == nil {
+		return
+	}
+	ct.doneSessions = append(ct.doneSessions, doneSession{s, e})
+	kind := s.kind
+	if kind == "exec" || kind == "" {
+		kind = c.sessionKind(ct, s.args)
+	}
+	ok := e.ExitCode == 0 && e.Signal == 0
+	switch {
+	case kind == "probe.liveness" && !ok:
+		ct.lastLivenessFail = e.Time
+	case kind == "probe.startup" && !ok:
+		ct.lastStartupFail = e.Time
+	case ok && !ct.pod.startupDone && (kind == "probe.readiness" || kind == "probe.startup" || kind == "poststart"):
+		// Only until the start-up is out: a probe every few seconds for
+		// the pod's whole life must not pile up here.
+		ct.pod.addReadyEvidence(e.Time)
+	}
+	if ct.settleBy.Before(c.now.Add(settle)) && !ct.exited {
+		ct.settleBy = c.now.Add(settle)
+	}
+	if ct.name != "" {
+		c.note(change{kind: changeSessionExited, ct: ct})
+	}
+}
+
+func (c *Correlator) oom(e *probe.OOMEvent) {
+	var ct *container
+	if e.VictimKnown {
+		ct = c.byCgroup(e.VictimCgroupID)
+	}
+	if ct == nil {
+		if pr, ok := c.procs[e.VictimTGID]; ok {
+			ct = pr.ctr
+		}
+	}
+	if ct == nil {
+		c.miss("oom_unknown_victim")
+		return
+	}
+	scope, memcg := c.oomScope(e, ct)
+	if e.VictimTGID == ct.initPID {
+		// The container's init died of it: the run's cause.
+		ct.oom, ct.oomScope, ct.oomMemcg = e, scope, memcg
+	}
+	if len(ct.ooms) < maxOOMEvents {
+		ct.ooms = append(ct.ooms, oomRec{ev: e, scope: scope, memcg: memcg})
+	} else {
+		ct.oomsFolded++
+	}
+	ns := ""
+	if ct.pod != nil {
+		ns = ct.pod.namespace()
+	}
+	c.cfg.Observer.OOMKill(ns, scope)
+}
+
+func (c *Correlator) losses(n uint64) {
+	if n == 0 {
+		return
+	}
+	for _, p := range c.pods {
+		p.eventsLost += n
+		// One event per loss episode: reports close together add up.
+		if p.lossEvent >= 0 && c.now.Sub(p.lossLast) <= lossEpisodeGap {
+			p.lossEpisode += n
+			p.rootEvents[p.lossEvent].Attrs = []Attr{Int("podchron.events_lost", int64(p.lossEpisode)),
+				String("podchron.loss.until", c.now.UTC().Format(time.RFC3339Nano))}
+		} else {
+			p.lossEpisode = n
+			p.lossEvent = p.addRootEvent(SpanEvent{Name: "podchron.events_lost", Time: c.now,
+				Attrs: []Attr{Int("podchron.events_lost", int64(n))}})
+		}
+		p.lossLast = c.now
+	}
+}

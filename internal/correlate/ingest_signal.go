@@ -1,0 +1,99 @@
+// Signals from the kernel: who sent what to a container's processes, and
+// how the receiver took it.
+
+package correlate
+
+import (
+	"strings"
+	"syscall"
+
+	"github.com/podchron/podchron/internal/probe"
+)
+
+func (c *Correlator) signal(e *probe.SignalEvent) {
+	if c.setupSignal(e) {
+		return
+	}
+	kind := c.senderKind(e)
+	c.cfg.Observer.Signal(probe.SignalName(e.Signal), kind)
+	ct := c.byCgroup(e.TargetCgroupID)
+	if ct == nil {
+		return
+	}
+	rec := signalRec{
+		at: e.Time, sig: e.Signal, senderPID: e.TGID, senderComm: e.Comm, senderKind: kind,
+		code: e.Code, result: e.Result, disposition: e.Disposition, nsInit: e.TargetNSInit,
+		toInit: e.TargetTGID == ct.initPID,
+		// The kernel kills what is left in a PID namespace when its init
+		// exits: the "sender" is the exiting init itself.
+		pidnsTeardown: e.Code == probe.SIKernel && e.Signal == syscall.SIGKILL && ct.initPID != 0 &&
+			e.TGID == ct.initPID && e.TargetTGID != ct.initPID,
+	}
+	ct.addSignal(rec)
+	p := ct.pod
+	if p != nil && rec.toInit && kind == "runtime" && p.terminating.IsZero() && e.Signal != syscall.SIGCHLD {
+		if reason, ok := c.stopping(p, ct); ok {
+			// No deletion came before it: the runtime's stop signal is
+			// where the termination shows (a kubelet-initiated one, or
+			// one the API server could not tell us about).
+			p.terminating = e.Time
+			p.terminationReason = reason
+		}
+	}
+}
+
+// setupSignal tells a signal that is no lifecycle fact: the runtime's
+// set-up process signalling (upstream runc 1.5's "runc init" sends SIG33,
+// glibc's SIGSETXID, to each of its own threads in setuid/setgid), or a
+// process's C library signalling its own threads with the signals it
+// reserves (32 and 33: thread cancellation, setxid).
+func (c *Correlator) setupSignal(e *probe.SignalEvent) bool {
+	if pr, ok := c.procs[e.TGID]; ok && pr.bootstrap && e.Code != probe.SIKernel {
+		return true
+	}
+	return e.TGID == e.TargetTGID && (e.Signal == 32 || e.Signal == 33)
+}
+
+var runtimeComms = []string{"containerd-shim", "containerd", "runc", "crun", "conmon", "crio", "dockerd", "cri-dockerd"}
+
+func (c *Correlator) senderKind(e *probe.SignalEvent) string {
+	if e.Code == probe.SIKernel {
+		return "kernel"
+	}
+	if e.TGID == 0 {
+		return "kernel"
+	}
+	// Where the sender runs comes first: a process in a pod's cgroup is that
+	// pod's, whatever its comm (a container may run a binary called runc or
+	// kubelet, and the kernel's runtime flag is a comm match). CRI-O's
+	// conmon, in the pod's cgroup tree but the runtime's, is the exception.
+	target := c.byCgroup(e.TargetCgroupID)
+	if ref := c.cgroups[e.CgroupID]; ref != nil && ref.ident.PodUID != "" && !ref.ident.Conmon {
+		if target != nil && target.pod != nil && ref.ident.PodUID == target.pod.uid {
+			return "in_pod"
+		}
+		return "external"
+	}
+	if e.Origin&probe.OriginRuntime != 0 {
+		return "runtime"
+	}
+	for _, r := range runtimeComms {
+		if strings.HasPrefix(e.Comm, r) {
+			return "runtime"
+		}
+	}
+	if e.Comm == "kubelet" {
+		return "kubelet"
+	}
+	return "external"
+}
+
+func (c *Correlator) deliver(e *probe.SignalDeliverEvent) {
+	ct := c.byCgroup(e.CgroupID)
+	if ct == nil || e.TGID != ct.initPID {
+		return
+	}
+	if _, ok := ct.delivered[e.Signal]; !ok {
+		ct.delivered[e.Signal] = e.Disposition
+	}
+}

@@ -1,0 +1,314 @@
+package correlate
+
+import (
+	"strings"
+	"time"
+)
+
+// The lifecycle step. The ingest handlers (ingest_kernel.go,
+// ingest_runtime.go, ingest_api.go) only record facts; when a fact may end
+// or begin a phase they note a change. After each input, step takes the
+// changes in the order they were noted and decides here, in one place, what
+// each one ends: which span is emitted, when, and what waits for more facts.
+// Timers (timers.go) make the same decisions when waiting is over.
+
+// changeKind is a fact change that may end a phase.
+type changeKind uint8
+
+const (
+	// changeInitFound: a container's init process is known (it ran its
+	// command, or the runtime named it). Its back-off wait ended, and the
+	// pod's start-up may have.
+	changeInitFound changeKind = iota + 1
+	// changeContainerStarted: the runtime reports the container started.
+	changeContainerStarted
+	// changeContainerExited: the container's init exited (the kernel's
+	// exit, or the runtime's word when the kernel's was not seen).
+	changeContainerExited
+	// changeRuntimeExit: the runtime reported the exit and its reason.
+	changeRuntimeExit
+	// changeSessionExited: an exec session (hook, probe, kubectl exec)
+	// ended.
+	changeSessionExited
+	// changeCNIDone: a CNI plugin call returned.
+	changeCNIDone
+	// changePodUpdated: the API's view of the pod changed.
+	changePodUpdated
+	// changePodGoing: something the pod's end waits for happened (the API
+	// object deleted, the sandbox or the pod's cgroup removed) at at.
+	changePodGoing
+)
+
+type change struct {
+	kind changeKind
+	p    *pod
+	ct   *container
+	r    *cniRun
+	at   time.Time
+}
+
+// note records a change for the next step.
+func (c *Correlator) note(ch change) { c.changes = append(c.changes, ch) }
+
+// step decides what the noted changes end, in order.
+func (c *Correlator) step() {
+	for i := 0; i < len(c.changes); i++ {
+		c.decide(c.changes[i])
+	}
+	clear(c.changes)
+	c.changes = c.changes[:0]
+}
+
+func (c *Correlator) decide(ch change) {
+	switch ch.kind {
+	case changeInitFound, changeContainerStarted:
+		c.backoff(ch.ct)
+		if ch.ct.pod != nil {
+			c.maybeStarted(ch.ct.pod)
+		}
+	case changeContainerExited:
+		c.containerExited(ch.ct)
+	case changeRuntimeExit:
+		c.settleContainer(ch.ct, false)
+	case changeSessionExited:
+		c.settleContainer(ch.ct, true)
+	case changeCNIDone:
+		// A DEL is the pod's ending (also the runtime's second DEL, at
+		// sandbox removal, after the pod's trace ended: still part of that
+		// trace, under its termination). ADDs are the start-up's or a
+		// recreated sandbox's, emitted with those.
+		if ch.p.finished || ch.r.command == "DEL" {
+			c.emit(ch.p, c.cniSpan(ch.p, ch.r, c.terminationParent(ch.p)))
+		}
+	case changePodUpdated:
+		c.maybeStarted(ch.p)
+	case changePodGoing:
+		c.maybeGone(ch.p, ch.at)
+	}
+}
+
+// settle is how long a finished container or exec session waits for the
+// runtime's view (its name, its reason) before its spans are emitted anyway:
+// the kernel usually reports an exit before the runtime poll does.
+const settle = 1500 * time.Millisecond
+
+// containerExited records a container's end; its spans follow once settled.
+func (c *Correlator) containerExited(ct *container) {
+	if ct.pod == nil || ct.sandbox || ct.finalized {
+		return
+	}
+	ct.settleBy = c.now.Add(settle)
+	c.settleContainer(ct, false)
+}
+
+// settleContainer emits a finished container's spans once the runtime has
+// named it and given its reason, or once the settle time passed (or force).
+func (c *Correlator) settleContainer(ct *container, force bool) {
+	known := ct.name != "" && (ct.reason != "" || ct.runtimeExit)
+	if !force && !known && c.now.Before(ct.settleBy) {
+		return
+	}
+	for _, sd := range ct.doneSessions {
+		c.sessionSpan(ct, sd.s, sd.e)
+	}
+	ct.doneSessions = nil
+	if ct.exited && !ct.finalized {
+		ct.finalized = true
+		if !ct.sandbox {
+			c.containerDone(ct)
+		}
+	}
+}
+
+// containerDone decides the spans a container's end closes: its run (or
+// init run), and its stop when it was stopped (by the pod's termination, or
+// by the runtime's signal: a liveness or startup probe restart, a kubelet
+// stop). The pod's start-up may end with it (an init container).
+func (c *Correlator) containerDone(ct *container) {
+	c.runSpan(ct)
+	if stop := ct.stopSignal(); !ct.pod.terminating.IsZero() || stop != nil && stop.senderKind == "runtime" {
+		c.stopSpan(ct)
+	}
+	c.maybeStarted(ct.pod)
+}
+
+// settleAll settles what is due.
+func (c *Correlator) settleAll() {
+	for _, uid := range sortedKeys(c.pods) {
+		c.settlePod(c.pods[uid], false)
+	}
+}
+
+// settlePod settles a pod's containers (force: whatever their state).
+func (c *Correlator) settlePod(p *pod, force bool) {
+	for _, ct := range p.containers {
+		if (ct.exited && !ct.finalized) || len(ct.doneSessions) > 0 {
+			c.settleContainer(ct, force)
+		}
+	}
+}
+
+// maybeStarted emits the startup phase once the pod is ready.
+func (c *Correlator) maybeStarted(p *pod) {
+	if p.startupDone {
+		if t, ok := p.condition("Ready"); ok && !p.gaveUpAt.IsZero() && !p.lateReady {
+			// Ready after the model gave up on the start-up: say when.
+			p.lateReady = true
+			p.addRootEvent(SpanEvent{Name: "podchron.ready_after_startup_gave_up", Time: t,
+				Attrs: []Attr{Float("podchron.startup.seconds", t.Sub(p.startupStart()).Seconds())}})
+		}
+		return
+	}
+	var ready time.Time
+	t, ok := p.condition("Ready")
+	if !ok && !p.readySeen.IsZero() {
+		// Ready was seen and is gone again (a deletion right after):
+		// the start-up still ended then.
+		t, ok = p.readyAt0, true
+	}
+	if ok {
+		if p.readySeen.IsZero() {
+			p.readySeen = c.now
+			p.readyAt0 = t
+		}
+		// Wait a little for the kernel's view of what made the pod ready
+		// (its events can trail the API server's by the ring buffer's poll).
+		if due := p.readySeen.Add(settle); c.now.Before(due) && !p.finishing {
+			p.startupSettle = due
+			return
+		}
+		ready = refineReady(t, p.readySeen, p.readyEvidence)
+	} else if p.info == nil {
+		// No API server: started once every app container's init process
+		// ran. The sandbox must be known, or its pause process would pass
+		// for an app container.
+		if p.sandboxID == "" {
+			return
+		}
+		var apps int
+		for _, ct := range p.containers {
+			if ct.sandbox || ct.init {
+				continue
+			}
+			if ct.name == "" {
+				// Wait a little for the runtime to name it.
+				if p.startupSettle.IsZero() {
+					p.startupSettle = c.now.Add(settle)
+				}
+				if c.now.Before(p.startupSettle) {
+					return
+				}
+			}
+			apps++
+			if ct.initExec.IsZero() {
+				if ct.startedAt.IsZero() {
+					return
+				}
+				// The runtime reports it started a moment before the
+				// kernel sees its command exec: wait a little for that.
+				if due := ct.startedAt.Add(settle); c.now.Before(due) && !p.finishing {
+					if p.startupSettle.Before(due) {
+						p.startupSettle = due
+					}
+					return
+				}
+			}
+			ready = latest(ready, ct.initExec, ct.startedAt)
+		}
+		if apps == 0 || c.apiExpected() {
+			return
+		}
+	} else {
+		return
+	}
+	c.emitStartup(p, ready, startupOutcome{})
+}
+
+// maybeGone ends the pod when its object is gone (or, without an API
+// server, when its sandbox and cgroups are).
+func (c *Correlator) maybeGone(p *pod, at time.Time) {
+	if p.finished {
+		return
+	}
+	gone := false
+	switch {
+	case p.info != nil && p.info.Deleted:
+		// The object is gone. After a forced deletion (or a kubelet that
+		// lost track of it) the containers may still run: the termination
+		// lasts until they exit.
+		gone = c.lingering(p) == ""
+		if !gone && p.apiGoneAt.IsZero() {
+			p.apiGoneAt = at
+			p.addRootEvent(SpanEvent{Name: "podchron.api_object_deleted", Time: at,
+				Attrs: []Attr{String("podchron.lingering.containers", c.lingering(p))}})
+		}
+	case p.info == nil || (c.apiKnown && !c.apiUp):
+		gone = !p.sandboxRemoved.IsZero() || !p.cgroupRemoved.IsZero()
+	case !p.cgroupRemoved.IsZero() && p.info.DeletionTimestamp == nil:
+		// Done on this node, whatever the API still holds (a Job's pod
+		// kept for its logs, an evicted pod, a static pod). A pod being
+		// deleted waits for its object instead: a finalizer can keep it
+		// Terminating, and that is reported (stuck).
+		gone = true
+	}
+	if !gone {
+		return
+	}
+	c.finishPod(p, at, "")
+}
+
+// lingering names the pod's containers whose init process still runs
+// (started, no exit seen, cgroup not removed), "" when there are none.
+func (c *Correlator) lingering(p *pod) string {
+	if !p.sandboxRemoved.IsZero() || !p.cgroupRemoved.IsZero() {
+		return ""
+	}
+	var names []string
+	for _, ct := range p.containers {
+		if ct.sandbox || ct.exited || ct.initPID == 0 {
+			continue
+		}
+		if ref := c.cgroups[ct.cgroupID]; ref != nil && ref.removed {
+			continue
+		}
+		names = append(names, ct.name)
+	}
+	return strings.Join(names, ",")
+}
+
+// lingerLimit bounds how long a deleted pod's trace waits for processes
+// that outlive the pod object.
+const lingerLimit = 10 * time.Minute
+
+// finishPod emits the termination phase and the root span, and forgets the pod.
+func (c *Correlator) finishPod(p *pod, at time.Time, unfinished string) {
+	if p.finished {
+		return
+	}
+	p.finishing = true
+	if !p.startupDone && !p.readySeen.IsZero() {
+		c.maybeStarted(p) // a start-up still settling
+	}
+	if !p.startupDone {
+		c.endStartupUnready(p, at, "gone", "gone before Ready")
+	}
+	c.settlePod(p, true)
+	c.emitResandboxes(p, true)
+	p.finished = true
+	p.goneAt = at
+	// Containers still running (no exit seen): close them as unfinished.
+	for _, ct := range p.containers {
+		if !ct.sandbox && !ct.exited && !ct.startedAtOr().IsZero() && unfinished != "" {
+			c.emit(p, Span{SpanID: p.spanID(ctKey("container.run", ct)), Parent: c.rootID(p), Name: "container.run",
+				Start: ct.startedAtOr(), End: at, Status: StatusUnset, StatusMessage: "still running: " + unfinished, Attrs: containerAttrs(ct)})
+		}
+	}
+	if !p.terminating.IsZero() {
+		c.terminationSpan(p, at, unfinished)
+	}
+	c.rootSpan(p, at, unfinished)
+	if p.stuck {
+		c.cfg.Observer.StuckTerminating(p.namespace(), false)
+	}
+	c.forget(p)
+}

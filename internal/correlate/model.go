@@ -1,0 +1,204 @@
+// The model's state besides the pod (pod.go): containers (one per run),
+// their processes and exec sessions, signals, CNI calls, OOM kills.
+
+package correlate
+
+import (
+	"syscall"
+	"time"
+
+	"github.com/podchron/podchron/internal/correlate/cgroupid"
+	"github.com/podchron/podchron/internal/probe"
+)
+
+// container is one container (one attempt) of a pod, sandbox included.
+type container struct {
+	id      string
+	pod     *pod
+	name    string
+	attempt uint32
+	// lastLivenessFail is when a liveness probe last failed (kernel view).
+	lastLivenessFail time.Time
+	lastStartupFail  time.Time // when a startup probe last failed (kernel view)
+	sandbox          bool
+	init             bool // an init container (not a sidecar)
+	podName          string
+	podNamespace     string
+	memLimit         int64
+
+	cgroupID   uint64
+	cgroupPath string
+	cgroupAt   time.Time
+	createdAt  time.Time
+	startedAt  time.Time // the runtime's StartedAt
+
+	initPID  uint32
+	initExec time.Time
+	initArgs []string
+	// criPID and cfgArgs are the runtime's word on the init (its PID and
+	// the configured command line); see identity.go.
+	criPID   uint32
+	cfgArgs  []string
+	sessions map[uint32]*session
+	pids     map[uint32]struct{} // its live processes (c.procs entries)
+
+	// What went over the caps (bounds.go), counted.
+	signalKinds      map[signalKey]bool
+	signalsFolded    map[signalKey]int
+	probeFailsFolded int
+	sessionSpans     map[string]int
+	sessionsFolded   map[string]int
+	signals          []signalRec
+	delivered        map[syscall.Signal]probe.Disposition
+	oom              *probe.OOMEvent // the OOM kill of the init, if it died of one
+	oomScope         string          // OOMScope*
+	oomMemcg         string          // the cgroup whose limit ran out
+	ooms             []oomRec        // every OOM kill in the container (init or not), capped
+	oomsFolded       int
+	probeFails       []SpanEvent
+
+	backoffDone  bool
+	unknownExit  bool
+	finalized    bool
+	runtimeExit  bool
+	settleBy     time.Time
+	doneSessions []doneSession
+	exited       bool
+	exitAt       time.Time
+	exitCode     int
+	exitSignal   syscall.Signal
+	reason       string // runtime's reason (OOMKilled, Error, Completed)
+	removed      bool
+}
+
+// putProc records a live process, replacing any earlier one with its PID.
+func (c *Correlator) putProc(pr *proc) {
+	if old, ok := c.procs[pr.tgid]; ok && old.ctr != nil && old.ctr != pr.ctr {
+		delete(old.ctr.pids, pr.tgid)
+	}
+	c.procs[pr.tgid] = pr
+	if pr.ctr != nil {
+		pr.ctr.pids[pr.tgid] = struct{}{}
+	}
+}
+
+// dropProc forgets a process.
+func (c *Correlator) dropProc(pid uint32) {
+	if pr, ok := c.procs[pid]; ok {
+		delete(c.procs, pid)
+		if pr.ctr != nil {
+			delete(pr.ctr.pids, pid)
+		}
+	}
+}
+
+// oomRec is an OOM kill in a container.
+type oomRec struct {
+	ev    *probe.OOMEvent
+	scope string
+	memcg string
+}
+
+// maxOOMEvents caps the OOM kills kept per container run (the rest are
+// counted on the span).
+const maxOOMEvents = 16
+
+type proc struct {
+	tgid    uint32
+	ppid    uint32 // as first seen (the start-up scan)
+	ctr     *container
+	session *session // the exec session it belongs to, nil for the init tree
+	// bootstrap: the runtime's own process setting the container up (runc
+	// init); it becomes the container's init or an exec session when it
+	// execs the real command.
+	bootstrap bool
+	// execAt and args: its first exec of a real command (not a runtime's
+	// bootstrap) and its latest argv.
+	execAt time.Time
+	args   []string
+}
+
+// session is a process started in a container from outside it after its
+// init: a lifecycle hook, an exec probe or a kubectl exec.
+type session struct {
+	pid   uint32
+	args  []string
+	start time.Time
+	kind  string // poststart, prestop, probe.startup, probe.readiness, probe.liveness, exec
+}
+
+type signalRec struct {
+	at          time.Time
+	sig         syscall.Signal
+	senderPID   uint32
+	senderComm  string
+	senderKind  string
+	code        int32
+	result      probe.SignalResult
+	disposition probe.Disposition
+	nsInit      bool
+	toInit      bool
+	// pidnsTeardown: SIGKILL from the kernel to a leftover process when
+	// the namespace's init exited.
+	pidnsTeardown bool
+}
+
+type cniRun struct {
+	pid          uint32
+	plugin       string
+	command      string
+	containerID  string
+	ifname       string
+	netns        string
+	podUID       string
+	podNamespace string
+	podName      string
+	start, end   time.Time
+	exitCode     int
+	signal       syscall.Signal
+	done         bool
+}
+
+type doneSession struct {
+	s *session
+	e *probe.ExitEvent
+}
+
+type cgroupRef struct {
+	id      uint64
+	path    string
+	ident   cgroupid.Identity
+	removed bool
+}
+
+// container returns (creating) the container with this id.
+func (c *Correlator) container(id string, p *pod) *container {
+	if ct, ok := c.containers[id]; ok {
+		if ct.pod == nil && p != nil {
+			ct.pod = p
+			p.containers = append(p.containers, ct)
+		}
+		return ct
+	}
+	ct := &container{id: id, pod: p, sessions: map[uint32]*session{}, pids: map[uint32]struct{}{},
+		delivered: map[syscall.Signal]probe.Disposition{}}
+	c.containers[id] = ct
+	if p != nil {
+		p.containers = append(p.containers, ct)
+		if p.sandboxID == id {
+			ct.sandbox = true
+		}
+	}
+	return ct
+}
+
+// byCgroup finds the container a cgroup id belongs to.
+func (c *Correlator) byCgroup(id uint64) *container {
+	ref := c.cgroups[id]
+	if ref == nil || ref.ident.Kind != cgroupid.KindContainer {
+		return nil
+	}
+	return c.containers[ref.ident.ContainerID]
+}
+
+func sigNum(n int) syscall.Signal { return syscall.Signal(n) }

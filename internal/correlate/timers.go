@@ -1,0 +1,62 @@
+// Timers: what is decided when waiting is over.
+
+package correlate
+
+import "time"
+
+// tick runs timers: settling finished containers and start-ups, stuck
+// terminations.
+func (c *Correlator) tick() {
+	c.settleAll()
+	for _, uid := range sortedKeys(c.pods) {
+		if p := c.pods[uid]; !p.startupDone && !p.startupSettle.IsZero() {
+			c.maybeStarted(p)
+		}
+	}
+	c.giveUpStartups()
+	for _, uid := range sortedKeys(c.pods) {
+		if p := c.pods[uid]; len(p.resandboxes) > 0 {
+			c.emitResandboxes(p, false)
+		}
+	}
+	c.expireEvents()
+	for _, uid := range sortedKeys(c.pods) {
+		p := c.pods[uid]
+		if p.apiGoneAt.IsZero() || p.finished {
+			continue
+		}
+		if left := c.lingering(p); left == "" {
+			// Gone with its last container, once the runtime had time
+			// to say why it ended.
+			at := p.apiGoneAt
+			for _, ct := range p.containers {
+				if !ct.sandbox && ct.exited {
+					at = latest(at, ct.exitAt)
+				}
+			}
+			if c.now.Sub(at) >= settle {
+				c.finishPod(p, at, "")
+			}
+		} else if c.now.Sub(p.apiGoneAt) > lingerLimit {
+			c.finishPod(p, c.now, "containers "+left+" still running "+lingerLimit.String()+" after the pod object was deleted")
+		}
+	}
+	for uid, p := range c.gone {
+		if c.now.Sub(p.goneAt) > goneRetention {
+			delete(c.gone, uid)
+		}
+	}
+	for _, p := range c.pods {
+		if p.stuck || p.deadline.IsZero() || p.finished {
+			continue
+		}
+		if c.now.Sub(p.deadline) > c.cfg.StuckAfter {
+			p.stuck = true
+			p.addRootEvent(SpanEvent{Name: "podchron.stuck_terminating", Time: c.now,
+				Attrs: []Attr{Float("podchron.past_deadline.seconds", c.now.Sub(p.deadline).Seconds())}})
+			c.cfg.Observer.StuckTerminating(p.namespace(), true)
+		}
+	}
+}
+
+const timerEvery = 250 * time.Millisecond
