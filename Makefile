@@ -4,7 +4,7 @@ BIN       ?= bin
 CLANG     ?= clang-19
 GENERATED := internal/probe/podchron_bpfel.go internal/probe/podchron_bpfel.o
 
-.PHONY: help deps generate check-generate build runc-upstream test test-load test-unit test-vm test-vm-selftest e2e e2e-build scale bench lint run trace events clean
+.PHONY: help deps generate check-generate build runc-upstream helm test test-load test-unit test-vm test-vm-selftest e2e e2e-build scale bench lint run trace events clean
 
 help: ## list targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -50,11 +50,18 @@ SHOW_RUNTIME_REPORT = s=$$?; cat $(RUNTIME_REPORT) 2>/dev/null; exit $$s
 runc-upstream: ## build the newest upstream runc release from the Go module proxy (cached; prints its path)
 	bash scripts/build-runc.sh
 
-test: deps check-generate runc-upstream ## everything CI runs (root): unit, real-kernel, containerd (runc, upstream runc, crun), under load, guest-kernel (5.10, 6.1, 6.12) and real-cluster tests
+# Helm for the chart's checks (deploy/helm_test.go), `make lint` and the e2e,
+# which installs podchron with deploy/helm/podchron.
+HELM_ENV = PODCHRON_HELM="$$(bash scripts/build-helm.sh)"
+
+helm: ## build Helm from the Go module proxy (cached; prints its path)
+	bash scripts/build-helm.sh
+
+test: deps check-generate runc-upstream helm ## everything CI runs (root): unit, real-kernel, containerd (runc, upstream runc, crun), under load, guest-kernel (5.10, 6.1, 6.12) and real-cluster tests
 	$(RUNTIME_MATRIX_ENV) bash scripts/versions.sh
 	$(GO) vet ./...
 	@mkdir -p $(BIN) && rm -f $(RUNTIME_REPORT)
-	$(RUNTIME_MATRIX_ENV) $(GO) test -count=1 -timeout 20m ./...; $(SHOW_RUNTIME_REPORT)
+	$(RUNTIME_MATRIX_ENV) $(HELM_ENV) $(GO) test -count=1 -timeout 20m ./...; $(SHOW_RUNTIME_REPORT)
 	$(MAKE) test-load
 	$(MAKE) test-vm
 	PODCHRON_TEST_LOAD=1 $(MAKE) e2e
@@ -67,16 +74,16 @@ test-load: build runc-upstream ## under background CPU load (test/load; root): t
 			$(BIN)/demo -tracer $(BIN)/tracer -load || exit 1; \
 	done
 
-test-unit: runc-upstream ## tests without the VM run
+test-unit: runc-upstream helm ## tests without the VM run
 	@mkdir -p $(BIN) && rm -f $(RUNTIME_REPORT)
-	$(RUNTIME_MATRIX_ENV) $(GO) test -count=1 -timeout 20m ./...; $(SHOW_RUNTIME_REPORT)
+	$(RUNTIME_MATRIX_ENV) $(HELM_ENV) $(GO) test -count=1 -timeout 20m ./...; $(SHOW_RUNTIME_REPORT)
 
 e2e-build: ## build Kubernetes v1.34.4 and Jaeger v2 for the e2e (cached; ~20 min cold on 2 cores)
 	bash test/e2e/tools/build.sh
 
-e2e: deps ## the real-cluster e2e (root): Kubernetes + containerd + podchron from deploy/ + Jaeger + Prometheus
+e2e: deps helm ## the real-cluster e2e (root): Kubernetes + containerd + podchron installed with its Helm chart + Jaeger + Prometheus
 	bin="$$(bash test/e2e/tools/build.sh)" && \
-	PODCHRON_E2E_BIN="$$bin" $(GO) test -count=1 -p 1 -timeout 30m -parallel 8 -v ./test/e2e/... $(E2EARGS)
+	PODCHRON_E2E_BIN="$$bin" $(HELM_ENV) $(GO) test -count=1 -p 1 -timeout 30m -parallel 8 -v ./test/e2e/... $(E2EARGS)
 
 scale: deps ## a tracer's API cost vs cluster size (root): kube-apiserver + etcd + kwok, 100 and 500 nodes (SCALE_SHORT=1: 25 and 125, < 5 min)
 	bin="$$(bash test/e2e/tools/build.sh kubernetes)" && kwok="$$(bash test/scale/build-kwok.sh)" && \
@@ -95,9 +102,10 @@ bench: build ## decode benchmark and the exec-storm benchmark (root)
 	$(GO) test -run '^$$' -bench TrackedNodeMemory -benchtime 3x ./internal/correlate
 	bash bench/execstorm.sh
 
-lint: ## gofmt, go vet, clang-format-free checks
+lint: helm ## gofmt, go vet, helm lint of the chart, clang-format-free checks
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
+	"$$(bash scripts/build-helm.sh)" lint --strict deploy/helm/podchron
 
 clean:
 	rm -rf $(BIN)
