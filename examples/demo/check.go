@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/correlate"
 )
 
@@ -70,7 +72,7 @@ func res(s correlate.Span, k string) string {
 }
 
 func podOf(s correlate.Span) string {
-	return res(s, "k8s.namespace.name") + "/" + res(s, "k8s.pod.name")
+	return res(s, names.K8sNamespaceName) + "/" + res(s, names.K8sPodName)
 }
 
 // ---- what each pod's trace must say ----------------------------------------
@@ -185,16 +187,16 @@ func check(all []correlate.Span, w podWant) verdict {
 	}
 
 	// Every container run: never a runtime's bootstrap for PID 1.
-	for _, name := range []string{"container.run", "container.init"} {
+	for _, name := range []string{names.SpanContainerRun, names.SpanContainerInit} {
 		for _, s := range named(spans, name) {
-			if a := strs(s.Attr("process.command_args")); bootstrap(a) {
+			if a := strs(s.Attr(names.ProcessCommandArgs)); bootstrap(a) {
 				bad("%s of %v: process.command_args %s is the runtime's bootstrap, not the container's PID 1 (pid %v)",
-					name, s.Attr("k8s.container.name"), quoteArgs(a), s.Attr("process.pid"))
+					name, s.Attr(names.K8sContainerName), quoteArgs(a), s.Attr(names.ProcessPID))
 			}
 		}
 	}
 
-	runs := named(spans, "container.run")
+	runs := named(spans, names.SpanContainerRun)
 	if len(runs) != len(w.runs) {
 		bad("want %d container.run spans, got %d", len(w.runs), len(runs))
 	}
@@ -203,25 +205,25 @@ func check(all []correlate.Span, w podWant) verdict {
 			break
 		}
 		r := runs[i]
-		what := "container.run"
+		what := names.SpanContainerRun
 		if len(w.runs) > 1 {
 			what = fmt.Sprintf("container.run #%d", i+1)
 		}
-		got := fmt.Sprint(r.Attr("podchron.exit.cause"))
+		got := fmt.Sprint(r.Attr(names.ExitCause))
 		if got != want.cause {
 			bad("%s: cause %s, want %s", what, got, want.cause)
 		}
 		if want.signal != "" {
-			if s := fmt.Sprint(r.Attr("podchron.signal")); s != want.signal {
+			if s := fmt.Sprint(r.Attr(names.Signal)); s != want.signal {
 				bad("%s: signal %s, want %s", what, s, want.signal)
 			}
-		} else if c, ok := r.Attr("process.exit.code").(int64); !ok || c != want.exitCode {
-			bad("%s: exit code %v (signal %v), want %d", what, r.Attr("process.exit.code"), r.Attr("podchron.signal"), want.exitCode)
+		} else if c, ok := r.Attr(names.ProcessExitCode).(int64); !ok || c != want.exitCode {
+			bad("%s: exit code %v (signal %v), want %d", what, r.Attr(names.ProcessExitCode), r.Attr(names.Signal), want.exitCode)
 		}
-		if a := strs(r.Attr("process.command_args")); !eq(a, want.args) {
+		if a := strs(r.Attr(names.ProcessCommandArgs)); !eq(a, want.args) {
 			bad("%s: process.command_args %s, want the container's command %s", what, quoteArgs(a), quoteArgs(want.args))
 		}
-		if rc, _ := r.Attr("podchron.restart.count").(int64); rc != int64(i) && len(w.runs) > 1 {
+		if rc, _ := r.Attr(names.RestartCount).(int64); rc != int64(i) && len(w.runs) > 1 {
 			bad("%s: restart count %d, want %d", what, rc, i)
 		}
 		if sw := want.signalEvent; sw != nil {
@@ -231,7 +233,7 @@ func check(all []correlate.Span, w podWant) verdict {
 				for _, a := range ev.Attrs {
 					m[a.Key] = a.Value
 				}
-				if ev.Name == "signal "+sw.sig && m["podchron.signal.sender.kind"] == sw.senderKind && m["podchron.signal.result"] == sw.result {
+				if ev.Name == "signal "+sw.sig && m[names.SignalSenderKind] == sw.senderKind && m[names.SignalResult] == sw.result {
 					found = true
 				}
 			}
@@ -241,12 +243,12 @@ func check(all []correlate.Span, w podWant) verdict {
 		}
 		s := got
 		if want.signal != "" {
-			s += " " + fmt.Sprint(r.Attr("podchron.signal"))
+			s += " " + fmt.Sprint(r.Attr(names.Signal))
 		} else {
-			s += fmt.Sprintf(" exit=%v", r.Attr("process.exit.code"))
+			s += fmt.Sprintf(" exit=%v", r.Attr(names.ProcessExitCode))
 		}
 		if i == 0 {
-			sum = append(sum, fmt.Sprintf("run %s %s", quoteArgs(strs(r.Attr("process.command_args"))), s))
+			sum = append(sum, fmt.Sprintf("run %s %s", quoteArgs(strs(r.Attr(names.ProcessCommandArgs))), s))
 		} else {
 			sum = append(sum, fmt.Sprintf("run #%d %s", i+1, s))
 		}
@@ -254,26 +256,26 @@ func check(all []correlate.Span, w podWant) verdict {
 			sum = append(sum, fmt.Sprintf("%s from %s %s", want.signalEvent.sig, want.signalEvent.senderKind, want.signalEvent.result))
 		}
 	}
-	if b := len(named(spans, "container.backoff")); b != w.backoffs {
+	if b := len(named(spans, names.SpanContainerBackoff)); b != w.backoffs {
 		bad("want %d container.backoff spans, got %d", w.backoffs, b)
 	} else if b > 0 {
 		sum = append(sum, fmt.Sprintf("%d back-offs", b))
 	}
 
-	stops := named(spans, "container.stop")
+	stops := named(spans, names.SpanContainerStop)
 	if w.stop != nil {
 		if len(stops) != 1 {
 			bad("want 1 container.stop span, got %d", len(stops))
 		} else {
 			s := stops[0]
-			d := fmt.Sprint(s.Attr("podchron.signal.disposition"))
+			d := fmt.Sprint(s.Attr(names.SignalDisposition))
 			if d != w.stop.disposition {
 				bad("container.stop: SIGTERM disposition %s, want %s", d, w.stop.disposition)
 			}
-			if k, _ := s.Attr("podchron.sigkill").(bool); k != w.stop.sigkill {
+			if k, _ := s.Attr(names.Sigkill).(bool); k != w.stop.sigkill {
 				bad("container.stop: sigkill %v, want %v", k, w.stop.sigkill)
 			}
-			if sk := fmt.Sprint(s.Attr("podchron.signal.sender.kind")); sk != "runtime" {
+			if sk := fmt.Sprint(s.Attr(names.SignalSenderKind)); sk != "runtime" {
 				bad("container.stop: SIGTERM sender kind %s, want runtime", sk)
 			}
 			t := fmt.Sprintf("stop SIGTERM %s", d)
@@ -284,11 +286,11 @@ func check(all []correlate.Span, w podWant) verdict {
 		}
 	}
 
-	terms := named(spans, "pod.termination")
+	terms := named(spans, names.SpanPodTermination)
 	if len(terms) != 1 {
 		bad("want 1 pod.termination span, got %d", len(terms))
 	} else {
-		o, _ := terms[0].Attr("podchron.grace_period.overrun").(bool)
+		o, _ := terms[0].Attr(names.GracePeriodOverrun).(bool)
 		if o != w.overrun {
 			bad("pod.termination: grace period overrun %v, want %v", o, w.overrun)
 		}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/probe"
 )
 
@@ -84,7 +86,7 @@ func (p *pod) addK8sEvent(ev *K8sEvent) {
 // signalKey groups signal records for folding.
 type signalKey struct {
 	sig    int
-	kind   string
+	kind   names.SenderKind
 	toInit bool
 }
 
@@ -112,13 +114,13 @@ func (ct *container) foldedSignals(at time.Time) (SpanEvent, int) {
 	for _, k := range sortedSignalKeys(ct.signalsFolded) {
 		n := ct.signalsFolded[k]
 		total += n
-		name := fmt.Sprintf("podchron.signals_folded.%s.%s", probe.SignalName(sigNum(k.sig)), k.kind)
+		name := fmt.Sprintf(names.EventSignalsFolded+".%s.%s", probe.SignalName(sigNum(k.sig)), k.kind)
 		if k.toInit {
 			name += ".init"
 		}
 		attrs = append(attrs, Int(name, int64(n)))
 	}
-	return SpanEvent{Name: "podchron.signals_folded", Time: at, Attrs: attrs}, total
+	return SpanEvent{Name: names.EventSignalsFolded, Time: at, Attrs: attrs}, total
 }
 
 func sortedSignalKeys(m map[signalKey]int) []signalKey {
@@ -126,7 +128,7 @@ func sortedSignalKeys(m map[signalKey]int) []signalKey {
 		if c := cmp.Compare(a.sig, b.sig); c != 0 {
 			return c
 		}
-		if c := strings.Compare(a.kind, b.kind); c != 0 {
+		if c := strings.Compare(string(a.kind), string(b.kind)); c != 0 {
 			return c
 		}
 		return cmp.Compare(boolInt(a.toInit), boolInt(b.toInit))

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
 	"github.com/podchron/podchron/internal/probe"
@@ -55,11 +57,11 @@ func TestSignalFloodIsFolded(t *testing.T) {
 	s.exit("app", app, 0, syscall.SIGKILL)
 	s.cri(cri.EventContainerExited, "app", 137, "Error")
 	s.tick(3 * time.Second)
-	run := s.one("container.run")
+	run := s.one(names.SpanContainerRun)
 	if len(run.Events) > wantMaxSignalEvents {
 		t.Errorf("run has %d events, want at most %d", len(run.Events), wantMaxSignalEvents)
 	}
-	folded, _ := run.Attr("podchron.signals.folded").(int64)
+	folded, _ := run.Attr(names.SignalsFolded).(int64)
 	kept := 0
 	for _, e := range run.Events {
 		if e.Name == "signal SIGUSR1" {
@@ -69,10 +71,10 @@ func TestSignalFloodIsFolded(t *testing.T) {
 	if int(folded)+kept != n {
 		t.Errorf("SIGUSR1 kept %d + folded %d, want %d", kept, folded, n)
 	}
-	if run.Attr("podchron.exit.cause") != "killed_by_runtime" {
+	if run.Attr(names.ExitCause) != "killed_by_runtime" {
 		t.Errorf("cause after the flood: %v", run.Attrs)
 	}
-	if stop := s.one("container.stop"); stop.Attr("podchron.signal") != "SIGTERM" || stop.Attr("podchron.sigkill") != true {
+	if stop := s.one(names.SpanContainerStop); stop.Attr(names.Signal) != "SIGTERM" || stop.Attr(names.Sigkill) != true {
 		t.Errorf("stop after the flood: %v", stop.Attrs)
 	}
 }
@@ -115,14 +117,14 @@ func TestNeverReadyPodStaysBounded(t *testing.T) {
 	}
 	losses := 0
 	for _, e := range root.Events {
-		if e.Name == "podchron.events_lost" {
+		if e.Name == names.EventsLost {
 			losses++
 		}
 	}
 	if losses > 1+wantMaxRootEvents/2 || losses == 0 {
 		t.Errorf("%d loss events for loss reports a minute apart", losses)
 	}
-	if root.Attr("podchron.events.folded") == nil {
+	if root.Attr(names.EventsFolded) == nil {
 		t.Errorf("root events folded not counted: %v", root.Attrs)
 	}
 }
@@ -140,9 +142,9 @@ func TestLossReportsMergeIntoEpisodes(t *testing.T) {
 	s.c.Flush()
 	var eps []int64
 	for _, e := range s.one("pod").Events {
-		if e.Name == "podchron.events_lost" {
+		if e.Name == names.EventsLost {
 			for _, a := range e.Attrs {
-				if a.Key == "podchron.events_lost" {
+				if a.Key == names.EventsLost {
 					eps = append(eps, a.Value.(int64))
 				}
 			}

@@ -9,15 +9,17 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/probe"
 )
 
 // cause explains why a container's init process ended.
-func (c *Correlator) cause(ct *container) (string, []Attr) {
+func (c *Correlator) cause(ct *container) (names.Cause, []Attr) {
 	p := ct.pod
 	var attrs []Attr
 	if ct.unknownExit {
-		return "unknown", []Attr{String("message", "removed before its exit was seen (kernel events lost or the tracer started late)")}
+		return names.CauseUnknown, []Attr{String(names.Message, "removed before its exit was seen (kernel events lost or the tracer started late)")}
 	}
 	// The OOM kill is the cause when it killed the init (the kernel's view),
 	// or when the runtime says OOMKilled and the kernel saw no OOM kill at
@@ -25,16 +27,16 @@ func (c *Correlator) cause(ct *container) (string, []Attr) {
 	// enough: it says OOMKilled for a child's OOM kill too.
 	if ct.oom != nil || ct.reason == "OOMKilled" && len(ct.ooms) == 0 {
 		if ct.oom != nil {
-			attrs = append(attrs, Int("podchron.oom.victim.pid", int64(ct.oom.VictimTGID)),
-				String("podchron.oom.victim.comm", ct.oom.VictimComm), String("podchron.oom.scope", ct.oomScope))
+			attrs = append(attrs, Int(names.OOMVictimPID, int64(ct.oom.VictimTGID)),
+				String(names.OOMVictimComm, ct.oom.VictimComm), String(names.OOMScope, ct.oomScope))
 			if ct.oomMemcg != "" {
-				attrs = append(attrs, String("podchron.oom.memcg", ct.oomMemcg))
+				attrs = append(attrs, String(names.OOMMemcg, ct.oomMemcg))
 			}
 			if ct.oom.HasRSS {
-				attrs = append(attrs, Int("podchron.oom.anon_rss_kb", int64(ct.oom.AnonRSSKB)))
+				attrs = append(attrs, Int(names.OOMAnonRSSKB, int64(ct.oom.AnonRSSKB)))
 			}
 		}
-		return "oom_killed", attrs
+		return names.CauseOOMKilled, attrs
 	}
 	if cause, a := c.livenessCause(ct); cause != "" {
 		return cause, a
@@ -44,47 +46,47 @@ func (c *Correlator) cause(ct *container) (string, []Attr) {
 	}
 	if ct.exitSignal == 0 {
 		if p != nil && p.info != nil && p.info.Reason == "Evicted" {
-			return "evicted", nil
+			return names.CauseEvicted, nil
 		}
 		if ct.exitCode == 0 {
-			return "completed", nil
+			return names.CauseCompleted, nil
 		}
 		if stop := ct.stopSignal(); stop != nil && stop.at.Before(ct.exitAt) && gracefulExit(ct.exitCode, stop.sig) {
 			// The app handled the stop signal and exited the way shells and
 			// many runtimes report it (128+signal): a graceful stop.
-			return "completed", []Attr{String("message", fmt.Sprintf("exit code %d after %s from the %s: a graceful stop",
+			return names.CauseCompleted, []Attr{String(names.Message, fmt.Sprintf("exit code %d after %s from the %s: a graceful stop",
 				ct.exitCode, probe.SignalName(stop.sig), stop.senderKind))}
 		}
-		return "error", nil
+		return names.CauseError, nil
 	}
 	sig := ct.signalOf(ct.exitSignal)
 	if sig == nil && ct.exitSignal == syscall.SIGTERM {
 		sig = ct.signalOf(syscall.SIGTERM)
 	}
 	if sig != nil {
-		attrs = append(attrs, String("podchron.signal.sender.kind", sig.senderKind),
-			String("podchron.signal.sender.comm", sig.senderComm), Int("podchron.signal.sender.pid", int64(sig.senderPID)))
+		attrs = append(attrs, String(names.SignalSenderKind, string(sig.senderKind)),
+			String(names.SignalSenderComm, sig.senderComm), Int(names.SignalSenderPID, int64(sig.senderPID)))
 	}
 	if p != nil {
 		if ev := p.recentEvent("Killing", ct.name, ct.startedAtOr(), ct.exitAt); ev != nil && containsLiveness(ev.Message) {
-			return "liveness_restart", append(attrs, String("message", ev.Message))
+			return names.CauseLivenessRestart, append(attrs, String(names.Message, ev.Message))
 		}
 		if p.info != nil && p.info.Reason == "Evicted" || p.recentEvent("Evicted", "", ct.startedAtOr(), ct.exitAt) != nil {
-			return "evicted", attrs
+			return names.CauseEvicted, attrs
 		}
 	}
 	if sig == nil {
-		return "signal", attrs
+		return names.CauseSignal, attrs
 	}
 	switch sig.senderKind {
-	case "runtime", "kubelet":
-		return "killed_by_runtime", attrs
-	case "in_pod":
-		return "killed_in_pod", attrs
-	case "kernel":
-		return "signal", attrs
+	case names.SenderRuntime, names.SenderKubelet:
+		return names.CauseKilledByRuntime, attrs
+	case names.SenderInPod:
+		return names.CauseKilledInPod, attrs
+	case names.SenderKernel:
+		return names.CauseSignal, attrs
 	}
-	return "killed_external", attrs
+	return names.CauseKilledExternal, attrs
 }
 
 // stopSignal is how the runtime asked the container's init to stop: its
@@ -93,7 +95,7 @@ func (c *Correlator) cause(ct *container) (string, []Attr) {
 func (ct *container) stopSignal() *signalRec {
 	for i := range ct.signals {
 		s := &ct.signals[i]
-		if s.toInit && s.sig != syscall.SIGKILL && (s.senderKind == "runtime" || s.senderKind == "kubelet") {
+		if s.toInit && s.sig != syscall.SIGKILL && (s.senderKind == names.SenderRuntime || s.senderKind == names.SenderKubelet) {
 			return s
 		}
 	}
@@ -112,7 +114,7 @@ func gracefulExit(code int, sig syscall.Signal) bool {
 // Killing event says so, or, without it (events lag, or no API server), the
 // runtime's SIGTERM came right after a failed liveness probe seen in the
 // kernel while the pod was not being deleted.
-func (c *Correlator) livenessCause(ct *container) (string, []Attr) {
+func (c *Correlator) livenessCause(ct *container) (names.Cause, []Attr) {
 	p := ct.pod
 	if p == nil {
 		return "", nil
@@ -120,31 +122,31 @@ func (c *Correlator) livenessCause(ct *container) (string, []Attr) {
 	term := ct.stopSignal()
 	var attrs []Attr
 	if term != nil {
-		attrs = append(attrs, String("podchron.signal.sender.kind", term.senderKind),
-			String("podchron.signal.sender.comm", term.senderComm), Int("podchron.signal.sender.pid", int64(term.senderPID)))
+		attrs = append(attrs, String(names.SignalSenderKind, string(term.senderKind)),
+			String(names.SignalSenderComm, term.senderComm), Int(names.SignalSenderPID, int64(term.senderPID)))
 	}
 	if ev := p.recentEvent("Killing", ct.name, ct.startedAtOr(), ct.exitAt); ev != nil {
 		switch {
 		case strings.Contains(ev.Message, "failed startup probe"):
-			return "startup_probe_restart", append(attrs, String("message", ev.Message))
+			return names.CauseStartupProbeRestart, append(attrs, String(names.Message, ev.Message))
 		case containsLiveness(ev.Message):
-			return "liveness_restart", append(attrs, String("message", ev.Message))
+			return names.CauseLivenessRestart, append(attrs, String(names.Message, ev.Message))
 		}
 	}
-	if term == nil || (term.senderKind != "runtime" && term.senderKind != "kubelet") || p.info != nil && p.info.DeletionTimestamp != nil {
+	if term == nil || (term.senderKind != names.SenderRuntime && term.senderKind != names.SenderKubelet) || p.info != nil && p.info.DeletionTimestamp != nil {
 		return "", nil
 	}
 	// A failed startup probe makes the kubelet restart the container too,
 	// before it ever counted as started.
 	if gap := term.at.Sub(ct.lastStartupFail); !ct.lastStartupFail.IsZero() && gap >= 0 && gap < livenessKillWindow &&
 		(ct.lastLivenessFail.IsZero() || ct.lastStartupFail.After(ct.lastLivenessFail)) {
-		return "startup_probe_restart", append(attrs, String("message", "stopped by the runtime right after a failed startup probe"))
+		return names.CauseStartupProbeRestart, append(attrs, String(names.Message, "stopped by the runtime right after a failed startup probe"))
 	}
 	if ct.lastLivenessFail.IsZero() {
 		return "", nil
 	}
 	if gap := term.at.Sub(ct.lastLivenessFail); gap >= 0 && gap < livenessKillWindow {
-		return "liveness_restart", append(attrs, String("message", "stopped by the runtime right after a failed liveness probe"))
+		return names.CauseLivenessRestart, append(attrs, String(names.Message, "stopped by the runtime right after a failed liveness probe"))
 	}
 	return "", nil
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
 	"github.com/podchron/podchron/internal/probe"
@@ -34,7 +36,7 @@ func TestReadyBeforeProbeExitIsSeen(t *testing.T) {
 	s.at(10 * time.Millisecond)
 	s.info.Conditions = append(s.info.Conditions, correlate.Condition{Type: "Ready", Status: "True", LastTransitionTime: exitAt.Truncate(time.Second)})
 	s.pod()
-	if len(s.find("pod.startup")) != 0 {
+	if len(s.find(names.SpanPodStartup)) != 0 {
 		t.Fatal("start-up emitted before the kernel's view could settle")
 	}
 	s.at(50 * time.Millisecond)
@@ -46,7 +48,7 @@ func TestReadyBeforeProbeExitIsSeen(t *testing.T) {
 	s.at(5 * time.Millisecond)
 	s.exit("app", pr2, 0, 0)
 	s.tick(2 * time.Second)
-	st := s.one("pod.startup")
+	st := s.one(names.SpanPodStartup)
 	if !st.End.Equal(exitAt) {
 		t.Errorf("start-up ends %s, want the readiness probe's exit %s", st.End, exitAt)
 	}
@@ -74,11 +76,11 @@ func TestLivenessRestartExitZeroFromKernel(t *testing.T) {
 	s.exit("app", app, 0, 0)
 	s.cri(cri.EventContainerExited, "app", 0, "Completed")
 	s.tick(2 * time.Second)
-	run := s.one("container.run")
-	if got := run.Attr("podchron.exit.cause"); got != "liveness_restart" {
+	run := s.one(names.SpanContainerRun)
+	if got := run.Attr(names.ExitCause); got != "liveness_restart" {
 		t.Fatalf("cause %v, want liveness_restart: %v", got, run.Attrs)
 	}
-	if run.Attr("podchron.signal.sender.comm") != "runc" {
+	if run.Attr(names.SignalSenderComm) != "runc" {
 		t.Errorf("sender: %v", run.Attrs)
 	}
 }
@@ -105,13 +107,13 @@ func TestForcedDeletionLingers(t *testing.T) {
 	s.cri(cri.EventContainerExited, "app", 137, "Error")
 	s.tick(2 * time.Second)
 	root := s.one("pod")
-	term := s.one("pod.termination")
-	if !term.End.Equal(exitAt) || term.Attr("podchron.termination.forced") != true {
+	term := s.one(names.SpanPodTermination)
+	if !term.End.Equal(exitAt) || term.Attr(names.TerminationForced) != true {
 		t.Errorf("termination %s–%s %v, want the end at the exit %s", term.Start, term.End, term.Attrs, exitAt)
 	}
 	var deleted bool
 	for _, e := range root.Events {
-		deleted = deleted || e.Name == "podchron.api_object_deleted"
+		deleted = deleted || e.Name == names.EventAPIObjectDeleted
 	}
 	if !deleted {
 		t.Errorf("no podchron.api_object_deleted event: %v", root.Events)
@@ -160,8 +162,8 @@ func TestRuncInitIsNotTheContainerInit(t *testing.T) {
 			s.exit("app", child, 0, 0)
 			s.cri(cri.EventContainerExited, "app", 0, "Completed")
 			s.tick(2 * time.Second)
-			runs := s.find("container.run")
-			if len(runs) != 1 || runs[0].Attr("process.pid") != int64(child) {
+			runs := s.find(names.SpanContainerRun)
+			if len(runs) != 1 || runs[0].Attr(names.ProcessPID) != int64(child) {
 				t.Fatalf("runs: %v", runs)
 			}
 		})
@@ -177,9 +179,9 @@ func TestShutdownLeavesLivePodsToTheNextTracer(t *testing.T) {
 	if got := s.find("pod"); len(got) != 0 {
 		t.Fatalf("Shutdown emitted the live pod's root: %v", got)
 	}
-	s.one("pod.startup")
-	s.one("container.init")
-	if got := s.find("container.run"); len(got) != 0 {
+	s.one(names.SpanPodStartup)
+	s.one(names.SpanContainerInit)
+	if got := s.find(names.SpanContainerRun); len(got) != 0 {
 		t.Errorf("Shutdown emitted a running container: %v", got)
 	}
 	s.c.Flush()
@@ -197,7 +199,7 @@ func TestAPITimesSharpenedBySightings(t *testing.T) {
 	created := s.now
 	s.info.CreatedAt = s.now.Truncate(time.Second)
 	app := s.startup()
-	if st := s.one("pod.startup"); !st.Start.Equal(created) {
+	if st := s.one(names.SpanPodStartup); !st.Start.Equal(created) {
 		t.Errorf("start-up starts %s, want the sighting %s", st.Start, created)
 	}
 	s.at(1700 * time.Millisecond)
@@ -212,7 +214,7 @@ func TestAPITimesSharpenedBySightings(t *testing.T) {
 	s.cri(cri.EventContainerExited, "app", 0, "Completed")
 	s.info.Deleted = true
 	s.pod()
-	if term := s.one("pod.termination"); !term.Start.Equal(requested) {
+	if term := s.one(names.SpanPodTermination); !term.Start.Equal(requested) {
 		t.Errorf("termination starts %s, want the sighting %s", term.Start, requested)
 	}
 }
@@ -228,7 +230,7 @@ func TestPIDNamespaceTeardownIsNamed(t *testing.T) {
 	s.exit("app", app, 0, 0)
 	s.cri(cri.EventContainerExited, "app", 0, "Completed")
 	s.tick(2 * time.Second)
-	run := s.one("container.run")
+	run := s.one(names.SpanContainerRun)
 	for _, ev := range run.Events {
 		if ev.Name == "signal SIGKILL" {
 			for _, a := range ev.Attrs {

@@ -1,6 +1,10 @@
 package correlate
 
-import "syscall"
+import (
+	"syscall"
+
+	"github.com/podchron/podchron/internal/names"
+)
 
 // Disruptions: why a pod was made to go, when something other than its
 // owner's plain deletion ended it. The API server, the scheduler, the taint
@@ -9,20 +13,20 @@ import "syscall"
 // on the termination and into the cause of the runs it ended.
 
 // disruptionCauses maps a DisruptionTarget reason to a run's cause.
-var disruptionCauses = map[string]string{
-	"EvictionByEvictionAPI":  "evicted", // kubectl drain, the Eviction API
-	"TerminationByKubelet":   "evicted", // node-pressure eviction, graceful node shutdown
-	"DeletionByTaintManager": "evicted", // NoExecute taint
-	"PreemptionByScheduler":  "preempted",
-	"DeletionByPodGC":        "deleted_by_pod_gc", // orphaned or terminating on a lost node
+var disruptionCauses = map[string]names.Cause{
+	"EvictionByEvictionAPI":  names.CauseEvicted, // kubectl drain, the Eviction API
+	"TerminationByKubelet":   names.CauseEvicted, // node-pressure eviction, graceful node shutdown
+	"DeletionByTaintManager": names.CauseEvicted, // NoExecute taint
+	"PreemptionByScheduler":  names.CausePreempted,
+	"DeletionByPodGC":        names.CauseDeletedByPodGC, // orphaned or terminating on a lost node
 }
 
 // causeDisrupted is the cause of a DisruptionTarget reason not in
 // disruptionCauses.
-const causeDisrupted = "disrupted"
+const causeDisrupted = names.CauseDisrupted
 
 // isDisruptionCause tells a cause a disruption gives.
-func isDisruptionCause(cause string) bool {
+func isDisruptionCause(cause names.Cause) bool {
 	if cause == causeDisrupted {
 		return true
 	}
@@ -49,7 +53,7 @@ func (p *pod) disruption() (reason, message string, ok bool) {
 
 // disruptionCause names a run's end by the pod's disruption, when the run
 // ended during the pod's termination.
-func (ct *container) disruptionCause() (string, []Attr) {
+func (ct *container) disruptionCause() (names.Cause, []Attr) {
 	p := ct.pod
 	if p == nil || p.terminating.IsZero() || ct.exitAt.Before(p.terminating) {
 		return "", nil
@@ -62,13 +66,13 @@ func (ct *container) disruptionCause() (string, []Attr) {
 	if cause == "" {
 		cause = causeDisrupted
 	}
-	attrs := []Attr{String("podchron.disruption.reason", reason)}
+	attrs := []Attr{String(names.DisruptionReason, reason)}
 	if msg != "" {
-		attrs = append(attrs, String("message", msg))
+		attrs = append(attrs, String(names.Message, msg))
 	}
 	if stop := ct.stopSignal(); stop != nil {
-		attrs = append(attrs, String("podchron.signal.sender.kind", stop.senderKind),
-			String("podchron.signal.sender.comm", stop.senderComm), Int("podchron.signal.sender.pid", int64(stop.senderPID)))
+		attrs = append(attrs, String(names.SignalSenderKind, string(stop.senderKind)),
+			String(names.SignalSenderComm, stop.senderComm), Int(names.SignalSenderPID, int64(stop.senderPID)))
 	}
 	return cause, attrs
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
 	"github.com/podchron/podchron/internal/probe"
@@ -46,12 +48,12 @@ func TestDisruptionReasonOnTerminationAndCause(t *testing.T) {
 			s.info.Deleted = true
 			s.pod()
 			s.tick(3 * time.Second)
-			run := s.one("container.run")
-			if run.Attr("podchron.exit.cause") != tc.cause || run.Attr("podchron.disruption.reason") != tc.reason ||
+			run := s.one(names.SpanContainerRun)
+			if run.Attr(names.ExitCause) != tc.cause || run.Attr(names.DisruptionReason) != tc.reason ||
 				(run.Status == correlate.StatusError) != tc.wantErr {
 				t.Errorf("run: %s %v", run.Status, run.Attrs)
 			}
-			if term := s.one("pod.termination"); term.Attr("podchron.termination.reason") != tc.reason {
+			if term := s.one(names.SpanPodTermination); term.Attr(names.TerminationReason) != tc.reason {
 				t.Errorf("termination: %v", term.Attrs)
 			}
 		})

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/probe"
 )
 
@@ -16,9 +18,9 @@ import (
 func ctKey(kind string, ct *container) string { return kind + "/" + ct.id }
 
 func containerAttrs(ct *container) []Attr {
-	a := []Attr{String("k8s.container.name", ct.name), String("container.id", ct.id)}
+	a := []Attr{String(names.K8sContainerName, ct.name), String(names.ContainerID, ct.id)}
 	if ct.attempt > 0 {
-		a = append(a, Int("podchron.restart.count", int64(ct.attempt)))
+		a = append(a, Int(names.RestartCount, int64(ct.attempt)))
 	}
 	return a
 }
@@ -33,26 +35,26 @@ func (c *Correlator) runSpan(ct *container) {
 	p := ct.pod
 	ns := p.namespace()
 	cause, cattrs := c.cause(ct)
-	c.cfg.Observer.ContainerExit(ns, cause)
+	c.cfg.Observer.ContainerExit(ns, string(cause))
 
 	attrs := containerAttrs(ct)
-	attrs = append(attrs, String("podchron.exit.cause", cause), Int("process.pid", int64(ct.initPID)))
+	attrs = append(attrs, String(names.ExitCause, string(cause)), Int(names.ProcessPID, int64(ct.initPID)))
 	if ct.exitSignal != 0 {
-		attrs = append(attrs, String("podchron.signal", probe.SignalName(ct.exitSignal)))
+		attrs = append(attrs, String(names.Signal, probe.SignalName(ct.exitSignal)))
 	} else {
-		attrs = append(attrs, Int("process.exit.code", int64(ct.exitCode)))
+		attrs = append(attrs, Int(names.ProcessExitCode, int64(ct.exitCode)))
 	}
 	if len(ct.initArgs) > 0 {
-		attrs = append(attrs, Strings("process.command_args", ct.initArgs...))
+		attrs = append(attrs, Strings(names.ProcessCommandArgs, ct.initArgs...))
 	}
 	attrs = append(attrs, cattrs...)
 	status := StatusOK
 	msg := ""
 	if isDisruptionCause(cause) && ct.disruptionGraceful() {
 		// Made to go, and went in time: not the container's failure.
-	} else if cause != "completed" && !(cause == "killed_by_runtime" && !p.terminating.IsZero() && ct.exitSignal == syscall.SIGTERM) {
+	} else if cause != names.CauseCompleted && !(cause == names.CauseKilledByRuntime && !p.terminating.IsZero() && ct.exitSignal == syscall.SIGTERM) {
 		status = StatusError
-		msg = cause
+		msg = string(cause)
 	}
 	var events []SpanEvent
 	for _, s := range ct.signals {
@@ -61,34 +63,34 @@ func (c *Correlator) runSpan(ct *container) {
 	if len(ct.signalsFolded) > 0 {
 		ev, n := ct.foldedSignals(ct.exitAt)
 		events = append(events, ev)
-		attrs = append(attrs, Int("podchron.signals.folded", int64(n)))
+		attrs = append(attrs, Int(names.SignalsFolded, int64(n)))
 	}
 	if ct.probeFailsFolded > 0 {
-		attrs = append(attrs, Int("podchron.probe_failures.folded", int64(ct.probeFailsFolded)))
+		attrs = append(attrs, Int(names.ProbeFailuresFolded, int64(ct.probeFailsFolded)))
 	}
 	for _, kind := range sortedKeys(ct.sessionsFolded) {
-		attrs = append(attrs, Int("podchron.sessions.folded."+kind, int64(ct.sessionsFolded[kind])))
+		attrs = append(attrs, Int(names.SessionsFoldedPrefix+kind, int64(ct.sessionsFolded[kind])))
 	}
 	for _, o := range ct.ooms {
-		a := []Attr{Int("podchron.oom.victim.pid", int64(o.ev.VictimTGID)), String("podchron.oom.scope", o.scope)}
+		a := []Attr{Int(names.OOMVictimPID, int64(o.ev.VictimTGID)), String(names.OOMScope, o.scope)}
 		if o.memcg != "" {
-			a = append(a, String("podchron.oom.memcg", o.memcg))
+			a = append(a, String(names.OOMMemcg, o.memcg))
 		}
 		if o.ev != ct.oom {
 			// A child of the container, not its init: the run went on.
-			a = append(a, String("podchron.oom.victim.comm", o.ev.VictimComm))
+			a = append(a, String(names.OOMVictimComm, o.ev.VictimComm))
 		}
-		events = append(events, SpanEvent{Name: "oom_kill", Time: o.ev.Time, Attrs: a})
+		events = append(events, SpanEvent{Name: names.EventOOMKill, Time: o.ev.Time, Attrs: a})
 	}
 	if ct.oomsFolded > 0 {
-		attrs = append(attrs, Int("podchron.oom.kills_folded", int64(ct.oomsFolded)))
+		attrs = append(attrs, Int(names.OOMKillsFolded, int64(ct.oomsFolded)))
 	}
 	events = append(events, ct.probeFails...)
 
 	start := ct.startedAtOr()
-	name, parent := "container.run", c.rootID(p)
+	name, parent := names.SpanContainerRun, c.rootID(p)
 	if ct.init {
-		name, parent = "container.init", c.startupID(p)
+		name, parent = names.SpanContainerInit, c.startupID(p)
 	}
 	key := ctKey(name, ct)
 	c.emit(p, Span{SpanID: p.spanID(key), Parent: parent, Name: name, Start: start, End: ct.exitAt,
@@ -110,8 +112,8 @@ func (c *Correlator) stopSpan(ct *container) {
 		return
 	}
 	attrs := containerAttrs(ct)
-	sigkill := kill != nil && (kill.senderKind == "runtime" || kill.senderKind == "kubelet")
-	attrs = append(attrs, Bool("podchron.sigkill", sigkill))
+	sigkill := kill != nil && (kill.senderKind == names.SenderRuntime || kill.senderKind == names.SenderKubelet)
+	attrs = append(attrs, Bool(names.Sigkill, sigkill))
 	if term != nil {
 		disp := term.disposition.String()
 		if term.result == probe.SignalIgnored {
@@ -119,11 +121,11 @@ func (c *Correlator) stopSpan(ct *container) {
 		} else if d, ok := ct.delivered[term.sig]; ok {
 			disp = d.String()
 		}
-		attrs = append(attrs, String("podchron.signal", probe.SignalName(term.sig)), String("podchron.signal.disposition", disp),
-			String("podchron.signal.sender.kind", term.senderKind), String("podchron.signal.sender.comm", term.senderComm),
-			Int("podchron.signal.sender.pid", int64(term.senderPID)))
+		attrs = append(attrs, String(names.Signal, probe.SignalName(term.sig)), String(names.SignalDisposition, disp),
+			String(names.SignalSenderKind, string(term.senderKind)), String(names.SignalSenderComm, term.senderComm),
+			Int(names.SignalSenderPID, int64(term.senderPID)))
 		if term.nsInit && term.disposition == probe.DispositionDefault {
-			attrs = append(attrs, Bool("podchron.signal.pidns_init", true))
+			attrs = append(attrs, Bool(names.SignalPIDNSInit, true))
 		}
 	}
 	status, msg := StatusOK, ""
@@ -133,7 +135,7 @@ func (c *Correlator) stopSpan(ct *container) {
 		if p.grace > 0 && term != nil {
 			msg = fmt.Sprintf("SIGKILL %.1fs after %s (grace period %s)", kill.at.Sub(term.at).Seconds(), probe.SignalName(term.sig), p.grace)
 		}
-		attrs = append(attrs, Bool("podchron.grace_period.overrun", true))
+		attrs = append(attrs, Bool(names.GracePeriodOverrun, true))
 		if !p.terminating.IsZero() && !start.Before(p.terminating) {
 			// The pod's termination overran; a stop before it (a liveness
 			// restart) overran only that stop.
@@ -142,24 +144,24 @@ func (c *Correlator) stopSpan(ct *container) {
 		c.cfg.Observer.GracePeriodOverrun(p.namespace())
 	}
 	if p.grace > 0 {
-		attrs = append(attrs, Float("podchron.grace_period.seconds", p.grace.Seconds()))
+		attrs = append(attrs, Float(names.GracePeriodSeconds, p.grace.Seconds()))
 	}
 	d := ct.exitAt.Sub(start)
 	c.cfg.Observer.ContainerStop(p.namespace(), d, sigkill)
-	key := ctKey("container.stop", ct)
-	c.emit(p, Span{SpanID: p.spanID(key), Parent: c.terminationParent(p), Name: "container.stop",
+	key := ctKey(names.SpanContainerStop, ct)
+	c.emit(p, Span{SpanID: p.spanID(key), Parent: c.terminationParent(p), Name: names.SpanContainerStop,
 		Start: start, End: ct.exitAt, Status: status, StatusMessage: msg, Attrs: attrs})
 }
 
 func signalEvent(s signalRec) SpanEvent {
-	a := []Attr{String("podchron.signal", probe.SignalName(s.sig)), String("podchron.signal.sender.kind", s.senderKind),
-		String("podchron.signal.sender.comm", s.senderComm), Int("podchron.signal.sender.pid", int64(s.senderPID)),
-		String("podchron.signal.result", s.result.String()), String("podchron.signal.disposition", s.disposition.String())}
+	a := []Attr{String(names.Signal, probe.SignalName(s.sig)), String(names.SignalSenderKind, string(s.senderKind)),
+		String(names.SignalSenderComm, s.senderComm), Int(names.SignalSenderPID, int64(s.senderPID)),
+		String(names.SignalResult, s.result.String()), String(names.SignalDisposition, s.disposition.String())}
 	if !s.toInit {
-		a = append(a, Bool("podchron.signal.to_child", true))
+		a = append(a, Bool(names.SignalToChild, true))
 	}
 	if s.pidnsTeardown {
-		a = append(a, String("message", "PID namespace teardown: the kernel kills what its init left behind"))
+		a = append(a, String(names.Message, "PID namespace teardown: the kernel kills what its init left behind"))
 	}
 	return SpanEvent{Name: "signal " + probe.SignalName(s.sig), Time: s.at, Attrs: a}
 }
@@ -167,17 +169,17 @@ func signalEvent(s signalRec) SpanEvent {
 // sessionSpan emits a hook or probe span for an exec session.
 func (c *Correlator) sessionSpan(ct *container, s *session, e *probe.ExitEvent) {
 	p := ct.pod
-	if s.kind == "exec" || s.kind == "" {
+	if s.kind == names.SessionExec || s.kind == "" {
 		s.kind = c.sessionKind(ct, s.args)
 	}
 	name := ""
 	parent := c.rootID(p)
 	switch s.kind {
-	case "poststart":
-		name, parent = "container.poststart", c.startupID(p)
-	case "prestop":
-		name, parent = "container.prestop", c.terminationParent(p)
-	case "probe.startup", "probe.readiness", "probe.liveness":
+	case names.SessionPostStart:
+		name, parent = names.SpanContainerPostStart, c.startupID(p)
+	case names.SessionPreStop:
+		name, parent = names.SpanContainerPreStop, c.terminationParent(p)
+	case names.SessionProbeStartup, names.SessionProbeReadiness, names.SessionProbeLiveness:
 		name = s.kind
 		// Part of the start-up: begun before the pod was ready (or before
 		// the API server said so, while the start-up settles).
@@ -191,22 +193,22 @@ func (c *Correlator) sessionSpan(ct *container, s *session, e *probe.ExitEvent) 
 			return // a passing probe after start-up: not news
 		}
 	default:
-		name = "container.exec"
+		name = names.SpanContainerExec
 	}
-	attrs := append(containerAttrs(ct), Int("process.pid", int64(s.pid)), Strings("process.command_args", s.args...))
+	attrs := append(containerAttrs(ct), Int(names.ProcessPID, int64(s.pid)), Strings(names.ProcessCommandArgs, s.args...))
 	status := StatusOK
-	result := "success"
+	result := names.ProbeSuccess
 	if e.Signal != 0 {
-		attrs = append(attrs, String("podchron.signal", probe.SignalName(e.Signal)))
-		status, result = StatusError, "killed"
+		attrs = append(attrs, String(names.Signal, probe.SignalName(e.Signal)))
+		status, result = StatusError, names.ProbeKilled
 	} else {
-		attrs = append(attrs, Int("process.exit.code", int64(e.ExitCode)))
+		attrs = append(attrs, Int(names.ProcessExitCode, int64(e.ExitCode)))
 		if e.ExitCode != 0 {
-			status, result = StatusError, "failure"
+			status, result = StatusError, names.ProbeFailure
 		}
 	}
 	if len(name) > 6 && name[:6] == "probe." {
-		attrs = append(attrs, String("podchron.probe.type", name[6:]), String("podchron.probe.result", result))
+		attrs = append(attrs, String(names.ProbeType, name[6:]), String(names.ProbeResult, result))
 	}
 	if !ct.sessionSpanAllowed(name) {
 		return // over the cap: counted on the run (podchron.sessions.folded.<kind>)
@@ -238,10 +240,10 @@ func (c *Correlator) backoff(ct *container) {
 	}
 	ct.backoffDone = true
 	wait := start.Sub(prev.exitAt)
-	attrs := append(containerAttrs(ct), Float("podchron.backoff.seconds", wait.Seconds()))
+	attrs := append(containerAttrs(ct), Float(names.BackoffSeconds, wait.Seconds()))
 	if ev := p.recentEvent("BackOff", ct.name, prev.exitAt, start); ev != nil {
-		attrs = append(attrs, String("message", ev.Message))
+		attrs = append(attrs, String(names.Message, ev.Message))
 	}
-	c.emit(p, Span{SpanID: p.spanID(ctKey("backoff", ct)), Parent: c.rootID(p), Name: "container.backoff",
+	c.emit(p, Span{SpanID: p.spanID(ctKey("backoff", ct)), Parent: c.rootID(p), Name: names.SpanContainerBackoff,
 		Start: prev.exitAt, End: start, Status: StatusOK, Attrs: attrs})
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/probe"
 )
 
@@ -24,7 +26,7 @@ func (c *Correlator) emitStartup(p *pod, end time.Time, out startupOutcome) {
 	id := c.startupID(p)
 	// Scheduling.
 	if sched, ok := p.condition("PodScheduled"); ok && p.info != nil {
-		c.emit(p, Span{SpanID: p.spanID("scheduling"), Parent: id, Name: "pod.scheduling", Start: p.info.CreatedAt, End: sched, Status: StatusOK})
+		c.emit(p, Span{SpanID: p.spanID("scheduling"), Parent: id, Name: names.SpanPodScheduling, Start: p.info.CreatedAt, End: sched, Status: StatusOK})
 	}
 	// The sandbox and its network.
 	if !p.sandboxCreated.IsZero() {
@@ -37,14 +39,14 @@ func (c *Correlator) emitStartup(p *pod, end time.Time, out startupOutcome) {
 		}
 		var sattrs []Attr
 		if p.sandboxID != "" {
-			sattrs = append(sattrs, String("container.id", p.sandboxID))
+			sattrs = append(sattrs, String(names.ContainerID, p.sandboxID))
 		}
 		for _, r := range p.cniAdd {
 			if r.done {
 				c.emit(p, c.cniSpan(p, r, sbID))
 			}
 		}
-		c.emit(p, Span{SpanID: sbID, Parent: id, Name: "pod.sandbox", Start: p.sandboxCreated, End: end, Status: StatusOK, Attrs: sattrs})
+		c.emit(p, Span{SpanID: sbID, Parent: id, Name: names.SpanPodSandbox, Start: p.sandboxCreated, End: end, Status: StatusOK, Attrs: sattrs})
 	}
 	// Image pulls.
 	for _, name := range sortedKeys(p.pulls) {
@@ -66,52 +68,52 @@ func (c *Correlator) emitStartup(p *pod, end time.Time, out startupOutcome) {
 		}
 		attrs := containerAttrs(ct)
 		if len(ct.initArgs) > 0 {
-			attrs = append(attrs, Strings("process.command_args", ct.initArgs...), Int("process.pid", int64(ct.initPID)))
+			attrs = append(attrs, Strings(names.ProcessCommandArgs, ct.initArgs...), Int(names.ProcessPID, int64(ct.initPID)))
 		}
-		c.emit(p, Span{SpanID: p.spanID(ctKey("start", ct)), Parent: id, Name: "container.start", Start: s, End: e, Status: StatusOK, Attrs: attrs})
+		c.emit(p, Span{SpanID: p.spanID(ctKey("start", ct)), Parent: id, Name: names.SpanContainerStart, Start: s, End: e, Status: StatusOK, Attrs: attrs})
 	}
-	attrs := []Attr{String("podchron.owner.kind", p.ownerKind())}
+	attrs := []Attr{String(names.OwnerKind, p.ownerKind())}
 	status, msg := StatusOK, ""
 	if out.failure != "" {
 		status, msg = StatusError, out.failure
-		attrs = append(attrs, String("podchron.startup.outcome", out.outcome))
+		attrs = append(attrs, String(names.StartupOutcome, out.outcome))
 		if out.container != "" {
-			attrs = append(attrs, String("k8s.container.name", out.container))
+			attrs = append(attrs, String(names.K8sContainerName, out.container))
 		}
 		if out.reason != "" {
-			attrs = append(attrs, String("podchron.waiting.reason", out.reason))
+			attrs = append(attrs, String(names.WaitingReason, out.reason))
 		}
 	} else {
 		if out.outcome != "" {
-			attrs = append(attrs, String("podchron.startup.outcome", out.outcome))
+			attrs = append(attrs, String(names.StartupOutcome, out.outcome))
 		}
 		c.cfg.Observer.PodStartup(p.namespace(), p.ownerKind(), ready.Sub(start))
 	}
-	c.emit(p, Span{SpanID: id, Parent: c.rootID(p), Name: "pod.startup", Start: start, End: ready, Status: status,
+	c.emit(p, Span{SpanID: id, Parent: c.rootID(p), Name: names.SpanPodStartup, Start: start, End: ready, Status: status,
 		StatusMessage: msg, Attrs: attrs})
 }
 
 func (c *Correlator) cniSpan(p *pod, r *cniRun, parent SpanID) Span {
-	attrs := []Attr{String("podchron.cni.plugin", r.plugin), String("podchron.cni.command", r.command),
-		String("container.id", r.containerID), Int("process.pid", int64(r.pid))}
+	attrs := []Attr{String(names.CNIPlugin, r.plugin), String(names.CNICommand, r.command),
+		String(names.ContainerID, r.containerID), Int(names.ProcessPID, int64(r.pid))}
 	if r.ifname != "" {
-		attrs = append(attrs, String("podchron.cni.ifname", r.ifname))
+		attrs = append(attrs, String(names.CNIIfName, r.ifname))
 	}
 	if r.netns != "" {
-		attrs = append(attrs, String("podchron.cni.netns", r.netns))
+		attrs = append(attrs, String(names.CNINetNS, r.netns))
 	}
 	status := StatusOK
 	if r.signal != 0 {
-		attrs = append(attrs, String("podchron.signal", probe.SignalName(r.signal)))
+		attrs = append(attrs, String(names.Signal, probe.SignalName(r.signal)))
 		status = StatusError
 	} else {
-		attrs = append(attrs, Int("process.exit.code", int64(r.exitCode)))
+		attrs = append(attrs, Int(names.ProcessExitCode, int64(r.exitCode)))
 		if r.exitCode != 0 {
 			status = StatusError
 		}
 	}
 	key := fmt.Sprintf("cni/%s/%s/%d@%d", r.command, r.plugin, r.pid, r.start.UnixNano())
-	return Span{SpanID: p.spanID(key), Parent: parent, Name: "cni." + r.command + " " + r.plugin,
+	return Span{SpanID: p.spanID(key), Parent: parent, Name: names.SpanCNIPrefix + r.command + " " + r.plugin,
 		Start: r.start, End: r.end, Status: status, Attrs: attrs}
 }
 
@@ -137,23 +139,23 @@ func refineReady(cond, seen time.Time, evidence []time.Time) time.Time {
 
 // pullSpan is an image pull: Pulling to Pulled, or to its last failure.
 func (c *Correlator) pullSpan(p *pod, pl *pull, parent SpanID) Span {
-	attrs := []Attr{String("k8s.container.name", pl.container)}
+	attrs := []Attr{String(names.K8sContainerName, pl.container)}
 	if img := p.image(pl.container); img != "" {
-		attrs = append(attrs, String("container.image.name", img))
+		attrs = append(attrs, String(names.ContainerImageName, img))
 	}
 	end, status, msg := pl.end, StatusOK, ""
 	if !pl.end.IsZero() {
-		attrs = append(attrs, String("message", pl.message))
+		attrs = append(attrs, String(names.Message, pl.message))
 	} else {
 		end, status, msg = pl.failedAt, StatusError, pl.failure
 		if pl.reason != "" {
-			attrs = append(attrs, String("podchron.waiting.reason", pl.reason))
+			attrs = append(attrs, String(names.WaitingReason, pl.reason))
 			msg = pl.reason + ": " + pl.failure
 		}
 	}
 	if end.Before(pl.start) {
 		end = pl.start
 	}
-	return Span{SpanID: p.spanID("pull/" + pl.container), Parent: parent, Name: "container.image_pull", Start: pl.start, End: end,
+	return Span{SpanID: p.spanID("pull/" + pl.container), Parent: parent, Name: names.SpanContainerImagePull, Start: pl.start, End: end,
 		Status: status, StatusMessage: msg, Attrs: attrs}
 }

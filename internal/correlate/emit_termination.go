@@ -5,6 +5,8 @@ package correlate
 import (
 	"fmt"
 	"time"
+
+	"github.com/podchron/podchron/internal/names"
 )
 
 // Span keys: stable names for a pod's spans (ids derive from them).
@@ -15,6 +17,9 @@ const (
 )
 
 func (c *Correlator) rootID(p *pod) SpanID { return p.spanID(keyRoot) }
+
+// RootSpanID is the ID of the root span ("pod") of a pod's trace.
+func RootSpanID(t TraceID) SpanID { return SpanIDFor(t, keyRoot) }
 
 func (c *Correlator) startupID(p *pod) SpanID { return p.spanID(keyStartup) }
 
@@ -29,30 +34,30 @@ func (c *Correlator) terminationParent(p *pod) SpanID {
 }
 
 func (c *Correlator) terminationSpan(p *pod, at time.Time, unfinished string) {
-	attrs := []Attr{String("podchron.owner.kind", p.ownerKind())}
+	attrs := []Attr{String(names.OwnerKind, p.ownerKind())}
 	if !p.deletedAt.IsZero() {
-		attrs = append(attrs, Float("podchron.grace_period.seconds", p.grace.Seconds()))
+		attrs = append(attrs, Float(names.GracePeriodSeconds, p.grace.Seconds()))
 	}
 	if p.forced {
-		attrs = append(attrs, Bool("podchron.termination.forced", true))
+		attrs = append(attrs, Bool(names.TerminationForced, true))
 	}
 	if reason, m, ok := p.disruption(); ok {
-		attrs = append(attrs, String("podchron.termination.reason", reason))
+		attrs = append(attrs, String(names.TerminationReason, reason))
 		if m != "" {
-			attrs = append(attrs, String("message", m))
+			attrs = append(attrs, String(names.Message, m))
 		}
 	} else if p.terminationReason != "" {
-		attrs = append(attrs, String("podchron.termination.reason", p.terminationReason))
+		attrs = append(attrs, String(names.TerminationReason, p.terminationReason))
 	} else if p.info != nil && p.info.Reason != "" {
-		attrs = append(attrs, String("podchron.termination.reason", p.info.Reason))
+		attrs = append(attrs, String(names.TerminationReason, p.info.Reason))
 	}
-	attrs = append(attrs, Bool("podchron.grace_period.overrun", p.overrun))
+	attrs = append(attrs, Bool(names.GracePeriodOverrun, p.overrun))
 	status, msg := StatusOK, ""
 	if p.overrun {
 		status, msg = StatusError, "grace period overrun: a container was killed with SIGKILL"
 	}
 	if p.stuck {
-		attrs = append(attrs, Bool("podchron.termination.stuck", true))
+		attrs = append(attrs, Bool(names.TerminationStuck, true))
 		status, msg = StatusError, fmt.Sprintf("stuck terminating: gone %.1fs after the deadline", at.Sub(p.deadline).Seconds())
 	}
 	if unfinished != "" {
@@ -67,14 +72,14 @@ func (c *Correlator) terminationSpan(p *pod, at time.Time, unfinished string) {
 	}
 	lastExit = latest(lastExit, p.terminating)
 	if !lastExit.IsZero() && at.After(lastExit) {
-		c.emit(p, Span{SpanID: p.spanID("cleanup"), Parent: c.terminationID(p), Name: "pod.cleanup", Start: lastExit, End: at, Status: StatusOK,
-			Attrs: []Attr{Int("podchron.cni.del_runs", int64(len(p.cniDel)))}})
+		c.emit(p, Span{SpanID: p.spanID("cleanup"), Parent: c.terminationID(p), Name: names.SpanPodCleanup, Start: lastExit, End: at, Status: StatusOK,
+			Attrs: []Attr{Int(names.CNIDelRuns, int64(len(p.cniDel)))}})
 	}
 	d := at.Sub(p.terminating)
 	if unfinished == "" {
 		c.cfg.Observer.PodTermination(p.namespace(), p.ownerKind(), d, p.overrun)
 	}
-	c.emit(p, Span{SpanID: c.terminationID(p), Parent: c.rootID(p), Name: "pod.termination", Start: p.terminating, End: at,
+	c.emit(p, Span{SpanID: c.terminationID(p), Parent: c.rootID(p), Name: names.SpanPodTermination, Start: p.terminating, End: at,
 		Status: status, StatusMessage: msg, Attrs: attrs})
 }
 
@@ -88,16 +93,16 @@ func (c *Correlator) rootSpan(p *pod, at time.Time, unfinished string) {
 	for _, ct := range p.containers {
 		start = earliest(start, ct.startedAtOr())
 	}
-	attrs := []Attr{String("podchron.owner.kind", p.ownerKind())}
+	attrs := []Attr{String(names.OwnerKind, p.ownerKind())}
 	if p.info != nil {
 		if p.info.OwnerName != "" {
-			attrs = append(attrs, String("podchron.owner.name", p.info.OwnerName))
+			attrs = append(attrs, String(names.OwnerName, p.info.OwnerName))
 		}
 		if p.info.QOSClass != "" {
-			attrs = append(attrs, String("podchron.qos_class", p.info.QOSClass))
+			attrs = append(attrs, String(names.QoSClass, p.info.QOSClass))
 		}
 		if p.info.Phase != "" {
-			attrs = append(attrs, String("podchron.phase", p.info.Phase))
+			attrs = append(attrs, String(names.Phase, p.info.Phase))
 		}
 	}
 	status, msg := StatusOK, ""
@@ -105,11 +110,11 @@ func (c *Correlator) rootSpan(p *pod, at time.Time, unfinished string) {
 		status, msg = StatusUnset, "pod still alive: "+unfinished
 	}
 	if p.stuck {
-		attrs = append(attrs, Bool("podchron.termination.stuck", true))
+		attrs = append(attrs, Bool(names.TerminationStuck, true))
 	}
 	if p.rootFolded > 0 {
-		attrs = append(attrs, Int("podchron.events.folded", int64(p.rootFolded)))
+		attrs = append(attrs, Int(names.EventsFolded, int64(p.rootFolded)))
 	}
-	c.emit(p, Span{SpanID: c.rootID(p), Name: "pod", Start: start, End: at, Status: status, StatusMessage: msg,
+	c.emit(p, Span{SpanID: c.rootID(p), Name: names.SpanPod, Start: start, End: at, Status: status, StatusMessage: msg,
 		Attrs: attrs, Events: p.rootEvents})
 }

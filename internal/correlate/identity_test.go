@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
 	"github.com/podchron/podchron/internal/probe"
@@ -145,11 +147,11 @@ func TestContainerInitAcrossRuntimes(t *testing.T) {
 				s.cri(cri.EventContainerExited, "app", 137, "Error")
 				s.tick(3 * time.Second)
 
-				run := s.one("container.run")
-				if got := run.Attr("process.pid"); got != int64(pids["I"]) {
+				run := s.one(names.SpanContainerRun)
+				if got := run.Attr(names.ProcessPID); got != int64(pids["I"]) {
 					t.Errorf("run's pid %v, want the command's %d (bootstrap A=%d B=%d)", got, pids["I"], pids["A"], pids["B"])
 				}
-				if got, _ := run.Attr("process.command_args").([]string); !slices.Equal(got, cmd) {
+				if got, _ := run.Attr(names.ProcessCommandArgs).([]string); !slices.Equal(got, cmd) {
 					t.Errorf("run's argv %q, want %q", got, cmd)
 				}
 				// (A run starts at the earliest of the container's creation,
@@ -157,10 +159,10 @@ func TestContainerInitAcrossRuntimes(t *testing.T) {
 				if run.Start.After(initExec) || !run.End.Equal(exitAt) {
 					t.Errorf("run %s–%s, want it to span the command's exec %s to its exit %s", run.Start, run.End, initExec, exitAt)
 				}
-				if got := run.Attr("podchron.exit.cause"); got != "killed_by_runtime" {
+				if got := run.Attr(names.ExitCause); got != "killed_by_runtime" {
 					t.Errorf("cause %v, want killed_by_runtime", got)
 				}
-				if stop := s.find("container.stop"); len(stop) != 1 || stop[0].Attr("podchron.signal.disposition") != "ignored" {
+				if stop := s.find(names.SpanContainerStop); len(stop) != 1 || stop[0].Attr(names.SignalDisposition) != "ignored" {
 					t.Errorf("stop spans: %+v", stop)
 				}
 			})
@@ -189,8 +191,8 @@ func TestContainerRunningARuntimeBinary(t *testing.T) {
 	s.exit("app", pid, 0, 0)
 	s.cri(cri.EventContainerExited, "app", 0, "Completed")
 	s.tick(3 * time.Second)
-	run := s.one("container.run")
-	if run.Attr("process.pid") != int64(pid) || run.Attr("podchron.exit.cause") != "completed" {
+	run := s.one(names.SpanContainerRun)
+	if run.Attr(names.ProcessPID) != int64(pid) || run.Attr(names.ExitCause) != "completed" {
 		t.Errorf("run: %v", run.Attrs)
 	}
 }
@@ -212,8 +214,8 @@ func TestSenderIdentityNotSpoofedByComm(t *testing.T) {
 			s.exit("app", app, 0, syscall.SIGKILL)
 			s.cri(cri.EventContainerExited, "app", 137, "Error")
 			s.tick(3 * time.Second)
-			run := s.one("container.run")
-			if run.Attr("podchron.exit.cause") != "killed_in_pod" || run.Attr("podchron.signal.sender.kind") != "in_pod" {
+			run := s.one(names.SpanContainerRun)
+			if run.Attr(names.ExitCause) != "killed_in_pod" || run.Attr(names.SignalSenderKind) != "in_pod" {
 				t.Errorf("a SIGKILL from %q in a sibling container: %v", comm, run.Attrs)
 			}
 		})
@@ -236,7 +238,7 @@ func TestEventFromAnotherNamespaceIgnored(t *testing.T) {
 			s.exit("app", app, 0, 0)
 			s.cri(cri.EventContainerExited, "app", 0, "Completed")
 			s.tick(3 * time.Second)
-			if got := s.one("container.run").Attr("podchron.exit.cause"); got != want {
+			if got := s.one(names.SpanContainerRun).Attr(names.ExitCause); got != want {
 				t.Errorf("Killing event from namespace %q: cause %v, want %s", ns, got, want)
 			}
 		})
@@ -269,14 +271,14 @@ func TestStartupScanPicksInitByTree(t *testing.T) {
 	s.exit("app", 36000, 0, 0)
 	s.exit("app", 210, 0, 0)
 	s.tick(3 * time.Second)
-	if n := len(s.find("container.run")); n != 0 {
+	if n := len(s.find(names.SpanContainerRun)); n != 0 {
 		t.Fatalf("children's exits ended the run (%d runs)", n)
 	}
 	s.exit("app", 35000, 2, 0)
 	s.cri(cri.EventContainerExited, "app", 2, "Error")
 	s.tick(3 * time.Second)
-	run := s.one("container.run")
-	if run.Attr("process.pid") != int64(35000) || run.Attr("process.exit.code") != int64(2) {
+	run := s.one(names.SpanContainerRun)
+	if run.Attr(names.ProcessPID) != int64(35000) || run.Attr(names.ProcessExitCode) != int64(2) {
 		t.Errorf("run: %v", run.Attrs)
 	}
 }
@@ -291,7 +293,7 @@ func TestSpanIDsStableAcrossTracerRestart(t *testing.T) {
 	s.exit("app", app, 1, 0)
 	s.cri(cri.EventContainerExited, "app", 1, "Error")
 	s.tick(3 * time.Second)
-	first := s.one("container.run")
+	first := s.one(names.SpanContainerRun)
 	s.c.Shutdown()
 	// A new tracer instance: it finds the pod's cgroups and goes on.
 	s.c = correlate.New(correlate.Config{NodeName: "node-a", StuckAfter: 10 * time.Second,
@@ -306,7 +308,7 @@ func TestSpanIDsStableAcrossTracerRestart(t *testing.T) {
 	s.exit("app", app2, 1, 0)
 	s.cri(cri.EventContainerExited, "app", 1, "Error")
 	s.tick(3 * time.Second)
-	runs := s.find("container.run")
+	runs := s.find(names.SpanContainerRun)
 	if len(runs) != 2 {
 		t.Fatalf("want 2 runs, got %d", len(runs))
 	}
@@ -334,7 +336,7 @@ func TestOverrunBelongsToItsTermination(t *testing.T) {
 	s.exit("app", app, 0, syscall.SIGKILL)
 	s.cri(cri.EventContainerExited, "app", 137, "Error")
 	s.tick(3 * time.Second)
-	if stop := s.find("container.stop"); len(stop) != 1 || stop[0].Attr("podchron.grace_period.overrun") != true {
+	if stop := s.find(names.SpanContainerStop); len(stop) != 1 || stop[0].Attr(names.GracePeriodOverrun) != true {
 		t.Fatalf("the liveness restart's stop: %+v", stop)
 	}
 	app2 := s.container("app", "c0ffee12", 1)
@@ -351,8 +353,8 @@ func TestOverrunBelongsToItsTermination(t *testing.T) {
 	s.info.Deleted = true
 	s.pod()
 	s.tick(3 * time.Second)
-	term := s.one("pod.termination")
-	if term.Attr("podchron.grace_period.overrun") != false || term.Status == correlate.StatusError {
+	term := s.one(names.SpanPodTermination)
+	if term.Attr(names.GracePeriodOverrun) != false || term.Status == correlate.StatusError {
 		t.Errorf("a clean deletion after a liveness restart's SIGKILL: %s %v", term.Status, term.Attrs)
 	}
 }
@@ -385,10 +387,10 @@ func TestPostStartHookBeforeTheInitsExec(t *testing.T) {
 	s.exit("app", app, 0, syscall.SIGKILL)
 	s.cri(cri.EventContainerExited, "app", 137, "Error")
 	s.tick(3 * time.Second)
-	if post := s.one("container.poststart"); post.Attr("process.pid") != int64(hook) {
+	if post := s.one(names.SpanContainerPostStart); post.Attr(names.ProcessPID) != int64(hook) {
 		t.Errorf("poststart: %v", post.Attrs)
 	}
-	if run := s.one("container.run"); run.Attr("process.pid") != int64(app) {
+	if run := s.one(names.SpanContainerRun); run.Attr(names.ProcessPID) != int64(app) {
 		t.Errorf("run: %v", run.Attrs)
 	}
 }

@@ -7,6 +7,8 @@ package correlate
 import (
 	"strings"
 	"time"
+
+	"github.com/podchron/podchron/internal/names"
 )
 
 func (c *Correlator) podInfo(info *PodInfo) {
@@ -100,7 +102,7 @@ func (p *pod) firstStop() time.Time {
 		if ct.sandbox {
 			continue
 		}
-		if s := ct.stopSignal(); s != nil && (s.senderKind == "runtime" || s.senderKind == "kubelet") {
+		if s := ct.stopSignal(); s != nil && (s.senderKind == names.SenderRuntime || s.senderKind == names.SenderKubelet) {
 			if first.IsZero() || s.at.Before(first) {
 				first = s.at
 			}
@@ -222,16 +224,16 @@ func (c *Correlator) k8sEvent(ev *K8sEvent) {
 		for _, ct := range p.containers {
 			if ct.name == ev.Container && !ct.exited {
 				ct.addProbeFail(SpanEvent{Name: "probe failed", Time: ev.LastTime,
-					Attrs: []Attr{String("podchron.probe.type", probeType(ev.Message)), String("message", ev.Message)}})
+					Attrs: []Attr{String(names.ProbeType, probeType(ev.Message)), String(names.Message, ev.Message)}})
 			}
 		}
 	}
-	attrs := []Attr{String("k8s.event.reason", ev.Reason), String("message", ev.Message)}
+	attrs := []Attr{String(names.K8sEventReason, ev.Reason), String(names.Message, ev.Message)}
 	if ev.Container != "" {
-		attrs = append(attrs, String("k8s.container.name", ev.Container))
+		attrs = append(attrs, String(names.K8sContainerName, ev.Container))
 	}
 	if ev.Count > 1 {
-		attrs = append(attrs, Int("k8s.event.count", int64(ev.Count)))
+		attrs = append(attrs, Int(names.K8sEventCount, int64(ev.Count)))
 	}
 	p.addRootEvent(SpanEvent{Name: "k8s." + ev.Reason, Time: ev.LastTime, Attrs: attrs})
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/correlate/cgroupid"
 	"github.com/podchron/podchron/internal/probe"
 )
@@ -186,39 +188,39 @@ func (c *Correlator) exec(e *probe.ExecEvent) {
 // sessionKind matches an exec session's argv to the pod spec's hooks and probes.
 func (c *Correlator) sessionKind(ct *container, args []string) string {
 	if ct.pod == nil {
-		return "exec"
+		return names.SessionExec
 	}
 	spec, _ := ct.pod.spec(ct.name)
 	if spec == nil {
-		return "exec"
+		return names.SessionExec
 	}
 	match := func(h *Handler) bool {
 		return h != nil && h.Kind == "exec" && len(h.Exec) > 0 && argsMatch(h.Exec, args)
 	}
 	switch {
 	case spec.PreStop != nil && match(spec.PreStop) && !ct.pod.terminating.IsZero():
-		return "prestop"
+		return names.SessionPreStop
 	case spec.PostStart != nil && match(spec.PostStart):
-		return "poststart"
+		return names.SessionPostStart
 	case spec.Startup != nil && match(&spec.Startup.Handler):
 		// The docs' pattern: startup and liveness probes share a command.
 		// The startup probe runs until the container is Started, the
 		// liveness probe after.
 		if spec.Liveness != nil && match(&spec.Liveness.Handler) && ct.pod.containerStarted(ct.name) {
-			return "probe.liveness"
+			return names.SessionProbeLiveness
 		}
-		return "probe.startup"
+		return names.SessionProbeStartup
 	case spec.Liveness != nil && match(&spec.Liveness.Handler):
 		if spec.Readiness != nil && match(&spec.Readiness.Handler) && !ct.pod.startupDone {
-			return "probe.readiness"
+			return names.SessionProbeReadiness
 		}
-		return "probe.liveness"
+		return names.SessionProbeLiveness
 	case spec.Readiness != nil && match(&spec.Readiness.Handler):
-		return "probe.readiness"
+		return names.SessionProbeReadiness
 	case spec.PreStop != nil && match(spec.PreStop):
-		return "prestop"
+		return names.SessionPreStop
 	}
-	return "exec"
+	return names.SessionExec
 }
 
 // argsMatch compares a spec command with a captured argv, whose tail may be
@@ -285,16 +287,16 @@ func (c *Correlator) sessionExited(ct *container, s *session, e *probe.ExitEvent
 	}
 	ct.doneSessions = append(ct.doneSessions, doneSession{s, e})
 	kind := s.kind
-	if kind == "exec" || kind == "" {
+	if kind == names.SessionExec || kind == "" {
 		kind = c.sessionKind(ct, s.args)
 	}
 	ok := e.ExitCode == 0 && e.Signal == 0
 	switch {
-	case kind == "probe.liveness" && !ok:
+	case kind == names.SessionProbeLiveness && !ok:
 		ct.lastLivenessFail = e.Time
-	case kind == "probe.startup" && !ok:
+	case kind == names.SessionProbeStartup && !ok:
 		ct.lastStartupFail = e.Time
-	case ok && !ct.pod.startupDone && (kind == "probe.readiness" || kind == "probe.startup" || kind == "poststart"):
+	case ok && !ct.pod.startupDone && (kind == names.SessionProbeReadiness || kind == names.SessionProbeStartup || kind == names.SessionPostStart):
 		// Only until the start-up is out: a probe every few seconds for
 		// the pod's whole life must not pile up here.
 		ct.pod.addReadyEvidence(e.Time)
@@ -347,12 +349,12 @@ func (c *Correlator) losses(n uint64) {
 		// One event per loss episode: reports close together add up.
 		if p.lossEvent >= 0 && c.now.Sub(p.lossLast) <= lossEpisodeGap {
 			p.lossEpisode += n
-			p.rootEvents[p.lossEvent].Attrs = []Attr{Int("podchron.events_lost", int64(p.lossEpisode)),
-				String("podchron.loss.until", c.now.UTC().Format(time.RFC3339Nano))}
+			p.rootEvents[p.lossEvent].Attrs = []Attr{Int(names.EventsLost, int64(p.lossEpisode)),
+				String(names.LossUntil, c.now.UTC().Format(time.RFC3339Nano))}
 		} else {
 			p.lossEpisode = n
-			p.lossEvent = p.addRootEvent(SpanEvent{Name: "podchron.events_lost", Time: c.now,
-				Attrs: []Attr{Int("podchron.events_lost", int64(n))}})
+			p.lossEvent = p.addRootEvent(SpanEvent{Name: names.EventsLost, Time: c.now,
+				Attrs: []Attr{Int(names.EventsLost, int64(n))}})
 		}
 		p.lossLast = c.now
 	}

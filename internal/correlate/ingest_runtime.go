@@ -6,6 +6,7 @@ package correlate
 
 import (
 	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/names"
 )
 
 func (c *Correlator) runtime(ev *cri.Event) {
@@ -25,8 +26,8 @@ func (c *Correlator) runtime(ev *cri.Event) {
 			until = ev.Gap.Until
 			for _, p := range c.pods {
 				if !p.firstSeen.After(until) {
-					p.addRootEvent(SpanEvent{Name: "podchron.runtime_gap", Time: ev.Gap.Since,
-						Attrs: []Attr{String("podchron.gap.until", until.UTC().Format("2006-01-02T15:04:05.000Z07:00"))}})
+					p.addRootEvent(SpanEvent{Name: names.EventRuntimeGap, Time: ev.Gap.Since,
+						Attrs: []Attr{String(names.GapUntil, until.UTC().Format("2006-01-02T15:04:05.000Z07:00"))}})
 				}
 			}
 		}

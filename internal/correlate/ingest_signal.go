@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/podchron/podchron/internal/names"
 	"github.com/podchron/podchron/internal/probe"
 )
 
@@ -15,7 +16,7 @@ func (c *Correlator) signal(e *probe.SignalEvent) {
 		return
 	}
 	kind := c.senderKind(e)
-	c.cfg.Observer.Signal(probe.SignalName(e.Signal), kind)
+	c.cfg.Observer.Signal(probe.SignalName(e.Signal), string(kind))
 	ct := c.byCgroup(e.TargetCgroupID)
 	if ct == nil {
 		return
@@ -31,7 +32,7 @@ func (c *Correlator) signal(e *probe.SignalEvent) {
 	}
 	ct.addSignal(rec)
 	p := ct.pod
-	if p != nil && rec.toInit && kind == "runtime" && p.terminating.IsZero() && e.Signal != syscall.SIGCHLD {
+	if p != nil && rec.toInit && kind == names.SenderRuntime && p.terminating.IsZero() && e.Signal != syscall.SIGCHLD {
 		if reason, ok := c.stopping(p, ct); ok {
 			// No deletion came before it: the runtime's stop signal is
 			// where the termination shows (a kubelet-initiated one, or
@@ -56,12 +57,12 @@ func (c *Correlator) setupSignal(e *probe.SignalEvent) bool {
 
 var runtimeComms = []string{"containerd-shim", "containerd", "runc", "crun", "conmon", "crio", "dockerd", "cri-dockerd"}
 
-func (c *Correlator) senderKind(e *probe.SignalEvent) string {
+func (c *Correlator) senderKind(e *probe.SignalEvent) names.SenderKind {
 	if e.Code == probe.SIKernel {
-		return "kernel"
+		return names.SenderKernel
 	}
 	if e.TGID == 0 {
-		return "kernel"
+		return names.SenderKernel
 	}
 	// Where the sender runs comes first: a process in a pod's cgroup is that
 	// pod's, whatever its comm (a container may run a binary called runc or
@@ -70,22 +71,22 @@ func (c *Correlator) senderKind(e *probe.SignalEvent) string {
 	target := c.byCgroup(e.TargetCgroupID)
 	if ref := c.cgroups[e.CgroupID]; ref != nil && ref.ident.PodUID != "" && !ref.ident.Conmon {
 		if target != nil && target.pod != nil && ref.ident.PodUID == target.pod.uid {
-			return "in_pod"
+			return names.SenderInPod
 		}
-		return "external"
+		return names.SenderExternal
 	}
 	if e.Origin&probe.OriginRuntime != 0 {
-		return "runtime"
+		return names.SenderRuntime
 	}
 	for _, r := range runtimeComms {
 		if strings.HasPrefix(e.Comm, r) {
-			return "runtime"
+			return names.SenderRuntime
 		}
 	}
 	if e.Comm == "kubelet" {
-		return "kubelet"
+		return names.SenderKubelet
 	}
-	return "external"
+	return names.SenderExternal
 }
 
 func (c *Correlator) deliver(e *probe.SignalDeliverEvent) {

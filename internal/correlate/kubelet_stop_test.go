@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
 	"github.com/podchron/podchron/internal/probe"
@@ -36,8 +38,8 @@ func TestTerminationByActiveDeadline(t *testing.T) {
 	s.at(time.Second)
 	s.rmdir(8000, "/kubepods/burstable/pod"+s.uid)
 	s.tick(3 * time.Second)
-	term := s.one("pod.termination")
-	if !term.Start.Equal(stopAt) || term.Attr("podchron.termination.reason") != "DeadlineExceeded" {
+	term := s.one(names.SpanPodTermination)
+	if !term.Start.Equal(stopAt) || term.Attr(names.TerminationReason) != "DeadlineExceeded" {
 		t.Errorf("termination %s (stop at %s): %v", term.Start, stopAt, term.Attrs)
 	}
 	s.one("pod")
@@ -71,13 +73,13 @@ func TestJobWithSidecarCompletes(t *testing.T) {
 	s.at(time.Second)
 	s.rmdir(8000, "/kubepods/burstable/pod"+s.uid)
 	s.tick(3 * time.Second)
-	term := s.one("pod.termination")
-	if !term.Start.Equal(stopAt) || term.Attr("podchron.termination.reason") != "Completed" || term.Status == correlate.StatusError {
+	term := s.one(names.SpanPodTermination)
+	if !term.Start.Equal(stopAt) || term.Attr(names.TerminationReason) != "Completed" || term.Status == correlate.StatusError {
 		t.Errorf("termination %s (sidecar stop %s): %s %v", term.Start, stopAt, term.Status, term.Attrs)
 	}
-	for _, run := range s.find("container.run") {
+	for _, run := range s.find(names.SpanContainerRun) {
 		if run.Status == correlate.StatusError {
-			t.Errorf("run of %v is an error: %v", run.Attr("k8s.container.name"), run.Attrs)
+			t.Errorf("run of %v is an error: %v", run.Attr(names.K8sContainerName), run.Attrs)
 		}
 	}
 }
@@ -123,16 +125,16 @@ func TestStaticPodOneTrace(t *testing.T) {
 	var uid, mirror string
 	for _, a := range root.Resource {
 		switch a.Key {
-		case "k8s.pod.uid":
+		case names.K8sPodUID:
 			uid, _ = a.Value.(string)
-		case "podchron.pod.mirror_uid":
+		case names.PodMirrorUID:
 			mirror, _ = a.Value.(string)
 		}
 	}
 	if uid != s.uid || mirror != "mirror-uid-2" {
 		t.Errorf("resource uid %q mirror %q", uid, mirror)
 	}
-	if term := s.one("pod.termination"); term.Attr("podchron.termination.reason") != "StaticPodRemoved" {
+	if term := s.one(names.SpanPodTermination); term.Attr(names.TerminationReason) != "StaticPodRemoved" {
 		t.Errorf("termination: %v", term.Attrs)
 	}
 	var killing, unhealthy bool
@@ -174,12 +176,12 @@ func TestKubeletEvictionAndNodeShutdown(t *testing.T) {
 			s.at(time.Second)
 			s.rmdir(8000, "/kubepods/burstable/pod"+s.uid)
 			s.tick(3 * time.Second)
-			term := s.one("pod.termination")
-			if !term.Start.Equal(stopAt) || term.Attr("podchron.termination.reason") != "TerminationByKubelet" {
+			term := s.one(names.SpanPodTermination)
+			if !term.Start.Equal(stopAt) || term.Attr(names.TerminationReason) != "TerminationByKubelet" {
 				t.Errorf("termination %s (stop %s): %v", term.Start, stopAt, term.Attrs)
 			}
-			run := s.one("container.run")
-			if run.Attr("podchron.exit.cause") != "evicted" || run.Status == correlate.StatusError {
+			run := s.one(names.SpanContainerRun)
+			if run.Attr(names.ExitCause) != "evicted" || run.Status == correlate.StatusError {
 				t.Errorf("run: %s %v", run.Status, run.Attrs)
 			}
 			s.one("pod")

@@ -3,6 +3,8 @@ package correlate
 import (
 	"strings"
 	"time"
+
+	"github.com/podchron/podchron/internal/names"
 )
 
 // The lifecycle step. The ingest handlers (ingest_kernel.go,
@@ -126,7 +128,7 @@ func (c *Correlator) settleContainer(ct *container, force bool) {
 // stop). The pod's start-up may end with it (an init container).
 func (c *Correlator) containerDone(ct *container) {
 	c.runSpan(ct)
-	if stop := ct.stopSignal(); !ct.pod.terminating.IsZero() || stop != nil && stop.senderKind == "runtime" {
+	if stop := ct.stopSignal(); !ct.pod.terminating.IsZero() || stop != nil && stop.senderKind == names.SenderRuntime {
 		c.stopSpan(ct)
 	}
 	c.maybeStarted(ct.pod)
@@ -154,8 +156,8 @@ func (c *Correlator) maybeStarted(p *pod) {
 		if t, ok := p.condition("Ready"); ok && !p.gaveUpAt.IsZero() && !p.lateReady {
 			// Ready after the model gave up on the start-up: say when.
 			p.lateReady = true
-			p.addRootEvent(SpanEvent{Name: "podchron.ready_after_startup_gave_up", Time: t,
-				Attrs: []Attr{Float("podchron.startup.seconds", t.Sub(p.startupStart()).Seconds())}})
+			p.addRootEvent(SpanEvent{Name: names.EventReadyAfterStartupGaveUp, Time: t,
+				Attrs: []Attr{Float(names.StartupSeconds, t.Sub(p.startupStart()).Seconds())}})
 		}
 		return
 	}
@@ -239,8 +241,8 @@ func (c *Correlator) maybeGone(p *pod, at time.Time) {
 		gone = c.lingering(p) == ""
 		if !gone && p.apiGoneAt.IsZero() {
 			p.apiGoneAt = at
-			p.addRootEvent(SpanEvent{Name: "podchron.api_object_deleted", Time: at,
-				Attrs: []Attr{String("podchron.lingering.containers", c.lingering(p))}})
+			p.addRootEvent(SpanEvent{Name: names.EventAPIObjectDeleted, Time: at,
+				Attrs: []Attr{String(names.LingeringContainers, c.lingering(p))}})
 		}
 	case p.info == nil || (c.apiKnown && !c.apiUp):
 		gone = !p.sandboxRemoved.IsZero() || !p.cgroupRemoved.IsZero()
@@ -290,7 +292,7 @@ func (c *Correlator) finishPod(p *pod, at time.Time, unfinished string) {
 		c.maybeStarted(p) // a start-up still settling
 	}
 	if !p.startupDone {
-		c.endStartupUnready(p, at, "gone", "gone before Ready")
+		c.endStartupUnready(p, at, names.StartupGone, "gone before Ready")
 	}
 	c.settlePod(p, true)
 	c.emitResandboxes(p, true)
@@ -299,7 +301,7 @@ func (c *Correlator) finishPod(p *pod, at time.Time, unfinished string) {
 	// Containers still running (no exit seen): close them as unfinished.
 	for _, ct := range p.containers {
 		if !ct.sandbox && !ct.exited && !ct.startedAtOr().IsZero() && unfinished != "" {
-			c.emit(p, Span{SpanID: p.spanID(ctKey("container.run", ct)), Parent: c.rootID(p), Name: "container.run",
+			c.emit(p, Span{SpanID: p.spanID(ctKey(names.SpanContainerRun, ct)), Parent: c.rootID(p), Name: names.SpanContainerRun,
 				Start: ct.startedAtOr(), End: at, Status: StatusUnset, StatusMessage: "still running: " + unfinished, Attrs: containerAttrs(ct)})
 		}
 	}

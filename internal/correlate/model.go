@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/podchron/podchron/internal/correlate/cgroupid"
+	"github.com/podchron/podchron/internal/names"
 	"github.com/podchron/podchron/internal/probe"
 )
 
@@ -132,7 +133,7 @@ type signalRec struct {
 	sig         syscall.Signal
 	senderPID   uint32
 	senderComm  string
-	senderKind  string
+	senderKind  names.SenderKind
 	code        int32
 	result      probe.SignalResult
 	disposition probe.Disposition

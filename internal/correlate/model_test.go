@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
 	"github.com/podchron/podchron/internal/probe"
@@ -221,25 +223,25 @@ func (s *sim) byID(id correlate.SpanID) string {
 func TestStartupFromAPIAndKernel(t *testing.T) {
 	s := newSim(t)
 	s.startup()
-	st := s.one("pod.startup")
+	st := s.one(names.SpanPodStartup)
 	if st.Start != s.info.CreatedAt || st.Duration() != 2730*time.Millisecond {
 		t.Errorf("startup %s..%s", st.Start, st.End)
 	}
-	for name, parent := range map[string]string{"pod.scheduling": "pod.startup", "pod.sandbox": "pod.startup", "cni.ADD bridge": "pod.sandbox",
-		"container.init": "pod.startup", "container.start": "pod.startup", "container.poststart": "pod.startup"} {
+	for name, parent := range map[string]string{names.SpanPodScheduling: names.SpanPodStartup, names.SpanPodSandbox: names.SpanPodStartup, "cni.ADD bridge": names.SpanPodSandbox,
+		names.SpanContainerInit: names.SpanPodStartup, names.SpanContainerStart: names.SpanPodStartup, names.SpanContainerPostStart: names.SpanPodStartup} {
 		sp := s.one(name)
 		if got := s.byID(sp.Parent); got != parent {
 			t.Errorf("%s: parent %s, want %s", name, got, parent)
 		}
 	}
-	if d := s.one("pod.scheduling").Duration(); d != 100*time.Millisecond {
+	if d := s.one(names.SpanPodScheduling).Duration(); d != 100*time.Millisecond {
 		t.Errorf("scheduling took %s", d)
 	}
-	if in := s.one("container.init"); in.Attr("k8s.container.name") != "migrate" || in.Attr("podchron.exit.cause") != "completed" {
+	if in := s.one(names.SpanContainerInit); in.Attr(names.K8sContainerName) != "migrate" || in.Attr(names.ExitCause) != "completed" {
 		t.Errorf("init: %v", in.Attrs)
 	}
 	probes := s.find("probe.readiness")
-	if len(probes) != 2 || probes[0].Attr("podchron.probe.result") != "failure" || probes[1].Attr("podchron.probe.result") != "success" {
+	if len(probes) != 2 || probes[0].Attr(names.ProbeResult) != "failure" || probes[1].Attr(names.ProbeResult) != "success" {
 		t.Fatalf("readiness probes: %+v", probes)
 	}
 	if got := strings.Join(s.o.calls, ";"); !strings.Contains(got, "startup shop ReplicaSet") || !strings.Contains(got, "exit shop completed") {
@@ -276,22 +278,22 @@ func TestTerminationOverrun(t *testing.T) {
 	s.info.Deleted = true
 	s.pod()
 
-	term := s.one("pod.termination")
-	if term.Start != del.Add(-3*time.Second) || term.Attr("podchron.grace_period.overrun") != true || term.Status != correlate.StatusError {
+	term := s.one(names.SpanPodTermination)
+	if term.Start != del.Add(-3*time.Second) || term.Attr(names.GracePeriodOverrun) != true || term.Status != correlate.StatusError {
 		t.Errorf("termination: start %s status %s attrs %v", term.Start, term.Status, term.Attrs)
 	}
-	stop := s.one("container.stop")
-	if stop.Attr("podchron.signal.disposition") != "ignored" || stop.Attr("podchron.sigkill") != true || s.byID(stop.Parent) != "pod.termination" {
+	stop := s.one(names.SpanContainerStop)
+	if stop.Attr(names.SignalDisposition) != "ignored" || stop.Attr(names.Sigkill) != true || s.byID(stop.Parent) != names.SpanPodTermination {
 		t.Errorf("stop: %v", stop.Attrs)
 	}
-	if pre := s.one("container.prestop"); pre.Duration() != time.Second || s.byID(pre.Parent) != "pod.termination" {
+	if pre := s.one(names.SpanContainerPreStop); pre.Duration() != time.Second || s.byID(pre.Parent) != names.SpanPodTermination {
 		t.Errorf("prestop: %+v", pre)
 	}
-	if run := s.find("container.run"); len(run) != 1 || run[0].Attr("podchron.exit.cause") != "killed_by_runtime" {
+	if run := s.find(names.SpanContainerRun); len(run) != 1 || run[0].Attr(names.ExitCause) != "killed_by_runtime" {
 		t.Errorf("run: %+v", run)
 	}
 	root := s.one("pod")
-	if !root.Parent.IsZero() || root.Attr("podchron.owner.kind") != "ReplicaSet" {
+	if !root.Parent.IsZero() || root.Attr(names.OwnerKind) != "ReplicaSet" {
 		t.Errorf("root: %+v", root)
 	}
 	if s.spans[len(s.spans)-1].Name != "pod" {
@@ -318,12 +320,12 @@ func TestLivenessRestartAndBackoff(t *testing.T) {
 	s.at(10 * time.Second)
 	s.container("app", "c0ffee03", 1)
 	s.tick(2 * time.Second)
-	run := s.find("container.run")
-	if len(run) != 1 || run[0].Attr("podchron.exit.cause") != "liveness_restart" {
+	run := s.find(names.SpanContainerRun)
+	if len(run) != 1 || run[0].Attr(names.ExitCause) != "liveness_restart" {
 		t.Fatalf("run: %+v", run)
 	}
-	bo := s.one("container.backoff")
-	if bo.Attr("podchron.backoff.seconds") != 10.0 || bo.Attr("podchron.restart.count") != int64(1) {
+	bo := s.one(names.SpanContainerBackoff)
+	if bo.Attr(names.BackoffSeconds) != 10.0 || bo.Attr(names.RestartCount) != int64(1) {
 		t.Errorf("backoff: %v", bo.Attrs)
 	}
 }
@@ -346,8 +348,8 @@ func TestStuckTermination(t *testing.T) {
 	s.exit("app", app, 0, syscall.SIGTERM)
 	s.info.Deleted = true
 	s.pod()
-	term := s.one("pod.termination")
-	if term.Attr("podchron.termination.stuck") != true || term.Status != correlate.StatusError {
+	term := s.one(names.SpanPodTermination)
+	if term.Attr(names.TerminationStuck) != true || term.Status != correlate.StatusError {
 		t.Errorf("termination: %+v", term)
 	}
 	if !strings.Contains(strings.Join(s.o.calls, ";"), "stuck shop false") {
@@ -365,11 +367,11 @@ func TestEvictionAndDegraded(t *testing.T) {
 	s.exit("app", app, 0, syscall.SIGTERM)
 	s.cri(cri.EventContainerExited, "app", 143, "Error")
 	s.tick(2 * time.Second)
-	run := s.one("container.run")
-	if run.Attr("podchron.exit.cause") != "evicted" {
-		t.Errorf("cause %v", run.Attr("podchron.exit.cause"))
+	run := s.one(names.SpanContainerRun)
+	if run.Attr(names.ExitCause) != "evicted" {
+		t.Errorf("cause %v", run.Attr(names.ExitCause))
 	}
-	if d, _ := run.Attr("podchron.degraded").(string); !strings.Contains(d, "apiserver unavailable") {
+	if d, _ := run.Attr(names.Degraded).(string); !strings.Contains(d, "apiserver unavailable") {
 		t.Errorf("degraded: %v", run.Attrs)
 	}
 }
@@ -382,12 +384,12 @@ func TestLossesMarkLivePods(t *testing.T) {
 	s.info.Deleted = true
 	s.pod()
 	root := s.one("pod")
-	if root.Attr("podchron.events_lost") != int64(42) {
+	if root.Attr(names.EventsLost) != int64(42) {
 		t.Errorf("root: %v", root.Attrs)
 	}
 	var ev bool
 	for _, e := range root.Events {
-		ev = ev || e.Name == "podchron.events_lost"
+		ev = ev || e.Name == names.EventsLost
 	}
 	if !ev {
 		t.Error("no events_lost span event")

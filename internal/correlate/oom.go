@@ -4,32 +4,15 @@ import (
 	"strings"
 
 	"github.com/podchron/podchron/internal/correlate/cgroupid"
+	"github.com/podchron/podchron/internal/names"
 	"github.com/podchron/podchron/internal/probe"
 )
 
-// Which limit an OOM kill ran out of, from the kernel's own counters
+// Which limit an OOM kill ran out of, from the kernel's own counts
 // (probe.OOMEvent.Memcgs): the memory cgroup whose local OOM count grew is
 // the one whose limit was hit. It is an ancestor of the victim, so its level
-// names it within the victim container's cgroup path.
-const (
-	// OOMScopeContainer: the container's own memory limit.
-	OOMScopeContainer = "container"
-	// OOMScopePod: the pod-level cgroup's limit (the sum of its containers'
-	// limits, which the pod reaches first when every container has one).
-	OOMScopePod = "pod"
-	// OOMScopeNodeAllocatable: the kubepods (or a QoS) cgroup's limit, that
-	// is the node's allocatable memory for pods.
-	OOMScopeNodeAllocatable = "node_allocatable"
-	// OOMScopeNode: no memory cgroup ran out: the node itself (the global
-	// OOM killer, or a cpuset/mempolicy constraint).
-	OOMScopeNode = "node"
-	// OOMScopeUnknown: the kernel did not say (no memory controller, or a
-	// recording from before the counters were read).
-	OOMScopeUnknown = "unknown"
-)
-
-// OOMScopes lists the scope values, for metric labels.
-var OOMScopes = []string{OOMScopeContainer, OOMScopePod, OOMScopeNodeAllocatable, OOMScopeNode, OOMScopeUnknown}
+// names it within the victim container's cgroup path. The scopes are
+// names.OOMScope*.
 
 // maxMemcgCounts bounds the OOM counts remembered per memory cgroup; past
 // it the memory is cleared (counted), and the next kill of a cgroup that
@@ -46,7 +29,7 @@ const maxMemcgCounts = 4096
 // that ran out when a higher one did (the deepest grown count wins).
 func (c *Correlator) oomScope(e *probe.OOMEvent, ct *container) (string, string) {
 	if len(e.Memcgs) == 0 {
-		return OOMScopeUnknown, ""
+		return names.OOMScopeUnknown, ""
 	}
 	if len(c.memcgOOMs)+len(e.Memcgs) > maxMemcgCounts {
 		clear(c.memcgOOMs)
@@ -60,26 +43,26 @@ func (c *Correlator) oomScope(e *probe.OOMEvent, ct *container) (string, string)
 		c.memcgOOMs[m.ID] = m.OOMs
 	}
 	if grown < 0 {
-		return OOMScopeNode, ""
+		return names.OOMScopeNode, ""
 	}
 	level := int(e.Memcgs[grown].Level)
 	path := ancestorPath(ct.cgroupPath, level)
 	if path == "" {
 		// The victim's cgroup path is unknown (never seen) or shallower.
-		return OOMScopeUnknown, ""
+		return names.OOMScopeUnknown, ""
 	}
 	ident, err := c.parser.Parse(path)
 	switch {
 	case err == nil && ident.Kind == cgroupid.KindContainer:
-		return OOMScopeContainer, path
+		return names.OOMScopeContainer, path
 	case err == nil && ident.Kind == cgroupid.KindPod:
-		return OOMScopePod, path
+		return names.OOMScopePod, path
 	case err == nil && ident.Kind == cgroupid.KindPodsRoot:
-		return OOMScopeNodeAllocatable, path
+		return names.OOMScopeNodeAllocatable, path
 	}
 	// Above the pods' cgroups (a system slice or a nesting runtime's cgroup
 	// limiting the whole node, as in kind): the node's memory.
-	return OOMScopeNode, path
+	return names.OOMScopeNode, path
 }
 
 // ancestorPath is the first level components of a cgroup path ("/" is level

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
 	"github.com/podchron/podchron/internal/probe"
@@ -66,10 +68,10 @@ func TestOOMScopeFromTheKernelsCounters(t *testing.T) {
 			s.exit("app", app, 0, 0)
 			s.cri(cri.EventContainerExited, "app", 0, "Completed")
 			s.tick(3 * time.Second)
-			run := s.one("container.run")
+			run := s.one(names.SpanContainerRun)
 			var got []map[string]any
 			for _, ev := range run.Events {
-				if ev.Name == "oom_kill" {
+				if ev.Name == names.EventOOMKill {
 					m := map[string]any{}
 					for _, a := range ev.Attrs {
 						m[a.Key] = a.Value
@@ -85,9 +87,9 @@ func TestOOMScopeFromTheKernelsCounters(t *testing.T) {
 				if p, ok := paths[want]; ok {
 					want = p
 				}
-				memcg, _ := got[i]["podchron.oom.memcg"].(string)
-				if got[i]["podchron.oom.scope"] != k.scope || memcg != want || got[i]["podchron.oom.victim.pid"] != int64(children[i]) {
-					t.Errorf("kill %d: scope %v memcg %q pid %v, want %s %q %d", i, got[i]["podchron.oom.scope"], memcg, got[i]["podchron.oom.victim.pid"], k.scope, want, children[i])
+				memcg, _ := got[i][names.OOMMemcg].(string)
+				if got[i][names.OOMScope] != k.scope || memcg != want || got[i][names.OOMVictimPID] != int64(children[i]) {
+					t.Errorf("kill %d: scope %v memcg %q pid %v, want %s %q %d", i, got[i][names.OOMScope], memcg, got[i][names.OOMVictimPID], k.scope, want, children[i])
 				}
 				if c := "oom shop " + k.scope; !slices.Contains(s.o.calls, c) {
 					t.Errorf("metric: no %q in %v", c, s.o.calls)
@@ -120,13 +122,13 @@ func TestOOMKillOfAChildIsNotTheRunsCause(t *testing.T) {
 	s.info.Deleted = true
 	s.pod()
 	s.tick(3 * time.Second)
-	run := s.one("container.run")
-	if run.Attr("podchron.exit.cause") != "completed" || run.Status == correlate.StatusError {
+	run := s.one(names.SpanContainerRun)
+	if run.Attr(names.ExitCause) != "completed" || run.Status == correlate.StatusError {
 		t.Errorf("run: %s %v", run.Status, run.Attrs)
 	}
 	var ev *correlate.SpanEvent
 	for i := range run.Events {
-		if run.Events[i].Name == "oom_kill" {
+		if run.Events[i].Name == names.EventOOMKill {
 			ev = &run.Events[i]
 		}
 	}
@@ -137,7 +139,7 @@ func TestOOMKillOfAChildIsNotTheRunsCause(t *testing.T) {
 	for _, a := range ev.Attrs {
 		attrs[a.Key] = a.Value
 	}
-	if attrs["podchron.oom.victim.pid"] != int64(child) || attrs["podchron.oom.victim.comm"] != "dd" {
+	if attrs[names.OOMVictimPID] != int64(child) || attrs[names.OOMVictimComm] != "dd" {
 		t.Errorf("oom_kill event: %v", ev.Attrs)
 	}
 }
@@ -151,7 +153,7 @@ func TestOOMKilledFromTheRuntimeAlone(t *testing.T) {
 	s.exit("app", app, 0, syscall.SIGKILL)
 	s.cri(cri.EventContainerExited, "app", 137, "OOMKilled")
 	s.tick(3 * time.Second)
-	if got := s.one("container.run").Attr("podchron.exit.cause"); got != "oom_killed" {
+	if got := s.one(names.SpanContainerRun).Attr(names.ExitCause); got != "oom_killed" {
 		t.Errorf("cause %v, want oom_killed", got)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
 	"github.com/podchron/podchron/internal/probe"
@@ -16,7 +18,7 @@ import (
 func TestDegradedClearsWhenTheSourceRecovers(t *testing.T) {
 	s := newSim(t)
 	app := s.startup()
-	if d := s.one("pod.startup").Attr("podchron.degraded"); d != nil {
+	if d := s.one(names.SpanPodStartup).Attr(names.Degraded); d != nil {
 		t.Fatalf("start-up degraded before any outage: %v", d)
 	}
 	s.at(time.Second)
@@ -36,17 +38,17 @@ func TestDegradedClearsWhenTheSourceRecovers(t *testing.T) {
 	s.exit("app", app2, 1, 0)
 	s.cri(cri.EventContainerExited, "app", 1, "Error")
 	s.tick(3 * time.Second)
-	runs := s.find("container.run")
+	runs := s.find(names.SpanContainerRun)
 	if len(runs) != 2 {
 		t.Fatalf("want 2 runs, got %d", len(runs))
 	}
-	if d, _ := runs[0].Attr("podchron.degraded").(string); !strings.Contains(d, "runtime unavailable") {
+	if d, _ := runs[0].Attr(names.Degraded).(string); !strings.Contains(d, "runtime unavailable") {
 		t.Errorf("the run during the outage: degraded %q", d)
 	}
-	if d := runs[1].Attr("podchron.degraded"); d != nil {
+	if d := runs[1].Attr(names.Degraded); d != nil {
 		t.Errorf("the run after the runtime came back: degraded %v", d)
 	}
-	if bo := s.one("container.backoff"); bo.Attr("podchron.degraded") != nil {
+	if bo := s.one(names.SpanContainerBackoff); bo.Attr(names.Degraded) != nil {
 		t.Errorf("back-off after recovery degraded: %v", bo.Attrs)
 	}
 	// The API server goes away for good: what ends afterwards is degraded.
@@ -61,12 +63,12 @@ func TestDegradedClearsWhenTheSourceRecovers(t *testing.T) {
 			root = sp
 		}
 	}
-	if d, _ := root.Attr("podchron.degraded").(string); !strings.Contains(d, "apiserver unavailable: connection refused") || !strings.Contains(d, "runtime unavailable") {
+	if d, _ := root.Attr(names.Degraded).(string); !strings.Contains(d, "apiserver unavailable: connection refused") || !strings.Contains(d, "runtime unavailable") {
 		t.Errorf("root (spans the whole life): degraded %q", d)
 	}
 	var gap bool
 	for _, e := range root.Events {
-		gap = gap || e.Name == "podchron.runtime_gap" && e.Time.Equal(down)
+		gap = gap || e.Name == names.EventRuntimeGap && e.Time.Equal(down)
 	}
 	if !gap {
 		t.Errorf("no podchron.runtime_gap event at %s on the root: %+v", down, root.Events)

@@ -3,6 +3,8 @@ package correlate
 import (
 	"sort"
 	"time"
+
+	"github.com/podchron/podchron/internal/names"
 )
 
 // pod is everything known about one pod (by UID).
@@ -252,19 +254,19 @@ func (p *pod) mainContainersDone() bool {
 
 // resource is the OTel resource of every span in the pod's trace.
 func (c *Correlator) resource(p *pod) []Attr {
-	r := []Attr{String("k8s.pod.uid", p.uid)}
+	r := []Attr{String(names.K8sPodUID, p.uid)}
 	if p.info != nil && p.info.ConfigUID != "" && p.info.UID != p.uid {
 		// A static pod: its own UID above, its mirror object's here.
-		r = append(r, String("podchron.pod.mirror_uid", p.info.UID))
+		r = append(r, String(names.PodMirrorUID, p.info.UID))
 	}
 	if n := p.name(); n != "" {
-		r = append(r, String("k8s.pod.name", n))
+		r = append(r, String(names.K8sPodName, n))
 	}
 	if ns := p.namespace(); ns != "" {
-		r = append(r, String("k8s.namespace.name", ns))
+		r = append(r, String(names.K8sNamespaceName, ns))
 	}
 	if c.cfg.NodeName != "" {
-		r = append(r, String("k8s.node.name", c.cfg.NodeName))
+		r = append(r, String(names.K8sNodeName, c.cfg.NodeName))
 	}
 	return r
 }
@@ -281,13 +283,13 @@ func (c *Correlator) emit(p *pod, s Span) {
 	s.TraceID = p.trace
 	s.Resource = c.resource(p)
 	if p.eventsLost > 0 {
-		s.Attrs = append(s.Attrs, Int("podchron.events_lost", int64(p.eventsLost)))
+		s.Attrs = append(s.Attrs, Int(names.EventsLost, int64(p.eventsLost)))
 	}
 	if d := c.degradedDuring(s.Start, s.End); d != "" {
-		s.Attrs = append(s.Attrs, String("podchron.degraded", d))
+		s.Attrs = append(s.Attrs, String(names.Degraded, d))
 	}
 	if !p.observedFrom.IsZero() {
-		s.Attrs = append(s.Attrs, String("podchron.observed_from", p.observedFrom.UTC().Format(time.RFC3339Nano)))
+		s.Attrs = append(s.Attrs, String(names.ObservedFrom, p.observedFrom.UTC().Format(time.RFC3339Nano)))
 	}
 	if s.End.Before(s.Start) {
 		s.End = s.Start

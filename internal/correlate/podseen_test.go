@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
 )
@@ -116,7 +118,7 @@ func TestPodSeenReplays(t *testing.T) {
 						return
 					}
 					for _, a := range s.Resource {
-						if a.Key == "k8s.namespace.name" {
+						if a.Key == names.K8sNamespaceName {
 							want = append(want, "seen "+a.Value.(string)+" none")
 						}
 					}

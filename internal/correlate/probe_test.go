@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
 	"github.com/podchron/podchron/internal/probe"
@@ -43,7 +45,7 @@ func TestStartupAndLivenessShareACommand(t *testing.T) {
 		s.exit("app", app, 0, 0)
 		s.cri(cri.EventContainerExited, "app", 0, "Completed")
 		s.tick(3 * time.Second)
-		if got := s.one("container.run").Attr("podchron.exit.cause"); got != "startup_probe_restart" {
+		if got := s.one(names.SpanContainerRun).Attr(names.ExitCause); got != "startup_probe_restart" {
 			t.Errorf("cause %v, want startup_probe_restart", got)
 		}
 		if n := len(s.find("probe.startup")); n != 2 {
@@ -67,7 +69,7 @@ func TestStartupAndLivenessShareACommand(t *testing.T) {
 		s.exit("app", app, 0, 0)
 		s.cri(cri.EventContainerExited, "app", 0, "Completed")
 		s.tick(3 * time.Second)
-		if got := s.one("container.run").Attr("podchron.exit.cause"); got != "liveness_restart" {
+		if got := s.one(names.SpanContainerRun).Attr(names.ExitCause); got != "liveness_restart" {
 			t.Errorf("cause %v, want liveness_restart", got)
 		}
 		if n := len(s.find("probe.liveness")); n != 2 {

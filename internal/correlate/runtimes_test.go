@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/correlate"
 )
 
@@ -16,9 +18,9 @@ func TestRuntimeSetupSignalsAreNotTheContainers(t *testing.T) {
 	spans := replay(load(t, "testdata/runtimes/sig33-graceful-stop@runc-upstream-1.5.2.jsonl"))
 	runs := 0
 	for _, sp := range spans {
-		if sp.Name == "container.run" {
+		if sp.Name == names.SpanContainerRun {
 			runs++
-			if sp.Attr("podchron.exit.cause") != "completed" {
+			if sp.Attr(names.ExitCause) != "completed" {
 				t.Errorf("run: %v", sp.Attrs)
 			}
 		}
@@ -41,14 +43,14 @@ func TestContainerStartWaitsForTheExec(t *testing.T) {
 			var start *correlate.Span
 			spans := replay(load(t, "testdata/runtimes/"+f))
 			for i, sp := range spans {
-				if sp.Name == "container.start" {
+				if sp.Name == names.SpanContainerStart {
 					start = &spans[i]
 				}
 			}
 			if start == nil {
 				t.Fatal("no container.start span")
 			}
-			if start.Attr("process.command_args") == nil || start.Attr("process.pid") == nil {
+			if start.Attr(names.ProcessCommandArgs) == nil || start.Attr(names.ProcessPID) == nil {
 				t.Errorf("container.start without the command: %v", start.Attrs)
 			}
 		})

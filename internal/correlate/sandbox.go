@@ -1,6 +1,10 @@
 package correlate
 
-import "time"
+import (
+	"time"
+
+	"github.com/podchron/podchron/internal/names"
+)
 
 // A recreated sandbox (the kubelet's SandboxChanged: the pause container or
 // the pod's network namespace was lost). The kubelet kills the containers,
@@ -24,8 +28,8 @@ func (c *Correlator) sandboxChanged(p *pod, id string, created time.Time) {
 	p.sandboxID = id
 	c.bySandbox[id] = p
 	p.sandboxStopped, p.sandboxRemoved = time.Time{}, time.Time{}
-	p.addRootEvent(SpanEvent{Name: "podchron.sandbox_changed", Time: created,
-		Attrs: []Attr{String("podchron.sandbox.old_id", old), String("container.id", id)}})
+	p.addRootEvent(SpanEvent{Name: names.EventSandboxChanged, Time: created,
+		Attrs: []Attr{String(names.SandboxOldID, old), String(names.ContainerID, id)}})
 	if !p.startupDone {
 		return // the start-up's sandbox span covers both
 	}
@@ -75,7 +79,7 @@ func (c *Correlator) emitResandboxes(p *pod, force bool) {
 				c.emit(p, c.cniSpan(p, r, id))
 			}
 		}
-		c.emit(p, Span{SpanID: id, Parent: c.rootID(p), Name: "pod.sandbox", Start: rs.created, End: end, Status: StatusOK,
-			Attrs: []Attr{String("container.id", rs.id), Bool("podchron.sandbox.recreated", true)}})
+		c.emit(p, Span{SpanID: id, Parent: c.rootID(p), Name: names.SpanPodSandbox, Start: rs.created, End: end, Status: StatusOK,
+			Attrs: []Attr{String(names.ContainerID, rs.id), Bool(names.SandboxRecreated, true)}})
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
 	"github.com/podchron/podchron/internal/probe"
@@ -37,13 +39,13 @@ func TestSandboxChanged(t *testing.T) {
 	app2 := s.container("app", "c0ffee12", 1)
 	s.tick(3 * time.Second)
 	var recreated *correlate.Span
-	for i, sp := range s.find("pod.sandbox") {
-		if sp.Attr("podchron.sandbox.recreated") == true {
-			recreated = &s.find("pod.sandbox")[i]
+	for i, sp := range s.find(names.SpanPodSandbox) {
+		if sp.Attr(names.SandboxRecreated) == true {
+			recreated = &s.find(names.SpanPodSandbox)[i]
 		}
 	}
-	if recreated == nil || recreated.Attr("container.id") != "sb2" || !recreated.Start.Equal(created) {
-		t.Fatalf("no recreated sandbox span: %+v", s.find("pod.sandbox"))
+	if recreated == nil || recreated.Attr(names.ContainerID) != "sb2" || !recreated.Start.Equal(created) {
+		t.Fatalf("no recreated sandbox span: %+v", s.find(names.SpanPodSandbox))
 	}
 	var adds int
 	for _, sp := range s.spans {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/podchron/podchron/internal/names"
 )
 
 // Start-ups that end without Ready. A pod that never becomes Ready (an
@@ -44,13 +46,13 @@ func (c *Correlator) giveUpStartups() {
 		}
 		switch {
 		case !p.terminating.IsZero():
-			c.endStartupUnready(p, p.terminating, "terminated", "terminating before Ready")
+			c.endStartupUnready(p, p.terminating, names.StartupTerminated, "terminating before Ready")
 		case p.info.Phase == "Failed":
-			c.endStartupUnready(p, c.lastExit(p, c.now), "failed", "pod failed before Ready")
+			c.endStartupUnready(p, c.lastExit(p, c.now), names.StartupFailed, "pod failed before Ready")
 		case p.info.Phase == "Succeeded":
-			c.endStartupUnready(p, c.lastExit(p, c.now), "completed", "")
+			c.endStartupUnready(p, c.lastExit(p, c.now), names.StartupCompleted, "")
 		case c.cfg.StartupTimeout > 0 && c.now.Sub(p.startupStart()) > c.cfg.StartupTimeout:
-			c.endStartupUnready(p, c.now, "gave_up", "not Ready after "+c.cfg.StartupTimeout.String())
+			c.endStartupUnready(p, c.now, names.StartupGaveUp, "not Ready after "+c.cfg.StartupTimeout.String())
 		}
 	}
 }

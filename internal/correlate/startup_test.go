@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
 	"github.com/podchron/podchron/internal/probe"
@@ -71,18 +73,18 @@ func TestStartupImagePullFailure(t *testing.T) {
 	delAt := s.now
 	s.deleteNow()
 	s.tick(time.Second)
-	st := s.one("pod.startup")
-	if st.Status != correlate.StatusError || !st.End.Equal(delAt) || st.Attr("podchron.waiting.reason") != "ImagePullBackOff" ||
-		st.Attr("k8s.container.name") != "app" || st.Attr("podchron.startup.outcome") != "terminated" ||
+	st := s.one(names.SpanPodStartup)
+	if st.Status != correlate.StatusError || !st.End.Equal(delAt) || st.Attr(names.WaitingReason) != "ImagePullBackOff" ||
+		st.Attr(names.K8sContainerName) != "app" || st.Attr(names.StartupOutcome) != "terminated" ||
 		!strings.Contains(st.StatusMessage, "ImagePullBackOff") {
 		t.Errorf("start-up: %s %q end %s (deleted %s) %v", st.Status, st.StatusMessage, st.End, delAt, st.Attrs)
 	}
-	pl := s.one("container.image_pull")
+	pl := s.one(names.SpanContainerImagePull)
 	if pl.Status != correlate.StatusError || pl.Parent != st.SpanID || !pl.Start.Equal(pullStart) || pl.End.Before(failAt) ||
-		pl.Attr("container.image.name") != "registry.invalid/app:1" || !strings.Contains(pl.StatusMessage, "no such host") {
+		pl.Attr(names.ContainerImageName) != "registry.invalid/app:1" || !strings.Contains(pl.StatusMessage, "no such host") {
 		t.Errorf("pull: %s %q %s–%s %v", pl.Status, pl.StatusMessage, pl.Start, pl.End, pl.Attrs)
 	}
-	for _, name := range []string{"pod.sandbox", "cni.ADD bridge", "pod.scheduling"} {
+	for _, name := range []string{names.SpanPodSandbox, "cni.ADD bridge", names.SpanPodScheduling} {
 		if sp := s.one(name); sp.Status == correlate.StatusError {
 			t.Errorf("%s: %s", name, sp.Status)
 		}
@@ -99,14 +101,14 @@ func TestStartupGivesUpOnConfigError(t *testing.T) {
 	s.sandboxUp()
 	s.waiting(false, "app", "CreateContainerConfigError", `configmap "settings" not found`)
 	s.tick(30 * time.Second)
-	if len(s.find("pod.startup")) != 0 {
+	if len(s.find(names.SpanPodStartup)) != 0 {
 		t.Fatal("gave up before the timeout")
 	}
 	s.tick(31 * time.Second)
 	s.tick(time.Second)
-	st := s.one("pod.startup")
-	if st.Status != correlate.StatusError || st.Attr("podchron.startup.outcome") != "gave_up" ||
-		st.Attr("podchron.waiting.reason") != "CreateContainerConfigError" || !strings.Contains(st.StatusMessage, `configmap "settings" not found`) {
+	st := s.one(names.SpanPodStartup)
+	if st.Status != correlate.StatusError || st.Attr(names.StartupOutcome) != "gave_up" ||
+		st.Attr(names.WaitingReason) != "CreateContainerConfigError" || !strings.Contains(st.StatusMessage, `configmap "settings" not found`) {
 		t.Errorf("start-up: %s %q %v", st.Status, st.StatusMessage, st.Attrs)
 	}
 	if len(s.find("pod")) != 0 {
@@ -120,10 +122,10 @@ func TestStartupGivesUpOnConfigError(t *testing.T) {
 	s.c.Flush()
 	var late bool
 	for _, e := range s.one("pod").Events {
-		late = late || e.Name == "podchron.ready_after_startup_gave_up"
+		late = late || e.Name == names.EventReadyAfterStartupGaveUp
 	}
-	if !late || len(s.find("pod.startup")) != 1 {
-		t.Errorf("a Ready after the give-up: root event %v, %d start-ups", late, len(s.find("pod.startup")))
+	if !late || len(s.find(names.SpanPodStartup)) != 1 {
+		t.Errorf("a Ready after the give-up: root event %v, %d start-ups", late, len(s.find(names.SpanPodStartup)))
 	}
 }
 
@@ -144,12 +146,12 @@ func TestStartupReadinessNeverPasses(t *testing.T) {
 		s.exit("app", pr, 1, 0)
 		s.tick(0)
 	}
-	st := s.one("pod.startup")
-	if st.Status != correlate.StatusError || st.Attr("podchron.waiting.reason") != "NotReady" || st.Attr("k8s.container.name") != "app" {
+	st := s.one(names.SpanPodStartup)
+	if st.Status != correlate.StatusError || st.Attr(names.WaitingReason) != "NotReady" || st.Attr(names.K8sContainerName) != "app" {
 		t.Errorf("start-up: %s %q %v", st.Status, st.StatusMessage, st.Attrs)
 	}
-	if len(s.find("container.start")) != 1 {
-		t.Errorf("container.start spans: %d", len(s.find("container.start")))
+	if len(s.find(names.SpanContainerStart)) != 1 {
+		t.Errorf("container.start spans: %d", len(s.find(names.SpanContainerStart)))
 	}
 }
 
@@ -168,11 +170,11 @@ func TestStartupJobCompletesBeforeReady(t *testing.T) {
 	s.info.Phase = "Succeeded"
 	s.pod()
 	s.tick(2 * time.Second)
-	st := s.one("pod.startup")
-	if st.Status == correlate.StatusError || st.Attr("podchron.startup.outcome") != "completed" || !st.End.Equal(exitAt) {
+	st := s.one(names.SpanPodStartup)
+	if st.Status == correlate.StatusError || st.Attr(names.StartupOutcome) != "completed" || !st.End.Equal(exitAt) {
 		t.Errorf("start-up: %s %q end %s (exit %s) %v", st.Status, st.StatusMessage, st.End, exitAt, st.Attrs)
 	}
-	if run := s.one("container.run"); run.Attr("podchron.exit.cause") != "completed" {
+	if run := s.one(names.SpanContainerRun); run.Attr(names.ExitCause) != "completed" {
 		t.Errorf("run: %v", run.Attrs)
 	}
 }
@@ -188,8 +190,8 @@ func TestStartupKeepsTheLastWaitingReason(t *testing.T) {
 	s.waiting(false, "app", "ContainerCreating", "")
 	s.deleteNow()
 	s.tick(time.Second)
-	st := s.one("pod.startup")
-	if st.Attr("podchron.waiting.reason") != "CreateContainerConfigError" {
+	st := s.one(names.SpanPodStartup)
+	if st.Attr(names.WaitingReason) != "CreateContainerConfigError" {
 		t.Errorf("start-up: %q %v", st.StatusMessage, st.Attrs)
 	}
 }
@@ -208,7 +210,7 @@ func TestReadyThenDeletedWhileSettling(t *testing.T) {
 	s.info.Conditions = append(s.info.Conditions, correlate.Condition{Type: "Ready", Status: "False", LastTransitionTime: s.now})
 	s.pod()
 	s.tick(3 * time.Second)
-	if st := s.one("pod.startup"); st.Status == correlate.StatusError {
+	if st := s.one(names.SpanPodStartup); st.Status == correlate.StatusError {
 		t.Errorf("start-up: %s %q", st.Status, st.StatusMessage)
 	}
 }

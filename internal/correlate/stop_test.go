@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
 	"github.com/podchron/podchron/internal/probe"
@@ -42,16 +44,16 @@ func TestStopSignalAndGracefulExitCodes(t *testing.T) {
 			s.info.Deleted = true
 			s.pod()
 			s.tick(3 * time.Second)
-			run := s.one("container.run")
-			if run.Attr("podchron.exit.cause") != "completed" || run.Status == correlate.StatusError {
+			run := s.one(names.SpanContainerRun)
+			if run.Attr(names.ExitCause) != "completed" || run.Status == correlate.StatusError {
 				t.Errorf("run: %s %v", run.Status, run.Attrs)
 			}
-			stop := s.one("container.stop")
-			if !stop.Start.Equal(sigAt) || !stop.End.Equal(exitAt) || stop.Attr("podchron.signal") != probe.SignalName(tc.sig) ||
-				stop.Attr("podchron.signal.disposition") != "handler" || stop.Status == correlate.StatusError {
+			stop := s.one(names.SpanContainerStop)
+			if !stop.Start.Equal(sigAt) || !stop.End.Equal(exitAt) || stop.Attr(names.Signal) != probe.SignalName(tc.sig) ||
+				stop.Attr(names.SignalDisposition) != "handler" || stop.Status == correlate.StatusError {
 				t.Errorf("stop %s–%s (signal at %s): %s %v", stop.Start, stop.End, sigAt, stop.Status, stop.Attrs)
 			}
-			if term := s.one("pod.termination"); term.Status == correlate.StatusError {
+			if term := s.one(names.SpanPodTermination); term.Status == correlate.StatusError {
 				t.Errorf("termination: %s %s", term.Status, term.StatusMessage)
 			}
 		})
@@ -77,12 +79,12 @@ func TestIgnoredStopSignalThenSIGKILL(t *testing.T) {
 	s.info.Deleted = true
 	s.pod()
 	s.tick(3 * time.Second)
-	stop := s.one("container.stop")
-	if !stop.Start.Equal(sigAt) || stop.Duration() != 3*time.Second || stop.Attr("podchron.signal") != "SIGQUIT" ||
-		stop.Attr("podchron.signal.disposition") != "ignored" || stop.Attr("podchron.sigkill") != true {
+	stop := s.one(names.SpanContainerStop)
+	if !stop.Start.Equal(sigAt) || stop.Duration() != 3*time.Second || stop.Attr(names.Signal) != "SIGQUIT" ||
+		stop.Attr(names.SignalDisposition) != "ignored" || stop.Attr(names.Sigkill) != true {
 		t.Errorf("stop %s (%s) %v", stop.Start, stop.Duration(), stop.Attrs)
 	}
-	if term := s.one("pod.termination"); term.Attr("podchron.grace_period.overrun") != true {
+	if term := s.one(names.SpanPodTermination); term.Attr(names.GracePeriodOverrun) != true {
 		t.Errorf("termination: %v", term.Attrs)
 	}
 }

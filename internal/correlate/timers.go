@@ -2,7 +2,11 @@
 
 package correlate
 
-import "time"
+import (
+	"time"
+
+	"github.com/podchron/podchron/internal/names"
+)
 
 // tick runs timers: settling finished containers and start-ups, stuck
 // terminations.
@@ -52,8 +56,8 @@ func (c *Correlator) tick() {
 		}
 		if c.now.Sub(p.deadline) > c.cfg.StuckAfter {
 			p.stuck = true
-			p.addRootEvent(SpanEvent{Name: "podchron.stuck_terminating", Time: c.now,
-				Attrs: []Attr{Float("podchron.past_deadline.seconds", c.now.Sub(p.deadline).Seconds())}})
+			p.addRootEvent(SpanEvent{Name: names.EventStuckTerminating, Time: c.now,
+				Attrs: []Attr{Float(names.PastDeadlineSeconds, c.now.Sub(p.deadline).Seconds())}})
 			c.cfg.Observer.StuckTerminating(p.namespace(), true)
 		}
 	}

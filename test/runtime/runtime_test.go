@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/cgroupfs"
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
@@ -225,7 +227,7 @@ func (e *env) gracefulPod(t *testing.T, name string) (*containerd.Pod, correlate
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.spans.wait(t, pod.UID, "pod.startup")
+	e.spans.wait(t, pod.UID, names.SpanPodStartup)
 	if err := e.h.StopContainer(ctx, id, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -252,24 +254,24 @@ func runGracefulStop(t *testing.T, e *env) []correlate.Span {
 	if len(adds) < 2 {
 		t.Errorf("want the CNI ADD plugin runs (loopback, bridge, host-local), got %d", len(adds))
 	}
-	sandbox := find(all, "pod.sandbox")
+	sandbox := find(all, names.SpanPodSandbox)
 	if len(sandbox) != 1 {
 		t.Fatalf("want 1 sandbox span, got %d", len(sandbox))
 	}
 	for _, a := range adds {
-		if a.Parent != sandbox[0].SpanID || a.Attr("process.exit.code") != int64(0) {
-			t.Errorf("CNI ADD %s: parent %s exit %v", a.Name, a.Parent, a.Attr("process.exit.code"))
+		if a.Parent != sandbox[0].SpanID || a.Attr(names.ProcessExitCode) != int64(0) {
+			t.Errorf("CNI ADD %s: parent %s exit %v", a.Name, a.Parent, a.Attr(names.ProcessExitCode))
 		}
 	}
-	run := find(all, "container.run")
-	if len(run) != 1 || run[0].Attr("podchron.exit.cause") != "completed" || run[0].Attr("process.exit.code") != int64(0) || run[0].Attr("k8s.container.name") != "app" {
+	run := find(all, names.SpanContainerRun)
+	if len(run) != 1 || run[0].Attr(names.ExitCause) != "completed" || run[0].Attr(names.ProcessExitCode) != int64(0) || run[0].Attr(names.K8sContainerName) != "app" {
 		t.Fatalf("run: %+v", run)
 	}
-	stop := find(all, "container.stop")
+	stop := find(all, names.SpanContainerStop)
 	if len(stop) != 1 {
 		t.Fatalf("want 1 stop span, got %d", len(stop))
 	}
-	if stop[0].Attr("podchron.signal.disposition") != "handler" || stop[0].Attr("podchron.sigkill") != false || stop[0].Attr("podchron.signal.sender.kind") != "runtime" {
+	if stop[0].Attr(names.SignalDisposition) != "handler" || stop[0].Attr(names.Sigkill) != false || stop[0].Attr(names.SignalSenderKind) != "runtime" {
 		t.Errorf("stop: %v", stop[0].Attrs)
 	}
 	if d := stop[0].Duration(); d > 2*time.Second {
@@ -279,8 +281,8 @@ func runGracefulStop(t *testing.T, e *env) []correlate.Span {
 	if len(dels) < 2 {
 		t.Errorf("want CNI DEL runs, got %d", len(dels))
 	}
-	term := find(all, "pod.termination")
-	if len(term) != 1 || term[0].Attr("podchron.grace_period.overrun") != false {
+	term := find(all, names.SpanPodTermination)
+	if len(term) != 1 || term[0].Attr(names.GracePeriodOverrun) != false {
 		t.Errorf("termination: %+v", term)
 	}
 	for _, sp := range all {
@@ -308,7 +310,7 @@ func runIgnoredSIGTERM(t *testing.T, e *env) []correlate.Span {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.spans.wait(t, pod.UID, "pod.startup")
+	e.spans.wait(t, pod.UID, names.SpanPodStartup)
 	if err := e.h.StopContainer(ctx, id, 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -318,23 +320,23 @@ func runIgnoredSIGTERM(t *testing.T, e *env) []correlate.Span {
 	e.spans.wait(t, pod.UID, "pod")
 	all := e.spans.trace(pod.UID)
 	dump(t, all)
-	stop := find(all, "container.stop")
+	stop := find(all, names.SpanContainerStop)
 	if len(stop) != 1 {
 		t.Fatalf("want 1 stop span, got %d", len(stop))
 	}
 	s := stop[0]
-	if s.Attr("podchron.signal.disposition") != "ignored" || s.Attr("podchron.sigkill") != true || s.Status != correlate.StatusError {
+	if s.Attr(names.SignalDisposition) != "ignored" || s.Attr(names.Sigkill) != true || s.Status != correlate.StatusError {
 		t.Errorf("stop: status %s attrs %v", s.Status, s.Attrs)
 	}
 	if d := s.Duration(); d < 1900*time.Millisecond || d > 5*time.Second {
 		t.Errorf("stop took %s, want about the 2 s timeout", d)
 	}
-	run := find(all, "container.run")
-	if len(run) != 1 || run[0].Attr("podchron.exit.cause") != "killed_by_runtime" || run[0].Attr("podchron.signal") != "SIGKILL" {
+	run := find(all, names.SpanContainerRun)
+	if len(run) != 1 || run[0].Attr(names.ExitCause) != "killed_by_runtime" || run[0].Attr(names.Signal) != "SIGKILL" {
 		t.Errorf("run: %+v", run)
 	}
-	term := find(all, "pod.termination")
-	if len(term) != 1 || term[0].Attr("podchron.grace_period.overrun") != true {
+	term := find(all, names.SpanPodTermination)
+	if len(term) != 1 || term[0].Attr(names.GracePeriodOverrun) != true {
 		t.Errorf("termination: %+v", term)
 	}
 	return all
@@ -364,7 +366,7 @@ func runOOMKilled(t *testing.T, e *env) []correlate.Span {
 	if c.Reason != "OOMKilled" {
 		t.Fatalf("runtime says %q, want OOMKilled", c.Reason)
 	}
-	run := e.spans.wait(t, pod.UID, "container.run")
+	run := e.spans.wait(t, pod.UID, names.SpanContainerRun)
 	if err := e.h.TeardownPod(ctx, pod.ID, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -373,14 +375,14 @@ func runOOMKilled(t *testing.T, e *env) []correlate.Span {
 	dump(t, all)
 	// The harness sets no pod-level limit (the kubelet does, see the e2e
 	// scenario): the container's own limit is the one that ran out.
-	memcg, _ := run.Attr("podchron.oom.memcg").(string)
-	if run.Attr("podchron.exit.cause") != "oom_killed" || run.Attr("podchron.oom.scope") != "container" ||
+	memcg, _ := run.Attr(names.OOMMemcg).(string)
+	if run.Attr(names.ExitCause) != "oom_killed" || run.Attr(names.OOMScope) != "container" ||
 		!strings.HasSuffix(memcg, "/"+id) || run.Status != correlate.StatusError {
 		t.Errorf("run: status %s attrs %v", run.Status, run.Attrs)
 	}
 	var oomEvent bool
 	for _, ev := range run.Events {
-		oomEvent = oomEvent || ev.Name == "oom_kill"
+		oomEvent = oomEvent || ev.Name == names.EventOOMKill
 	}
 	if !oomEvent {
 		t.Errorf("no oom_kill event on the run span: %+v", run.Events)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/correlate"
 )
 
@@ -100,9 +102,9 @@ func diffLines(d string) int {
 // volatileAttr reports whether an attribute is left out of the tree.
 func volatileAttr(k string) bool {
 	switch k {
-	case "container.id", "k8s.pod.uid", "k8s.pod.name", "k8s.node.name",
-		"podchron.cni.netns", "podchron.gap.until", "podchron.oom.memcg",
-		"podchron.backoff.seconds", "podchron.past_deadline.seconds":
+	case names.ContainerID, names.K8sPodUID, names.K8sPodName, names.K8sNodeName,
+		names.CNINetNS, names.GapUntil, names.OOMMemcg,
+		names.BackoffSeconds, names.PastDeadlineSeconds:
 		return true
 	}
 	return strings.HasSuffix(k, ".pid") || strings.HasSuffix(k, ".comm") ||

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/correlate"
 )
 
@@ -15,20 +17,20 @@ func treeFixture(pid int64, cause string, cniOrder ...string) []correlate.Span {
 	id := func(k string) correlate.SpanID { return correlate.SpanIDFor(tr, k) }
 	t0 := time.Unix(int64(pid), 0)
 	spans := []correlate.Span{
-		{TraceID: tr, SpanID: id("root"), Name: "pod", Start: t0, End: t0.Add(time.Second), Status: correlate.StatusOK},
-		{TraceID: tr, SpanID: id("sandbox"), Parent: id("root"), Name: "pod.sandbox", Start: t0, Status: correlate.StatusOK,
-			Attrs: []correlate.Attr{correlate.String("container.id", "abc"+cause)}},
-		{TraceID: tr, SpanID: id("run"), Parent: id("root"), Name: "container.run", Start: t0, Status: correlate.StatusError,
+		{TraceID: tr, SpanID: id("root"), Name: names.SpanPod, Start: t0, End: t0.Add(time.Second), Status: correlate.StatusOK},
+		{TraceID: tr, SpanID: id("sandbox"), Parent: id("root"), Name: names.SpanPodSandbox, Start: t0, Status: correlate.StatusOK,
+			Attrs: []correlate.Attr{correlate.String(names.ContainerID, "abc"+cause)}},
+		{TraceID: tr, SpanID: id("run"), Parent: id("root"), Name: names.SpanContainerRun, Start: t0, Status: correlate.StatusError,
 			StatusMessage: "SIGKILL 2.0s after SIGTERM",
-			Attrs: []correlate.Attr{correlate.String("podchron.exit.cause", cause), correlate.Int("process.pid", pid),
-				correlate.String("podchron.signal.sender.comm", "runc"), correlate.String("podchron.signal.sender.kind", "runtime")},
+			Attrs: []correlate.Attr{correlate.String(names.ExitCause, cause), correlate.Int(names.ProcessPID, pid),
+				correlate.String(names.SignalSenderComm, "runc"), correlate.String(names.SignalSenderKind, "runtime")},
 			Events: []correlate.SpanEvent{{Name: "signal SIGTERM", Time: t0.Add(time.Millisecond),
-				Attrs: []correlate.Attr{correlate.Int("podchron.signal.sender.pid", pid+1), correlate.String("podchron.signal.sender.kind", "runtime")}}}},
+				Attrs: []correlate.Attr{correlate.Int(names.SignalSenderPID, pid+1), correlate.String(names.SignalSenderKind, "runtime")}}}},
 	}
 	for _, p := range cniOrder {
 		spans = append(spans, correlate.Span{TraceID: tr, SpanID: id("cni/" + p), Parent: id("sandbox"), Name: "cni.ADD " + p,
-			Start: t0, Status: correlate.StatusOK, Attrs: []correlate.Attr{correlate.String("podchron.cni.plugin", p),
-				correlate.Int("process.pid", pid+7), correlate.Int("process.exit.code", 0)}})
+			Start: t0, Status: correlate.StatusOK, Attrs: []correlate.Attr{correlate.String(names.CNIPlugin, p),
+				correlate.Int(names.ProcessPID, pid+7), correlate.Int(names.ProcessExitCode, 0)}})
 	}
 	return spans
 }
@@ -39,7 +41,7 @@ func TestSpanTreeNormalization(t *testing.T) {
 	if a != b {
 		t.Fatalf("same story, different pids, ids and CNI order: trees differ:\n%s", lineDiff(a, b))
 	}
-	for _, gone := range []string{"process.pid", "container.id", ".comm", "2.0"} {
+	for _, gone := range []string{names.ProcessPID, names.ContainerID, ".comm", "2.0"} {
 		if strings.Contains(a, gone) {
 			t.Errorf("tree keeps %q:\n%s", gone, a)
 		}

@@ -47,7 +47,6 @@ func ParseFormat(s string) (Format, error) {
 const (
 	DefaultMaxPendingSpans = 10000
 	DefaultMaxTraces       = 4096
-	DefaultRootKey         = "root"
 )
 
 // Config tunes a Printer. The zero value prints text with default limits.
@@ -108,7 +107,7 @@ func New(w io.Writer, cfg Config) *Printer {
 	}
 	if cfg.RootSpanID == nil {
 		cfg.RootSpanID = func(t correlate.TraceID) correlate.SpanID {
-			return correlate.SpanIDFor(t, DefaultRootKey)
+			return correlate.RootSpanID(t)
 		}
 	}
 	p := &Printer{

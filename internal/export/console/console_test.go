@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/correlate"
 )
 
@@ -108,12 +110,12 @@ func TestTextBlocksAppearWhenPhasesEnd(t *testing.T) {
 	}
 	for _, s := range spans[1:] {
 		p.Emit(s)
-		if s.Name == "pod.startup" {
+		if s.Name == names.SpanPodStartup {
 			break
 		}
 	}
 	out := buf.String()
-	for _, want := range []string{"pod.startup", "pod.scheduling", "cni.ADD bridge", "container.init", "probe.readiness"} {
+	for _, want := range []string{names.SpanPodStartup, names.SpanPodScheduling, "cni.ADD bridge", names.SpanContainerInit, "probe.readiness"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("startup block lacks %q:\n%s", want, out)
 		}
@@ -128,8 +130,8 @@ func TestOrphansPrintedWithRoot(t *testing.T) {
 	var buf bytes.Buffer
 	p := New(&buf, Config{})
 	// A child whose phase span never comes, then the root.
-	p.Emit(b.span("x/child", "x", "container.backoff", 1, 11, correlate.StatusUnset,
-		correlate.Float("podchron.backoff.seconds", 10), correlate.String("k8s.container.name", "app")))
+	p.Emit(b.span("x/child", "x", names.SpanContainerBackoff, 1, 11, correlate.StatusUnset,
+		correlate.Float(names.BackoffSeconds, 10), correlate.String(names.K8sContainerName, "app")))
 	if buf.Len() != 0 {
 		t.Fatal("orphan printed early")
 	}
@@ -147,7 +149,7 @@ func TestLateChildPrintedUnderItsPhase(t *testing.T) {
 	b := newPod("uid-late", "ns", "late-0", "n1")
 	var buf bytes.Buffer
 	p := New(&buf, Config{})
-	p.Emit(b.span("startup", "root", "pod.startup", 0, 5, correlate.StatusOK))
+	p.Emit(b.span("startup", "root", names.SpanPodStartup, 0, 5, correlate.StatusOK))
 	p.Emit(b.span("startup/late", "startup", "probe.readiness", 4, 4.5, correlate.StatusOK))
 	out := buf.String()
 	if !strings.Contains(out, "late span of an earlier phase") || !strings.Contains(out, "    probe.readiness") {
@@ -165,7 +167,7 @@ func TestEvictionBoundsBuffer(t *testing.T) {
 	for i := range 20 {
 		b := newPod(fmt.Sprint("uid-", i), "ns", fmt.Sprint("pod-", i), "n1")
 		for j := range 3 {
-			p.Emit(b.span(fmt.Sprint("c", j), "phase", "container.start", float64(j), float64(j)+1, correlate.StatusOK))
+			p.Emit(b.span(fmt.Sprint("c", j), "phase", names.SpanContainerStart, float64(j), float64(j)+1, correlate.StatusOK))
 		}
 		st := p.Stats()
 		if st.PendingSpans > 10 || st.PendingTraces > 3 {
@@ -183,7 +185,7 @@ func TestEvictionBoundsBuffer(t *testing.T) {
 	if st.EvictedSpans+st.FlushedSpans != 60 {
 		t.Errorf("evicted %d + flushed %d != 60 spans", st.EvictedSpans, st.FlushedSpans)
 	}
-	if got := strings.Count(buf.String(), "container.start"); got != 60 {
+	if got := strings.Count(buf.String(), names.SpanContainerStart); got != 60 {
 		t.Errorf("%d span lines printed, want all 60", got)
 	}
 	if !strings.Contains(buf.String(), "evicted from the buffer") || !strings.Contains(buf.String(), "unfinished") {
@@ -197,13 +199,13 @@ func TestLongLivedPodKeepsOrigin(t *testing.T) {
 	var buf bytes.Buffer
 	p := New(&buf, Config{MaxPendingSpans: 2})
 	old := newPod("uid-old", "ns", "old-0", "n1")
-	p.Emit(old.span("startup", "root", "pod.startup", 0, 1, correlate.StatusOK))
+	p.Emit(old.span("startup", "root", names.SpanPodStartup, 0, 1, correlate.StatusOK))
 	for i := range 5 {
 		b := newPod(fmt.Sprint("uid-", i), "ns", fmt.Sprint("pod-", i), "n1")
-		p.Emit(b.span("c", "phase", "container.start", 0, 1, correlate.StatusOK))
+		p.Emit(b.span("c", "phase", names.SpanContainerStart, 0, 1, correlate.StatusOK))
 	}
 	buf.Reset()
-	p.Emit(old.span("termination", "root", "pod.termination", 100, 101, correlate.StatusOK))
+	p.Emit(old.span("termination", "root", names.SpanPodTermination, 100, 101, correlate.StatusOK))
 	if !strings.Contains(buf.String(), "+100.000s") {
 		t.Errorf("offset origin lost:\n%s", buf.String())
 	}
@@ -221,15 +223,15 @@ func TestConcurrentEmit(t *testing.T) {
 					defer wg.Done()
 					b := newPod(fmt.Sprint("uid-g", g), "ns", fmt.Sprint("g-", g), "n1")
 					for i := range 50 {
-						p.Emit(b.span(fmt.Sprint("c", i), "phase", "container.start", 0, 1, correlate.StatusOK))
+						p.Emit(b.span(fmt.Sprint("c", i), "phase", names.SpanContainerStart, 0, 1, correlate.StatusOK))
 					}
-					p.Emit(b.span("phase", "root", "pod.startup", 0, 2, correlate.StatusOK))
+					p.Emit(b.span("phase", "root", names.SpanPodStartup, 0, 2, correlate.StatusOK))
 					p.Emit(b.span("root", "", "pod", 0, 3, correlate.StatusOK))
 				}()
 			}
 			wg.Wait()
 			_ = p.Close()
-			if got := strings.Count(buf.String(), "container.start"); got != 400 {
+			if got := strings.Count(buf.String(), names.SpanContainerStart); got != 400 {
 				t.Errorf("%d span lines, want 400", got)
 			}
 			if f == FormatJSON {

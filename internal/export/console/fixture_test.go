@@ -4,6 +4,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/correlate"
 )
 
@@ -26,10 +28,10 @@ func newPod(uid, ns, name, node string) *spanBuilder {
 	return &spanBuilder{
 		tid: correlate.TraceIDForPod(uid),
 		res: []correlate.Attr{
-			correlate.String("k8s.pod.uid", uid),
-			correlate.String("k8s.pod.name", name),
-			correlate.String("k8s.namespace.name", ns),
-			correlate.String("k8s.node.name", node),
+			correlate.String(names.K8sPodUID, uid),
+			correlate.String(names.K8sPodName, name),
+			correlate.String(names.K8sNamespaceName, ns),
+			correlate.String(names.K8sNodeName, node),
 		},
 	}
 }
@@ -62,83 +64,83 @@ func lifecycle() []correlate.Span {
 	dns := newPod("0c9d8e7f-1111-2222-3333-444455556666", "kube-system", "coredns-5d78c9869d-4kq2z", "worker-1")
 	ok, unset, bad := correlate.StatusOK, correlate.StatusUnset, correlate.StatusError
 	S, I, B := correlate.String, correlate.Int, correlate.Bool
-	app := S("k8s.container.name", "app")
-	appID := S("container.id", "3f9a1c2b7d8e4f60a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718")
+	app := S(names.K8sContainerName, "app")
+	appID := S(names.ContainerID, "3f9a1c2b7d8e4f60a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718")
 
 	var out []correlate.Span
 	add := func(s correlate.Span) { out = append(out, s) }
 
 	// --- web: startup, children first ---
-	add(web.span("startup/scheduling", "startup", "pod.scheduling", 0, 0.045, ok))
+	add(web.span("startup/scheduling", "startup", names.SpanPodScheduling, 0, 0.045, ok))
 	for i, c := range []struct {
 		plugin     string
 		start, end float64
 		pid        int64
 	}{{"bridge", 0.420, 0.468, 31337}, {"portmap", 0.470, 0.492, 31352}, {"bandwidth", 0.494, 0.505, 31360}} {
 		add(web.span("startup/sandbox/cni/"+c.plugin, "startup/sandbox", "cni.ADD "+c.plugin, c.start, c.end, ok,
-			S("podchron.cni.plugin", c.plugin), S("podchron.cni.command", "ADD"),
-			I("process.exit.code", 0), I("process.pid", c.pid+int64(i)),
-			correlate.Strings("process.command_args", "/opt/cni/bin/"+c.plugin)))
+			S(names.CNIPlugin, c.plugin), S(names.CNICommand, "ADD"),
+			I(names.ProcessExitCode, 0), I(names.ProcessPID, c.pid+int64(i)),
+			correlate.Strings(names.ProcessCommandArgs, "/opt/cni/bin/"+c.plugin)))
 	}
-	add(web.span("startup/sandbox", "startup", "pod.sandbox", 0.060, 0.910, ok))
-	add(web.span("container/init-db/0/init", "startup", "container.init", 0.920, 1.900, ok,
-		S("k8s.container.name", "init-db"), I("process.pid", 31410),
-		correlate.Strings("process.command_args", "sh", "-c", "until nc -z db 5432; do sleep 0.2; done"),
-		I("process.exit.code", 0), S("podchron.exit.cause", "completed")))
-	add(web.span("container/app/0/pull", "startup", "container.image_pull", 1.910, 2.950, ok, app))
-	add(web.span("container/app/0/start", "startup", "container.start", 2.960, 3.120, ok, app, appID, I("process.pid", 31502)))
-	add(web.span("container/app/0/poststart", "startup", "container.poststart", 3.120, 3.400, ok, app,
-		correlate.Strings("process.command_args", "/bin/warmup", "--cache")))
+	add(web.span("startup/sandbox", "startup", names.SpanPodSandbox, 0.060, 0.910, ok))
+	add(web.span("container/init-db/0/init", "startup", names.SpanContainerInit, 0.920, 1.900, ok,
+		S(names.K8sContainerName, "init-db"), I(names.ProcessPID, 31410),
+		correlate.Strings(names.ProcessCommandArgs, "sh", "-c", "until nc -z db 5432; do sleep 0.2; done"),
+		I(names.ProcessExitCode, 0), S(names.ExitCause, "completed")))
+	add(web.span("container/app/0/pull", "startup", names.SpanContainerImagePull, 1.910, 2.950, ok, app))
+	add(web.span("container/app/0/start", "startup", names.SpanContainerStart, 2.960, 3.120, ok, app, appID, I(names.ProcessPID, 31502)))
+	add(web.span("container/app/0/poststart", "startup", names.SpanContainerPostStart, 3.120, 3.400, ok, app,
+		correlate.Strings(names.ProcessCommandArgs, "/bin/warmup", "--cache")))
 	p1 := web.span("container/app/0/probe/readiness/1", "startup", "probe.readiness", 4.000, 4.015, bad, app,
-		S("podchron.probe.type", "readiness"), S("podchron.probe.result", "failure"))
+		S(names.ProbeType, "readiness"), S(names.ProbeResult, "failure"))
 	p1.StatusMessage = "HTTP probe failed with statuscode: 503"
 	add(p1)
 	add(web.span("container/app/0/probe/readiness/2", "startup", "probe.readiness", 6.000, 6.012, ok, app,
-		S("podchron.probe.type", "readiness"), S("podchron.probe.result", "success")))
-	add(web.span("startup", "root", "pod.startup", 0, 6.012, ok))
+		S(names.ProbeType, "readiness"), S(names.ProbeResult, "success")))
+	add(web.span("startup", "root", names.SpanPodStartup, 0, 6.012, ok))
 
 	// --- dns: observed from mid-life, completes ---
-	dnsRun := dns.span("container/coredns/2/run", "root", "container.run", 100, 130.25, ok,
-		S("k8s.container.name", "coredns"), I("process.pid", 2877), I("process.exit.code", 0),
-		S("podchron.exit.cause", "completed"), I("podchron.restart.count", 2))
+	dnsRun := dns.span("container/coredns/2/run", "root", names.SpanContainerRun, 100, 130.25, ok,
+		S(names.K8sContainerName, "coredns"), I(names.ProcessPID, 2877), I(names.ProcessExitCode, 0),
+		S(names.ExitCause, "completed"), I(names.RestartCount, 2))
 	add(dnsRun)
 	dnsRoot := dns.span("root", "", "pod", 100, 130.5, unset,
-		S("podchron.observed_from", "2026-03-01T10:01:40Z"), S("podchron.degraded", "api server unreachable for 4s"),
-		I("podchron.events_lost", 17))
+		S(names.ObservedFrom, "2026-03-01T10:01:40Z"), S(names.Degraded, "api server unreachable for 4s"),
+		I(names.EventsLost, 17))
 	dnsRoot.StatusMessage = "unfinished: observed from mid-life"
 	add(dnsRoot)
 
 	// --- web: termination, children first ---
-	add(web.span("termination/prestop/app", "termination", "container.prestop", 600.010, 605.020, ok, app,
-		correlate.Strings("process.command_args", "sleep", "5"), I("process.exit.code", 0)))
-	stop := web.span("termination/stop/app", "termination", "container.stop", 605.020, 630.012, bad, app,
-		S("podchron.signal", "SIGTERM"), S("podchron.signal.disposition", "ignored"),
-		S("podchron.signal.sender.kind", "runtime"), S("podchron.signal.sender.comm", "containerd-shim"),
-		I("podchron.signal.sender.pid", 2211),
-		I("podchron.grace_period.seconds", 30), B("podchron.grace_period.overrun", true), B("podchron.sigkill", true),
-		I("process.exit.code", 137), S("podchron.exit.cause", "killed_by_runtime"))
+	add(web.span("termination/prestop/app", "termination", names.SpanContainerPreStop, 600.010, 605.020, ok, app,
+		correlate.Strings(names.ProcessCommandArgs, "sleep", "5"), I(names.ProcessExitCode, 0)))
+	stop := web.span("termination/stop/app", "termination", names.SpanContainerStop, 605.020, 630.012, bad, app,
+		S(names.Signal, "SIGTERM"), S(names.SignalDisposition, "ignored"),
+		S(names.SignalSenderKind, "runtime"), S(names.SignalSenderComm, "containerd-shim"),
+		I(names.SignalSenderPID, 2211),
+		I(names.GracePeriodSeconds, 30), B(names.GracePeriodOverrun, true), B(names.Sigkill, true),
+		I(names.ProcessExitCode, 137), S(names.ExitCause, "killed_by_runtime"))
 	stop.StatusMessage = "grace period overrun: SIGKILL after 30s"
 	stop.Events = []correlate.SpanEvent{
-		ev("SIGTERM", 605.020, S("podchron.signal", "SIGTERM"), S("podchron.signal.disposition", "ignored"),
-			S("podchron.signal.sender.kind", "runtime"), S("podchron.signal.sender.comm", "containerd-shim"),
-			I("podchron.signal.sender.pid", 2211)),
-		ev("SIGKILL", 630.000, S("podchron.signal", "SIGKILL"), S("podchron.signal.disposition", "default"),
-			S("podchron.signal.sender.kind", "runtime"), S("podchron.signal.sender.comm", "containerd-shim"),
-			I("podchron.signal.sender.pid", 2211)),
-		ev("exit", 630.012, I("process.exit.code", 137), I("process.pid", 31502)),
+		ev("SIGTERM", 605.020, S(names.Signal, "SIGTERM"), S(names.SignalDisposition, "ignored"),
+			S(names.SignalSenderKind, "runtime"), S(names.SignalSenderComm, "containerd-shim"),
+			I(names.SignalSenderPID, 2211)),
+		ev("SIGKILL", 630.000, S(names.Signal, "SIGKILL"), S(names.SignalDisposition, "default"),
+			S(names.SignalSenderKind, "runtime"), S(names.SignalSenderComm, "containerd-shim"),
+			I(names.SignalSenderPID, 2211)),
+		ev("exit", 630.012, I(names.ProcessExitCode, 137), I(names.ProcessPID, 31502)),
 	}
 	add(stop)
-	add(web.span("termination", "root", "pod.termination", 600.000, 630.012, bad,
-		I("podchron.grace_period.seconds", 30), B("podchron.grace_period.overrun", true)))
-	add(web.span("container/app/0/run", "root", "container.run", 3.120, 630.012, unset, app, appID,
-		I("process.pid", 31502), I("process.exit.code", 137), S("podchron.exit.cause", "killed_by_runtime"),
-		S("podchron.signal", "SIGKILL"), I("podchron.restart.count", 0)))
+	add(web.span("termination", "root", names.SpanPodTermination, 600.000, 630.012, bad,
+		I(names.GracePeriodSeconds, 30), B(names.GracePeriodOverrun, true)))
+	add(web.span("container/app/0/run", "root", names.SpanContainerRun, 3.120, 630.012, unset, app, appID,
+		I(names.ProcessPID, 31502), I(names.ProcessExitCode, 137), S(names.ExitCause, "killed_by_runtime"),
+		S(names.Signal, "SIGKILL"), I(names.RestartCount, 0)))
 	add(web.span("cleanup/cni/bridge", "cleanup", "cni.DEL bridge", 630.100, 630.131, ok,
-		S("podchron.cni.plugin", "bridge"), S("podchron.cni.command", "DEL"), I("process.exit.code", 0),
-		I("process.pid", 32001)))
-	add(web.span("cleanup", "root", "pod.cleanup", 630.020, 630.480, ok))
+		S(names.CNIPlugin, "bridge"), S(names.CNICommand, "DEL"), I(names.ProcessExitCode, 0),
+		I(names.ProcessPID, 32001)))
+	add(web.span("cleanup", "root", names.SpanPodCleanup, 630.020, 630.480, ok))
 	root := web.span("root", "", "pod", 0, 630.480, bad,
-		S("podchron.exit.cause", "killed_by_runtime"), B("podchron.grace_period.overrun", true))
+		S(names.ExitCause, "killed_by_runtime"), B(names.GracePeriodOverrun, true))
 	root.StatusMessage = "grace period overrun by 0.012s"
 	add(root)
 	return out

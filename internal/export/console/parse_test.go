@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/correlate"
 )
 
@@ -16,12 +18,12 @@ func TestParseJSONRoundTrip(t *testing.T) {
 	want := correlate.Span{
 		TraceID: correlate.TraceIDForPod("uid-1"), SpanID: correlate.SpanIDFor(correlate.TraceIDForPod("uid-1"), "run"),
 		Parent: correlate.SpanIDFor(correlate.TraceIDForPod("uid-1"), "root"),
-		Name:   "container.run", Start: t0, End: t0.Add(1500 * time.Millisecond),
+		Name:   names.SpanContainerRun, Start: t0, End: t0.Add(1500 * time.Millisecond),
 		Status: correlate.StatusError, StatusMessage: "oom_killed",
 		Attrs: []correlate.Attr{correlate.Float("a.float", 1.5), correlate.Int("b.int", 42), correlate.Bool("c.bool", true),
 			correlate.String("d.string", "x"), correlate.Strings("e.strings", "sh", "-c", "true")},
-		Events:   []correlate.SpanEvent{{Name: "oom_kill", Time: t0.Add(time.Second), Attrs: []correlate.Attr{correlate.Int("pid", 7)}}},
-		Resource: []correlate.Attr{correlate.String("k8s.pod.uid", "uid-1")},
+		Events:   []correlate.SpanEvent{{Name: names.EventOOMKill, Time: t0.Add(time.Second), Attrs: []correlate.Attr{correlate.Int("pid", 7)}}},
+		Resource: []correlate.Attr{correlate.String(names.K8sPodUID, "uid-1")},
 	}
 	var out strings.Builder
 	p := New(&out, Config{Format: FormatJSON})

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/internal/correlate"
 )
 
@@ -19,7 +21,7 @@ func (p *Printer) header(ts *traceState, what string) {
 		b.WriteString(" · ")
 		b.WriteString(what)
 	}
-	if n := resAttr(ts.res, "k8s.node.name"); n != "" {
+	if n := resAttr(ts.res, names.K8sNodeName); n != "" {
 		b.WriteString(" · node ")
 		b.WriteString(n)
 	}
@@ -192,37 +194,37 @@ func (p *Printer) attrText(s *correlate.Span) string {
 // keyAttrs are the attributes the text timeline shows, in this order, with
 // their short labels.
 var keyAttrs = []struct{ key, label string }{
-	{"k8s.container.name", "container"},
-	{"podchron.probe.type", "probe"},
-	{"podchron.probe.result", "result"},
-	{"podchron.cni.command", "cmd"},
-	{"podchron.cni.plugin", "plugin"},
-	{"process.exit.code", "exit"},
-	{"podchron.exit.cause", "cause"},
-	{"podchron.signal", "signal"},
-	{"podchron.signal.disposition", "disposition"},
+	{names.K8sContainerName, "container"},
+	{names.ProbeType, "probe"},
+	{names.ProbeResult, "result"},
+	{names.CNICommand, "cmd"},
+	{names.CNIPlugin, "plugin"},
+	{names.ProcessExitCode, "exit"},
+	{names.ExitCause, "cause"},
+	{names.Signal, "signal"},
+	{names.SignalDisposition, "disposition"},
 	{senderKey, "sender"},
-	{"podchron.sigkill", "sigkill"},
-	{"podchron.grace_period.seconds", "grace"},
-	{"podchron.grace_period.overrun", "overrun"},
-	{"podchron.restart.count", "restarts"},
-	{"podchron.backoff.seconds", "backoff"},
-	{"process.pid", "pid"},
-	{"container.id", "id"},
-	{"process.command_args", "args"},
-	{"podchron.events_lost", "events_lost"},
-	{"podchron.degraded", "degraded"},
-	{"podchron.observed_from", "observed_from"},
+	{names.Sigkill, "sigkill"},
+	{names.GracePeriodSeconds, "grace"},
+	{names.GracePeriodOverrun, "overrun"},
+	{names.RestartCount, "restarts"},
+	{names.BackoffSeconds, "backoff"},
+	{names.ProcessPID, "pid"},
+	{names.ContainerID, "id"},
+	{names.ProcessCommandArgs, "args"},
+	{names.EventsLost, "events_lost"},
+	{names.Degraded, "degraded"},
+	{names.ObservedFrom, "observed_from"},
 }
 
 // senderKey stands for the three podchron.signal.sender.* attributes,
 // rendered together as kind:comm[pid].
-const senderKey = "podchron.signal.sender"
+const senderKey = names.SignalSender
 
 // hidden are never rendered in text: they are in the block header.
 var hidden = map[string]bool{
-	"k8s.pod.uid": true, "k8s.pod.name": true, "k8s.namespace.name": true, "k8s.node.name": true,
-	"podchron.signal.sender.kind": true, "podchron.signal.sender.comm": true, "podchron.signal.sender.pid": true,
+	names.K8sPodUID: true, names.K8sPodName: true, names.K8sNamespaceName: true, names.K8sNodeName: true,
+	names.SignalSenderKind: true, names.SignalSenderComm: true, names.SignalSenderPID: true,
 }
 
 func renderAttrs(attrs []correlate.Attr, name string, verbose bool) string {
@@ -258,12 +260,12 @@ func renderAttrs(attrs []correlate.Attr, name string, verbose bool) string {
 		}
 		shown[ka.key] = true
 		switch ka.key {
-		case "podchron.cni.command", "podchron.cni.plugin", "podchron.signal":
+		case names.CNICommand, names.CNIPlugin, names.Signal:
 			// Already in "cni.ADD bridge" or an event named SIGTERM.
 			if sv, ok := v.(string); ok && inName(sv) {
 				continue
 			}
-		case "podchron.sigkill", "podchron.grace_period.overrun":
+		case names.Sigkill, names.GracePeriodOverrun:
 			// Flags: shown when set.
 			if bv, ok := v.(bool); ok {
 				if bv {
@@ -272,18 +274,18 @@ func renderAttrs(attrs []correlate.Attr, name string, verbose bool) string {
 				}
 				continue
 			}
-		case "podchron.grace_period.seconds", "podchron.backoff.seconds":
+		case names.GracePeriodSeconds, names.BackoffSeconds:
 			b.WriteString(" ")
 			b.WriteString(ka.label)
 			b.WriteString("=")
 			b.WriteString(fmtValue(v))
 			b.WriteString("s")
 			continue
-		case "container.id":
+		case names.ContainerID:
 			if sv, ok := v.(string); ok && len(sv) > 12 {
 				v = sv[:12]
 			}
-		case "process.command_args":
+		case names.ProcessCommandArgs:
 			v = truncate(fmtJoined(v), 60)
 		}
 		b.WriteString(" ")
@@ -306,9 +308,9 @@ func renderAttrs(attrs []correlate.Attr, name string, verbose bool) string {
 }
 
 func sender(m map[string]any) string {
-	kind, _ := m["podchron.signal.sender.kind"].(string)
-	comm, _ := m["podchron.signal.sender.comm"].(string)
-	pid, hasPid := m["podchron.signal.sender.pid"]
+	kind, _ := m[names.SignalSenderKind].(string)
+	comm, _ := m[names.SignalSenderComm].(string)
+	pid, hasPid := m[names.SignalSenderPID]
 	if kind == "" && comm == "" && !hasPid {
 		return ""
 	}
@@ -401,10 +403,10 @@ func resAttr(res []correlate.Attr, k string) string {
 }
 
 func podName(res []correlate.Attr) string {
-	ns, name := resAttr(res, "k8s.namespace.name"), resAttr(res, "k8s.pod.name")
+	ns, name := resAttr(res, names.K8sNamespaceName), resAttr(res, names.K8sPodName)
 	switch {
 	case name == "":
-		if uid := resAttr(res, "k8s.pod.uid"); uid != "" {
+		if uid := resAttr(res, names.K8sPodUID); uid != "" {
 			return "uid " + uid
 		}
 		return "(unknown)"

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/names"
 )
 
 // Histogram buckets, in seconds.
@@ -97,7 +98,7 @@ var _ correlate.Observer = (*Recorder)(nil)
 // namespace with a pod: the failures worth alerting on. The common causes
 // (completed, killed_by_runtime) and the rare ones are created by their
 // first exit.
-var zeroExitCauses = []string{"error", "oom_killed", "liveness_restart", "evicted"}
+var zeroExitCauses = []string{string(names.CauseError), string(names.CauseOOMKilled), string(names.CauseLivenessRestart), string(names.CauseEvicted)}
 
 // CNI results: the series of both are created at zero with a plugin and
 // command's first run.
@@ -184,7 +185,7 @@ func NewRecorder(lim Limits) *Recorder {
 		[]string{"ADD", "DEL", "CHECK", "VERSION", "GC", "STATUS"}, r.folded)
 	r.result = newLabelLimiter("result", "unknown", lim.Values, []string{cniOK, cniError}, r.folded)
 	r.cause = newLabelLimiter("cause", "unknown", lim.Values, zeroExitCauses, r.folded)
-	r.scope = newLabelLimiter("scope", correlate.OOMScopeUnknown, len(correlate.OOMScopes), correlate.OOMScopes, r.folded)
+	r.scope = newLabelLimiter("scope", names.OOMScopeUnknown, len(names.OOMScopes), names.OOMScopes, r.folded)
 	// Linux has 64 signals; names or numbers, a few more is already a bug.
 	r.signal = newLabelLimiter("signal", "unknown", 72, nil, r.folded)
 	r.sender = newLabelLimiter("sender_kind", "unknown", 4,
@@ -237,8 +238,8 @@ func (r *Recorder) observe(h *prometheus.HistogramVec, metric string, d time.Dur
 func (r *Recorder) PodSeen(namespace, ownerKind string) {
 	ns, kind := r.namespace.zeroValue(namespace), r.ownerKind.zeroValue(ownerKind)
 	r.overruns.WithLabelValues(ns)
-	for _, scope := range correlate.OOMScopes {
-		if scope == correlate.OOMScopeUnknown {
+	for _, scope := range names.OOMScopes {
+		if scope == names.OOMScopeUnknown {
 			continue
 		}
 		r.oomKills.WithLabelValues(ns, r.scope.zeroValue(scope))

@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/names"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
@@ -69,7 +69,7 @@ func TestCardinalityGuard(t *testing.T) {
 		"command":     6 + 2 + 1,
 		"result":      4 + 2 + 1,
 		"cause":       4 + len(zeroExitCauses) + 1,
-		"scope":       2*len(correlate.OOMScopes) + 1,
+		"scope":       2*len(names.OOMScopes) + 1,
 		"signal":      72 + 1,
 		"sender_kind": 5 + 4 + 1,
 		"reason":      4 + 1,

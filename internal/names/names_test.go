@@ -1,0 +1,99 @@
+package names_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"strconv"
+	"strings"
+	"testing"
+
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+)
+
+// The semantic-convention keys podchron uses, as the semconv package of the
+// version in go.mod spells them.
+var semconvKeys = map[string]bool{}
+
+func init() {
+	for _, k := range []string{
+		string(semconv.ContainerIDKey), string(semconv.ContainerImageNameKey),
+		string(semconv.K8SContainerNameKey), string(semconv.K8SNamespaceNameKey), string(semconv.K8SNodeNameKey),
+		string(semconv.K8SPodNameKey), string(semconv.K8SPodUIDKey), string(semconv.K8SClusterNameKey),
+		string(semconv.ProcessPIDKey), string(semconv.ProcessExitCodeKey), string(semconv.ProcessCommandArgsKey),
+		string(semconv.ServiceNameKey), string(semconv.ServiceVersionKey), string(semconv.HostNameKey),
+		string(semconv.ErrorTypeKey),
+	} {
+		semconvKeys[k] = true
+	}
+}
+
+// standard reports whether a key is in a namespace the semantic conventions
+// own: such a key must be a semconv key, never one of podchron's own.
+func standard(key string) bool {
+	for _, ns := range []string{"k8s.", "container.", "process.", "service.", "host.", "error.", "otel."} {
+		if strings.HasPrefix(key, ns) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestAttributeKeysFollowSemconv reads every attribute key constant of this
+// package (attrs.go): those in a standard namespace must equal a semconv
+// v1.43 constant, the others must be under podchron.
+func TestAttributeKeysFollowSemconv(t *testing.T) {
+	keys := constants(t, "attrs.go")
+	if len(keys) < 20 {
+		t.Fatalf("read %d keys from attrs.go, want the whole vocabulary", len(keys))
+	}
+	for name, key := range keys {
+		switch {
+		case standard(key):
+			if !semconvKeys[key] {
+				t.Errorf("%s = %q: in a semantic-convention namespace but not a semconv v1.43 key", name, key)
+			}
+		case key == "message":
+			// The conventional free-text key on events and spans.
+		case !strings.HasPrefix(key, "podchron."):
+			t.Errorf("%s = %q: podchron's own keys are under podchron.", name, key)
+		}
+	}
+}
+
+// Span names are not attribute keys: none may shadow a semconv key.
+func TestSpanNamesAreNotKeys(t *testing.T) {
+	for name, v := range constants(t, "spans.go") {
+		if semconvKeys[v] {
+			t.Errorf("%s = %q is a semconv attribute key", name, v)
+		}
+	}
+}
+
+// constants returns the string constants declared in a file of this package.
+func constants(t *testing.T, file string) map[string]string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, s := range g.Specs {
+			vs := s.(*ast.ValueSpec)
+			for i, n := range vs.Names {
+				lit, ok := vs.Values[i].(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					continue
+				}
+				v, _ := strconv.Unquote(lit.Value)
+				out[n.Name] = v
+			}
+		}
+	}
+	return out
+}
