@@ -266,7 +266,7 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 		log.Warn("metrics server", "err", e)
 	}
 	st := corr.Stats()
-	log.Info("stopped", "inputs", st.Inputs, "spans", st.SpansEmitted, "correlation_misses", st.Misses)
+	log.Info("stopped", "inputs", st.Inputs, "spans", st.SpansEmitted, "live_pods", st.LivePods, "live_procs", st.LiveProcs, "correlation_misses", st.Misses)
 	if rw != nil {
 		log.Info("recorded", "inputs", rw.Count(), "file", recordPath)
 	}
