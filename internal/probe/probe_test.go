@@ -720,7 +720,7 @@ func TestOOMKillParentLimit(t *testing.T) {
 }
 
 // checkOOMMemcgs checks an OOM event's memory cgroups against the test's
-// (innermost first): the same cgroups at consecutive levels, and an OOM
+// (innermost first): the same cgroups at consecutive levels, and OOMs
 // counted on memcgs[limited] only.
 func checkOOMMemcgs(t *testing.T, oom *OOMEvent, memcgs []string, limited int) {
 	t.Helper()
@@ -735,12 +735,11 @@ func checkOOMMemcgs(t *testing.T, oom *OOMEvent, memcgs []string, limited int) {
 		if i > 0 && m.Level+1 != oom.Memcgs[i-1].Level {
 			t.Errorf("OOM: memcg %d at level %d above one at level %d", i, m.Level, oom.Memcgs[i-1].Level)
 		}
-		want := uint64(0)
-		if i == limited {
-			want = 1
-		}
-		if m.OOMs != want {
-			t.Errorf("OOM: memcg %d (%s) counted %d OOMs, want %d (the limit is on %s)", i, dir, m.OOMs, want, memcgs[limited])
+		// The limited cgroup counts each allocation that found it full:
+		// one, or more when another thread of the process hit it before
+		// the kill (seen on 5.10). The others count none.
+		if got := m.OOMs; i == limited && got == 0 || i != limited && got != 0 {
+			t.Errorf("OOM: memcg %d (%s) counted %d OOMs; the limit is on %s", i, dir, got, memcgs[limited])
 		}
 	}
 }
