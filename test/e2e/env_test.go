@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -28,8 +29,8 @@ import (
 )
 
 // env is everything the scenarios share: a real cluster on a real
-// containerd, Jaeger and Prometheus, and podchron deployed with
-// deploy/daemonset.yaml.
+// containerd, Jaeger and Prometheus, and podchron installed with its Helm
+// chart (the same DaemonSet as deploy/daemonset.yaml).
 type env struct {
 	ctx      context.Context
 	repo     string
@@ -40,7 +41,7 @@ type env struct {
 	cs       *kubernetes.Clientset
 	jaeger   *backends.Jaeger
 	prom     *backends.Prometheus
-	manifest []byte // the patched, rendered deploy/ manifests as applied
+	manifest []byte // the manifests Helm installed (helm get manifest)
 }
 
 const (
@@ -157,7 +158,7 @@ func setup(t *testing.T) *env {
 	}
 	t.Logf("cluster, containerd, Jaeger and Prometheus up in %s", time.Since(t0).Round(time.Millisecond))
 
-	// 5. podchron, with deploy/ as users apply it.
+	// 5. podchron, with its Helm chart as users install it.
 	e.deployPodchron(t)
 	return e
 }
@@ -169,11 +170,59 @@ func runCmd(ctx context.Context, dir string, env []string, name string, args ...
 	return cmd.CombinedOutput()
 }
 
-// deployPodchron renders deploy/ with kustomize (the cluster's kubectl),
-// patches the DaemonSet for this cluster's endpoints only, applies it and
-// waits for the tracer to be ready and scraped.
+// deployPodchron installs podchron with its Helm chart
+// (deploy/helm/podchron), as users install it, with values for this
+// cluster's endpoints only: the same changes patchForCluster makes to
+// `kubectl kustomize deploy/`. Before the scenarios run it checks that the
+// DaemonSet Helm installed is that patched kustomize DaemonSet (but for
+// Helm's labels and the OTLP headers), so what they prove holds for
+// `kubectl apply -k deploy/` too. It waits for the tracer to be ready and
+// scraped.
 func (e *env) deployPodchron(t *testing.T) {
 	t.Helper()
+	helm := os.Getenv("PODCHRON_HELM")
+	if helm == "" {
+		t.Fatal("PODCHRON_HELM is not set: `make e2e` builds Helm (scripts/build-helm.sh) and sets it")
+	}
+	// The namespace, with its Pod Security level, as deploy/ has it (the
+	// chart installs into an existing namespace).
+	if out, err := e.cluster.Kubectl(e.ctx, "apply", "-f", filepath.Join(e.repo, "deploy", "namespace.yaml")); err != nil {
+		t.Fatalf("kubectl apply deploy/namespace.yaml: %v\n%s", err, out)
+	}
+	// OTLP headers from a Secret (Jaeger ignores them; the tracer starts
+	// only if the Secret's key resolves).
+	if out, err := e.cluster.Kubectl(e.ctx, "-n", podchronNS, "create", "secret", "generic", otlpHeadersSecret,
+		"--from-literal=headers="+otlpHeaders); err != nil {
+		t.Fatalf("OTLP headers secret: %v\n%s", err, out)
+	}
+	values, err := yaml.Marshal(helmValuesForCluster(e.cluster.APIPort(), backends.DefaultJaegerPorts.OTLPGRPC, e.runtime.RuntimeDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	valuesFile := filepath.Join(e.work, "podchron-values.yaml")
+	if err := os.WriteFile(valuesFile, values, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	helmCmd := func(args ...string) []byte {
+		t.Helper()
+		args = append(args, "--kubeconfig", e.cluster.Kubeconfig)
+		out, err := runCmd(e.ctx, e.repo, []string{"HELM_CACHE_HOME=" + filepath.Join(e.work, "helm", "cache"),
+			"HELM_CONFIG_HOME=" + filepath.Join(e.work, "helm", "config"), "HELM_DATA_HOME=" + filepath.Join(e.work, "helm", "data")},
+			helm, args...)
+		if err != nil {
+			t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	t0 := time.Now()
+	out := helmCmd("install", "podchron", filepath.Join(e.repo, "deploy", "helm", "podchron"),
+		"--namespace", podchronNS, "--values", valuesFile)
+	t.Logf("helm install (%s):\n%s", time.Since(t0).Round(time.Millisecond), out)
+	e.manifest = helmCmd("get", "manifest", "podchron", "--namespace", podchronNS)
+	if err := os.WriteFile(filepath.Join(e.work, "podchron-deploy.yaml"), e.manifest, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
 	rendered, err := e.cluster.Kubectl(e.ctx, "kustomize", filepath.Join(e.repo, "deploy"))
 	if err != nil {
 		t.Fatalf("kubectl kustomize deploy/: %v", err)
@@ -182,14 +231,135 @@ func (e *env) deployPodchron(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.manifest = patched
-	if err := os.WriteFile(filepath.Join(e.work, "podchron-deploy.yaml"), patched, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := e.cluster.KubectlIn(e.ctx, patched, "apply", "-f", "-"); err != nil {
-		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	if err := sameDaemonSet(patched, e.manifest); err != nil {
+		t.Fatalf("the DaemonSet helm installed is not the patched kustomize one: %v", err)
 	}
 	e.waitTracerReady(t, "")
+}
+
+const (
+	otlpHeadersSecret = "podchron-otlp"
+	otlpHeaders       = "x-podchron-e2e=helm"
+)
+
+// helmValuesForCluster are the chart values for what patchForCluster
+// changes, plus the OTLP headers from otlpHeadersSecret.
+func helmValuesForCluster(apiPort, otlpPort int, runtimeDir string) map[string]any {
+	return map[string]any{
+		"hostNetwork": true,
+		"otlp": map[string]any{
+			"endpoint": fmt.Sprintf("http://127.0.0.1:%d", otlpPort),
+			"headers":  map[string]any{"secretName": otlpHeadersSecret},
+		},
+		"extraArgs": []string{"--startup-timeout=20s"},
+		"extraEnv": []corev1.EnvVar{
+			{Name: "KUBERNETES_SERVICE_HOST", Value: "127.0.0.1"},
+			{Name: "KUBERNETES_SERVICE_PORT", Value: fmt.Sprint(apiPort)},
+		},
+		"runtime": map[string]any{"hostPath": runtimeDir},
+	}
+}
+
+// sameDaemonSet compares the DaemonSet of a patched kustomize rendering
+// with Helm's: the same but for Helm's labels (deploy/helm_test.go lists
+// them) and OTEL_EXPORTER_OTLP_HEADERS, which must come from
+// otlpHeadersSecret.
+func sameDaemonSet(kustomized, helmManifest []byte) error {
+	find := func(stream []byte) (*appsv1.DaemonSet, error) {
+		for _, doc := range bytes.Split(stream, []byte("\n---")) {
+			var meta metav1.TypeMeta
+			if err := yaml.Unmarshal(doc, &meta); err != nil {
+				return nil, err
+			}
+			if meta.Kind == "DaemonSet" {
+				var ds appsv1.DaemonSet
+				if err := yaml.UnmarshalStrict(doc, &ds); err != nil {
+					return nil, err
+				}
+				return &ds, nil
+			}
+		}
+		return nil, errors.New("no DaemonSet")
+	}
+	kz, err := find(kustomized)
+	if err != nil {
+		return fmt.Errorf("kustomize: %w", err)
+	}
+	hm, err := find(helmManifest)
+	if err != nil {
+		return fmt.Errorf("helm: %w", err)
+	}
+	for _, labels := range []map[string]string{hm.Labels, hm.Spec.Template.Labels} {
+		for _, l := range []string{"app.kubernetes.io/instance", "app.kubernetes.io/managed-by", "app.kubernetes.io/version", "helm.sh/chart"} {
+			delete(labels, l)
+		}
+	}
+	c := &hm.Spec.Template.Spec.Containers[0]
+	found := false
+	for i, ev := range c.Env {
+		if ev.Name == "OTEL_EXPORTER_OTLP_HEADERS" {
+			if r := ev.ValueFrom; r == nil || r.SecretKeyRef == nil || r.SecretKeyRef.Name != otlpHeadersSecret {
+				return fmt.Errorf("OTEL_EXPORTER_OTLP_HEADERS = %+v, want it from secret %s", ev, otlpHeadersSecret)
+			}
+			c.Env = append(c.Env[:i:i], c.Env[i+1:]...)
+			found = true
+			break
+		}
+	}
+	if !found {
+		return errors.New("no OTEL_EXPORTER_OTLP_HEADERS")
+	}
+	if !reflect.DeepEqual(kz.ObjectMeta, hm.ObjectMeta) || !reflect.DeepEqual(kz.Spec, hm.Spec) {
+		kb, _ := yaml.Marshal(kz)
+		hb, _ := yaml.Marshal(hm)
+		return fmt.Errorf("kustomize:\n%s\nhelm:\n%s", kb, hb)
+	}
+	return nil
+}
+
+// TestHelmValuesForCluster checks, without a cluster, what deployPodchron
+// checks on one: the chart with helmValuesForCluster renders the DaemonSet
+// of `kubectl kustomize deploy/` patched by patchForCluster. It needs
+// $PODCHRON_HELM (set by make) and a kubectl (the e2e's, or one on PATH).
+func TestHelmValuesForCluster(t *testing.T) {
+	helm := os.Getenv("PODCHRON_HELM")
+	if helm == "" {
+		t.Skip("PODCHRON_HELM is not set: make builds Helm (scripts/build-helm.sh) and sets it")
+	}
+	kubectl := filepath.Join(os.Getenv("PODCHRON_E2E_BIN"), "kubectl")
+	if _, err := os.Stat(kubectl); os.Getenv("PODCHRON_E2E_BIN") == "" || err != nil {
+		if kubectl, err = exec.LookPath("kubectl"); err != nil {
+			t.Skip("no kubectl: cannot render deploy/ with kustomize")
+		}
+	}
+	repo := repoRoot(t)
+	const apiPort, otlpPort, runtimeDir = 16443, 14317, "/tmp/pte2e-x/containerd"
+	values, err := yaml.Marshal(helmValuesForCluster(apiPort, otlpPort, runtimeDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	valuesFile := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(valuesFile, values, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	home := t.TempDir()
+	manifest, err := runCmd(ctx, repo, []string{"HELM_CACHE_HOME=" + home, "HELM_CONFIG_HOME=" + home, "HELM_DATA_HOME=" + home},
+		helm, "template", "podchron", filepath.Join("deploy", "helm", "podchron"), "--namespace", podchronNS, "--values", valuesFile)
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, manifest)
+	}
+	rendered, err := runCmd(ctx, repo, nil, kubectl, "kustomize", "deploy")
+	if err != nil {
+		t.Fatalf("kubectl kustomize deploy: %v\n%s", err, rendered)
+	}
+	patched, err := patchForCluster(rendered, apiPort, otlpPort, runtimeDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sameDaemonSet(patched, manifest); err != nil {
+		t.Error(err)
+	}
 }
 
 // patchForCluster changes what deploy/daemonset.yaml cannot know about this
