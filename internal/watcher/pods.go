@@ -1,0 +1,113 @@
+// This node's pods: the informer's updates, turned into the model's PodInfo.
+
+package watcher
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/podchron/podchron/internal/correlate"
+)
+
+func (w *Watcher) onPod(obj any, deleted bool) {
+	w.podsReceived.Add(1)
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || pod == nil {
+		w.log.Debug("unexpected object in pod informer", "type", fmt.Sprintf("%T", obj))
+		return
+	}
+	// The field selector restricts the watch to this node; check again in
+	// case it was not honoured (fake clients, proxies).
+	if pod.Spec.NodeName != w.cfg.NodeName {
+		return
+	}
+	info := Convert(pod)
+	info.Deleted = deleted
+
+	now := w.clock()
+	w.mu.Lock()
+	s := w.pods[pod.UID]
+	if s == nil {
+		s = &podState{namespace: pod.Namespace, sent: map[types.UID]string{}}
+		w.pods[pod.UID] = s
+	}
+	s.eventUID = pod.UID
+	if hash := pod.Annotations[MirrorAnnotation]; hash != "" {
+		s.eventUID = types.UID(hash)
+	}
+	if deleted {
+		if s.goneAt.IsZero() {
+			s.goneAt = now
+		}
+		w.pruneDeletedLocked(now)
+	} else {
+		s.terminating = pod.DeletionTimestamp != nil
+		s.probed = unseenProbes(pod)
+		quiet := podReady(pod) || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+		switch {
+		case !quiet:
+			s.quietSince = time.Time{}
+		case s.quietSince.IsZero():
+			s.quietSince = now
+		}
+	}
+	w.mu.Unlock()
+
+	if !w.send(correlate.Input{Pod: &info}) {
+		return
+	}
+	w.mu.Lock()
+	s.announced = true
+	w.mu.Unlock()
+	w.wake()
+}
+
+// unseenProbes reports whether a container has a liveness or startup probe
+// that is not an exec probe (the kernel sees exec probes run, and the model
+// tells a liveness restart from them without the kubelet's event).
+func unseenProbes(pod *corev1.Pod) bool {
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			for _, pr := range []*corev1.Probe{cs[i].LivenessProbe, cs[i].StartupProbe} {
+				if pr != nil && pr.Exec == nil {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func (w *Watcher) pruneDeletedLocked(now time.Time) {
+	for uid, s := range w.pods {
+		if !s.goneAt.IsZero() && now.Sub(s.goneAt) > deletedTTL && w.windows[uid] == nil {
+			delete(w.pods, uid)
+		}
+	}
+}
+
+// stripObject drops what podchron never reads from cached objects:
+// managedFields are often the largest part of a pod.
+func stripObject(obj any) (any, error) {
+	if a, err := meta.Accessor(obj); err == nil {
+		a.SetManagedFields(nil)
+	}
+	return obj, nil
+}
