@@ -533,6 +533,20 @@ func TestHelmToggles(t *testing.T) {
 		}
 	})
 
+	t.Run("image", func(t *testing.T) {
+		digest := "sha256:" + strings.Repeat("ab", 32)
+		for sets, want := range map[string]string{
+			"image.repository=registry.example/podchron,image.tag=v0.1.0": "registry.example/podchron:v0.1.0",
+			"image.tag=v0.1.0,image.digest=" + digest:                     "ghcr.io/podchron/podchron@" + digest,
+		} {
+			var ds appsv1.DaemonSet
+			typed(t, byKind(t, objects(t, helmTemplate(t, sets)), "DaemonSet"), &ds)
+			if got := tracer(t, &ds).Image; got != want {
+				t.Errorf("--set %s: image %s, want %s", sets, got, want)
+			}
+		}
+	})
+
 	t.Run("withoutRBACAndServiceAccount", func(t *testing.T) {
 		objs := objects(t, helmTemplate(t, "rbac.create=false", "serviceAccount.create=false", "serviceAccount.name=mine",
 			"resourceQuota.create=false", "service.create=false"))
