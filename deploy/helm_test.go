@@ -14,8 +14,11 @@ package deploy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +27,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -620,4 +624,90 @@ func TestHelmPackage(t *testing.T) {
 	if !bytes.Equal(out, fromDir) {
 		t.Error("the packaged chart renders differently from helm/podchron")
 	}
+}
+
+// TestHelmOCI publishes the chart as users would (helm package, helm push
+// oci://...) to a real OCI registry (crane registry serve, which
+// scripts/build-helm.sh builds beside Helm) and renders it back from there.
+func TestHelmOCI(t *testing.T) {
+	helm := helmBin(t)
+	crane := filepath.Join(filepath.Dir(helm), "crane")
+	if _, err := os.Stat(crane); err != nil {
+		t.Skipf("no crane beside $PODCHRON_HELM (scripts/build-helm.sh builds it): %v", err)
+	}
+	// A free loopback port for the registry.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	reg := exec.CommandContext(ctx, crane, "registry", "serve", "--address", addr)
+	var regLog bytes.Buffer
+	reg.Stdout, reg.Stderr = &regLog, &regLog
+	if err := reg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = reg.Wait()
+		if t.Failed() {
+			t.Logf("registry log:\n%s", regLog.String())
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/v2/")
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("registry on %s not up: %v", addr, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	dir := t.TempDir()
+	if _, err := runHelm(t, "package", chartDir, "--destination", dir, "--version", "0.1.0-test.1", "--app-version", "v0.1.0"); err != nil {
+		t.Fatal(err)
+	}
+	pkg := filepath.Join(dir, "podchron-0.1.0-test.1.tgz")
+	if _, err := runHelm(t, "push", pkg, "oci://"+addr+"/charts", "--plain-http"); err != nil {
+		t.Fatal(err)
+	}
+	sets := "prometheusRule.enabled=true,dashboard.enabled=true,serviceMonitor.enabled=true"
+	fromOCI, err := runHelm(t, "template", helmRelease, "oci://"+addr+"/charts/podchron", "--version", "0.1.0-test.1",
+		"--plain-http", "--namespace", helmNamespace, "--set", sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromDir := helmTemplate(t, sets, "image.tag=v0.1.0")
+	// The package's version is in a label (its appVersion is the tag).
+	fromDir = bytes.ReplaceAll(fromDir, []byte("helm.sh/chart: podchron-0.1.0\n"), []byte("helm.sh/chart: podchron-0.1.0-test.1\n"))
+	if !bytes.Equal(fromOCI, fromDir) {
+		t.Errorf("the chart pulled from oci://%s/charts renders differently from helm/podchron:\n%s", addr,
+			strings.Join(diffLines(string(fromDir), string(fromOCI)), "\n"))
+	}
+}
+
+// diffLines lists the lines that differ between a and b (by position;
+// enough to see a small difference).
+func diffLines(a, b string) []string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	var out []string
+	for i := 0; i < max(len(al), len(bl)) && len(out) < 20; i++ {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y {
+			out = append(out, fmt.Sprintf("%d: -%s\n%d: +%s", i+1, x, i+1, y))
+		}
+	}
+	return out
 }
