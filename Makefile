@@ -54,7 +54,7 @@ runc-upstream: ## build the newest upstream runc release from the Go module prox
 # which installs podchron with deploy/helm/podchron.
 HELM_ENV = PODCHRON_HELM="$$(bash scripts/build-helm.sh)"
 
-helm: ## build Helm from the Go module proxy (cached; prints its path)
+helm: ## build Helm (and crane, the OCI registry the chart test pushes to) from the Go module proxy (cached; prints Helm's path)
 	bash scripts/build-helm.sh
 
 test: deps check-generate runc-upstream helm ## everything CI runs (root): unit, real-kernel, containerd (runc, upstream runc, crun), under load, guest-kernel (5.10, 6.1, 6.12) and real-cluster tests
