@@ -2,9 +2,9 @@
 GO        ?= go
 BIN       ?= bin
 CLANG     ?= clang-19
-GENERATED := internal/probe/podchron_bpfel.go internal/probe/podchron_bpfel.o
+GENERATED := internal/probe/event/podchron_bpfel.go internal/probe/event/podchron_bpfel.o
 
-.PHONY: help deps generate check-generate build runc-upstream helm test test-load test-unit test-vm test-vm-selftest e2e e2e-build scale bench lint run trace events clean
+.PHONY: help deps generate check-generate build runc-upstream helm portable test test-load test-unit test-vm test-vm-selftest e2e e2e-build scale bench lint run trace events clean
 
 help: ## list targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -60,6 +60,7 @@ helm: ## build Helm (and crane, the OCI registry the chart test pushes to) from 
 test: deps check-generate runc-upstream helm ## everything CI runs (root): unit, real-kernel, containerd (runc, upstream runc, crun), under load, guest-kernel (5.10, 6.1, 6.12) and real-cluster tests
 	$(RUNTIME_MATRIX_ENV) bash scripts/versions.sh
 	$(GO) vet ./...
+	$(MAKE) portable
 	@mkdir -p $(BIN) && rm -f $(RUNTIME_REPORT)
 	$(RUNTIME_MATRIX_ENV) $(HELM_ENV) $(GO) test -count=1 -timeout 20m ./...; $(SHOW_RUNTIME_REPORT)
 	$(MAKE) test-load
@@ -73,6 +74,12 @@ test-load: build runc-upstream ## under background CPU load (test/load; root): t
 		PODCHRON_RUNC_UPSTREAM="$$(bash scripts/build-runc.sh)" PODCHRON_OCI_RUNTIME=$$rt \
 			$(BIN)/demo -tracer $(BIN)/tracer -load || exit 1; \
 	done
+
+# The model, record/replay and the exporters build on any OS: only the probe
+# loader (internal/probe, //go:build linux) is Linux's.
+PORTABLE_PKGS := ./internal/correlate/... ./internal/record/... ./internal/export/... ./internal/probe/event/... ./internal/names/...
+portable: ## build the portable packages for darwin (no Linux-only code in them)
+	GOOS=darwin GOARCH=arm64 $(GO) build $(PORTABLE_PKGS)
 
 test-unit: runc-upstream helm ## tests without the VM run
 	@mkdir -p $(BIN) && rm -f $(RUNTIME_REPORT)

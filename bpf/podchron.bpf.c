@@ -24,3 +24,8 @@ const struct signal_deliver_event *_signal_deliver_event __attribute__((unused))
 const struct oom_event *_oom_event __attribute__((unused));
 const struct cgroup_event *_cgroup_event __attribute__((unused));
 const enum event_type *_event_type __attribute__((unused));
+const enum event_origin *_event_origin __attribute__((unused));
+const enum exec_flags *_exec_flags __attribute__((unused));
+const enum signal_disposition *_signal_disposition __attribute__((unused));
+const enum signal_target_flags *_signal_target_flags __attribute__((unused));
+const enum oom_flags *_oom_flags __attribute__((unused));

@@ -3,7 +3,7 @@
 # committed ones: the committed files must be exactly what bpf/ produces.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-files=(internal/probe/podchron_bpfel.go internal/probe/podchron_bpfel.o)
+files=(internal/probe/event/podchron_bpfel.go internal/probe/event/podchron_bpfel.o)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for f in "${files[@]}"; do cp "$f" "$tmp/"; done

@@ -11,6 +11,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/podchron/podchron/internal/probe/event"
+
 	"github.com/podchron/podchron/internal/probe"
 )
 
@@ -31,15 +33,15 @@ func runEvents(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var print func(probe.Event) error
+	var print func(event.Event) error
 	switch *output {
 	case "text":
-		print = func(ev probe.Event) error { _, err := fmt.Fprintln(stdout, probe.Format(ev)); return err }
+		print = func(ev event.Event) error { _, err := fmt.Fprintln(stdout, event.Format(ev)); return err }
 	case "json":
-		enc := probe.NewJSONEncoder(stdout)
+		enc := event.NewJSONEncoder(stdout)
 		print = enc.Encode
 	case "none":
-		print = func(probe.Event) error { return nil }
+		print = func(event.Event) error { return nil }
 	default:
 		return fmt.Errorf("--output %q: want text, json or none", *output)
 	}
@@ -87,7 +89,7 @@ func report(p *probe.Probes, src *probe.RingSource, received uint64, log *slog.L
 	}
 	var lost uint64
 	attrs := []any{}
-	for _, t := range probe.EventTypes() {
+	for _, t := range event.EventTypes() {
 		attrs = append(attrs, t.String(), fmt.Sprintf("%d/%d", c[t].Emitted, c[t].Lost))
 		lost += c[t].Lost
 	}

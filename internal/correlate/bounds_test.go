@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/probe/event"
+
 	"github.com/podchron/podchron/internal/names"
 
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
-	"github.com/podchron/podchron/internal/probe"
 )
 
 // Caps from bounds.go, as the spans must show them.
@@ -36,8 +37,8 @@ func signalFlood(s *sim, app uint32, n int) {
 		if i%1000 == 0 {
 			s.at(time.Millisecond)
 		}
-		s.kernel(&probe.SignalEvent{Header: probe.Header{Type: probe.EventSignalGenerate, Origin: probe.OriginTarget, TGID: 77, Comm: "pinger", CgroupID: 1},
-			Signal: syscall.SIGUSR1, Code: probe.SIUser, Result: probe.SignalDelivered, Disposition: probe.DispositionHandler,
+		s.kernel(&event.SignalEvent{Header: event.Header{Type: event.EventSignalGenerate, Origin: event.OriginTarget, TGID: 77, Comm: "pinger", CgroupID: 1},
+			Signal: syscall.SIGUSR1, Code: event.SIUser, Result: event.SignalDelivered, Disposition: event.DispositionHandler,
 			TargetTGID: app, TargetPID: app, TargetCgroupID: s.cg["app"], TargetNSInit: true})
 	}
 }
@@ -51,9 +52,9 @@ func TestSignalFloodIsFolded(t *testing.T) {
 	const n = 20000
 	signalFlood(s, app, n)
 	s.at(time.Second)
-	s.signal("app", app, syscall.SIGTERM, "runc", probe.SignalIgnored, probe.DispositionIgnored)
+	s.signal("app", app, syscall.SIGTERM, "runc", event.SignalIgnored, event.DispositionIgnored)
 	s.at(3 * time.Second)
-	s.signal("app", app, syscall.SIGKILL, "runc", probe.SignalDelivered, probe.DispositionDefault)
+	s.signal("app", app, syscall.SIGKILL, "runc", event.SignalDelivered, event.DispositionDefault)
 	s.exit("app", app, 0, syscall.SIGKILL)
 	s.cri(cri.EventContainerExited, "app", 137, "Error")
 	s.tick(3 * time.Second)

@@ -5,11 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/probe/event"
+
 	"github.com/podchron/podchron/internal/names"
 
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
-	"github.com/podchron/podchron/internal/probe"
 )
 
 // A drain (the Eviction API) or a preemption: the API sets DisruptionTarget,
@@ -34,13 +35,13 @@ func TestDisruptionReasonOnTerminationAndCause(t *testing.T) {
 			s.deleteNow()
 			s.at(10 * time.Millisecond)
 			if tc.ignoreTERM {
-				s.signal("app", app, syscall.SIGTERM, "runc", probe.SignalIgnored, probe.DispositionIgnored)
+				s.signal("app", app, syscall.SIGTERM, "runc", event.SignalIgnored, event.DispositionIgnored)
 				s.at(3 * time.Second)
-				s.signal("app", app, syscall.SIGKILL, "runc", probe.SignalDelivered, probe.DispositionDefault)
+				s.signal("app", app, syscall.SIGKILL, "runc", event.SignalDelivered, event.DispositionDefault)
 				s.exit("app", app, 0, syscall.SIGKILL)
 				s.cri(cri.EventContainerExited, "app", 137, "Error")
 			} else {
-				s.signal("app", app, syscall.SIGTERM, "runc", probe.SignalDelivered, probe.DispositionHandler)
+				s.signal("app", app, syscall.SIGTERM, "runc", event.SignalDelivered, event.DispositionHandler)
 				s.at(20 * time.Millisecond)
 				s.exit("app", app, 0, 0)
 				s.cri(cri.EventContainerExited, "app", 0, "Completed")

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/podchron/podchron/internal/names"
+	"github.com/podchron/podchron/internal/probe/event"
 
-	"github.com/podchron/podchron/internal/probe"
+	"github.com/podchron/podchron/internal/names"
 )
 
 // emitStartup ends the start-up at end: Ready, or (out.failure set) the
@@ -104,7 +104,7 @@ func (c *Correlator) cniSpan(p *pod, r *cniRun, parent SpanID) Span {
 	}
 	status := StatusOK
 	if r.signal != 0 {
-		attrs = append(attrs, String(names.Signal, probe.SignalName(r.signal)))
+		attrs = append(attrs, String(names.Signal, event.SignalName(r.signal)))
 		status = StatusError
 	} else {
 		attrs = append(attrs, Int(names.ProcessExitCode, int64(r.exitCode)))

@@ -11,8 +11,9 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/podchron/podchron/internal/probe/event"
+
 	"github.com/podchron/podchron/internal/correlate"
-	"github.com/podchron/podchron/internal/probe"
 	"github.com/podchron/podchron/internal/record"
 )
 
@@ -119,7 +120,7 @@ func render(spans []correlate.Span) string {
 func withoutInitExits(in []correlate.Input) []correlate.Input {
 	var out []correlate.Input
 	for _, x := range in {
-		if e, ok := x.Kernel.(*probe.ExitEvent); ok && e.Origin&probe.OriginWatched != 0 {
+		if e, ok := x.Kernel.(*event.ExitEvent); ok && e.Origin&event.OriginWatched != 0 {
 			continue
 		}
 		out = append(out, x)
@@ -133,7 +134,7 @@ func withoutInitExits(in []correlate.Input) []correlate.Input {
 func midLife(in []correlate.Input) []correlate.Input {
 	cut := -1
 	for i, x := range in {
-		if s, ok := x.Kernel.(*probe.SignalEvent); ok && s.Signal == syscall.SIGTERM {
+		if s, ok := x.Kernel.(*event.SignalEvent); ok && s.Signal == syscall.SIGTERM {
 			cut = i
 			break
 		}
@@ -155,18 +156,18 @@ func midLife(in []correlate.Input) []correlate.Input {
 			order = append(order, x.Cgroup.ID)
 		}
 		switch e := x.Kernel.(type) {
-		case *probe.CgroupEvent:
-			if e.Type == probe.EventCgroupMkdir {
+		case *event.CgroupEvent:
+			if e.Type == event.EventCgroupMkdir {
 				cgroups[e.ID] = e.Path
 				order = append(order, e.ID)
 			} else {
 				delete(cgroups, e.ID)
 			}
-		case *probe.ExecEvent:
-			if e.Origin&probe.OriginWatched != 0 {
+		case *event.ExecEvent:
+			if e.Origin&event.OriginWatched != 0 {
 				procs[e.TGID] = &correlate.ProcSeen{PID: e.TGID, PPID: e.PPID, CgroupID: e.CgroupID, Comm: e.Comm, Args: e.Args, Started: e.Time}
 			}
-		case *probe.ExitEvent:
+		case *event.ExitEvent:
 			delete(procs, e.TGID)
 		}
 	}

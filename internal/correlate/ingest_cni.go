@@ -6,10 +6,10 @@ package correlate
 import (
 	"path/filepath"
 
-	"github.com/podchron/podchron/internal/probe"
+	"github.com/podchron/podchron/internal/probe/event"
 )
 
-func (c *Correlator) cniExec(e *probe.ExecEvent) {
+func (c *Correlator) cniExec(e *event.ExecEvent) {
 	r := &cniRun{
 		pid:          e.TGID,
 		plugin:       filepath.Base(e.Filename),
@@ -46,7 +46,7 @@ func (c *Correlator) cniPod(r *cniRun) *pod {
 	return nil
 }
 
-func (c *Correlator) cniDone(r *cniRun, e *probe.ExitEvent) {
+func (c *Correlator) cniDone(r *cniRun, e *event.ExitEvent) {
 	r.end = e.Time
 	r.exitCode = e.ExitCode
 	r.signal = e.Signal

@@ -8,31 +8,32 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podchron/podchron/internal/probe/event"
+
 	"github.com/podchron/podchron/internal/names"
 
 	"github.com/podchron/podchron/internal/correlate/cgroupid"
-	"github.com/podchron/podchron/internal/probe"
 )
 
-func (c *Correlator) kernel(ev probe.Event) {
+func (c *Correlator) kernel(ev event.Event) {
 	switch e := ev.(type) {
-	case *probe.CgroupEvent:
-		if e.Type == probe.EventCgroupMkdir {
+	case *event.CgroupEvent:
+		if e.Type == event.EventCgroupMkdir {
 			c.cgroupSeen(e.ID, e.Path, e.Time, false)
 		} else {
 			c.cgroupRemoved(e.ID, e.Path, e.Time)
 		}
-	case *probe.ExecEvent:
+	case *event.ExecEvent:
 		c.exec(e)
-	case *probe.ForkEvent:
+	case *event.ForkEvent:
 		c.fork(e)
-	case *probe.ExitEvent:
+	case *event.ExitEvent:
 		c.exit(e)
-	case *probe.SignalEvent:
+	case *event.SignalEvent:
 		c.signal(e)
-	case *probe.SignalDeliverEvent:
+	case *event.SignalDeliverEvent:
 		c.deliver(e)
-	case *probe.OOMEvent:
+	case *event.OOMEvent:
 		c.oom(e)
 	}
 }
@@ -119,12 +120,12 @@ func (c *Correlator) procSeen(ps *ProcSeen) {
 	}
 }
 
-func (c *Correlator) exec(e *probe.ExecEvent) {
+func (c *Correlator) exec(e *event.ExecEvent) {
 	if e.CNI != nil {
 		c.cniExec(e)
 		return
 	}
-	if e.Origin&probe.OriginWatched == 0 {
+	if e.Origin&event.OriginWatched == 0 {
 		return // a runtime process: its facts come through CRI
 	}
 	ct := c.byCgroup(e.CgroupID)
@@ -240,7 +241,7 @@ func argsMatch(want, got []string) bool {
 	return len(got) == len(want)
 }
 
-func (c *Correlator) fork(e *probe.ForkEvent) {
+func (c *Correlator) fork(e *event.ForkEvent) {
 	parent, ok := c.procs[e.TGID]
 	if !ok {
 		return
@@ -248,7 +249,7 @@ func (c *Correlator) fork(e *probe.ForkEvent) {
 	c.putProc(&proc{tgid: e.ChildTGID, ctr: parent.ctr, session: parent.session, bootstrap: parent.bootstrap})
 }
 
-func (c *Correlator) exit(e *probe.ExitEvent) {
+func (c *Correlator) exit(e *event.ExitEvent) {
 	if r, ok := c.cni[e.TGID]; ok {
 		delete(c.cni, e.TGID)
 		c.cniDone(r, e)
@@ -281,7 +282,7 @@ func (c *Correlator) exit(e *probe.ExitEvent) {
 
 // sessionDone records a finished exec session; its span follows once the
 // container is named (see settleContainer).
-func (c *Correlator) sessionExited(ct *container, s *session, e *probe.ExitEvent) {
+func (c *Correlator) sessionExited(ct *container, s *session, e *event.ExitEvent) {
 	if ct.pod == nil {
 		return
 	}
@@ -309,7 +310,7 @@ func (c *Correlator) sessionExited(ct *container, s *session, e *probe.ExitEvent
 	}
 }
 
-func (c *Correlator) oom(e *probe.OOMEvent) {
+func (c *Correlator) oom(e *event.OOMEvent) {
 	var ct *container
 	if e.VictimKnown {
 		ct = c.byCgroup(e.VictimCgroupID)

@@ -7,16 +7,17 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/podchron/podchron/internal/probe/event"
+
 	"github.com/podchron/podchron/internal/names"
-	"github.com/podchron/podchron/internal/probe"
 )
 
-func (c *Correlator) signal(e *probe.SignalEvent) {
+func (c *Correlator) signal(e *event.SignalEvent) {
 	if c.setupSignal(e) {
 		return
 	}
 	kind := c.senderKind(e)
-	c.cfg.Observer.Signal(probe.SignalName(e.Signal), string(kind))
+	c.cfg.Observer.Signal(event.SignalName(e.Signal), string(kind))
 	ct := c.byCgroup(e.TargetCgroupID)
 	if ct == nil {
 		return
@@ -27,7 +28,7 @@ func (c *Correlator) signal(e *probe.SignalEvent) {
 		toInit: e.TargetTGID == ct.initPID,
 		// The kernel kills what is left in a PID namespace when its init
 		// exits: the "sender" is the exiting init itself.
-		pidnsTeardown: e.Code == probe.SIKernel && e.Signal == syscall.SIGKILL && ct.initPID != 0 &&
+		pidnsTeardown: e.Code == event.SIKernel && e.Signal == syscall.SIGKILL && ct.initPID != 0 &&
 			e.TGID == ct.initPID && e.TargetTGID != ct.initPID,
 	}
 	ct.addSignal(rec)
@@ -48,8 +49,8 @@ func (c *Correlator) signal(e *probe.SignalEvent) {
 // glibc's SIGSETXID, to each of its own threads in setuid/setgid), or a
 // process's C library signalling its own threads with the signals it
 // reserves (32 and 33: thread cancellation, setxid).
-func (c *Correlator) setupSignal(e *probe.SignalEvent) bool {
-	if pr, ok := c.procs[e.TGID]; ok && pr.bootstrap && e.Code != probe.SIKernel {
+func (c *Correlator) setupSignal(e *event.SignalEvent) bool {
+	if pr, ok := c.procs[e.TGID]; ok && pr.bootstrap && e.Code != event.SIKernel {
 		return true
 	}
 	return e.TGID == e.TargetTGID && (e.Signal == 32 || e.Signal == 33)
@@ -57,8 +58,8 @@ func (c *Correlator) setupSignal(e *probe.SignalEvent) bool {
 
 var runtimeComms = []string{"containerd-shim", "containerd", "runc", "crun", "conmon", "crio", "dockerd", "cri-dockerd"}
 
-func (c *Correlator) senderKind(e *probe.SignalEvent) names.SenderKind {
-	if e.Code == probe.SIKernel {
+func (c *Correlator) senderKind(e *event.SignalEvent) names.SenderKind {
+	if e.Code == event.SIKernel {
 		return names.SenderKernel
 	}
 	if e.TGID == 0 {
@@ -75,7 +76,7 @@ func (c *Correlator) senderKind(e *probe.SignalEvent) names.SenderKind {
 		}
 		return names.SenderExternal
 	}
-	if e.Origin&probe.OriginRuntime != 0 {
+	if e.Origin&event.OriginRuntime != 0 {
 		return names.SenderRuntime
 	}
 	for _, r := range runtimeComms {
@@ -89,7 +90,7 @@ func (c *Correlator) senderKind(e *probe.SignalEvent) names.SenderKind {
 	return names.SenderExternal
 }
 
-func (c *Correlator) deliver(e *probe.SignalDeliverEvent) {
+func (c *Correlator) deliver(e *event.SignalDeliverEvent) {
 	ct := c.byCgroup(e.CgroupID)
 	if ct == nil || e.TGID != ct.initPID {
 		return

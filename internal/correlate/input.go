@@ -3,8 +3,9 @@ package correlate
 import (
 	"time"
 
+	"github.com/podchron/podchron/internal/probe/event"
+
 	"github.com/podchron/podchron/internal/cri"
-	"github.com/podchron/podchron/internal/probe"
 )
 
 // Input is one fact for the correlator, from one of its three sources. The
@@ -16,7 +17,7 @@ type Input struct {
 	// Facts carry their own timestamps too; Time drives timers.
 	Time time.Time `json:"time"`
 
-	Kernel  probe.Event `json:"-"`                 // a kernel event
+	Kernel  event.Event `json:"-"`                 // a kernel event
 	Runtime *cri.Event  `json:"runtime,omitempty"` // a container runtime (CRI) change
 	Pod     *PodInfo    `json:"pod,omitempty"`     // the API server's view of a pod
 	Event   *K8sEvent   `json:"event,omitempty"`   // a Kubernetes Event about a pod

@@ -5,15 +5,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/probe/event"
+
 	"github.com/podchron/podchron/internal/names"
 
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
-	"github.com/podchron/podchron/internal/probe"
 )
 
 func (s *sim) rmdir(id uint64, path string) {
-	s.kernel(&probe.CgroupEvent{Header: probe.Header{Type: probe.EventCgroupRmdir, Origin: probe.OriginWatched}, ID: id, Path: path})
+	s.kernel(&event.CgroupEvent{Header: event.Header{Type: event.EventCgroupRmdir, Origin: event.OriginWatched}, ID: id, Path: path})
 }
 
 // activeDeadlineSeconds: the kubelet stops the pod, no API deletion; its
@@ -28,7 +29,7 @@ func TestTerminationByActiveDeadline(t *testing.T) {
 	app := s.startup()
 	s.at(5 * time.Second)
 	stopAt := s.now
-	s.signal("app", app, syscall.SIGTERM, "runc", probe.SignalDelivered, probe.DispositionHandler)
+	s.signal("app", app, syscall.SIGTERM, "runc", event.SignalDelivered, event.DispositionHandler)
 	s.at(30 * time.Millisecond)
 	s.exit("app", app, 0, 0)
 	s.cri(cri.EventContainerExited, "app", 0, "Completed")
@@ -65,7 +66,7 @@ func TestJobWithSidecarCompletes(t *testing.T) {
 	s.cri(cri.EventContainerExited, "app", 0, "Completed")
 	s.at(100 * time.Millisecond)
 	stopAt := s.now
-	s.signal("proxy", proxy, syscall.SIGTERM, "runc", probe.SignalDelivered, probe.DispositionDefault)
+	s.signal("proxy", proxy, syscall.SIGTERM, "runc", event.SignalDelivered, event.DispositionDefault)
 	s.exit("proxy", proxy, 0, syscall.SIGTERM)
 	s.cri(cri.EventContainerExited, "proxy", 143, "Error")
 	s.info.Phase = "Succeeded"
@@ -109,7 +110,7 @@ func TestStaticPodOneTrace(t *testing.T) {
 		t.Fatal("the mirror's deletion ended the static pod")
 	}
 	// The manifest is removed: the kubelet stops it and removes its cgroups.
-	s.signal("app", app, syscall.SIGTERM, "runc", probe.SignalDelivered, probe.DispositionHandler)
+	s.signal("app", app, syscall.SIGTERM, "runc", event.SignalDelivered, event.DispositionHandler)
 	s.at(20 * time.Millisecond)
 	s.exit("app", app, 0, 0)
 	s.cri(cri.EventContainerExited, "app", 0, "Completed")
@@ -164,7 +165,7 @@ func TestKubeletEvictionAndNodeShutdown(t *testing.T) {
 			app := s.startup()
 			s.at(5 * time.Second)
 			stopAt := s.now
-			s.signal("app", app, syscall.SIGTERM, "runc", probe.SignalDelivered, probe.DispositionHandler)
+			s.signal("app", app, syscall.SIGTERM, "runc", event.SignalDelivered, event.DispositionHandler)
 			s.at(20 * time.Millisecond)
 			s.exit("app", app, 0, 0)
 			s.at(100 * time.Millisecond)

@@ -7,9 +7,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/podchron/podchron/internal/probe/event"
+
 	"github.com/podchron/podchron/internal/correlate/cgroupid"
 	"github.com/podchron/podchron/internal/names"
-	"github.com/podchron/podchron/internal/probe"
 )
 
 // container is one container (one attempt) of a pod, sandbox included.
@@ -50,8 +51,8 @@ type container struct {
 	sessionSpans     map[string]int
 	sessionsFolded   map[string]int
 	signals          []signalRec
-	delivered        map[syscall.Signal]probe.Disposition
-	oom              *probe.OOMEvent // the OOM kill of the init, if it died of one
+	delivered        map[syscall.Signal]event.Disposition
+	oom              *event.OOMEvent // the OOM kill of the init, if it died of one
 	oomScope         string          // OOMScope*
 	oomMemcg         string          // the cgroup whose limit ran out
 	ooms             []oomRec        // every OOM kill in the container (init or not), capped
@@ -95,7 +96,7 @@ func (c *Correlator) dropProc(pid uint32) {
 
 // oomRec is an OOM kill in a container.
 type oomRec struct {
-	ev    *probe.OOMEvent
+	ev    *event.OOMEvent
 	scope string
 	memcg string
 }
@@ -135,8 +136,8 @@ type signalRec struct {
 	senderComm  string
 	senderKind  names.SenderKind
 	code        int32
-	result      probe.SignalResult
-	disposition probe.Disposition
+	result      event.SignalResult
+	disposition event.Disposition
 	nsInit      bool
 	toInit      bool
 	// pidnsTeardown: SIGKILL from the kernel to a leftover process when
@@ -162,7 +163,7 @@ type cniRun struct {
 
 type doneSession struct {
 	s *session
-	e *probe.ExitEvent
+	e *event.ExitEvent
 }
 
 type cgroupRef struct {
@@ -182,7 +183,7 @@ func (c *Correlator) container(id string, p *pod) *container {
 		return ct
 	}
 	ct := &container{id: id, pod: p, sessions: map[uint32]*session{}, pids: map[uint32]struct{}{},
-		delivered: map[syscall.Signal]probe.Disposition{}}
+		delivered: map[syscall.Signal]event.Disposition{}}
 	c.containers[id] = ct
 	if p != nil {
 		p.containers = append(p.containers, ct)

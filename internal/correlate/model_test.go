@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/probe/event"
+
 	"github.com/podchron/podchron/internal/names"
 
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
-	"github.com/podchron/podchron/internal/probe"
 )
 
 // Synthetic streams for what the recorded runs (no API server) cannot show:
@@ -90,7 +91,7 @@ func (s *sim) in(x correlate.Input) {
 	s.c.Handle(x)
 }
 
-func (s *sim) kernel(ev probe.Event) {
+func (s *sim) kernel(ev event.Event) {
 	ev.Hdr().Time = s.now
 	s.in(correlate.Input{Kernel: ev})
 }
@@ -108,7 +109,7 @@ func (s *sim) event(reason, container, msg string) {
 }
 
 func (s *sim) mkdir(id uint64, path string) {
-	s.kernel(&probe.CgroupEvent{Header: probe.Header{Type: probe.EventCgroupMkdir, Origin: probe.OriginWatched}, ID: id, Path: path})
+	s.kernel(&event.CgroupEvent{Header: event.Header{Type: event.EventCgroupMkdir, Origin: event.OriginWatched}, ID: id, Path: path})
 }
 
 // container: cgroup, CRI create+start, and its init's exec.
@@ -128,18 +129,18 @@ func (s *sim) container(name string, id string, attempt uint32) uint32 {
 
 func (s *sim) exec(name string, ppid uint32, args ...string) uint32 {
 	s.pid++
-	s.kernel(&probe.ExecEvent{Header: probe.Header{Type: probe.EventExec, Origin: probe.OriginWatched, CgroupID: s.cg[name], TGID: s.pid, PID: s.pid, PPID: ppid, Comm: "x"},
+	s.kernel(&event.ExecEvent{Header: event.Header{Type: event.EventExec, Origin: event.OriginWatched, CgroupID: s.cg[name], TGID: s.pid, PID: s.pid, PPID: ppid, Comm: "x"},
 		Filename: args[0], Args: args})
 	return s.pid
 }
 
 func (s *sim) exit(name string, pid uint32, code int, sig syscall.Signal) {
-	s.kernel(&probe.ExitEvent{Header: probe.Header{Type: probe.EventExit, Origin: probe.OriginWatched, CgroupID: s.cg[name], TGID: pid, PID: pid}, ExitCode: code, Signal: sig})
+	s.kernel(&event.ExitEvent{Header: event.Header{Type: event.EventExit, Origin: event.OriginWatched, CgroupID: s.cg[name], TGID: pid, PID: pid}, ExitCode: code, Signal: sig})
 }
 
-func (s *sim) signal(name string, target uint32, sig syscall.Signal, senderComm string, result probe.SignalResult, disp probe.Disposition) {
-	s.kernel(&probe.SignalEvent{Header: probe.Header{Type: probe.EventSignalGenerate, Origin: probe.OriginTarget, TGID: 77, Comm: senderComm, CgroupID: 1},
-		Signal: sig, Code: probe.SIUser, Result: result, Disposition: disp, TargetTGID: target, TargetPID: target, TargetCgroupID: s.cg[name], TargetNSInit: true})
+func (s *sim) signal(name string, target uint32, sig syscall.Signal, senderComm string, result event.SignalResult, disp event.Disposition) {
+	s.kernel(&event.SignalEvent{Header: event.Header{Type: event.EventSignalGenerate, Origin: event.OriginTarget, TGID: 77, Comm: senderComm, CgroupID: 1},
+		Signal: sig, Code: event.SIUser, Result: result, Disposition: disp, TargetTGID: target, TargetPID: target, TargetCgroupID: s.cg[name], TargetNSInit: true})
 }
 
 func (s *sim) cri(typ cri.EventType, name string, code int32, reason string) {
@@ -164,10 +165,10 @@ func (s *sim) startup() uint32 {
 	s.at(10 * time.Millisecond)
 	s.pid++
 	cni := s.pid
-	s.kernel(&probe.ExecEvent{Header: probe.Header{Type: probe.EventExec, Origin: probe.OriginCNI, TGID: cni, PID: cni, Comm: "bridge"}, Filename: "/opt/cni/bin/bridge",
-		CNI: &probe.CNIRun{Command: "ADD", ContainerID: "sb1", IfName: "eth0", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop"}})
+	s.kernel(&event.ExecEvent{Header: event.Header{Type: event.EventExec, Origin: event.OriginCNI, TGID: cni, PID: cni, Comm: "bridge"}, Filename: "/opt/cni/bin/bridge",
+		CNI: &event.CNIRun{Command: "ADD", ContainerID: "sb1", IfName: "eth0", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop"}})
 	s.at(40 * time.Millisecond)
-	s.kernel(&probe.ExitEvent{Header: probe.Header{Type: probe.EventExit, Origin: probe.OriginCNI, TGID: cni, PID: cni}})
+	s.kernel(&event.ExitEvent{Header: event.Header{Type: event.EventExit, Origin: event.OriginCNI, TGID: cni, PID: cni}})
 	s.event("Pulled", "migrate", `Container image "busybox" already present on machine`)
 	init := s.container("migrate", "c0ffee01", 0)
 	s.at(500 * time.Millisecond)
@@ -269,9 +270,9 @@ func TestTerminationOverrun(t *testing.T) {
 	ps := s.exec("app", 99, "sleep", "1")
 	s.at(time.Second)
 	s.exit("app", ps, 0, 0)
-	s.signal("app", app, syscall.SIGTERM, "runc", probe.SignalIgnored, probe.DispositionDefault)
+	s.signal("app", app, syscall.SIGTERM, "runc", event.SignalIgnored, event.DispositionDefault)
 	s.at(2 * time.Second)
-	s.signal("app", app, syscall.SIGKILL, "runc", probe.SignalDelivered, probe.DispositionDefault)
+	s.signal("app", app, syscall.SIGKILL, "runc", event.SignalDelivered, event.DispositionDefault)
 	s.exit("app", app, 0, syscall.SIGKILL)
 	s.cri(cri.EventContainerExited, "app", 137, "Error")
 	s.at(500 * time.Millisecond)
@@ -313,7 +314,7 @@ func TestLivenessRestartAndBackoff(t *testing.T) {
 	s.event("Unhealthy", "app", "Liveness probe failed: command \"true\" timed out")
 	s.at(10 * time.Millisecond)
 	s.event("Killing", "app", "Container app failed liveness probe, will be restarted")
-	s.signal("app", app, syscall.SIGTERM, "containerd-shim", probe.SignalDelivered, probe.DispositionDefault)
+	s.signal("app", app, syscall.SIGTERM, "containerd-shim", event.SignalDelivered, event.DispositionDefault)
 	s.at(50 * time.Millisecond)
 	s.exit("app", app, 0, syscall.SIGTERM)
 	s.cri(cri.EventContainerExited, "app", 143, "Error")
@@ -363,7 +364,7 @@ func TestEvictionAndDegraded(t *testing.T) {
 	app := s.startup()
 	s.info.Reason = "Evicted"
 	s.pod()
-	s.signal("app", app, syscall.SIGTERM, "runc", probe.SignalDelivered, probe.DispositionHandler)
+	s.signal("app", app, syscall.SIGTERM, "runc", event.SignalDelivered, event.DispositionHandler)
 	s.exit("app", app, 0, syscall.SIGTERM)
 	s.cri(cri.EventContainerExited, "app", 143, "Error")
 	s.tick(2 * time.Second)

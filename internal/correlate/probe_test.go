@@ -5,11 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/probe/event"
+
 	"github.com/podchron/podchron/internal/names"
 
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
-	"github.com/podchron/podchron/internal/probe"
 )
 
 // The Kubernetes docs' pattern: a startup probe and a liveness probe with
@@ -40,7 +41,7 @@ func TestStartupAndLivenessShareACommand(t *testing.T) {
 		probeRun(s, 1)
 		probeRun(s, 1)
 		s.at(50 * time.Millisecond)
-		s.signal("app", app, syscall.SIGTERM, "runc", probe.SignalDelivered, probe.DispositionHandler)
+		s.signal("app", app, syscall.SIGTERM, "runc", event.SignalDelivered, event.DispositionHandler)
 		s.at(20 * time.Millisecond)
 		s.exit("app", app, 0, 0)
 		s.cri(cri.EventContainerExited, "app", 0, "Completed")
@@ -64,7 +65,7 @@ func TestStartupAndLivenessShareACommand(t *testing.T) {
 		probeRun(s, 1)
 		probeRun(s, 1)
 		s.at(50 * time.Millisecond)
-		s.signal("app", app, syscall.SIGTERM, "runc", probe.SignalDelivered, probe.DispositionHandler)
+		s.signal("app", app, syscall.SIGTERM, "runc", event.SignalDelivered, event.DispositionHandler)
 		s.at(20 * time.Millisecond)
 		s.exit("app", app, 0, 0)
 		s.cri(cri.EventContainerExited, "app", 0, "Completed")

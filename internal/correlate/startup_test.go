@@ -5,11 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/probe/event"
+
 	"github.com/podchron/podchron/internal/names"
 
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
-	"github.com/podchron/podchron/internal/probe"
 )
 
 // withStartupTimeout gives the sim's model a give-up time.
@@ -28,10 +29,10 @@ func (s *sim) sandboxUp() {
 	s.at(10 * time.Millisecond)
 	s.pid++
 	cni := s.pid
-	s.kernel(&probe.ExecEvent{Header: probe.Header{Type: probe.EventExec, Origin: probe.OriginCNI, TGID: cni, PID: cni, Comm: "bridge"}, Filename: "/opt/cni/bin/bridge",
-		CNI: &probe.CNIRun{Command: "ADD", ContainerID: "sb1", IfName: "eth0", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop"}})
+	s.kernel(&event.ExecEvent{Header: event.Header{Type: event.EventExec, Origin: event.OriginCNI, TGID: cni, PID: cni, Comm: "bridge"}, Filename: "/opt/cni/bin/bridge",
+		CNI: &event.CNIRun{Command: "ADD", ContainerID: "sb1", IfName: "eth0", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop"}})
 	s.at(40 * time.Millisecond)
-	s.kernel(&probe.ExitEvent{Header: probe.Header{Type: probe.EventExit, Origin: probe.OriginCNI, TGID: cni, PID: cni}})
+	s.kernel(&event.ExitEvent{Header: event.Header{Type: event.EventExit, Origin: event.OriginCNI, TGID: cni, PID: cni}})
 }
 
 func (s *sim) waiting(init bool, name, reason, msg string) {

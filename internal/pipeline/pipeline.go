@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/podchron/podchron/internal/probe/event"
+
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/probe"
 	"github.com/podchron/podchron/internal/record"
@@ -27,7 +29,7 @@ type Config struct {
 	// Kernel is the kernel event source (nil: no kernel facts, e.g. replay).
 	Kernel probe.Source
 	// Counters reads the kernel's emitted/lost counters, for loss reports.
-	Counters func() (map[probe.EventType]probe.Counter, error)
+	Counters func() (map[event.EventType]event.Counter, error)
 	// Seed produces the start-up inputs (existing cgroups and processes)
 	// before any live input is handled.
 	Seed []correlate.Input

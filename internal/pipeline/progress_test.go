@@ -7,19 +7,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/probe/event"
+
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
-	"github.com/podchron/podchron/internal/probe"
 	"github.com/podchron/podchron/internal/record"
 )
 
 // blockingSource returns its events, then waits for ctx.
 type blockingSource struct {
-	events []probe.Event
+	events []event.Event
 	i      int
 }
 
-func (s *blockingSource) Next(ctx context.Context) (probe.Event, error) {
+func (s *blockingSource) Next(ctx context.Context) (event.Event, error) {
 	if s.i < len(s.events) {
 		s.i++
 		return s.events[s.i-1], nil
@@ -46,8 +47,8 @@ func readAll(t *testing.T, b []byte) []correlate.Input {
 // only grow and are never after a kernel event still to come.
 func TestKernelProgress(t *testing.T) {
 	t0 := time.Now()
-	ev := func(d time.Duration) probe.Event {
-		return &probe.ExitEvent{Header: probe.Header{Type: probe.EventExit, Time: t0.Add(d), TGID: 1}}
+	ev := func(d time.Duration) event.Event {
+		return &event.ExitEvent{Header: event.Header{Type: event.EventExit, Time: t0.Add(d), TGID: 1}}
 	}
 	var buf bytes.Buffer
 	w, err := record.NewWriter(&buf)
@@ -57,7 +58,7 @@ func TestKernelProgress(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	err = Run(ctx, Config{
-		Kernel:      &blockingSource{events: []probe.Event{ev(0), ev(time.Millisecond)}},
+		Kernel:      &blockingSource{events: []event.Event{ev(0), ev(time.Millisecond)}},
 		Seed:        []correlate.Input{{Time: t0, Start: &correlate.Start{At: t0}}},
 		Correlator:  correlate.New(correlate.Config{}),
 		Record:      w,
@@ -246,7 +247,7 @@ func TestKernelProgressUnderFlood(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	err = Run(ctx, Config{
-		Kernel:      &blockingSource{events: []probe.Event{&probe.ExitEvent{Header: probe.Header{Type: probe.EventExit, Time: t0, TGID: 1}}}},
+		Kernel:      &blockingSource{events: []event.Event{&event.ExitEvent{Header: event.Header{Type: event.EventExit, Time: t0, TGID: 1}}}},
 		Seed:        []correlate.Input{{Time: t0, Start: &correlate.Start{At: t0}}},
 		Sources:     map[string]Source{"flood": flood},
 		Correlator:  correlate.New(correlate.Config{}),
@@ -274,10 +275,10 @@ func TestKernelProgressUnderFlood(t *testing.T) {
 // buffer never looks empty.
 type flowSource struct{}
 
-func (flowSource) Next(ctx context.Context) (probe.Event, error) {
+func (flowSource) Next(ctx context.Context) (event.Event, error) {
 	select {
 	case <-time.After(5 * time.Millisecond):
-		return &probe.ExitEvent{Header: probe.Header{Type: probe.EventExit, Time: time.Now(), TGID: 1}}, nil
+		return &event.ExitEvent{Header: event.Header{Type: event.EventExit, Time: time.Now(), TGID: 1}}, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

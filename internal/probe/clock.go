@@ -1,9 +1,12 @@
+//go:build linux
+
 package probe
 
 import (
 	"sync/atomic"
 	"time"
 
+	"github.com/podchron/podchron/internal/probe/event"
 	"golang.org/x/sys/unix"
 )
 
@@ -54,3 +57,6 @@ func BootNow() uint64 {
 	_ = unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts)
 	return uint64(ts.Nano())
 }
+
+// NewDecoder returns a decoder stamping events with this host's wall clock.
+func NewDecoder() *event.Decoder { return event.NewDecoder(NewClock()) }

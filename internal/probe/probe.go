@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package probe loads podchron's eBPF programs (bpf/), attaches them to
 // stable kernel tracepoints and reads their events: this is where kernel
 // events enter podchron.
@@ -10,6 +12,8 @@ import (
 	"os"
 	"strings"
 	"sync"
+
+	"github.com/podchron/podchron/internal/probe/event"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -26,7 +30,7 @@ const prefixKeyLen = 64
 type Probes struct {
 	cfg    Config
 	layout cgroupfs.Layout
-	objs   podchronObjects
+	objs   event.PodchronObjects
 	links  []link.Link
 	log    *slog.Logger
 
@@ -62,7 +66,7 @@ func Load(cfg Config) (*Probes, error) {
 		cfg.SelfTGID = os.Getpid()
 	}
 
-	spec, err := loadPodchron()
+	spec, err := event.LoadPodchron()
 	if err != nil {
 		return nil, fmt.Errorf("parse embedded BPF object: %w", err)
 	}
@@ -172,8 +176,8 @@ func verifierError(err error) error {
 		err, len(lines), strings.Join(lines, "\n"))
 }
 
-func prefixKey(s string, bits int) podchronPrefixKey {
-	var k podchronPrefixKey
+func prefixKey(s string, bits int) event.PodchronPrefixKey {
+	var k event.PodchronPrefixKey
 	k.Prefixlen = uint32(bits)
 	copy(k.Data[:], s)
 	return k
@@ -212,10 +216,10 @@ func (p *Probes) AddRoot(rel string) error {
 	p.mu.Lock()
 	p.roots[rel] = true
 	p.mu.Unlock()
-	if len(rel) >= len(podchronRootPath{}.Path) {
-		return fmt.Errorf("cgroup root %s: longer than %d bytes", rel, len(podchronRootPath{}.Path)-1)
+	if len(rel) >= len(event.PodchronRootPath{}.Path) {
+		return fmt.Errorf("cgroup root %s: longer than %d bytes", rel, len(event.PodchronRootPath{}.Path)-1)
 	}
-	var key podchronRootPath
+	var key event.PodchronRootPath
 	for i := 0; i < len(rel); i++ {
 		key.Path[i] = int8(rel[i])
 	}
@@ -249,8 +253,8 @@ func (p *Probes) UnwatchID(id uint64) error {
 }
 
 // observe keeps the watched set current as configured roots come and go.
-func (p *Probes) observe(ev Event) {
-	c, ok := ev.(*CgroupEvent)
+func (p *Probes) observe(ev event.Event) {
+	c, ok := ev.(*event.CgroupEvent)
 	if !ok {
 		return
 	}
@@ -261,7 +265,7 @@ func (p *Probes) observe(ev Event) {
 		return
 	}
 	var err error
-	if c.Type == EventCgroupMkdir {
+	if c.Type == event.EventCgroupMkdir {
 		// The kernel side already watches it (root_paths); make sure.
 		p.log.Info("cgroup root created; watching it", "root", c.Path, "id", c.ID)
 		err = p.WatchID(c.ID)
@@ -317,22 +321,16 @@ func ensureTracefs() error {
 	return nil
 }
 
-// Counter is how many events of one type were sent and lost in the kernel.
-type Counter struct {
-	Emitted uint64
-	Lost    uint64
-}
-
 // Counters sums the per-CPU kernel counters, by event type.
-func (p *Probes) Counters() (map[EventType]Counter, error) {
-	out := make(map[EventType]Counter, int(eventTypeMax))
-	for _, t := range EventTypes() {
-		var per []podchronEventCounter
+func (p *Probes) Counters() (map[event.EventType]event.Counter, error) {
+	out := make(map[event.EventType]event.Counter, len(event.EventTypes()))
+	for _, t := range event.EventTypes() {
+		var per []event.PodchronEventCounter
 		k := uint32(t)
 		if err := p.objs.Counters.Lookup(&k, &per); err != nil {
 			return nil, fmt.Errorf("read counters for %s: %w", t, err)
 		}
-		var c Counter
+		var c event.Counter
 		for _, x := range per {
 			c.Emitted += x.Emitted
 			c.Lost += x.Lost

@@ -1,3 +1,5 @@
+//go:build linux
+
 package probe
 
 import (
@@ -9,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/podchron/podchron/internal/probe/event"
+
 	"github.com/cilium/ebpf/ringbuf"
 )
 
@@ -17,7 +21,7 @@ import (
 type Source interface {
 	// Next blocks until the next event. It returns io.EOF once the source
 	// is closed or exhausted, or ctx's error once ctx is done.
-	Next(ctx context.Context) (Event, error)
+	Next(ctx context.Context) (event.Event, error)
 	Close() error
 }
 
@@ -26,7 +30,8 @@ type RingSource struct {
 	p        *Probes
 	rd       *ringbuf.Reader
 	rec      ringbuf.Record // reused: ReadInto keeps its buffer
-	dec      *Decoder
+	clock    *Clock
+	dec      *event.Decoder
 	poll     time.Duration
 	lastSync time.Time
 	deadline time.Time
@@ -44,14 +49,15 @@ func (p *Probes) NewSource() (*RingSource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open ring buffer: %w", err)
 	}
-	return &RingSource{p: p, rd: rd, dec: NewDecoder(), poll: p.cfg.PollInterval, lastSync: time.Now()}, nil
+	clock := NewClock()
+	return &RingSource{p: p, rd: rd, clock: clock, dec: event.NewDecoder(clock), poll: p.cfg.PollInterval, lastSync: time.Now()}, nil
 }
 
 // Decoder returns the source's decoder (its clock stamps wall times).
-func (s *RingSource) Decoder() *Decoder { return s.dec }
+func (s *RingSource) Decoder() *event.Decoder { return s.dec }
 
 // Next returns the next decoded event.
-func (s *RingSource) Next(ctx context.Context) (Event, error) {
+func (s *RingSource) Next(ctx context.Context) (event.Event, error) {
 	// A cancelled context unblocks the reader by closing it.
 	if ctx != s.ctx {
 		if s.stop != nil {
@@ -98,7 +104,7 @@ func (s *RingSource) Next(ctx context.Context) (Event, error) {
 // resync follows wall-clock steps every few seconds.
 func (s *RingSource) resync() {
 	if time.Since(s.lastSync) > 10*time.Second {
-		s.dec.Clock.Resync()
+		s.clock.Resync()
 		s.lastSync = time.Now()
 	}
 }
@@ -116,12 +122,12 @@ func (s *RingSource) Close() error {
 
 // SliceSource replays a fixed list of events.
 type SliceSource struct {
-	Events []Event
+	Events []event.Event
 	i      int
 }
 
 // Next returns the next event, io.EOF at the end.
-func (s *SliceSource) Next(ctx context.Context) (Event, error) {
+func (s *SliceSource) Next(ctx context.Context) (event.Event, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

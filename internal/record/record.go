@@ -12,9 +12,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/podchron/podchron/internal/probe/event"
+
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
-	"github.com/podchron/podchron/internal/probe"
 )
 
 // Version is the format version written in each file's header line.
@@ -273,22 +274,22 @@ func decode(l line) (correlate.Input, error) {
 	return in, nil
 }
 
-func newKernelEvent(typ string) (probe.Event, error) {
+func newKernelEvent(typ string) (event.Event, error) {
 	switch typ {
-	case probe.EventExec.String():
-		return &probe.ExecEvent{}, nil
-	case probe.EventFork.String():
-		return &probe.ForkEvent{}, nil
-	case probe.EventExit.String():
-		return &probe.ExitEvent{}, nil
-	case probe.EventSignalGenerate.String():
-		return &probe.SignalEvent{}, nil
-	case probe.EventSignalDeliver.String():
-		return &probe.SignalDeliverEvent{}, nil
-	case probe.EventOOMKill.String():
-		return &probe.OOMEvent{}, nil
-	case probe.EventCgroupMkdir.String(), probe.EventCgroupRmdir.String():
-		return &probe.CgroupEvent{}, nil
+	case event.EventExec.String():
+		return &event.ExecEvent{}, nil
+	case event.EventFork.String():
+		return &event.ForkEvent{}, nil
+	case event.EventExit.String():
+		return &event.ExitEvent{}, nil
+	case event.EventSignalGenerate.String():
+		return &event.SignalEvent{}, nil
+	case event.EventSignalDeliver.String():
+		return &event.SignalDeliverEvent{}, nil
+	case event.EventOOMKill.String():
+		return &event.OOMEvent{}, nil
+	case event.EventCgroupMkdir.String(), event.EventCgroupRmdir.String():
+		return &event.CgroupEvent{}, nil
 	}
 	return nil, fmt.Errorf("unknown kernel event type %q", typ)
 }

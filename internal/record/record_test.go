@@ -10,23 +10,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/probe/event"
+
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
-	"github.com/podchron/podchron/internal/probe"
 )
 
 func TestRoundTrip(t *testing.T) {
 	t0 := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
 	grace := int64(3)
 	del := t0.Add(5 * time.Second)
-	hdr := probe.Header{Type: probe.EventExec, Origin: probe.OriginCNI, Time: t0, BootNS: 42, CgroupID: 7, TGID: 100, PID: 100, PPID: 1, Comm: "bridge"}
+	hdr := event.Header{Type: event.EventExec, Origin: event.OriginCNI, Time: t0, BootNS: 42, CgroupID: 7, TGID: 100, PID: 100, PPID: 1, Comm: "bridge"}
 	inputs := []correlate.Input{
 		{Time: t0, Start: &correlate.Start{At: t0, NodeName: "node-1"}},
-		{Time: t0, Kernel: &probe.ExecEvent{Header: hdr, Filename: "/opt/cni/bin/bridge", Args: []string{"bridge"},
-			CNI: &probe.CNIRun{Command: "ADD", ContainerID: "abc", PodUID: "u1"}}},
-		{Time: t0, Kernel: &probe.ExitEvent{Header: probe.Header{Type: probe.EventExit, Time: t0, TGID: 100}, Signal: syscall.SIGKILL, RawStatus: 9}},
-		{Time: t0, Kernel: &probe.SignalEvent{Header: probe.Header{Type: probe.EventSignalGenerate, Time: t0, TGID: 5}, Signal: syscall.SIGTERM, Result: probe.SignalIgnored, Disposition: probe.DispositionIgnored, TargetTGID: 9}},
-		{Time: t0, Kernel: &probe.CgroupEvent{Header: probe.Header{Type: probe.EventCgroupRmdir, Time: t0}, ID: 9, Level: 3, Path: "/kubepods/pod1"}},
+		{Time: t0, Kernel: &event.ExecEvent{Header: hdr, Filename: "/opt/cni/bin/bridge", Args: []string{"bridge"},
+			CNI: &event.CNIRun{Command: "ADD", ContainerID: "abc", PodUID: "u1"}}},
+		{Time: t0, Kernel: &event.ExitEvent{Header: event.Header{Type: event.EventExit, Time: t0, TGID: 100}, Signal: syscall.SIGKILL, RawStatus: 9}},
+		{Time: t0, Kernel: &event.SignalEvent{Header: event.Header{Type: event.EventSignalGenerate, Time: t0, TGID: 5}, Signal: syscall.SIGTERM, Result: event.SignalIgnored, Disposition: event.DispositionIgnored, TargetTGID: 9}},
+		{Time: t0, Kernel: &event.CgroupEvent{Header: event.Header{Type: event.EventCgroupRmdir, Time: t0}, ID: 9, Level: 3, Path: "/kubepods/pod1"}},
 		{Time: t0, Runtime: &cri.Event{Type: cri.EventRuntimeAvailable, At: t0, Gap: &cri.Gap{Since: t0, Until: t0.Add(time.Second), Err: errors.New("connection refused")}}},
 		{Time: t0, Runtime: &cri.Event{Type: cri.EventContainerExited, At: t0, Container: &cri.Container{ID: "c1", Name: "app", ExitCode: 137, Reason: "OOMKilled"}}},
 		{Time: t0, Pod: &correlate.PodInfo{UID: "u1", Name: "web", Namespace: "shop", CreatedAt: t0, DeletionTimestamp: &del, DeletionGracePeriodSeconds: &grace,

@@ -9,21 +9,21 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/podchron/podchron/internal/probe/event"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/podchron/podchron/internal/probe"
 )
 
 func TestProbeCollectorError(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	fail := true
-	c := NewProbeCollector(func() (map[probe.EventType]probe.Counter, error) {
+	c := NewProbeCollector(func() (map[event.EventType]event.Counter, error) {
 		if fail {
 			return nil, errors.New("read counters for exec: bad map")
 		}
-		return map[probe.EventType]probe.Counter{probe.EventExec: {Emitted: 5, Lost: 1}}, nil
+		return map[event.EventType]event.Counter{event.EventExec: {Emitted: 5, Lost: 1}}, nil
 	}, log)
 
 	want := `
@@ -44,8 +44,8 @@ podchron_probe_up 0
 	}
 
 	fail = false
-	if got := testutil.CollectAndCount(c, "podchron_probe_events_total"); got != len(probe.EventTypes()) {
-		t.Errorf("%d event type series, want %d (every type, 0 if unseen)", got, len(probe.EventTypes()))
+	if got := testutil.CollectAndCount(c, "podchron_probe_events_total"); got != len(event.EventTypes()) {
+		t.Errorf("%d event type series, want %d (every type, 0 if unseen)", got, len(event.EventTypes()))
 	}
 	if !strings.Contains(logs.String(), "readable again") {
 		t.Errorf("recovery not logged:\n%s", logs.String())
@@ -67,10 +67,10 @@ func TestProbeCollectorNilFunc(t *testing.T) {
 }
 
 func TestProbeCollectorUnknownType(t *testing.T) {
-	c := NewProbeCollector(func() (map[probe.EventType]probe.Counter, error) {
-		return map[probe.EventType]probe.Counter{probe.EventType(42): {Emitted: 7}}, nil
+	c := NewProbeCollector(func() (map[event.EventType]event.Counter, error) {
+		return map[event.EventType]event.Counter{event.EventType(42): {Emitted: 7}}, nil
 	}, discard)
-	if got := testutil.CollectAndCount(c, "podchron_probe_events_total"); got != len(probe.EventTypes())+1 {
+	if got := testutil.CollectAndCount(c, "podchron_probe_events_total"); got != len(event.EventTypes())+1 {
 		t.Errorf("%d series, want the known types and event(42)", got)
 	}
 }

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/podchron/podchron/internal/probe/event"
 
-	"github.com/podchron/podchron/internal/probe"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -80,13 +80,13 @@ func fixture(t *testing.T) (*prometheus.Registry, *Health) {
 	rec.StuckTerminating("batch", false)
 	rec.StuckTerminating("batch", false) // unmatched: stays 0
 
-	counters := func() (map[probe.EventType]probe.Counter, error) {
-		return map[probe.EventType]probe.Counter{
-			probe.EventExec:           {Emitted: 1200, Lost: 3},
-			probe.EventFork:           {Emitted: 900},
-			probe.EventExit:           {Emitted: 1100},
-			probe.EventSignalGenerate: {Emitted: 40},
-			probe.EventOOMKill:        {Emitted: 2},
+	counters := func() (map[event.EventType]event.Counter, error) {
+		return map[event.EventType]event.Counter{
+			event.EventExec:           {Emitted: 1200, Lost: 3},
+			event.EventFork:           {Emitted: 900},
+			event.EventExit:           {Emitted: 1100},
+			event.EventSignalGenerate: {Emitted: 40},
+			event.EventOOMKill:        {Emitted: 2},
 		}, nil
 	}
 	spans := &fakeSpanStats{exported: 77, dropped: map[string]uint64{"queue_full": 5, "export_error": 1}}

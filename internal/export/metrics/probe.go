@@ -6,14 +6,14 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/podchron/podchron/internal/probe/event"
 
-	"github.com/podchron/podchron/internal/probe"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // CountersFunc reads the kernel probes' per-type counters:
 // (*probe.Probes).Counters in the daemon, a fake in tests.
-type CountersFunc func() (map[probe.EventType]probe.Counter, error)
+type CountersFunc func() (map[event.EventType]event.Counter, error)
 
 var (
 	probeEventsDesc = prometheus.NewDesc("podchron_probe_events_total",
@@ -60,7 +60,7 @@ func (c *ProbeCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(probeUpDesc, prometheus.GaugeValue, 1)
-	types := probe.EventTypes()
+	types := event.EventTypes()
 	for t := range counters {
 		if !slices.Contains(types, t) {
 			types = append(types, t)
@@ -76,9 +76,9 @@ func (c *ProbeCollector) Collect(ch chan<- prometheus.Metric) {
 
 // readCounters calls read, logging a failure at warning level once per run
 // of failures so a broken map does not flood the log at every scrape.
-func (c *ProbeCollector) readCounters() (map[probe.EventType]probe.Counter, error) {
+func (c *ProbeCollector) readCounters() (map[event.EventType]event.Counter, error) {
 	var (
-		counters map[probe.EventType]probe.Counter
+		counters map[event.EventType]event.Counter
 		err      error
 	)
 	if c.read == nil {

@@ -1,4 +1,4 @@
-package probe
+package event
 
 import (
 	"fmt"
@@ -10,16 +10,17 @@ import (
 // EventType mirrors enum event_type in bpf/include/events.h.
 type EventType uint32
 
+// The values are the C enum's, as bpf2go generated them.
 const (
-	EventExec           EventType = 1
-	EventFork           EventType = 2
-	EventExit           EventType = 3
-	EventSignalGenerate EventType = 4
-	EventSignalDeliver  EventType = 5
-	EventOOMKill        EventType = 6
-	EventCgroupMkdir    EventType = 7
-	EventCgroupRmdir    EventType = 8
-	eventTypeMax        EventType = 9
+	EventExec           = EventType(PodchronEventTypeEVENT_EXEC)
+	EventFork           = EventType(PodchronEventTypeEVENT_FORK)
+	EventExit           = EventType(PodchronEventTypeEVENT_EXIT)
+	EventSignalGenerate = EventType(PodchronEventTypeEVENT_SIGNAL_GENERATE)
+	EventSignalDeliver  = EventType(PodchronEventTypeEVENT_SIGNAL_DELIVER)
+	EventOOMKill        = EventType(PodchronEventTypeEVENT_OOM_KILL)
+	EventCgroupMkdir    = EventType(PodchronEventTypeEVENT_CGROUP_MKDIR)
+	EventCgroupRmdir    = EventType(PodchronEventTypeEVENT_CGROUP_RMDIR)
+	eventTypeMax        = EventType(PodchronEventTypeEVENT_TYPE_MAX)
 )
 
 var eventTypeNames = [...]string{
@@ -53,10 +54,10 @@ func EventTypes() []EventType {
 type Origin uint32
 
 const (
-	OriginWatched Origin = 1 << 0 // task in a watched cgroup subtree
-	OriginRuntime Origin = 1 << 1 // container runtime process
-	OriginCNI     Origin = 1 << 2 // CNI plugin run
-	OriginTarget  Origin = 1 << 3 // the signal's target or the OOM victim is watched
+	OriginWatched = Origin(PodchronEventOriginORIGIN_WATCHED) // task in a watched cgroup subtree
+	OriginRuntime = Origin(PodchronEventOriginORIGIN_RUNTIME) // container runtime process
+	OriginCNI     = Origin(PodchronEventOriginORIGIN_CNI)     // CNI plugin run
+	OriginTarget  = Origin(PodchronEventOriginORIGIN_TARGET)  // the signal's target or the OOM victim is watched
 )
 
 func (o Origin) String() string {
@@ -169,9 +170,9 @@ func (r SignalResult) String() string {
 type Disposition uint32
 
 const (
-	DispositionDefault Disposition = 0
-	DispositionIgnored Disposition = 1
-	DispositionHandler Disposition = 2
+	DispositionDefault = Disposition(PodchronSignalDispositionDISPOSITION_DEFAULT)
+	DispositionIgnored = Disposition(PodchronSignalDispositionDISPOSITION_IGNORED)
+	DispositionHandler = Disposition(PodchronSignalDispositionDISPOSITION_HANDLER)
 )
 
 func (d Disposition) String() string {
@@ -278,4 +279,10 @@ type CgroupEvent struct {
 	Level       int32  `json:"level"`
 	HierarchyID uint32 `json:"hierarchy_id"`
 	Path        string `json:"path"`
+}
+
+// Counter is how many events of one type were sent and lost in the kernel.
+type Counter struct {
+	Emitted uint64
+	Lost    uint64
 }

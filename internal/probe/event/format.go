@@ -1,13 +1,14 @@
-package probe
+package event
 
 import (
 	"syscall"
 
 	"encoding/json"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"io"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Format renders an event as one readable line.

@@ -1,4 +1,4 @@
-package probe
+package event
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -19,13 +20,19 @@ var ErrUnknownEvent = errors.New("unknown event type")
 // structs bpf2go generated from bpf/include/events.h, read in place: no
 // reflection, one allocation per string field.
 type Decoder struct {
-	Clock *Clock
+	Clock Clock
 	// comms interns command names: few distinct values, one on every event.
 	comms map[string]string
 }
 
-// NewDecoder returns a decoder stamping events with wall-clock times.
-func NewDecoder() *Decoder { return &Decoder{Clock: NewClock()} }
+// Clock turns the kernel's CLOCK_BOOTTIME stamps into wall-clock times
+// (internal/probe's Clock on Linux).
+type Clock interface {
+	Wall(bootNS uint64) time.Time
+}
+
+// NewDecoder returns a decoder stamping events with clock's times.
+func NewDecoder(clock Clock) *Decoder { return &Decoder{Clock: clock} }
 
 func view[T any](raw []byte) (*T, error) {
 	var zero T
@@ -48,7 +55,7 @@ func cbytes(a []int8) []byte {
 
 func cstr(a []int8) string { return string(cbytes(a)) }
 
-func (d *Decoder) header(h *podchronEventHeader) Header {
+func (d *Decoder) header(h *PodchronEventHeader) Header {
 	return Header{
 		Type:     EventType(h.Type),
 		Origin:   Origin(h.Origin),
@@ -77,7 +84,7 @@ func (d *Decoder) comm(a []int8) string {
 
 // Decode decodes one ring buffer record.
 func (d *Decoder) Decode(raw []byte) (Event, error) {
-	h, err := view[podchronEventHeader](raw)
+	h, err := view[PodchronEventHeader](raw)
 	if err != nil {
 		return nil, err
 	}
@@ -85,13 +92,13 @@ func (d *Decoder) Decode(raw []byte) (Event, error) {
 	case EventExec:
 		return d.exec(raw)
 	case EventFork:
-		r, err := view[podchronForkEvent](raw)
+		r, err := view[PodchronForkEvent](raw)
 		if err != nil {
 			return nil, err
 		}
 		return &ForkEvent{Header: d.header(&r.Hdr), ChildTGID: r.ChildTgid, ChildPID: r.ChildPid}, nil
 	case EventExit:
-		r, err := view[podchronExitEvent](raw)
+		r, err := view[PodchronExitEvent](raw)
 		if err != nil {
 			return nil, err
 		}
@@ -109,7 +116,7 @@ func (d *Decoder) Decode(raw []byte) (Event, error) {
 		}
 		return e, nil
 	case EventSignalGenerate:
-		r, err := view[podchronSignalEvent](raw)
+		r, err := view[PodchronSignalEvent](raw)
 		if err != nil {
 			return nil, err
 		}
@@ -124,11 +131,11 @@ func (d *Decoder) Decode(raw []byte) (Event, error) {
 			TargetCgroupID: r.TargetCgroupId,
 			TargetComm:     cstr(r.TargetComm[:]),
 			Disposition:    Disposition(r.Disposition),
-			TargetNSInit:   r.TargetFlags&1 != 0,
-			SenderWatched:  r.TargetFlags&2 != 0,
+			TargetNSInit:   has(r.TargetFlags, PodchronSignalTargetFlagsSIGNAL_TARGET_NS_INIT),
+			SenderWatched:  has(r.TargetFlags, PodchronSignalTargetFlagsSIGNAL_SENDER_WATCHED),
 		}, nil
 	case EventSignalDeliver:
-		r, err := view[podchronSignalDeliverEvent](raw)
+		r, err := view[PodchronSignalDeliverEvent](raw)
 		if err != nil {
 			return nil, err
 		}
@@ -140,29 +147,29 @@ func (d *Decoder) Decode(raw []byte) (Event, error) {
 			SAFlags:     r.SaFlags,
 		}, nil
 	case EventOOMKill:
-		r, err := view[podchronOomEvent](raw)
+		r, err := view[PodchronOomEvent](raw)
 		if err != nil {
 			return nil, err
 		}
 		e := &OOMEvent{
 			Header:         d.header(&r.Hdr),
 			VictimTGID:     r.VictimTgid,
-			VictimKnown:    r.Flags&1 != 0,
+			VictimKnown:    has(r.Flags, PodchronOomFlagsOOM_F_VICTIM_KNOWN),
 			VictimCgroupID: r.VictimCgroupId,
 			VictimComm:     cstr(r.VictimComm[:]),
-			HasRSS:         r.Flags&2 != 0,
+			HasRSS:         has(r.Flags, PodchronOomFlagsOOM_F_RSS),
 			TotalVMKB:      r.TotalVmKb,
 			AnonRSSKB:      r.AnonRssKb,
 			FileRSSKB:      r.FileRssKb,
 			ShmemRSSKB:     r.ShmemRssKb,
 			OOMScoreAdj:    r.OomScoreAdj,
 		}
-		for i := 0; r.Flags&4 != 0 && i < int(r.MemcgCount) && i < len(r.MemcgId); i++ {
+		for i := 0; has(r.Flags, PodchronOomFlagsOOM_F_MEMCG) && i < int(r.MemcgCount) && i < len(r.MemcgId); i++ {
 			e.Memcgs = append(e.Memcgs, MemcgOOMs{ID: r.MemcgId[i], Level: r.MemcgLevel[i], OOMs: r.MemcgOom[i]})
 		}
 		return e, nil
 	case EventCgroupMkdir, EventCgroupRmdir:
-		r, err := view[podchronCgroupEvent](raw)
+		r, err := view[PodchronCgroupEvent](raw)
 		if err != nil {
 			return nil, err
 		}
@@ -177,25 +184,20 @@ func (d *Decoder) Decode(raw []byte) (Event, error) {
 	return nil, fmt.Errorf("%w: %d", ErrUnknownEvent, h.Type)
 }
 
-const (
-	execFlagCNI           = 1 << 0
-	execFlagArgsTruncated = 1 << 1
-)
-
 func (d *Decoder) exec(raw []byte) (Event, error) {
-	r, err := view[podchronExecEvent](raw)
+	r, err := view[PodchronExecEvent](raw)
 	if err != nil {
 		return nil, err
 	}
 	e := &ExecEvent{
 		Header:        d.header(&r.Hdr),
 		Filename:      cstr(r.Filename[:]),
-		ArgsTruncated: r.Flags&execFlagArgsTruncated != 0,
+		ArgsTruncated: has(r.Flags, PodchronExecFlagsEXEC_F_ARGS_TRUNCATED),
 	}
 	n := min(int(r.ArgsSize), len(r.Args))
 	e.Args = splitArgs(cbytesN(r.Args[:n]))
-	if r.Flags&execFlagCNI != 0 {
-		c, err := view[podchronCniInfo](raw[unsafe.Sizeof(*r):])
+	if has(r.Flags, PodchronExecFlagsEXEC_F_CNI) {
+		c, err := view[PodchronCniInfo](raw[unsafe.Sizeof(*r):])
 		if err != nil {
 			return nil, fmt.Errorf("exec with CNI flag: %w", err)
 		}
@@ -231,7 +233,7 @@ func splitArgs(b []byte) []string {
 	}
 }
 
-func newCNIRun(c *podchronCniInfo) *CNIRun {
+func newCNIRun(c *PodchronCniInfo) *CNIRun {
 	r := &CNIRun{
 		Command:     cstr(c.Command[:]),
 		ContainerID: cstr(c.ContainerId[:]),
@@ -262,3 +264,6 @@ func (r *CNIRun) parseArgs() {
 		}
 	}
 }
+
+// has tells whether a record's flags field has a flag of the C enum.
+func has[F ~uint32](flags uint32, f F) bool { return flags&uint32(f) != 0 }

@@ -1,4 +1,4 @@
-package probe
+package event
 
 import (
 	"unsafe"
@@ -9,16 +9,16 @@ import (
 // encoded (the decoder stamps them from BootNS).
 func EncodeForTest(ev Event) []byte {
 	h := ev.Hdr()
-	hdr := podchronEventHeader{Type: uint32(h.Type), Origin: uint32(h.Origin), KtimeNs: h.BootNS, CgroupId: h.CgroupID, Tgid: h.TGID, Pid: h.PID, Ppid: h.PPID}
+	hdr := PodchronEventHeader{Type: uint32(h.Type), Origin: uint32(h.Origin), KtimeNs: h.BootNS, CgroupId: h.CgroupID, Tgid: h.TGID, Pid: h.PID, Ppid: h.PPID}
 	putStr(hdr.Comm[:], h.Comm)
 	switch e := ev.(type) {
 	case *ExecEvent:
-		r := podchronExecEvent{Hdr: hdr}
+		r := PodchronExecEvent{Hdr: hdr}
 		putStr(r.Filename[:], e.Filename)
 		n := 0
 		for _, a := range e.Args {
 			if n+len(a)+1 > len(r.Args) {
-				r.Flags |= execFlagArgsTruncated
+				r.Flags |= uint32(PodchronExecFlagsEXEC_F_ARGS_TRUNCATED)
 				break
 			}
 			putStr(r.Args[n:], a)
@@ -28,8 +28,8 @@ func EncodeForTest(ev Event) []byte {
 		if e.CNI == nil {
 			return bytesOf(&r)
 		}
-		r.Flags |= execFlagCNI
-		var c podchronCniInfo
+		r.Flags |= uint32(PodchronExecFlagsEXEC_F_CNI)
+		var c PodchronCniInfo
 		putStr(c.Command[:], e.CNI.Command)
 		putStr(c.ContainerId[:], e.CNI.ContainerID)
 		putStr(c.Ifname[:], e.CNI.IfName)
@@ -37,33 +37,33 @@ func EncodeForTest(ev Event) []byte {
 		putStr(c.Args[:], e.CNI.Args)
 		return append(bytesOf(&r), bytesOf(&c)...)
 	case *ForkEvent:
-		return bytesOf(&podchronForkEvent{Hdr: hdr, ChildTgid: e.ChildTGID, ChildPid: e.ChildPID})
+		return bytesOf(&PodchronForkEvent{Hdr: hdr, ChildTgid: e.ChildTGID, ChildPid: e.ChildPID})
 	case *ExitEvent:
 		st := e.RawStatus
 		if st == 0 {
 			st = uint32(e.ExitCode)<<8 | uint32(e.Signal)
 		}
-		return bytesOf(&podchronExitEvent{Hdr: hdr, ExitCode: st})
+		return bytesOf(&PodchronExitEvent{Hdr: hdr, ExitCode: st})
 	case *SignalEvent:
-		r := podchronSignalEvent{Hdr: hdr, Sig: uint32(e.Signal), Code: e.Code, Result: int32(e.Result), TargetTgid: e.TargetTGID, TargetPid: e.TargetPID, TargetCgroupId: e.TargetCgroupID, Disposition: uint32(e.Disposition)}
+		r := PodchronSignalEvent{Hdr: hdr, Sig: uint32(e.Signal), Code: e.Code, Result: int32(e.Result), TargetTgid: e.TargetTGID, TargetPid: e.TargetPID, TargetCgroupId: e.TargetCgroupID, Disposition: uint32(e.Disposition)}
 		putStr(r.TargetComm[:], e.TargetComm)
 		return bytesOf(&r)
 	case *SignalDeliverEvent:
-		return bytesOf(&podchronSignalDeliverEvent{Hdr: hdr, Sig: uint32(e.Signal), Code: e.Code, Disposition: uint32(e.Disposition)})
+		return bytesOf(&PodchronSignalDeliverEvent{Hdr: hdr, Sig: uint32(e.Signal), Code: e.Code, Disposition: uint32(e.Disposition)})
 	case *OOMEvent:
-		r := podchronOomEvent{Hdr: hdr, VictimTgid: e.VictimTGID, VictimCgroupId: e.VictimCgroupID}
+		r := PodchronOomEvent{Hdr: hdr, VictimTgid: e.VictimTGID, VictimCgroupId: e.VictimCgroupID}
 		putStr(r.VictimComm[:], e.VictimComm)
 		for i, m := range e.Memcgs {
 			if i == len(r.MemcgId) {
 				break
 			}
-			r.Flags |= 4
+			r.Flags |= uint32(PodchronOomFlagsOOM_F_MEMCG)
 			r.MemcgId[i], r.MemcgLevel[i], r.MemcgOom[i] = m.ID, m.Level, m.OOMs
 			r.MemcgCount = uint32(i + 1)
 		}
 		return bytesOf(&r)
 	case *CgroupEvent:
-		r := podchronCgroupEvent{Hdr: hdr, Id: e.ID, Level: e.Level, HierarchyId: e.HierarchyID}
+		r := PodchronCgroupEvent{Hdr: hdr, Id: e.ID, Level: e.Level, HierarchyId: e.HierarchyID}
 		putStr(r.Path[:], e.Path)
 		return bytesOf(&r)
 	}
