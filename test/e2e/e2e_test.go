@@ -38,6 +38,7 @@ func TestCluster(t *testing.T) {
 		t.Run("6b-kill-9-in-pod", e.killInPod)
 		t.Run("7a-force-delete", e.forceDelete)
 		t.Run("7b-stuck-terminating", e.stuckTerminating)
+		t.Run("27-span-latency", e.spanLatency)
 		e.longTail(t) // 10–14 (longtail_test.go)
 	})
 	if t.Failed() {
