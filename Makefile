@@ -60,7 +60,7 @@ helm: ## build Helm (and crane, the OCI registry the chart test pushes to) from 
 test: deps check-generate runc-upstream helm ## everything CI runs (root): unit, real-kernel, containerd (runc, upstream runc, crun), under load, guest-kernel (5.10, 6.1, 6.12) and real-cluster tests
 	$(RUNTIME_MATRIX_ENV) bash scripts/versions.sh
 	$(GO) vet ./...
-	$(MAKE) portable
+	$(MAKE) portable lint
 	@mkdir -p $(BIN) && rm -f $(RUNTIME_REPORT)
 	$(RUNTIME_MATRIX_ENV) $(HELM_ENV) $(GO) test -count=1 -timeout 20m ./...; $(SHOW_RUNTIME_REPORT)
 	$(MAKE) test-load
@@ -109,9 +109,10 @@ bench: build ## decode benchmark and the exec-storm benchmark (root)
 	$(GO) test -run '^$$' -bench TrackedNodeMemory -benchtime 3x ./internal/correlate
 	bash bench/execstorm.sh
 
-lint: helm ## gofmt, go vet, helm lint of the chart, clang-format-free checks
-	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
-	$(GO) vet ./...
+BPF_SOURCES = $$(git ls-files 'bpf/*.c' 'bpf/*.h')
+lint: helm ## golangci-lint (.golangci.yaml), clang-format of bpf/ (bpf/.clang-format), helm lint of the chart
+	"$$(bash scripts/build-golangci-lint.sh)" run ./...
+	clang-format-19 --dry-run --Werror $(BPF_SOURCES)
 	"$$(bash scripts/build-helm.sh)" lint --strict deploy/helm/podchron
 
 clean:

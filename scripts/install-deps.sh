@@ -8,7 +8,7 @@
 #   libseccomp-dev, pkg-config     scripts/build-runc.sh builds upstream runc with seccomp (cgo)
 #   gcc, libc6-dev                 cgo for that build
 set -euo pipefail
-pkgs=(clang-19 llvm-19 libbpf-dev bpftool make git gcc libc6-dev pkg-config
+pkgs=(clang-19 clang-format-19 llvm-19 libbpf-dev bpftool make git gcc libc6-dev pkg-config
       containerd runc crun libseccomp-dev containernetworking-plugins busybox-static iptables
       qemu-system-x86 cpio prometheus etcd-server openssl iproute2)
 export DEBIAN_FRONTEND=noninteractive

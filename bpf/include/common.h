@@ -14,10 +14,10 @@
  * are loaded (cilium/ebpf CollectionSpec.Variables), so the verifier sees them
  * as constants and prunes the branches that are off.
  */
-volatile const __u32 cfg_self_tgid = 0;       /* the tracer itself: never report it */
-volatile const __u32 cfg_cgroup_v1 = 0;       /* 0: cgroup v2 ids; 1: v1 memory controller ids */
-volatile const __u32 cfg_hierarchy_id = 0;    /* hierarchy whose mkdir/rmdir we report (0 = v2) */
-volatile const __s32 cfg_report_level = 1;    /* also report mkdir/rmdir at this level or above, so new roots are seen */
+volatile const __u32 cfg_self_tgid = 0;    /* the tracer itself: never report it */
+volatile const __u32 cfg_cgroup_v1 = 0;    /* 0: cgroup v2 ids; 1: v1 memory controller ids */
+volatile const __u32 cfg_hierarchy_id = 0; /* hierarchy whose mkdir/rmdir we report (0 = v2) */
+volatile const __s32 cfg_report_level = 1; /* also report mkdir/rmdir at this level or above, so new roots are seen */
 volatile const __u64 cfg_signal_mask = ~0ULL; /* bit (sig-1) set: report that signal */
 volatile const __u32 cfg_wakeup_events = 0;   /* wake the reader every this many records per CPU (0: every record) */
 volatile const __s32 cfg_min_root_level = 0;  /* shallowest and deepest level of a watched root: */
@@ -27,9 +27,9 @@ volatile const __s32 cfg_max_root_level = 15; /* only those ancestor levels are 
 volatile const __u32 cfg_noop = 0;
 
 /* First statement of every program. */
-#define NOOP_RETURN()          \
-	do {                   \
-		if (cfg_noop)  \
+#define NOOP_RETURN()             \
+	do {                      \
+		if (cfg_noop)     \
 			return 0; \
 	} while (0)
 
@@ -191,7 +191,7 @@ static __always_inline __u32 tracked(__u32 tgid)
 /* fill_header for a BTF pointer to the current task (tp_btf arguments):
  * direct loads, no helper calls but the clock. */
 static __always_inline void fill_header_btf(struct event_header *h, __u32 type, __u32 origin, __u64 cgid,
-					    struct task_struct *t)
+                                            struct task_struct *t)
 {
 	h->type = type;
 	h->origin = origin;

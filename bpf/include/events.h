@@ -73,9 +73,9 @@ enum oom_flags {
 #define OOM_MEMCG_LEVELS 8
 
 struct event_header {
-	__u32 type;     /* enum event_type */
-	__u32 origin;   /* enum event_origin bits */
-	__u64 ktime_ns; /* CLOCK_BOOTTIME */
+	__u32 type;      /* enum event_type */
+	__u32 origin;    /* enum event_origin bits */
+	__u64 ktime_ns;  /* CLOCK_BOOTTIME */
 	__u64 cgroup_id; /* cgroup of the task the event is about (v2 id, or v1 memory cgroup id) */
 	__u32 tgid;
 	__u32 pid;
@@ -112,7 +112,7 @@ struct exit_event {
 	struct event_header hdr;
 	__u32 exit_code; /* wait(2) status: (code << 8) | core << 7 | signal */
 	__u32 _pad;
-	__u64 start_ns;   /* CLOCK_BOOTTIME start of the task */
+	__u64 start_ns; /* CLOCK_BOOTTIME start of the task */
 };
 
 struct signal_event {
@@ -157,8 +157,8 @@ struct oom_event {
 	 * node-wide OOM. User space compares with the last counts it saw.
 	 */
 	__u32 memcg_count;
-	__u64 memcg_id[OOM_MEMCG_LEVELS];  /* cgroup id in the memory hierarchy */
-	__u64 memcg_oom[OOM_MEMCG_LEVELS]; /* its local OOM count */
+	__u64 memcg_id[OOM_MEMCG_LEVELS];    /* cgroup id in the memory hierarchy */
+	__u64 memcg_oom[OOM_MEMCG_LEVELS];   /* its local OOM count */
 	__u32 memcg_level[OOM_MEMCG_LEVELS]; /* its depth (0: the root) */
 };
 

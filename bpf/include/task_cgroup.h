@@ -25,9 +25,9 @@ __u8 path_ancestor_ids = 0; /* cgroup->ancestor_ids[] (before 6.0) */
 __u8 path_ancestors = 0;    /* cgroup->ancestors[] pointers (6.0+) */
 __u8 path_current_walk = 0; /* the current task's ancestors by walking, without the helper */
 
-#define PATH_TAKEN(v)          \
-	do {                   \
-		if (!(v))      \
+#define PATH_TAKEN(v)            \
+	do {                     \
+		if (!(v))        \
 			(v) = 1; \
 	} while (0)
 
@@ -149,7 +149,6 @@ static __always_inline bool current_watched(void)
 	}
 	return false;
 }
-
 
 /*
  * Whether cg (a BTF pointer) or an ancestor is a watched root, walking up

@@ -41,7 +41,7 @@ static __always_inline void read_memcgs(struct oom_event *e)
 			break;
 		cg = BPF_CORE_READ(css, cgroup);
 		bpf_probe_read_kernel(&count, sizeof(count),
-				      (void *)css - css_off + events + oom * sizeof(atomic_long_t));
+		                      (void *)css - css_off + events + oom * sizeof(atomic_long_t));
 		e->memcg_id[i] = cgroup_id(cg);
 		e->memcg_level[i] = BPF_CORE_READ(cg, level);
 		e->memcg_oom[i] = count;
@@ -101,8 +101,7 @@ int handle_mark_victim(struct trace_event_raw_mark_victim *ctx)
 	if (!(e->flags & OOM_F_VICTIM_KNOWN) && bpf_core_field_exists(ctx->__data_loc_comm)) {
 		__u32 loc = BPF_CORE_READ(ctx, __data_loc_comm);
 
-		bpf_probe_read_kernel_str(e->victim_comm, sizeof(e->victim_comm),
-					  (void *)ctx + (loc & 0xffff));
+		bpf_probe_read_kernel_str(e->victim_comm, sizeof(e->victim_comm), (void *)ctx + (loc & 0xffff));
 	}
 	submit(e);
 	return 0;

@@ -179,7 +179,7 @@ int handle_exit(u64 *ctx)
 	if (!origin)
 		return 0;
 	if (!cfg_exit_has_group_dead) {
-		struct exit_key k = { .tgid = tgid, .start = p->group_leader->start_boottime };
+		struct exit_key k = {.tgid = tgid, .start = p->group_leader->start_boottime};
 		__u8 one = 1;
 
 		if (bpf_map_update_elem(&exits_seen, &k, &one, BPF_NOEXIST))

@@ -45,8 +45,8 @@ static __always_inline unsigned long sig_handler(struct task_struct *t, int sig)
 }
 
 SEC("tp_btf/signal_generate")
-int BPF_PROG(handle_signal_generate, int sig, struct kernel_siginfo *info, struct task_struct *task,
-	     int group, int result)
+int BPF_PROG(handle_signal_generate, int sig, struct kernel_siginfo *info, struct task_struct *task, int group,
+             int result)
 {
 	NOOP_RETURN();
 	__u32 ttgid = BPF_CORE_READ(task, tgid);

@@ -33,15 +33,15 @@ func runEvents(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var print func(event.Event) error
+	var emit func(event.Event) error
 	switch *output {
 	case "text":
-		print = func(ev event.Event) error { _, err := fmt.Fprintln(stdout, event.Format(ev)); return err }
+		emit = func(ev event.Event) error { _, err := fmt.Fprintln(stdout, event.Format(ev)); return err }
 	case "json":
 		enc := event.NewJSONEncoder(stdout)
-		print = enc.Encode
+		emit = enc.Encode
 	case "none":
-		print = func(event.Event) error { return nil }
+		emit = func(event.Event) error { return nil }
 	default:
 		return fmt.Errorf("--output %q: want text, json or none", *output)
 	}
@@ -75,7 +75,7 @@ func runEvents(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		received++
-		if err := print(ev); err != nil {
+		if err := emit(ev); err != nil {
 			return fmt.Errorf("write event: %w", err)
 		}
 	}

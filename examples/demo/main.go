@@ -189,7 +189,7 @@ func run(o options) error {
 	case <-ready:
 	case <-stderrDone: // the tracer exited (its error is above)
 		<-readDone
-		return fmt.Errorf("tracer exited before it was ready: %v", tr.Wait())
+		return fmt.Errorf("tracer exited before it was ready: %w", tr.Wait())
 	case <-time.After(60 * time.Second):
 		_ = tr.Process.Kill()
 		_ = tr.Wait()

@@ -183,15 +183,18 @@ type ContainerState struct {
 	Terminated *Terminated `json:"terminated,omitempty"`
 }
 
+// Waiting is a container waiting to run, with the kubelet's reason.
 type Waiting struct {
 	Reason  string `json:"reason,omitempty"` // ContainerCreating, CrashLoopBackOff, ImagePullBackOff, ...
 	Message string `json:"message,omitempty"`
 }
 
+// Running is a running container.
 type Running struct {
 	StartedAt time.Time `json:"started_at"`
 }
 
+// Terminated is a container that ended, as the kubelet reports it.
 type Terminated struct {
 	ExitCode    int32     `json:"exit_code"`
 	Signal      int32     `json:"signal,omitempty"`
@@ -254,14 +257,35 @@ type Observer interface {
 // NopObserver discards measurements.
 type NopObserver struct{}
 
-func (NopObserver) PodSeen(string, string)                             {}
-func (NopObserver) PodStartup(string, string, time.Duration)           {}
+// PodSeen discards the measurement.
+func (NopObserver) PodSeen(string, string) {}
+
+// PodStartup discards the measurement.
+func (NopObserver) PodStartup(string, string, time.Duration) {}
+
+// PodTermination discards the measurement.
 func (NopObserver) PodTermination(string, string, time.Duration, bool) {}
-func (NopObserver) ContainerStop(string, time.Duration, bool)          {}
-func (NopObserver) GracePeriodOverrun(string)                          {}
-func (NopObserver) ContainerExit(string, string)                       {}
-func (NopObserver) OOMKill(string, string)                             {}
-func (NopObserver) CNICall(string, string, string, time.Duration)      {}
-func (NopObserver) Signal(string, string)                              {}
-func (NopObserver) CorrelationMiss(string)                             {}
-func (NopObserver) StuckTerminating(string, bool)                      {}
+
+// ContainerStop discards the measurement.
+func (NopObserver) ContainerStop(string, time.Duration, bool) {}
+
+// GracePeriodOverrun discards the measurement.
+func (NopObserver) GracePeriodOverrun(string) {}
+
+// ContainerExit discards the measurement.
+func (NopObserver) ContainerExit(string, string) {}
+
+// OOMKill discards the measurement.
+func (NopObserver) OOMKill(string, string) {}
+
+// CNICall discards the measurement.
+func (NopObserver) CNICall(string, string, string, time.Duration) {}
+
+// Signal discards the measurement.
+func (NopObserver) Signal(string, string) {}
+
+// CorrelationMiss discards the measurement.
+func (NopObserver) CorrelationMiss(string) {}
+
+// StuckTerminating discards the measurement.
+func (NopObserver) StuckTerminating(string, bool) {}

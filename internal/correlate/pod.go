@@ -76,7 +76,6 @@ type pod struct {
 	emitted           map[string]bool
 	finished          bool
 	finishing         bool
-	terminationCh     []Span // children of the termination span, emitted with it
 }
 
 type pull struct {

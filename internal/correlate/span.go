@@ -49,6 +49,7 @@ func SpanIDFor(t TraceID, key string) SpanID {
 // Status is a span's outcome.
 type Status int
 
+// Span statuses, as OpenTelemetry's.
 const (
 	StatusUnset Status = iota
 	StatusOK
@@ -74,11 +75,19 @@ type Attr struct {
 	Value any
 }
 
-// String, Int, Bool, Float and Strings build attributes.
-func String(k, v string) Attr        { return Attr{k, v} }
-func Int(k string, v int64) Attr     { return Attr{k, v} }
-func Bool(k string, v bool) Attr     { return Attr{k, v} }
+// String builds a string attribute.
+func String(k, v string) Attr { return Attr{k, v} }
+
+// Int builds an integer attribute.
+func Int(k string, v int64) Attr { return Attr{k, v} }
+
+// Bool builds a boolean attribute.
+func Bool(k string, v bool) Attr { return Attr{k, v} }
+
+// Float builds a floating-point attribute.
 func Float(k string, v float64) Attr { return Attr{k, v} }
+
+// Strings builds a string-slice attribute (a copy of v).
 func Strings(k string, v ...string) Attr {
 	return Attr{k, append([]string(nil), v...)}
 }

@@ -82,4 +82,3 @@ const (
 
 // OOMScopes lists the scope values, for metric labels.
 var OOMScopes = []string{OOMScopeContainer, OOMScopePod, OOMScopeNodeAllocatable, OOMScopeNode, OOMScopeUnknown}
-

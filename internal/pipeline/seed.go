@@ -83,17 +83,17 @@ func readProc(pid int, boot time.Time) (*correlate.ProcSeen, error) {
 		return nil, err
 	}
 	// pid (comm) state ppid ... field 22 starttime
-	open, close := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
-	if open < 0 || close < open {
+	lp, rp := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+	if lp < 0 || rp < lp {
 		return nil, fmt.Errorf("malformed stat of %d", pid)
 	}
-	f := strings.Fields(string(stat[close+2:]))
+	f := strings.Fields(string(stat[rp+2:]))
 	if len(f) < 20 {
 		return nil, fmt.Errorf("short stat of %d", pid)
 	}
 	ppid, _ := strconv.Atoi(f[1])
 	ticks, _ := strconv.ParseInt(f[19], 10, 64)
-	ps := &correlate.ProcSeen{PID: uint32(pid), PPID: uint32(ppid), Comm: string(stat[open+1 : close]),
+	ps := &correlate.ProcSeen{PID: uint32(pid), PPID: uint32(ppid), Comm: string(stat[lp+1 : rp]),
 		Started: boot.Add(time.Duration(ticks) * time.Second / time.Duration(clockTicks))}
 	if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && len(cmd) > 0 {
 		ps.Args = strings.Split(strings.TrimRight(string(cmd), "\x00"), "\x00")

@@ -6,8 +6,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/podchron/podchron/internal/probe/event"
 	"golang.org/x/sys/unix"
+
+	"github.com/podchron/podchron/internal/probe/event"
 )
 
 // Clock converts the kernel's CLOCK_BOOTTIME stamps to wall-clock time. The

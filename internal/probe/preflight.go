@@ -13,11 +13,11 @@ import (
 )
 
 var (
-	// ErrPrivileges: the process can neither load BPF programs nor read kernel memory.
+	// ErrPrivileges means the process can neither load BPF programs nor read kernel memory.
 	ErrPrivileges = errors.New("insufficient privileges")
-	// ErrNoBTF: the kernel exposes no BTF, so CO-RE relocations cannot be resolved.
+	// ErrNoBTF means the kernel exposes no BTF, so CO-RE relocations cannot be resolved.
 	ErrNoBTF = errors.New("kernel BTF not available")
-	// ErrKernelTooOld: the kernel predates features the probes need.
+	// ErrKernelTooOld means the kernel predates features the probes need.
 	ErrKernelTooOld = errors.New("kernel too old")
 )
 
@@ -54,14 +54,14 @@ func Preflight() error {
 		return fmt.Errorf("uname: %w", err)
 	}
 	rel := unix.ByteSliceToString(u.Release[:])
-	maj, min, ok := parseRelease(rel)
-	if ok && (maj < MinKernel[0] || maj == MinKernel[0] && min < MinKernel[1]) {
+	maj, minor, ok := parseRelease(rel)
+	if ok && (maj < MinKernel[0] || maj == MinKernel[0] && minor < MinKernel[1]) {
 		return fmt.Errorf("%w: %s, need %d.%d or later", ErrKernelTooOld, rel, MinKernel[0], MinKernel[1])
 	}
 	return nil
 }
 
-func parseRelease(rel string) (maj, min int, ok bool) {
+func parseRelease(rel string) (maj, minor int, ok bool) {
 	parts := strings.SplitN(rel, ".", 3)
 	if len(parts) < 2 {
 		return 0, 0, false
@@ -71,6 +71,6 @@ func parseRelease(rel string) (maj, min int, ok bool) {
 	if i := strings.IndexFunc(m, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
 		m = m[:i]
 	}
-	min, err2 := strconv.Atoi(m)
-	return maj, min, err1 == nil && err2 == nil
+	minor, err2 := strconv.Atoi(m)
+	return maj, minor, err1 == nil && err2 == nil
 }

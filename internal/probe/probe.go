@@ -340,7 +340,7 @@ func (p *Probes) Counters() (map[event.EventType]event.Counter, error) {
 	return out, nil
 }
 
-// ProgramIDs returns the loaded programs by name, for bpf_stats readers.
+// Programs returns the loaded programs by name, for bpf_stats readers.
 func (p *Probes) Programs() map[string]*ebpf.Program {
 	return map[string]*ebpf.Program{
 		"exec":           p.objs.HandleExec,

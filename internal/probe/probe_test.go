@@ -600,17 +600,11 @@ func TestSIGTERMDefaultDisposition(t *testing.T) {
 	}
 }
 
-// memoryCgroup returns a cgroup directory limited to limit bytes, in whichever
-// hierarchy holds the memory controller on this host.
-func (e *env) memoryCgroup(t *testing.T, name string, limit int) []string {
-	t.Helper()
-	dirs, _ := e.nestedMemoryCgroup(t, name, limit, false)
-	return dirs
-}
-
-// nestedMemoryCgroup is memoryCgroup with the limit either on the process's
-// own memory cgroup (inner) or on its parent, as a pod's limit is above its
-// containers'. It also returns the memory cgroups, innermost first.
+// nestedMemoryCgroup makes a memory cgroup for a test process, in whichever
+// hierarchy holds the memory controller on this host, with the limit either
+// on the process's own memory cgroup or on its parent (as a pod's limit is
+// above its containers'). It also returns the memory cgroups, innermost
+// first.
 func (e *env) nestedMemoryCgroup(t *testing.T, name string, limit int, parentLimit bool) (dirs, memcgs []string) {
 	t.Helper()
 	setLimit := func(dir string) {

@@ -73,7 +73,7 @@ func TestRoundTrip(t *testing.T) {
 	if got := inputs[5].Runtime.Gap.Err.Error(); got != "connection refused" {
 		t.Fatal(got)
 	}
-	if _, err := r.Next(); err != io.EOF {
+	if _, err := r.Next(); !errors.Is(err, io.EOF) {
 		t.Fatalf("want EOF, got %v", err)
 	}
 }

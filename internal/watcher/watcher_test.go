@@ -139,7 +139,7 @@ func (h *harness) start() {
 		<-collected
 		h.done <- err
 	}()
-	h.t.Cleanup(func() { h.stop() })
+	h.t.Cleanup(func() { _ = h.stop() })
 }
 
 // stop cancels Run and waits for it (and the collector) to return.

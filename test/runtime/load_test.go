@@ -37,4 +37,8 @@ func init() {
 }
 
 // stopTestLoad ends the load, if any, and logs what it did.
-func stopTestLoad() { testLoad.Stop() }
+func stopTestLoad() {
+	if testLoad != nil {
+		testLoad.Stop()
+	}
+}

@@ -396,6 +396,7 @@ func TestMain(m *testing.M) {
 		fmt.Println("no cgroups:", err)
 	}
 	code := m.Run()
+	stopTestLoad()
 	writeMatrixReport()
 	os.Exit(code)
 }

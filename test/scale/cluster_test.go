@@ -131,7 +131,7 @@ func (cp *controlPlane) dead() error {
 	var errs []error
 	for _, pr := range cp.procs {
 		if done, err := pr.Exited(); done {
-			errs = append(errs, fmt.Errorf("%s exited (%v); log tail:\n%s", pr.Name, err, pr.LogTail(3000)))
+			errs = append(errs, fmt.Errorf("%s exited (%w); log tail:\n%s", pr.Name, err, pr.LogTail(3000)))
 		}
 	}
 	return errors.Join(errs...)

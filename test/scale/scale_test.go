@@ -397,7 +397,7 @@ func (a *agent) stats() (agentStats, error) {
 		return st, err
 	}
 	if !a.out.Scan() {
-		return st, fmt.Errorf("agent exited: %v", a.out.Err())
+		return st, fmt.Errorf("agent exited: %w", a.out.Err())
 	}
 	err := json.Unmarshal(a.out.Bytes(), &st)
 	return st, err

@@ -202,7 +202,7 @@ func (s *kernelStore) resolveDeb(apt []string, name string) (pkg, ver string, er
 	for i := 0; i < 5; i++ {
 		out, err := exec.Command("apt-cache", append(apt, "depends", "--important", pkg)...).CombinedOutput()
 		if err != nil {
-			return "", "", fmt.Errorf("apt-cache depends %s: %v: %s", pkg, err, bytes.TrimSpace(out))
+			return "", "", fmt.Errorf("apt-cache depends %s: %w: %s", pkg, err, bytes.TrimSpace(out))
 		}
 		next := imageDependency(string(out))
 		if next == "" {
@@ -212,7 +212,7 @@ func (s *kernelStore) resolveDeb(apt []string, name string) (pkg, ver string, er
 	}
 	out, err := exec.Command("apt-cache", append(apt, "policy", pkg)...).CombinedOutput()
 	if err != nil {
-		return "", "", fmt.Errorf("apt-cache policy %s: %v: %s", pkg, err, bytes.TrimSpace(out))
+		return "", "", fmt.Errorf("apt-cache policy %s: %w: %s", pkg, err, bytes.TrimSpace(out))
 	}
 	ver = candidateVersion(string(out))
 	if ver == "" {
@@ -269,7 +269,7 @@ func (s *kernelStore) fetchDeb(apt []string, pkg, ver, dir string) error {
 	cmd := exec.Command("apt-get", append(apt, "download", "-q", "-o", "APT::Sandbox::User=root", pkg+"="+ver)...)
 	cmd.Dir = tmp
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("apt-get download %s=%s: %v (run `apt-get update`?)\n%s", pkg, ver, err, out)
+		return fmt.Errorf("apt-get download %s=%s: %w (run `apt-get update`?)\n%s", pkg, ver, err, out)
 	}
 	debs, _ := filepath.Glob(filepath.Join(tmp, "*.deb"))
 	if len(debs) != 1 {
@@ -277,7 +277,7 @@ func (s *kernelStore) fetchDeb(apt []string, pkg, ver, dir string) error {
 	}
 	x := filepath.Join(tmp, "x")
 	if out, err := exec.Command("dpkg", "-x", debs[0], x).CombinedOutput(); err != nil {
-		return fmt.Errorf("dpkg -x %s: %v\n%s", debs[0], err, out)
+		return fmt.Errorf("dpkg -x %s: %w\n%s", debs[0], err, out)
 	}
 	if err := os.WriteFile(filepath.Join(x, ".complete"), []byte(filepath.Base(debs[0])+"\n"), 0o644); err != nil {
 		return err

@@ -106,13 +106,13 @@ func TestAptParsing(t *testing.T) {
 	if got := imageDependency(depends); got != "linux-image-6.1.0-56-cloud-amd64" {
 		t.Errorf("imageDependency = %q", got)
 	}
-	real := `linux-image-6.1.0-56-cloud-amd64
+	pkg := `linux-image-6.1.0-56-cloud-amd64
   Depends: kmod
   Depends: linux-base
  |Depends: initramfs-tools
   Depends: <linux-initramfs-tool>
 `
-	if got := imageDependency(real); got != "" {
+	if got := imageDependency(pkg); got != "" {
 		t.Errorf("imageDependency(real image) = %q, want empty", got)
 	}
 	policy := `linux-image-cloud-amd64:

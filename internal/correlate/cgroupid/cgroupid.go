@@ -40,14 +40,14 @@ import (
 type Kind uint8
 
 const (
-	// KindUnknown: not a (recognised) Kubernetes cgroup. Always paired with
+	// KindUnknown means not a (recognised) Kubernetes cgroup. Always paired with
 	// a non-nil error from Parse.
 	KindUnknown Kind = iota
-	// KindPodsRoot: the kubepods root cgroup or one of its QoS children.
+	// KindPodsRoot means the kubepods root cgroup or one of its QoS children.
 	KindPodsRoot
-	// KindPod: a pod-level cgroup.
+	// KindPod means a pod-level cgroup.
 	KindPod
-	// KindContainer: a container cgroup (or a cgroup below it, see Sub).
+	// KindContainer means a container cgroup (or a cgroup below it, see Sub).
 	KindContainer
 )
 
@@ -126,11 +126,11 @@ type Identity struct {
 }
 
 var (
-	// ErrNotKubernetes: the path contains no kubepods root and no
+	// ErrNotKubernetes means the path contains no kubepods root and no
 	// containerd literal form; typical for system services and user
 	// sessions.
 	ErrNotKubernetes = errors.New("cgroupid: not a kubernetes cgroup")
-	// ErrMalformed: the input is not a usable path (empty, too long, "..")
+	// ErrMalformed means the input is not a usable path (empty, too long, "..")
 	// or it is below a kubepods root but has a shape Parse does not know.
 	// Errors wrapping it are *ParseError.
 	ErrMalformed = errors.New("cgroupid: malformed cgroup path")

@@ -157,10 +157,10 @@ func (ts *traceState) setBase(spans ...correlate.Span) {
 	if !ts.base.IsZero() {
 		return
 	}
-	var min time.Time
+	var earliest time.Time
 	consider := func(t time.Time) {
-		if !t.IsZero() && (min.IsZero() || t.Before(min)) {
-			min = t
+		if !t.IsZero() && (earliest.IsZero() || t.Before(earliest)) {
+			earliest = t
 		}
 	}
 	for _, s := range spans {
@@ -169,5 +169,5 @@ func (ts *traceState) setBase(spans ...correlate.Span) {
 	for _, s := range ts.pending {
 		consider(s.Start)
 	}
-	ts.base = min
+	ts.base = earliest
 }

@@ -106,9 +106,7 @@ func New(w io.Writer, cfg Config) *Printer {
 		cfg.MaxTraces = DefaultMaxTraces
 	}
 	if cfg.RootSpanID == nil {
-		cfg.RootSpanID = func(t correlate.TraceID) correlate.SpanID {
-			return correlate.RootSpanID(t)
-		}
+		cfg.RootSpanID = correlate.RootSpanID
 	}
 	p := &Printer{
 		w:      w,

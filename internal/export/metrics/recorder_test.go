@@ -9,10 +9,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/podchron/podchron/internal/names"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/podchron/podchron/internal/names"
 )
 
 // labelValues gathers c and returns, per metric name, the distinct values

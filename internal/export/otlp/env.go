@@ -30,6 +30,7 @@ const (
 // Protocol is an OTLP transport.
 type Protocol string
 
+// The OTLP protocols (OTEL_EXPORTER_OTLP_PROTOCOL).
 const (
 	ProtocolGRPC         Protocol = "grpc"
 	ProtocolHTTPProtobuf Protocol = "http/protobuf"

@@ -1,3 +1,8 @@
+// Package event holds podchron's kernel events as Go values: their types,
+// the decoder of the eBPF programs' ring buffer records (the bpf2go bindings
+// generated from bpf/, with every C enum), their text and JSON forms, and an
+// encoder for tests. It builds on any OS; loading the programs is
+// internal/probe's (Linux).
 package event
 
 import (
@@ -53,6 +58,7 @@ func EventTypes() []EventType {
 // Origin says why the in-kernel filter let an event through.
 type Origin uint32
 
+// Origins, bits of the C enum event_origin.
 const (
 	OriginWatched = Origin(PodchronEventOriginORIGIN_WATCHED) // task in a watched cgroup subtree
 	OriginRuntime = Origin(PodchronEventOriginORIGIN_RUNTIME) // container runtime process
@@ -95,6 +101,7 @@ type Event interface {
 	Hdr() *Header
 }
 
+// Hdr returns the event's header.
 func (h *Header) Hdr() *Header { return h }
 
 // ExecEvent is a successful execve.
@@ -142,6 +149,7 @@ type ExitEvent struct {
 // SignalResult mirrors the kernel's TRACE_SIGNAL_* results.
 type SignalResult int32
 
+// Signal results.
 const (
 	SignalDelivered      SignalResult = 0
 	SignalIgnored        SignalResult = 1
@@ -169,6 +177,7 @@ func (r SignalResult) String() string {
 // Disposition is what a task does with a signal.
 type Disposition uint32
 
+// Dispositions, as the C enum signal_disposition.
 const (
 	DispositionDefault = Disposition(PodchronSignalDispositionDISPOSITION_DEFAULT)
 	DispositionIgnored = Disposition(PodchronSignalDispositionDISPOSITION_IGNORED)

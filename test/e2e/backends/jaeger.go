@@ -24,7 +24,7 @@ import (
 )
 
 // waitHTTP polls url until it answers 200.
-func waitHTTP(p *proc.Process, ctx context.Context, url string, timeout time.Duration) error {
+func waitHTTP(ctx context.Context, p *proc.Process, url string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		err := getJSON(ctx, url, nil)
@@ -32,7 +32,7 @@ func waitHTTP(p *proc.Process, ctx context.Context, url string, timeout time.Dur
 			return nil
 		}
 		if done, perr := p.Exited(); done {
-			return fmt.Errorf("%s exited (%v):\n%s", p.Name, perr, p.LogTail(3000))
+			return fmt.Errorf("%s exited (%w):\n%s", p.Name, perr, p.LogTail(3000))
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s not ready at %s after %s: %w\n%s", p.Name, url, timeout, err, p.LogTail(3000))
@@ -161,7 +161,7 @@ exporters:
 	}
 	j := &Jaeger{p: p, OTLPGRPC: fmt.Sprintf("127.0.0.1:%d", ports.OTLPGRPC),
 		Query: fmt.Sprintf("http://127.0.0.1:%d", ports.QueryHTTP)}
-	if err := waitHTTP(p, ctx, j.Query+"/api/services", 60*time.Second); err != nil {
+	if err := waitHTTP(ctx, p, j.Query+"/api/services", 60*time.Second); err != nil {
 		_ = p.Stop(stopGrace)
 		return nil, err
 	}
@@ -175,7 +175,7 @@ func (j *Jaeger) Close() error { return j.p.Stop(stopGrace) }
 const stopGrace = 15 * time.Second
 
 // Log returns the tail of Jaeger's log.
-func (j *Jaeger) Log(max int) string { return j.p.LogTail(max) }
+func (j *Jaeger) Log(n int) string { return j.p.LogTail(n) }
 
 // Trace is a trace as Jaeger's query API returns it, flattened.
 type Trace struct {
@@ -255,7 +255,7 @@ func kvMap(kvs []jaegerKV) map[string]any {
 	return m
 }
 
-// ErrNoTrace: Jaeger does not (yet) have the trace.
+// ErrNoTrace means Jaeger does not (yet) have the trace.
 var ErrNoTrace = errors.New("trace not found")
 
 // Trace fetches one trace by ID (GET /api/traces/<id>).

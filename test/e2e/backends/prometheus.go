@@ -74,7 +74,7 @@ scrape_configs:
 		return nil, err
 	}
 	pr := &Prometheus{p: p, URL: "http://" + addr}
-	if err := waitHTTP(p, ctx, pr.URL+"/-/ready", 60*time.Second); err != nil {
+	if err := waitHTTP(ctx, p, pr.URL+"/-/ready", 60*time.Second); err != nil {
 		_ = p.Stop(stopGrace)
 		return nil, err
 	}
@@ -85,7 +85,7 @@ scrape_configs:
 func (pr *Prometheus) Close() error { return pr.p.Stop(stopGrace) }
 
 // Log returns the tail of Prometheus's log.
-func (pr *Prometheus) Log(max int) string { return pr.p.LogTail(max) }
+func (pr *Prometheus) Log(n int) string { return pr.p.LogTail(n) }
 
 // Sample is one element of an instant vector.
 type Sample struct {

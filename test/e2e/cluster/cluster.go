@@ -224,15 +224,15 @@ func (c *Cluster) start(name string, bin string, args ...string) (*proc.Process,
 	return p, nil
 }
 
-// Logs returns the last max bytes of a component's log ("etcd",
+// Logs returns the last n bytes of a component's log ("etcd",
 // "kube-apiserver", "kubelet", ...).
-func (c *Cluster) Logs(name string, max int) string {
+func (c *Cluster) Logs(name string, n int) string {
 	b, err := os.ReadFile(filepath.Join(c.cfg.WorkDir, "logs", name+".log"))
 	if err != nil {
 		return err.Error()
 	}
-	if len(b) > max {
-		b = b[len(b)-max:]
+	if len(b) > n {
+		b = b[len(b)-n:]
 	}
 	return string(b)
 }

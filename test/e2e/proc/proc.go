@@ -77,14 +77,14 @@ func (p *Process) Stop(grace time.Duration) error {
 	}
 }
 
-// LogTail returns the last max bytes of the process's log.
-func (p *Process) LogTail(max int) string {
+// LogTail returns the last n bytes of the process's log.
+func (p *Process) LogTail(n int) string {
 	b, err := os.ReadFile(p.LogPath)
 	if err != nil {
 		return err.Error()
 	}
-	if len(b) > max {
-		b = b[len(b)-max:]
+	if len(b) > n {
+		b = b[len(b)-n:]
 	}
 	return string(b)
 }

@@ -377,14 +377,14 @@ func (h *Harness) ContainerdPID() int {
 	return h.cmd.Process.Pid
 }
 
-// ContainerdLog returns the last max bytes of containerd's log.
-func (h *Harness) ContainerdLog(max int) string {
+// ContainerdLog returns the last n bytes of containerd's log.
+func (h *Harness) ContainerdLog(n int) string {
 	b, err := os.ReadFile(filepath.Join(h.RuntimeDir, "containerd.log"))
 	if err != nil {
 		return ""
 	}
-	if len(b) > max {
-		b = b[len(b)-max:]
+	if len(b) > n {
+		b = b[len(b)-n:]
 	}
 	return string(b)
 }
@@ -547,9 +547,9 @@ func (h *Harness) waitReady(ctx context.Context, exited <-chan struct{}) (*cri.C
 			h.mu.Lock()
 			err := h.exitErr
 			h.mu.Unlock()
-			return nil, fmt.Errorf("containerd exited: %v", err)
+			return nil, fmt.Errorf("containerd exited: %w", err)
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%w (last: %v)", ctx.Err(), lastErr)
+			return nil, fmt.Errorf("%w (last: %w)", ctx.Err(), lastErr)
 		case <-tick.C:
 		}
 		if _, err := os.Stat(h.Socket); err != nil {

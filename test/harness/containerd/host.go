@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/podchron/podchron/internal/cgroupfs"
 	"io/fs"
 	"log/slog"
 	"math/rand/v2"
@@ -22,6 +21,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/podchron/podchron/internal/cgroupfs"
 
 	"golang.org/x/sys/unix"
 )

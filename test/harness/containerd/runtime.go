@@ -85,7 +85,7 @@ func ResolveRuntime(ctx context.Context, spec string) (Runtime, error) {
 		}
 		p, err := buildUpstreamRunc(ctx)
 		if err != nil {
-			return Runtime{}, fmt.Errorf("%w: runtime runc-upstream: $%s unset and scripts/build-runc.sh failed: %v",
+			return Runtime{}, fmt.Errorf("%w: runtime runc-upstream: $%s unset and scripts/build-runc.sh failed: %w",
 				ErrRequirements, RuncUpstreamEnv, err)
 		}
 		return Runtime{Name: spec, Binary: p}, nil
@@ -129,7 +129,7 @@ func crunHostProblem() error {
 
 func installedRuntime(name, bin, hint string) (Runtime, error) {
 	if err := checkExecutable(bin); err != nil {
-		return Runtime{}, fmt.Errorf("%w: runtime %s: %v (%s)", ErrRequirements, name, err, hint)
+		return Runtime{}, fmt.Errorf("%w: runtime %s: %w (%s)", ErrRequirements, name, err, hint)
 	}
 	return Runtime{Name: name, Binary: bin}, nil
 }
@@ -295,7 +295,7 @@ func (cfg Config) resolveRuntime(ctx context.Context) (Runtime, error) {
 	switch {
 	case r.Binary != "":
 		if err := checkExecutable(r.Binary); err != nil {
-			return Runtime{}, fmt.Errorf("%w: runtime %s: %v", ErrRequirements, r, err)
+			return Runtime{}, fmt.Errorf("%w: runtime %s: %w", ErrRequirements, r, err)
 		}
 		if r.Name == "" {
 			r.Name = r.Binary
