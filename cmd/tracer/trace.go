@@ -181,7 +181,7 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer closeProbes()
-	health.SetReady("kernel", true, "")
+	health.SetReady(pipeline.SourceKernel, true, "")
 	layout := p.Layout()
 	collectors := []prometheus.Collector{rec,
 		metrics.NewProbeCollector(p.Counters, log),
@@ -215,25 +215,27 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 	// only for them), so how late each is does not change the spans.
 	progress := []string{correlate.SourceKernel}
 	if !f.noRuntime {
-		sources["runtime"] = runtimeSource(f.runtime, health, log)
+		// Each poll's changes, then the poll's time as the runtime's
+		// progress.
+		sources[pipeline.SourceRuntime] = pipeline.CRI(cri.WatchConfig{Endpoint: f.runtime, Logger: log}, progressEvery)
 		progress = append(progress, correlate.SourceRuntime)
 	} else {
-		health.SetReady("runtime", false, "disabled by --no-runtime")
+		health.SetReady(pipeline.SourceRuntime, false, "disabled by --no-runtime")
 	}
 	if !f.noAPI {
-		if src, err := apiSource(&f, health, log); err != nil {
+		if w, err := apiWatcher(&f, log); err != nil {
 			log.Warn("no API server: tracing from kernel and runtime facts only (traces are marked degraded)", "err", err)
-			health.SetReady("apiserver", false, err.Error())
+			health.SetReady(pipeline.SourceAPI, false, err.Error())
 			seed = append(seed, correlate.Input{Time: time.Now(), API: &correlate.APIStatus{Available: false, Since: time.Now(), Err: err.Error()}})
 		} else {
 			// The watcher stamps each fact as it sends it: nothing in
 			// flight is progress (less a margin for a fact stamped but
 			// not yet handed over).
-			sources["apiserver"] = pipeline.WithProgress(correlate.SourceAPI, src, progressEvery, 50*time.Millisecond, nil)
+			sources[pipeline.SourceAPI] = pipeline.WithProgress(correlate.SourceAPI, w.Run, progressEvery, 50*time.Millisecond, nil)
 			progress = append(progress, correlate.SourceAPI)
 		}
 	} else {
-		health.SetReady("apiserver", false, "disabled by --no-api")
+		health.SetReady(pipeline.SourceAPI, false, "disabled by --no-api")
 	}
 
 	var rw *record.Writer
@@ -273,56 +275,17 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 	return err
 }
 
-func runtimeSource(endpoint string, health *metrics.Health, log *slog.Logger) pipeline.Source {
-	return func(ctx context.Context, out chan<- correlate.Input) error {
-		evs, w := cri.Watch(ctx, cri.WatchConfig{Endpoint: endpoint, Logger: log}, 1024)
-		// Each poll's changes, then the poll's time as the runtime's
-		// progress.
-		return pipeline.RuntimeSource(evs, w.Latest, progressEvery, func(e cri.Event) {
-			switch e.Type {
-			case cri.EventRuntimeUnavailable:
-				health.SetReady("runtime", false, e.Gap.String())
-			default:
-				health.SetReady("runtime", true, "")
-			}
-		}, nil)(ctx, out)
-	}
-}
-
 // progressEvery is how often the runtime and API sources report progress
 // (the model waits for it: see correlate.Progress).
 const progressEvery = 100 * time.Millisecond
 
-func apiSource(f *traceFlags, health *metrics.Health, log *slog.Logger) (pipeline.Source, error) {
+// apiWatcher is the API server source: this node's pods and their Events.
+func apiWatcher(f *traceFlags, log *slog.Logger) (*watcher.Watcher, error) {
 	client, err := watcher.NewClient(f.kubeconfig)
 	if err != nil {
 		return nil, err
 	}
-	w, err := watcher.New(watcher.Config{Client: client, NodeName: f.node, Logger: log})
-	if err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context, out chan<- correlate.Input) error {
-		// Mirror the watcher's API status into health, passing inputs on.
-		mid := make(chan correlate.Input, 256)
-		done := make(chan error, 1)
-		go func() { done <- w.Run(ctx, mid) }()
-		for {
-			select {
-			case in := <-mid:
-				if in.API != nil {
-					health.SetReady("apiserver", in.API.Available, in.API.Err)
-				}
-				select {
-				case out <- in:
-				case <-ctx.Done():
-					return <-done
-				}
-			case err := <-done:
-				return err
-			}
-		}
-	}, nil
+	return watcher.New(watcher.Config{Client: client, NodeName: f.node, Logger: log})
 }
 
 // runReplay feeds a recorded stream through the model.

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/podchron/podchron/internal/cri"
 	"github.com/podchron/podchron/internal/probe/event"
 
 	"github.com/podchron/podchron/internal/correlate"
@@ -47,7 +48,9 @@ type Config struct {
 	Buffer int
 	// Heartbeat is called after each input and tick (health checks).
 	Heartbeat func()
-	// SourceState reports a source failing or recovering.
+	// SourceState reports a source failing or recovering: a source that
+	// stopped, and what the sources say of their upstream (the API
+	// server's reachability, the runtime's gaps), mirrored from the inputs.
 	SourceState func(name string, ok bool, reason string)
 	Logger      *slog.Logger
 	// Progress names the sources that report progress (correlate.Progress):
@@ -93,7 +96,9 @@ func Run(ctx context.Context, cfg Config) error {
 	// the reader read to be handled, whatever else is queued.
 	var kernelSent atomic.Uint64
 	var kernelHandled uint64
+	health := sourceHealth{report: cfg.SourceState}
 	handle := func(in correlate.Input) {
+		health.observe(in)
 		if cfg.Record != nil {
 			if err := cfg.Record.Write(in); err != nil {
 				log.Warn("record input", "err", err)
@@ -135,7 +140,7 @@ func Run(ctx context.Context, cfg Config) error {
 				if cfg.SourceState != nil {
 					cfg.SourceState(name, false, err.Error())
 				}
-				if name == "kernel" {
+				if name == SourceKernel {
 					errc <- fmt.Errorf("kernel source: %w", err)
 				}
 			}
@@ -146,7 +151,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// 0 while it hands an event over.
 	var waiting atomic.Uint64
 	if cfg.Kernel != nil {
-		start("kernel", func(ctx context.Context, out chan<- correlate.Input) error {
+		start(SourceKernel, func(ctx context.Context, out chan<- correlate.Input) error {
 			// While events flow, the ring buffer's order is the kernel's
 			// progress: records are read in the order they were reserved,
 			// each stamped just before, so once an event is handed over,
@@ -286,3 +291,40 @@ func (k *idleCheck) check(now time.Time, wait uint64, unhandled bool, pending fu
 	}
 	return time.Time{}, false
 }
+
+// sourceHealth mirrors what the inputs say of their sources' upstreams into
+// Config.SourceState: the API server's status (correlate.APIStatus) and the
+// runtime's reachability (cri.EventRuntimeUnavailable, then any other
+// runtime event). Only changes are reported.
+type sourceHealth struct {
+	report  func(name string, ok bool, reason string)
+	runtime *bool
+}
+
+func (h *sourceHealth) observe(in correlate.Input) {
+	if h.report == nil {
+		return
+	}
+	switch {
+	case in.API != nil:
+		h.report(SourceAPI, in.API.Available, in.API.Err)
+	case in.Runtime != nil:
+		up := in.Runtime.Type != cri.EventRuntimeUnavailable
+		if h.runtime != nil && *h.runtime == up {
+			return
+		}
+		h.runtime = &up
+		reason := ""
+		if !up && in.Runtime.Gap != nil {
+			reason = in.Runtime.Gap.String()
+		}
+		h.report(SourceRuntime, up, reason)
+	}
+}
+
+// The sources' names, as Config.Sources and SourceState use them.
+const (
+	SourceKernel  = "kernel"
+	SourceRuntime = "runtime"
+	SourceAPI     = "apiserver"
+)

@@ -13,8 +13,8 @@ import (
 // runtime's view is complete up to that poll's snapshot time (the watcher
 // publishes a snapshot as Latest only after sending its changes). A poll
 // that found nothing new is progress too, which a stream of changes alone
-// would not show. onEvent, if set, sees every event first (health).
-func RuntimeSource(events <-chan cri.Event, latest func() *cri.Snapshot, every time.Duration, onEvent func(cri.Event), now func() time.Time) Source {
+// would not show.
+func RuntimeSource(events <-chan cri.Event, latest func() *cri.Snapshot, every time.Duration, now func() time.Time) Source {
 	if now == nil {
 		now = time.Now
 	}
@@ -52,9 +52,6 @@ func RuntimeSource(events <-chan cri.Event, latest func() *cri.Snapshot, every t
 				if !ok {
 					return nil
 				}
-				if onEvent != nil {
-					onEvent(ev)
-				}
 				e := ev
 				if !send(correlate.Input{Time: now(), Runtime: &e}) || !progress() {
 					return nil
@@ -65,6 +62,15 @@ func RuntimeSource(events <-chan cri.Event, latest func() *cri.Snapshot, every t
 				}
 			}
 		}
+	}
+}
+
+// CRI is the runtime source: the CRI watcher (cri.Watch) polling the
+// runtime, its changes as inputs and each poll as the runtime's progress.
+func CRI(cfg cri.WatchConfig, every time.Duration) Source {
+	return func(ctx context.Context, out chan<- correlate.Input) error {
+		evs, w := cri.Watch(ctx, cfg, 1024)
+		return RuntimeSource(evs, w.Latest, every, nil)(ctx, out)
 	}
 }
 

@@ -115,7 +115,7 @@ func TestRuntimeSourceProgress(t *testing.T) {
 	out := make(chan correlate.Input, 64)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- RuntimeSource(events, latest, 5*time.Millisecond, nil, nil)(ctx, out) }()
+	go func() { done <- RuntimeSource(events, latest, 5*time.Millisecond, nil)(ctx, out) }()
 	poll(t0, cri.Event{Type: cri.EventContainerCreated, At: t0.Add(-time.Second), Observed: t0, Container: &cri.Container{ID: "c1"}})
 	time.Sleep(50 * time.Millisecond)
 	poll(t0.Add(time.Second)) // nothing new

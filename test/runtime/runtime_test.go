@@ -206,10 +206,7 @@ func start(t *testing.T, rt containerd.Runtime, scenario string, extra ...correl
 // criSource is the tracer's runtime source: the CRI watcher's changes, then
 // each poll's snapshot time as the runtime's progress.
 func criSource(endpoint string) pipeline.Source {
-	return func(ctx context.Context, out chan<- correlate.Input) error {
-		evs, w := cri.Watch(ctx, cri.WatchConfig{Endpoint: endpoint, Interval: 200 * time.Millisecond}, 256)
-		return pipeline.RuntimeSource(evs, w.Latest, 250*time.Millisecond, nil, nil)(ctx, out)
-	}
+	return pipeline.CRI(cri.WatchConfig{Endpoint: endpoint, Interval: 200 * time.Millisecond}, 250*time.Millisecond)
 }
 
 // gracefulPod runs a pod whose container handles SIGTERM, stops it the way

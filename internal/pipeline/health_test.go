@@ -1,0 +1,41 @@
+package pipeline
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/cri"
+)
+
+// The sources' health is the pipeline's reading of their inputs: the API
+// server's status as the watcher reports it, the runtime down from its
+// first RuntimeUnavailable to its next event; changes only.
+func TestSourceHealthFromInputs(t *testing.T) {
+	var got []string
+	h := sourceHealth{report: func(name string, ok bool, reason string) {
+		got = append(got, name+" "+map[bool]string{true: "up", false: "down"}[ok]+" "+reason)
+	}}
+	since := time.Date(2026, 11, 24, 7, 0, 0, 0, time.UTC)
+	for _, in := range []correlate.Input{
+		{Runtime: &cri.Event{Type: cri.EventContainerCreated}},
+		{Runtime: &cri.Event{Type: cri.EventContainerStarted}},
+		{Runtime: &cri.Event{Type: cri.EventRuntimeUnavailable, Gap: &cri.Gap{Since: since, Err: errRefused}}},
+		{Runtime: &cri.Event{Type: cri.EventRuntimeUnavailable, Gap: &cri.Gap{Since: since, Err: errRefused}}},
+		{Runtime: &cri.Event{Type: cri.EventRuntimeAvailable}},
+		{API: &correlate.APIStatus{Available: false, Err: "forbidden"}},
+		{API: &correlate.APIStatus{Available: true}},
+		{Kernel: nil, Tick: true},
+	} {
+		h.observe(in)
+	}
+	down := (&cri.Gap{Since: since, Err: errRefused}).String()
+	want := []string{"runtime up ", "runtime down " + down, "runtime up ", "apiserver down forbidden", "apiserver up "}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("reported\n  %q\nwant\n  %q", got, want)
+	}
+}
+
+var errRefused = errors.New("connection refused")
