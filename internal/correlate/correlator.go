@@ -28,7 +28,6 @@
 package correlate
 
 import (
-	"log/slog"
 	"time"
 
 	"github.com/podchron/podchron/internal/correlate/cgroupid"
@@ -50,9 +49,6 @@ type Config struct {
 	// pod.startup as an ERROR saying what it waits for (0: never give up;
 	// termination, a terminal phase or the pod's end still end it).
 	StartupTimeout time.Duration
-	// ReadyFallback: without an API server, a pod counts as started once all
-	// its known app containers have run this long (there is no readiness).
-	Logger *slog.Logger
 }
 
 // Stats are the correlator's own counters.
@@ -69,7 +65,6 @@ type Stats struct {
 type Correlator struct {
 	cfg    Config
 	parser *cgroupid.Parser
-	log    *slog.Logger
 
 	now        time.Time
 	timersAt   time.Time // when timers next run
@@ -120,13 +115,9 @@ func New(cfg Config) *Correlator {
 	if cfg.StuckAfter == 0 {
 		cfg.StuckAfter = 30 * time.Second
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
 	return &Correlator{
 		cfg:        cfg,
 		parser:     cgroupid.NewParser(cfg.CgroupRoots...),
-		log:        cfg.Logger,
 		cgroups:    map[uint64]*cgroupRef{},
 		memcgOOMs:  map[uint64]uint64{},
 		pods:       map[string]*pod{},
