@@ -57,7 +57,7 @@ HELM_ENV = PODCHRON_HELM="$$(bash scripts/build-helm.sh)"
 helm: ## build Helm (and crane, the OCI registry the chart test pushes to) from the Go module proxy (cached; prints Helm's path)
 	bash scripts/build-helm.sh
 
-test: deps check-generate runc-upstream helm ## everything CI runs (root): unit, real-kernel, containerd (runc, upstream runc, crun), under load, guest-kernel (5.10, 6.1, 6.12) and real-cluster tests
+test: deps check-generate runc-upstream helm ## everything CI runs (root): unit, real-kernel, containerd (runc, upstream runc, crun), under load, guest-kernel (5.10, 6.1, 6.12), real-cluster tests and the short scale test
 	$(RUNTIME_MATRIX_ENV) bash scripts/versions.sh
 	$(GO) vet ./...
 	$(MAKE) portable lint
@@ -66,6 +66,7 @@ test: deps check-generate runc-upstream helm ## everything CI runs (root): unit,
 	$(MAKE) test-load
 	$(MAKE) test-vm
 	PODCHRON_TEST_LOAD=1 $(MAKE) e2e
+	$(MAKE) scale SCALE_SHORT=1
 
 test-load: build runc-upstream ## under background CPU load (test/load; root): the containerd tests, then the self-checking demo on each runtime
 	@mkdir -p $(BIN) && rm -f $(RUNTIME_REPORT)
