@@ -244,9 +244,9 @@ func inOrder(spans ...*backends.Span) error {
 	return nil
 }
 
-func sane(s *backends.Span, max time.Duration) error {
-	if s.Duration <= 0 || s.Duration > max {
-		return fmt.Errorf("%s lasted %s, want (0, %s]", s.Name, s.Duration, max)
+func sane(s *backends.Span, limit time.Duration) error {
+	if s.Duration <= 0 || s.Duration > limit {
+		return fmt.Errorf("%s lasted %s, want (0, %s]", s.Name, s.Duration, limit)
 	}
 	return nil
 }

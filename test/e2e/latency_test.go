@@ -108,8 +108,8 @@ func (e *env) spanLatency(t *testing.T) {
 		sort.Slice(l, func(a, b int) bool { return l[a] < l[b] })
 		summary = append(summary, fmt.Sprintf("%s median %s max %s", n,
 			l[len(l)/2].Round(time.Millisecond), l[len(l)-1].Round(time.Millisecond)))
-		if max := l[len(l)-1]; asserted[n] && max > maxSpanLatency {
-			t.Errorf("%s: readable from Jaeger up to %s after its phase ended, want <= %s (all: %v)", n, max.Round(time.Millisecond), maxSpanLatency, l)
+		if worst := l[len(l)-1]; asserted[n] && worst > maxSpanLatency {
+			t.Errorf("%s: readable from Jaeger up to %s after its phase ended, want <= %s (all: %v)", n, worst.Round(time.Millisecond), maxSpanLatency, l)
 		}
 	}
 	t.Logf("span latency, phase end -> readable from Jaeger (%d pods, 100 ms polls; target %s, asserted for pod.termination and pod): %s",
