@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -200,7 +202,7 @@ func only(tr *backends.Trace, name string, where ...func(*backends.Span) bool) (
 }
 
 func ctrName(n string) func(*backends.Span) bool {
-	return func(s *backends.Span) bool { return s.Str("k8s.container.name") == n }
+	return func(s *backends.Span) bool { return s.Str(names.K8sContainerName) == n }
 }
 
 func attr(s *backends.Span, key, want string) error {
@@ -316,12 +318,12 @@ func (e *env) startupAndGracefulDelete(t *testing.T) {
 	// 1. The start-up trace, exported when the pod became Ready.
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
-		startup := pk.one("pod.startup")
-		sched := pk.one("pod.scheduling")
-		sandbox := pk.one("pod.sandbox")
-		init := pk.one("container.init", ctrName("init"))
-		start := pk.one("container.start", ctrName("app"))
-		post := pk.one("container.poststart", ctrName("app"))
+		startup := pk.one(names.SpanPodStartup)
+		sched := pk.one(names.SpanPodScheduling)
+		sandbox := pk.one(names.SpanPodSandbox)
+		init := pk.one(names.SpanContainerInit, ctrName("init"))
+		start := pk.one(names.SpanContainerStart, ctrName("app"))
+		post := pk.one(names.SpanContainerPostStart, ctrName("app"))
 		if pk.err != nil {
 			return pk.err
 		}
@@ -332,7 +334,7 @@ func (e *env) startupAndGracefulDelete(t *testing.T) {
 		cni := tr.Find(func(s *backends.Span) bool { return strings.HasPrefix(s.Name, "cni.ADD ") })
 		plugins := map[string]bool{}
 		for _, s := range cni {
-			if err := firstErr(childOf(tr, s, sandbox), attr(s, "process.exit.code", "0")); err != nil {
+			if err := firstErr(childOf(tr, s, sandbox), attr(s, names.ProcessExitCode, "0")); err != nil {
 				return err
 			}
 			plugins[strings.TrimPrefix(s.Name, "cni.ADD ")] = true
@@ -343,10 +345,10 @@ func (e *env) startupAndGracefulDelete(t *testing.T) {
 			}
 		}
 		lastProbe := probes[len(probes)-1]
-		return firstErr(attr(startup, "podchron.owner.kind", "ReplicaSet"),
+		return firstErr(attr(startup, names.OwnerKind, "ReplicaSet"),
 			childOf(tr, sched, startup), childOf(tr, sandbox, startup), childOf(tr, init, startup),
 			childOf(tr, start, startup), childOf(tr, post, startup),
-			attr(init, "process.exit.code", "0"),
+			attr(init, names.ProcessExitCode, "0"),
 			inOrder(sched, sandbox, init, start), inOrder(start, post), inOrder(post, lastProbe),
 			sane(startup, 60*time.Second), sane(sandbox, 20*time.Second), sane(init, 5*time.Second),
 			sane(post, 5*time.Second), sane(lastProbe, 5*time.Second),
@@ -365,8 +367,8 @@ func (e *env) startupAndGracefulDelete(t *testing.T) {
 		)
 	})
 	report(t, tr)
-	startup, _ := only(tr, "pod.startup")
-	sandbox, _ := only(tr, "pod.sandbox")
+	startup, _ := only(tr, names.SpanPodStartup)
+	sandbox, _ := only(tr, names.SpanPodSandbox)
 	t.Logf("scenario 1: startup %s, sandbox %s", startup.Duration.Round(time.Millisecond), sandbox.Duration.Round(time.Millisecond))
 
 	// Prometheus: the startup histogram has this pod, by owner kind.
@@ -383,9 +385,9 @@ func (e *env) startupAndGracefulDelete(t *testing.T) {
 	tr = e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
 		pk.one("pod")
-		term := pk.one("pod.termination")
-		stop := pk.one("container.stop", ctrName("app"))
-		run := pk.one("container.run", ctrName("app"))
+		term := pk.one(names.SpanPodTermination)
+		stop := pk.one(names.SpanContainerStop, ctrName("app"))
+		run := pk.one(names.SpanContainerRun, ctrName("app"))
 		if pk.err != nil {
 			return pk.err
 		}
@@ -399,15 +401,15 @@ func (e *env) startupAndGracefulDelete(t *testing.T) {
 			}
 		}
 		return firstErr(childOf(tr, stop, term),
-			attr(stop, "podchron.signal", "SIGTERM"), attr(stop, "podchron.signal.disposition", "handler"),
-			attr(stop, "podchron.signal.sender.kind", "runtime"), attr(stop, "podchron.sigkill", "false"),
-			attr(term, "podchron.grace_period.overrun", "false"), attr(term, "podchron.grace_period.seconds", "10"),
-			attr(run, "podchron.exit.cause", "completed"), attr(run, "process.exit.code", "0"),
+			attr(stop, names.Signal, "SIGTERM"), attr(stop, names.SignalDisposition, "handler"),
+			attr(stop, names.SignalSenderKind, "runtime"), attr(stop, names.Sigkill, "false"),
+			attr(term, names.GracePeriodOverrun, "false"), attr(term, names.GracePeriodSeconds, "10"),
+			attr(run, names.ExitCause, "completed"), attr(run, names.ProcessExitCode, "0"),
 			sane(stop, 2*time.Second), sane(term, 30*time.Second))
 	})
 	report(t, tr)
-	term, _ := only(tr, "pod.termination")
-	stop, _ := only(tr, "container.stop")
+	term, _ := only(tr, names.SpanPodTermination)
+	stop, _ := only(tr, names.SpanContainerStop)
 	t.Logf("scenario 2: termination %s, SIGTERM→exit %s", term.Duration.Round(time.Millisecond), stop.Duration)
 	e.metric(t, fmt.Sprintf(`podchron_pod_terminations_total{namespace=%q,overrun="false"}`, ns), time.Minute,
 		func(v float64) bool { return v >= 1 })
@@ -435,18 +437,18 @@ func (e *env) overrun(t *testing.T) {
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
 		pk.one("pod")
-		term := pk.one("pod.termination")
-		pre := pk.one("container.prestop", ctrName("app"))
-		stop := pk.one("container.stop", ctrName("app"))
-		run := pk.one("container.run", ctrName("app"))
+		term := pk.one(names.SpanPodTermination)
+		pre := pk.one(names.SpanContainerPreStop, ctrName("app"))
+		stop := pk.one(names.SpanContainerStop, ctrName("app"))
+		run := pk.one(names.SpanContainerRun, ctrName("app"))
 		if pk.err != nil {
 			return pk.err
 		}
 		return firstErr(childOf(tr, pre, term), childOf(tr, stop, term), inOrder(pre, stop),
-			attr(stop, "podchron.signal.disposition", "ignored"), attr(stop, "podchron.sigkill", "true"),
-			attr(stop, "podchron.signal.sender.kind", "runtime"), attr(stop, "podchron.grace_period.overrun", "true"),
-			attr(term, "podchron.grace_period.overrun", "true"),
-			attr(run, "podchron.exit.cause", "killed_by_runtime"), attr(run, "podchron.signal.sender.kind", "runtime"),
+			attr(stop, names.SignalDisposition, "ignored"), attr(stop, names.Sigkill, "true"),
+			attr(stop, names.SignalSenderKind, "runtime"), attr(stop, names.GracePeriodOverrun, "true"),
+			attr(term, names.GracePeriodOverrun, "true"),
+			attr(run, names.ExitCause, "killed_by_runtime"), attr(run, names.SignalSenderKind, "runtime"),
 			func() error {
 				if !term.Error || !stop.Error {
 					return errors.New("pod.termination and container.stop should have error status")
@@ -468,8 +470,8 @@ func (e *env) overrun(t *testing.T) {
 			}())
 	})
 	report(t, tr)
-	term, _ := only(tr, "pod.termination")
-	stop, _ := only(tr, "container.stop")
+	term, _ := only(tr, names.SpanPodTermination)
+	stop, _ := only(tr, names.SpanContainerStop)
 	t.Logf("scenario 3: termination %s, SIGTERM→SIGKILL %s (%s)", term.Duration.Round(time.Millisecond),
 		stop.Duration.Round(time.Millisecond), stop.Str("otel.status_description"))
 	a := e.alert(t, "PodchronGracePeriodOverruns", "firing", map[string]string{"namespace": ns}, 2*time.Minute)
@@ -519,21 +521,23 @@ func (e *env) oomKill(t *testing.T) {
 				})
 				t.Logf("scenario 4: pod %s status %s", tc.name, podSummary(p))
 				tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
-					runs := tr.Find(func(s *backends.Span) bool { return s.Name == "container.run" && s.Str("k8s.container.name") == "hog" })
+					runs := tr.Find(func(s *backends.Span) bool {
+						return s.Name == names.SpanContainerRun && s.Str(names.K8sContainerName) == "hog"
+					})
 					if len(runs) == 0 {
 						return errors.New("no container.run span")
 					}
 					r := runs[0]
-					if err := firstErr(attr(r, "podchron.exit.cause", "oom_killed"), attr(r, "podchron.oom.scope", tc.scope)); err != nil {
+					if err := firstErr(attr(r, names.ExitCause, "oom_killed"), attr(r, names.OOMScope, tc.scope)); err != nil {
 						return err
 					}
 					// The cgroup whose limit ran out, by its path: the pod's
 					// (…/pod<uid>) or the container's (…/<container id>).
 					want := "pod" + string(pod.UID)
 					if tc.scope == "container" {
-						want = r.Str("container.id")
+						want = r.Str(names.ContainerID)
 					}
-					if memcg := r.Str("podchron.oom.memcg"); want == "" || !strings.HasSuffix(memcg, "/"+want) {
+					if memcg := r.Str(names.OOMMemcg); want == "" || !strings.HasSuffix(memcg, "/"+want) {
 						return fmt.Errorf("podchron.oom.memcg=%q, want the cgroup …/%s", memcg, want)
 					}
 					if !r.Error {
@@ -541,14 +545,14 @@ func (e *env) oomKill(t *testing.T) {
 					}
 					oom := false
 					for _, ev := range r.Events {
-						oom = oom || ev.Name == "oom_kill"
+						oom = oom || ev.Name == names.EventOOMKill
 					}
 					if !oom {
 						return errors.New("no oom_kill event on the run")
 					}
 					// The restart: a backoff wait, then a second run (open until it
 					// ends: look for the backoff span, exported when the run starts).
-					if len(tr.Find(func(s *backends.Span) bool { return s.Name == "container.backoff" })) == 0 {
+					if len(tr.Find(func(s *backends.Span) bool { return s.Name == names.SpanContainerBackoff })) == 0 {
 						return errors.New("no container.backoff span for the restart")
 					}
 					return nil
@@ -585,16 +589,16 @@ func (e *env) crashLoop(t *testing.T) {
 	// 20 s, 40 s...
 	e.waitPod(t, ns, pod.Name, "restarted twice", 3*time.Minute, restarted(2))
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
-		runs := tr.Named("container.run")
+		runs := tr.Named(names.SpanContainerRun)
 		if len(runs) < 3 {
 			return fmt.Errorf("%d container.run spans, want 3", len(runs))
 		}
 		for _, r := range runs[:3] {
-			if err := firstErr(attr(r, "podchron.exit.cause", "error"), attr(r, "process.exit.code", "1")); err != nil {
+			if err := firstErr(attr(r, names.ExitCause, "error"), attr(r, names.ProcessExitCode, "1")); err != nil {
 				return err
 			}
 		}
-		bo := tr.Named("container.backoff")
+		bo := tr.Named(names.SpanContainerBackoff)
 		if len(bo) < 2 {
 			return fmt.Errorf("%d container.backoff spans, want 2", len(bo))
 		}
@@ -613,18 +617,18 @@ func (e *env) crashLoop(t *testing.T) {
 	// half a second each time), or, never Ready, given up (the e2e's 20 s)
 	// or at the deletion as an error naming the crashing container.
 	tr = e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
-		st, err := only(tr, "pod.startup")
+		st, err := only(tr, names.SpanPodStartup)
 		if err != nil || !st.Error {
 			return err
 		}
-		if r := st.Str("podchron.waiting.reason"); r != "CrashLoopBackOff" && r != "Terminated" {
+		if r := st.Str(names.WaitingReason); r != "CrashLoopBackOff" && r != "Terminated" {
 			return fmt.Errorf("pod.startup waiting reason %q", r)
 		}
-		return attr(st, "k8s.container.name", "app")
+		return attr(st, names.K8sContainerName, "app")
 	})
 	report(t, tr)
-	bo := tr.Named("container.backoff")
-	st, _ := only(tr, "pod.startup")
+	bo := tr.Named(names.SpanContainerBackoff)
+	st, _ := only(tr, names.SpanPodStartup)
 	t.Logf("scenario 5: back-off waits %s, %s; start-up %s", bo[0].Duration.Round(time.Millisecond), bo[1].Duration.Round(time.Millisecond),
 		st.Str("otel.status_description"))
 }
@@ -644,7 +648,7 @@ func (e *env) livenessRestart(t *testing.T) {
 	})
 	e.waitPod(t, ns, pod.Name, "restarted by liveness", 2*time.Minute, restarted(1))
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
-		runs := tr.Named("container.run")
+		runs := tr.Named(names.SpanContainerRun)
 		if len(runs) == 0 {
 			return errors.New("no container.run span")
 		}
@@ -653,7 +657,7 @@ func (e *env) livenessRestart(t *testing.T) {
 		if len(fails) == 0 {
 			return errors.New("no failed probe.liveness span")
 		}
-		return firstErr(attr(r, "podchron.exit.cause", "liveness_restart"), attr(r, "process.exit.code", "0"))
+		return firstErr(attr(r, names.ExitCause, "liveness_restart"), attr(r, names.ProcessExitCode, "0"))
 	})
 	report(t, tr)
 	e.deletePod(t, ns, pod.Name)
@@ -688,13 +692,13 @@ func (e *env) killInPod(t *testing.T) {
 		t.Fatalf("kubectl exec kill: %v\n%s", err, out)
 	}
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
-		r, err := only(tr, "container.run", ctrName("app"))
+		r, err := only(tr, names.SpanContainerRun, ctrName("app"))
 		if err != nil {
 			return err
 		}
-		return firstErr(attr(r, "podchron.exit.cause", "killed_in_pod"), attr(r, "podchron.signal.sender.kind", "in_pod"),
-			attr(r, "podchron.signal.sender.comm", "kill"), func() error {
-				if r.Str("podchron.signal.sender.pid") == "" || r.Str("podchron.signal.sender.pid") == "0" {
+		return firstErr(attr(r, names.ExitCause, "killed_in_pod"), attr(r, names.SignalSenderKind, "in_pod"),
+			attr(r, names.SignalSenderComm, "kill"), func() error {
+				if r.Str(names.SignalSenderPID) == "" || r.Str(names.SignalSenderPID) == "0" {
 					return errors.New("no sender pid")
 				}
 				return nil
@@ -723,13 +727,13 @@ func (e *env) forceDelete(t *testing.T) {
 	tr := e.trace(t, string(pod.UID), 2*time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
 		pk.one("pod")
-		term := pk.one("pod.termination")
-		run := pk.one("container.run", ctrName("app"))
+		term := pk.one(names.SpanPodTermination)
+		run := pk.one(names.SpanContainerRun, ctrName("app"))
 		if pk.err != nil {
 			return pk.err
 		}
-		return firstErr(attr(term, "podchron.termination.forced", "true"),
-			attr(run, "podchron.exit.cause", "killed_by_runtime"))
+		return firstErr(attr(term, names.TerminationForced, "true"),
+			attr(run, names.ExitCause, "killed_by_runtime"))
 	})
 	report(t, tr)
 }
@@ -758,13 +762,13 @@ func (e *env) stuckTerminating(t *testing.T) {
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
 		root := pk.one("pod")
-		term := pk.one("pod.termination")
+		term := pk.one(names.SpanPodTermination)
 		if pk.err != nil {
 			return pk.err
 		}
 		stuck := false
 		for _, ev := range root.Events {
-			stuck = stuck || ev.Name == "podchron.stuck_terminating"
+			stuck = stuck || ev.Name == names.EventStuckTerminating
 		}
 		if !stuck {
 			return errors.New("no podchron.stuck_terminating event on the pod span")
@@ -772,7 +776,7 @@ func (e *env) stuckTerminating(t *testing.T) {
 		if !term.Error {
 			return errors.New("stuck pod.termination should have error status")
 		}
-		return firstErr(attr(term, "podchron.termination.stuck", "true"), attr(root, "podchron.termination.stuck", "true"))
+		return firstErr(attr(term, names.TerminationStuck, "true"), attr(root, names.TerminationStuck, "true"))
 	})
 	report(t, tr)
 	e.metric(t, fmt.Sprintf(`podchron_pods_terminating_stuck{namespace=%q}`, ns), time.Minute, func(v float64) bool { return v == 0 })
@@ -788,7 +792,7 @@ func (e *env) tracerRestart(t *testing.T) {
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{container("app", sh(gracefulApp)...)}},
 	})
 	e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
-		_, err := only(tr, "pod.startup")
+		_, err := only(tr, names.SpanPodStartup)
 		return err
 	})
 	old, err := e.tracerPod("")
@@ -805,17 +809,17 @@ func (e *env) tracerRestart(t *testing.T) {
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
 		root := pk.one("pod")
-		term := pk.one("pod.termination")
-		startup := pk.one("pod.startup")
-		stop := pk.one("container.stop", ctrName("app"))
+		term := pk.one(names.SpanPodTermination)
+		startup := pk.one(names.SpanPodStartup)
+		stop := pk.one(names.SpanContainerStop, ctrName("app"))
 		if pk.err != nil {
 			return pk.err
 		}
 		// Span IDs are derived from the pod UID too: the new tracer's root
 		// is the parent the old tracer gave the start-up span.
 		return firstErr(childOf(tr, startup, root), childOf(tr, term, root), childOf(tr, stop, term),
-			attr(stop, "podchron.signal.disposition", "handler"), func() error {
-				if root.Str("podchron.observed_from") == "" {
+			attr(stop, names.SignalDisposition, "handler"), func() error {
+				if root.Str(names.ObservedFrom) == "" {
 					return errors.New("the restarted tracer's pod span should carry podchron.observed_from")
 				}
 				return nil
@@ -863,20 +867,20 @@ func (e *env) noAPIAccess(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if !strings.Contains(root.Str("podchron.degraded"), "apiserver") {
-			return fmt.Errorf("pod span podchron.degraded=%q, want the API server named", root.Str("podchron.degraded"))
+		if !strings.Contains(root.Str(names.Degraded), "apiserver") {
+			return fmt.Errorf("pod span podchron.degraded=%q, want the API server named", root.Str(names.Degraded))
 		}
 		pk := &pick{tr: tr}
-		pk.one("pod.sandbox")
-		stop := pk.one("container.stop", ctrName("app"))
+		pk.one(names.SpanPodSandbox)
+		stop := pk.one(names.SpanContainerStop, ctrName("app"))
 		if pk.err != nil {
 			return pk.err
 		}
 		if len(tr.Find(func(s *backends.Span) bool { return strings.HasPrefix(s.Name, "cni.") })) == 0 {
 			return errors.New("no CNI spans")
 		}
-		return firstErr(resAttr(root, "k8s.pod.name", "unseen-by-api"), resAttr(root, "k8s.namespace.name", ns),
-			attr(stop, "podchron.signal.disposition", "handler"))
+		return firstErr(resAttr(root, names.K8sPodName, "unseen-by-api"), resAttr(root, names.K8sNamespaceName, ns),
+			attr(stop, names.SignalDisposition, "handler"))
 	})
 	report(t, tr)
 	// Put RBAC back for whoever runs next.

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -76,7 +78,7 @@ func (e *env) spanLatency(t *testing.T) {
 			got, err := e.cs.CoreV1().Pods(ns).Get(e.ctx, name, metav1.GetOptions{})
 			return err == nil && podReady(got)
 		}
-		startup := e.pollSpans(t, traceID, 2*time.Minute, isReady, "pod.startup")
+		startup := e.pollSpans(t, traceID, 2*time.Minute, isReady, names.SpanPodStartup)
 		e.waitPod(t, ns, name, "Ready", time.Minute, ready)
 		// The pod is Ready and its start-up span is out: end it.
 		e.deletePod(t, ns, name)
@@ -84,7 +86,7 @@ func (e *env) spanLatency(t *testing.T) {
 			_, err := e.cs.CoreV1().Pods(ns).Get(e.ctx, name, metav1.GetOptions{})
 			return err != nil && strings.Contains(err.Error(), "not found")
 		}
-		ended := e.pollSpans(t, traceID, 2*time.Minute, isGone, "container.run", "pod.termination", "pod")
+		ended := e.pollSpans(t, traceID, 2*time.Minute, isGone, names.SpanContainerRun, names.SpanPodTermination, "pod")
 		e.waitGone(t, ns, name, time.Minute)
 		ended[0].api = time.Time{} // container.run ends at the kernel's exit
 		for _, s := range append(startup, ended...) {
@@ -97,13 +99,13 @@ func (e *env) spanLatency(t *testing.T) {
 			all = append(all, s)
 		}
 	}
-	asserted := map[string]bool{"pod.termination": true, "pod": true}
+	asserted := map[string]bool{names.SpanPodTermination: true, "pod": true}
 	byName := map[string][]time.Duration{}
 	for _, s := range all {
 		byName[s.name] = append(byName[s.name], s.latency)
 	}
 	var summary []string
-	for _, n := range []string{"pod.startup", "container.run", "pod.termination", "pod"} {
+	for _, n := range []string{names.SpanPodStartup, names.SpanContainerRun, names.SpanPodTermination, "pod"} {
 		l := byName[n]
 		sort.Slice(l, func(a, b int) bool { return l[a] < l[b] })
 		summary = append(summary, fmt.Sprintf("%s median %s max %s", n,

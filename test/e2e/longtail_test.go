@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -86,9 +88,9 @@ func (e *env) imagePullFailure(t *testing.T) {
 	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
-		st := pk.one("pod.startup")
-		sb := pk.one("pod.sandbox")
-		pull := pk.one("container.image_pull", ctrName("app"))
+		st := pk.one(names.SpanPodStartup)
+		sb := pk.one(names.SpanPodSandbox)
+		pull := pk.one(names.SpanContainerImagePull, ctrName("app"))
 		pk.one("pod")
 		if pk.err != nil {
 			return pk.err
@@ -96,7 +98,7 @@ func (e *env) imagePullFailure(t *testing.T) {
 		if len(tr.Find(func(s *backends.Span) bool { return strings.HasPrefix(s.Name, "cni.ADD ") })) == 0 {
 			return errors.New("no cni.ADD span")
 		}
-		reason := st.Str("podchron.waiting.reason")
+		reason := st.Str(names.WaitingReason)
 		if reason != "ImagePullBackOff" && reason != "ErrImagePull" {
 			return fmt.Errorf("pod.startup waiting reason %q", reason)
 		}
@@ -105,14 +107,14 @@ func (e *env) imagePullFailure(t *testing.T) {
 		}
 		// Ended by the deletion, or by the e2e's 20 s give-up if the
 		// back-off took that long.
-		if o := st.Str("podchron.startup.outcome"); o != "terminated" && o != "gave_up" {
+		if o := st.Str(names.StartupOutcome); o != "terminated" && o != "gave_up" {
 			return fmt.Errorf("pod.startup outcome %q", o)
 		}
-		return firstErr(childOf(tr, pull, st), childOf(tr, sb, st), attr(st, "k8s.container.name", "app"),
-			attr(pull, "container.image.name", app.Image))
+		return firstErr(childOf(tr, pull, st), childOf(tr, sb, st), attr(st, names.K8sContainerName, "app"),
+			attr(pull, names.ContainerImageName, app.Image))
 	})
 	report(t, tr)
-	st, _ := only(tr, "pod.startup")
+	st, _ := only(tr, names.SpanPodStartup)
 	t.Logf("scenario 10a: pod.startup %s: %s", st.Duration.Round(time.Millisecond), st.Str("otel.status_description"))
 }
 
@@ -131,17 +133,17 @@ func (e *env) configError(t *testing.T) {
 	time.Sleep(2 * time.Second) // the tracer sees the status too
 	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
-		st, err := only(tr, "pod.startup")
+		st, err := only(tr, names.SpanPodStartup)
 		if err != nil {
 			return err
 		}
 		if !st.Error || !strings.Contains(st.Str("otel.status_description"), "absent-settings") {
 			return fmt.Errorf("pod.startup error=%v %q", st.Error, st.Str("otel.status_description"))
 		}
-		if len(tr.Named("container.run")) != 0 {
+		if len(tr.Named(names.SpanContainerRun)) != 0 {
 			return errors.New("a container.run for a container that never ran")
 		}
-		return attr(st, "podchron.waiting.reason", "CreateContainerConfigError")
+		return attr(st, names.WaitingReason, "CreateContainerConfigError")
 	})
 	report(t, tr)
 }
@@ -169,15 +171,15 @@ func (e *env) jobBeforeReady(t *testing.T) {
 	// The start-up ends with the pod's work, long before the pod is gone.
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
-		st := pk.one("pod.startup")
-		run := pk.one("container.run", ctrName("work"))
+		st := pk.one(names.SpanPodStartup)
+		run := pk.one(names.SpanContainerRun, ctrName("work"))
 		if pk.err != nil {
 			return pk.err
 		}
 		if st.Error || run.Error {
 			return fmt.Errorf("errors: startup %v run %v", st.Error, run.Error)
 		}
-		return firstErr(attr(st, "podchron.startup.outcome", "completed"), attr(run, "podchron.exit.cause", "completed"))
+		return firstErr(attr(st, names.StartupOutcome, "completed"), attr(run, names.ExitCause, "completed"))
 	})
 	report(t, tr)
 	e.deletePod(t, ns, pod.Name)
@@ -196,17 +198,17 @@ func (e *env) gracefulExit143(t *testing.T) {
 	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
-		run := pk.one("container.run", ctrName("app"))
-		stop := pk.one("container.stop", ctrName("app"))
-		term := pk.one("pod.termination")
+		run := pk.one(names.SpanContainerRun, ctrName("app"))
+		stop := pk.one(names.SpanContainerStop, ctrName("app"))
+		term := pk.one(names.SpanPodTermination)
 		if pk.err != nil {
 			return pk.err
 		}
 		if run.Error || stop.Error || term.Error {
 			return fmt.Errorf("a graceful stop shown as an error: run %v stop %v termination %v", run.Error, stop.Error, term.Error)
 		}
-		return firstErr(attr(run, "podchron.exit.cause", "completed"), attr(run, "process.exit.code", "143"),
-			attr(stop, "podchron.signal", "SIGTERM"), attr(stop, "podchron.signal.disposition", "handler"))
+		return firstErr(attr(run, names.ExitCause, "completed"), attr(run, names.ProcessExitCode, "143"),
+			attr(stop, names.Signal, "SIGTERM"), attr(stop, names.SignalDisposition, "handler"))
 	})
 	report(t, tr)
 }
@@ -231,12 +233,12 @@ func (e *env) senderNamedRunc(t *testing.T) {
 		t.Fatalf("kubectl exec: %v\n%s", err, out)
 	}
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
-		r, err := only(tr, "container.run", ctrName("app"))
+		r, err := only(tr, names.SpanContainerRun, ctrName("app"))
 		if err != nil {
 			return err
 		}
-		return firstErr(attr(r, "podchron.exit.cause", "killed_in_pod"), attr(r, "podchron.signal.sender.kind", "in_pod"),
-			attr(r, "podchron.signal.sender.comm", "runc"))
+		return firstErr(attr(r, names.ExitCause, "killed_in_pod"), attr(r, names.SignalSenderKind, "in_pod"),
+			attr(r, names.SignalSenderComm, "runc"))
 	})
 	report(t, tr)
 	e.deletePod(t, ns, pod.Name)
@@ -262,21 +264,21 @@ func (e *env) childOOM(t *testing.T) {
 	})
 	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
-		r, err := only(tr, "container.run", ctrName("app"))
+		r, err := only(tr, names.SpanContainerRun, ctrName("app"))
 		if err != nil {
 			return err
 		}
 		// One container with a limit: the pod-level cgroup (same limit,
 		// plus the pause container) is the one that runs out.
-		if !hasEvent(r, "oom_kill", func(f map[string]any) bool {
-			return fmt.Sprint(f["podchron.oom.victim.comm"]) == "dd" && fmt.Sprint(f["podchron.oom.scope"]) == "pod"
+		if !hasEvent(r, names.EventOOMKill, func(f map[string]any) bool {
+			return fmt.Sprint(f[names.OOMVictimComm]) == "dd" && fmt.Sprint(f[names.OOMScope]) == "pod"
 		}) {
 			return errors.New("no oom_kill event naming the victim dd and the pod's limit (scope pod) on the run")
 		}
 		if r.Error {
 			return errors.New("the run is an error: its init was never OOM-killed")
 		}
-		return attr(r, "podchron.exit.cause", "completed")
+		return attr(r, names.ExitCause, "completed")
 	})
 	report(t, tr)
 }
@@ -309,21 +311,21 @@ func (e *env) overrunOnce(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
-		term, err := only(tr, "pod.termination")
+		term, err := only(tr, names.SpanPodTermination)
 		if err != nil {
 			return err
 		}
-		stops := tr.Named("container.stop")
+		stops := tr.Named(names.SpanContainerStop)
 		if len(stops) != 2 {
 			return fmt.Errorf("%d container.stop spans, want the liveness restart's and the deletion's", len(stops))
 		}
-		if stops[0].Str("podchron.sigkill") != "true" {
-			return fmt.Errorf("the liveness restart's stop: sigkill %q", stops[0].Str("podchron.sigkill"))
+		if stops[0].Str(names.Sigkill) != "true" {
+			return fmt.Errorf("the liveness restart's stop: sigkill %q", stops[0].Str(names.Sigkill))
 		}
 		if term.Error {
 			return fmt.Errorf("the clean deletion is an error: %s", term.Str("otel.status_description"))
 		}
-		return attr(term, "podchron.grace_period.overrun", "false")
+		return attr(term, names.GracePeriodOverrun, "false")
 	})
 	report(t, tr)
 }
@@ -344,16 +346,16 @@ func (e *env) evictionAPI(t *testing.T) {
 	e.waitGone(t, ns, pod.Name, time.Minute)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
-		run := pk.one("container.run", ctrName("app"))
-		term := pk.one("pod.termination")
+		run := pk.one(names.SpanContainerRun, ctrName("app"))
+		term := pk.one(names.SpanPodTermination)
 		if pk.err != nil {
 			return pk.err
 		}
 		if run.Error {
 			return errors.New("a drained container that stopped in time is shown as an error")
 		}
-		return firstErr(attr(run, "podchron.exit.cause", "evicted"), attr(run, "podchron.disruption.reason", "EvictionByEvictionAPI"),
-			attr(term, "podchron.termination.reason", "EvictionByEvictionAPI"))
+		return firstErr(attr(run, names.ExitCause, "evicted"), attr(run, names.DisruptionReason, "EvictionByEvictionAPI"),
+			attr(term, names.TerminationReason, "EvictionByEvictionAPI"))
 	})
 	report(t, tr)
 }
@@ -378,15 +380,15 @@ func (e *env) activeDeadline(t *testing.T) {
 	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
-		term := pk.one("pod.termination")
-		stop := pk.one("container.stop", ctrName("app"))
+		term := pk.one(names.SpanPodTermination)
+		stop := pk.one(names.SpanContainerStop, ctrName("app"))
 		if pk.err != nil {
 			return pk.err
 		}
 		if d := stop.Start.Sub(term.Start); d < 0 || d > time.Second {
 			return fmt.Errorf("the termination starts %s before the kubelet's stop", d)
 		}
-		return attr(term, "podchron.termination.reason", "DeadlineExceeded")
+		return attr(term, names.TerminationReason, "DeadlineExceeded")
 	})
 	report(t, tr)
 }
@@ -413,19 +415,19 @@ func (e *env) jobWithSidecar(t *testing.T) {
 	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
-		term := pk.one("pod.termination")
-		side := pk.one("container.run", ctrName("proxy"))
-		work := pk.one("container.run", ctrName("work"))
+		term := pk.one(names.SpanPodTermination)
+		side := pk.one(names.SpanContainerRun, ctrName("proxy"))
+		work := pk.one(names.SpanContainerRun, ctrName("work"))
 		if pk.err != nil {
 			return pk.err
 		}
 		if side.Error || work.Error {
-			return fmt.Errorf("errors: sidecar %v work %v (%s)", side.Error, work.Error, side.Str("podchron.exit.cause"))
+			return fmt.Errorf("errors: sidecar %v work %v (%s)", side.Error, work.Error, side.Str(names.ExitCause))
 		}
 		if !term.Start.After(work.End()) {
 			return fmt.Errorf("the termination starts %s, before the work ended %s", term.Start, work.End())
 		}
-		return firstErr(attr(term, "podchron.termination.reason", "Completed"), attr(work, "podchron.exit.cause", "completed"))
+		return firstErr(attr(term, names.TerminationReason, "Completed"), attr(work, names.ExitCause, "completed"))
 	})
 	report(t, tr)
 }
@@ -444,7 +446,7 @@ func (e *env) readinessNeverPasses(t *testing.T) {
 	// The tracer gives up after 20 s (the e2e's --startup-timeout): the
 	// failed start-up is in Jaeger while the pod still lives.
 	tr := e.trace(t, string(pod.UID), 90*time.Second, func(tr *backends.Trace) error {
-		st, err := only(tr, "pod.startup")
+		st, err := only(tr, names.SpanPodStartup)
 		if err != nil {
 			return err
 		}
@@ -457,8 +459,8 @@ func (e *env) readinessNeverPasses(t *testing.T) {
 		if n := len(tr.Find(func(s *backends.Span) bool { return s.Name == "probe.readiness" && s.Error })); n == 0 {
 			return errors.New("no failed probe.readiness span")
 		}
-		return firstErr(attr(st, "podchron.startup.outcome", "gave_up"), attr(st, "podchron.waiting.reason", "NotReady"),
-			attr(st, "k8s.container.name", "app"))
+		return firstErr(attr(st, names.StartupOutcome, "gave_up"), attr(st, names.WaitingReason, "NotReady"),
+			attr(st, names.K8sContainerName, "app"))
 	})
 	report(t, tr)
 	e.deletePod(t, ns, pod.Name)
@@ -484,32 +486,32 @@ func (e *env) initCrashLoop(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
-		st, err := only(tr, "pod.startup")
+		st, err := only(tr, names.SpanPodStartup)
 		if err != nil {
 			return err
 		}
-		inits := tr.Named("container.init")
+		inits := tr.Named(names.SpanContainerInit)
 		if len(inits) < 2 {
 			return fmt.Errorf("%d container.init spans, want the failed runs", len(inits))
 		}
 		for _, r := range inits {
-			if err := firstErr(childOf(tr, r, st), attr(r, "process.exit.code", "3")); err != nil {
+			if err := firstErr(childOf(tr, r, st), attr(r, names.ProcessExitCode, "3")); err != nil {
 				return err
 			}
 			if !r.Error {
 				return errors.New("a failed init run is not an error")
 			}
 		}
-		if len(tr.Named("container.backoff")) == 0 {
+		if len(tr.Named(names.SpanContainerBackoff)) == 0 {
 			return errors.New("no container.backoff between the init runs")
 		}
-		if r := st.Str("podchron.waiting.reason"); r != "CrashLoopBackOff" && r != "Terminated" {
+		if r := st.Str(names.WaitingReason); r != "CrashLoopBackOff" && r != "Terminated" {
 			return fmt.Errorf("pod.startup waiting reason %q", r)
 		}
 		if !st.Error {
 			return errors.New("pod.startup is not an error")
 		}
-		return attr(st, "k8s.container.name", "setup")
+		return attr(st, names.K8sContainerName, "setup")
 	})
 	report(t, tr)
 }
@@ -528,7 +530,7 @@ func (e *env) startupProbeRestart(t *testing.T) {
 		Spec: corev1.PodSpec{Containers: []corev1.Container{app}}})
 	e.waitPod(t, ns, pod.Name, "restarted by its startup probe", 2*time.Minute, restarted(1))
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
-		runs := tr.Named("container.run")
+		runs := tr.Named(names.SpanContainerRun)
 		if len(runs) == 0 {
 			return errors.New("no container.run span")
 		}
@@ -538,7 +540,7 @@ func (e *env) startupProbeRestart(t *testing.T) {
 		if len(tr.Find(func(s *backends.Span) bool { return s.Name == "probe.startup" && s.Error })) == 0 {
 			return errors.New("no failed probe.startup span")
 		}
-		return attr(runs[0], "podchron.exit.cause", "startup_probe_restart")
+		return attr(runs[0], names.ExitCause, "startup_probe_restart")
 	})
 	report(t, tr)
 	e.deletePod(t, ns, pod.Name)
@@ -577,7 +579,7 @@ func (e *env) runtimeRestart(t *testing.T) {
 			return errors.New("no root span yet")
 		}
 		for _, s := range tr.Spans {
-			if d := s.Str("podchron.degraded"); d != "" {
+			if d := s.Str(names.Degraded); d != "" {
 				return fmt.Errorf("%s of a pod created after the runtime came back is degraded: %s", s.Name, d)
 			}
 		}
@@ -589,10 +591,10 @@ func (e *env) runtimeRestart(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if !strings.Contains(root.Str("podchron.degraded"), "runtime unavailable") {
-			return fmt.Errorf("the root of a pod alive across the gap: degraded %q", root.Str("podchron.degraded"))
+		if !strings.Contains(root.Str(names.Degraded), "runtime unavailable") {
+			return fmt.Errorf("the root of a pod alive across the gap: degraded %q", root.Str(names.Degraded))
 		}
-		if !hasEvent(root, "podchron.runtime_gap", nil) {
+		if !hasEvent(root, names.EventRuntimeGap, nil) {
 			return errors.New("no podchron.runtime_gap event on the root")
 		}
 		return nil
@@ -626,7 +628,7 @@ func (e *env) spoofedEvent(t *testing.T) {
 	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
-		run := pk.one("container.run", ctrName("app"))
+		run := pk.one(names.SpanContainerRun, ctrName("app"))
 		root := pk.one("pod")
 		if pk.err != nil {
 			return pk.err
@@ -636,7 +638,7 @@ func (e *env) spoofedEvent(t *testing.T) {
 		if hasEvent(root, "k8s.Killing", func(f map[string]any) bool { return strings.Contains(fmt.Sprint(f["message"]), "liveness") }) {
 			return errors.New("the other namespace's Event is on the pod's trace")
 		}
-		return attr(run, "podchron.exit.cause", "completed")
+		return attr(run, names.ExitCause, "completed")
 	})
 	report(t, tr)
 }
@@ -691,14 +693,14 @@ spec:
 	tr := e.trace(t, hash, 90*time.Second, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
 		root := pk.one("pod")
-		pk.one("pod.startup")
-		term := pk.one("pod.termination")
-		run := pk.one("container.run", ctrName("app"))
+		pk.one(names.SpanPodStartup)
+		term := pk.one(names.SpanPodTermination)
+		run := pk.one(names.SpanContainerRun, ctrName("app"))
 		if pk.err != nil {
 			return pk.err
 		}
-		return firstErr(resAttr(root, "k8s.pod.uid", hash), resAttr(root, "podchron.pod.mirror_uid", string(second.UID)),
-			attr(term, "podchron.termination.reason", "StaticPodRemoved"), attr(run, "podchron.exit.cause", "completed"))
+		return firstErr(resAttr(root, names.K8sPodUID, hash), resAttr(root, names.PodMirrorUID, string(second.UID)),
+			attr(term, names.TerminationReason, "StaticPodRemoved"), attr(run, names.ExitCause, "completed"))
 	})
 	report(t, tr)
 	for _, m := range []*corev1.Pod{first, second} {
@@ -749,7 +751,7 @@ func (e *env) sandboxChanged(t *testing.T) {
 	})
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		re := tr.Find(func(s *backends.Span) bool {
-			return s.Name == "pod.sandbox" && s.Str("podchron.sandbox.recreated") == "true"
+			return s.Name == names.SpanPodSandbox && s.Str(names.SandboxRecreated) == "true"
 		})
 		if len(re) != 1 {
 			return fmt.Errorf("%d recreated pod.sandbox spans, want 1", len(re))
@@ -769,7 +771,7 @@ func (e *env) sandboxChanged(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if !hasEvent(root, "podchron.sandbox_changed", nil) {
+		if !hasEvent(root, names.EventSandboxChanged, nil) {
 			return errors.New("no podchron.sandbox_changed event on the root")
 		}
 		return nil
@@ -807,13 +809,13 @@ func (e *env) preemption(t *testing.T) {
 	e.waitPod(t, ns, high.Name, "Ready", 2*time.Minute, ready)
 	tr := e.trace(t, string(low.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
-		term := pk.one("pod.termination")
-		run := pk.one("container.run", ctrName("app"))
+		term := pk.one(names.SpanPodTermination)
+		run := pk.one(names.SpanContainerRun, ctrName("app"))
 		if pk.err != nil {
 			return pk.err
 		}
-		return firstErr(attr(term, "podchron.termination.reason", "PreemptionByScheduler"), attr(run, "podchron.exit.cause", "preempted"),
-			attr(run, "podchron.disruption.reason", "PreemptionByScheduler"))
+		return firstErr(attr(term, names.TerminationReason, "PreemptionByScheduler"), attr(run, names.ExitCause, "preempted"),
+			attr(run, names.DisruptionReason, "PreemptionByScheduler"))
 	})
 	report(t, tr)
 	e.deleteAndWait(t, ns, high.Name)
@@ -840,9 +842,9 @@ func (e *env) imageStopSignal(t *testing.T) {
 	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
-		stop := pk.one("container.stop", ctrName("app"))
-		run := pk.one("container.run", ctrName("app"))
-		term := pk.one("pod.termination")
+		stop := pk.one(names.SpanContainerStop, ctrName("app"))
+		run := pk.one(names.SpanContainerRun, ctrName("app"))
+		term := pk.one(names.SpanPodTermination)
 		if pk.err != nil {
 			return pk.err
 		}
@@ -852,8 +854,8 @@ func (e *env) imageStopSignal(t *testing.T) {
 		if stop.Duration > 3*time.Second {
 			return fmt.Errorf("the stop took %s: the SIGQUIT was not the stop", stop.Duration)
 		}
-		return firstErr(attr(stop, "podchron.signal", "SIGQUIT"), attr(stop, "podchron.signal.disposition", "handler"),
-			attr(stop, "podchron.sigkill", "false"), attr(run, "podchron.exit.cause", "completed"))
+		return firstErr(attr(stop, names.Signal, "SIGQUIT"), attr(stop, names.SignalDisposition, "handler"),
+			attr(stop, names.Sigkill, "false"), attr(run, names.ExitCause, "completed"))
 	})
 	report(t, tr)
 }

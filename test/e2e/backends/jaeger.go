@@ -20,6 +20,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podchron/podchron/internal/names"
+
 	"github.com/podchron/podchron/test/e2e/proc"
 )
 
@@ -398,7 +400,7 @@ func (t *Trace) String() string {
 func tagSummary(s *Span) string {
 	var parts []string
 	for k, v := range s.Tags {
-		if strings.HasPrefix(k, "podchron.") || strings.HasPrefix(k, "process.") || k == "k8s.container.name" || k == "otel.status_description" {
+		if strings.HasPrefix(k, "podchron.") || strings.HasPrefix(k, "process.") || k == names.K8sContainerName || k == "otel.status_description" {
 			parts = append(parts, fmt.Sprintf("%s=%v", k, v))
 		}
 	}
