@@ -1,7 +1,8 @@
 // Package deploy holds podchron's deployment files (Kubernetes manifests,
 // alert rules, dashboard, image build). Its tests check them: every YAML
 // decodes (strictly, into the Kubernetes API types where there are some),
-// the DaemonSet keeps its security properties, RBAC stays read-only, the
+// the DaemonSet keeps its security properties, RBAC is exactly what the
+// tracer calls, the
 // PrometheusRule is the plain rule file, promtool accepts and tests the
 // rules, and the dashboard and the rules only query metrics podchron
 // exports.
@@ -28,6 +29,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -215,6 +217,8 @@ func TestManifestsDecode(t *testing.T) {
 				v = &rbacv1.ClusterRoleBinding{}
 			case "apps/v1/DaemonSet":
 				v = &appsv1.DaemonSet{}
+			case "networking.k8s.io/v1/NetworkPolicy":
+				v = &networkingv1.NetworkPolicy{}
 			case "monitoring.coreos.com/v1/ServiceMonitor", "monitoring.coreos.com/v1/PrometheusRule":
 				v = &map[string]any{} // CRDs: checked in their own tests
 			case "kustomize.config.k8s.io/v1beta1/Kustomization", "kustomize.config.k8s.io/v1alpha1/Component":
@@ -227,7 +231,7 @@ func TestManifestsDecode(t *testing.T) {
 			strict(t, f, doc, v)
 		}
 	}
-	for _, k := range []string{"Namespace", "ResourceQuota", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "DaemonSet", "Service", "ServiceMonitor", "PrometheusRule", "Kustomization", "Component"} {
+	for _, k := range []string{"Namespace", "ResourceQuota", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "DaemonSet", "Service", "NetworkPolicy", "ServiceMonitor", "PrometheusRule", "Kustomization", "Component"} {
 		if !seen[k] {
 			t.Errorf("no %s found under deploy/", k)
 		}
@@ -251,11 +255,15 @@ func checkKustomization(t *testing.T, path string, doc []byte) {
 	}
 }
 
-// TestEveryManifestIsListed: a manifest no kustomization lists is never
-// deployed.
+// TestEveryManifestIsListed: a manifest no kustomization (or component)
+// lists is never deployed.
 func TestEveryManifestIsListed(t *testing.T) {
 	listed := map[string]bool{}
-	for _, k := range []string{"kustomization.yaml", "prometheus-operator/kustomization.yaml"} {
+	comps, err := filepath.Glob("components/*/kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range append([]string{"kustomization.yaml", "prometheus-operator/kustomization.yaml"}, comps...) {
 		var kz struct {
 			Resources []string `json:"resources"`
 		}
@@ -531,9 +539,52 @@ func TestDaemonSetShape(t *testing.T) {
 	}
 }
 
-func TestRBACReadOnly(t *testing.T) {
-	okVerbs := []string{"get", "list", "watch"}
-	okResources := map[string][]string{"pods": {""}, "events": {""}, "nodes": {""}}
+// rbacNeeded is every permission the tracer uses: internal/watcher's two
+// informers (pods of its node; events of each of those pods) only list and
+// watch. Nothing is fetched by name, nothing written, no node read.
+var rbacNeeded = map[string][]string{ // "group/resource" -> verbs
+	"/pods":   {"list", "watch"},
+	"/events": {"list", "watch"},
+}
+
+// checkClusterRole fails unless role grants exactly rbacNeeded: no other
+// verb, resource, group, resource name or non-resource URL.
+func checkClusterRole(t *testing.T, what string, role *rbacv1.ClusterRole) {
+	t.Helper()
+	if role.AggregationRule != nil {
+		t.Errorf("%s: no aggregation rule", what)
+	}
+	granted := map[string][]string{}
+	for _, r := range role.Rules {
+		if len(r.NonResourceURLs) > 0 || len(r.ResourceNames) > 0 {
+			t.Errorf("%s: rule %+v: no non-resource URLs or resource names expected", what, r)
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				k := g + "/" + res
+				for _, v := range r.Verbs {
+					if !slices.Contains(granted[k], v) {
+						granted[k] = append(granted[k], v)
+					}
+				}
+			}
+		}
+	}
+	for k, verbs := range granted {
+		slices.Sort(verbs)
+		if !slices.Equal(verbs, rbacNeeded[k]) {
+			t.Errorf("%s: %s: verbs %v, the tracer needs %v", what, k, verbs, rbacNeeded[k])
+		}
+	}
+	for k, verbs := range rbacNeeded {
+		if _, ok := granted[k]; !ok {
+			t.Errorf("%s: no rule for %s (%v)", what, k, verbs)
+		}
+	}
+}
+
+// TestRBACMinimal: the ClusterRole grants exactly what the tracer calls.
+func TestRBACMinimal(t *testing.T) {
 	var role *rbacv1.ClusterRole
 	var binding *rbacv1.ClusterRoleBinding
 	for _, doc := range yamlDocs(t, "rbac.yaml") {
@@ -551,41 +602,7 @@ func TestRBACReadOnly(t *testing.T) {
 	if role == nil || binding == nil {
 		t.Fatal("rbac.yaml needs a ClusterRole and a ClusterRoleBinding")
 	}
-	if role.AggregationRule != nil {
-		t.Error("no aggregation rule")
-	}
-	covered := map[string]bool{}
-	for _, r := range role.Rules {
-		if len(r.NonResourceURLs) > 0 || len(r.ResourceNames) > 0 {
-			t.Errorf("rule %+v: no non-resource URLs or resource names expected", r)
-		}
-		for _, v := range r.Verbs {
-			if !slices.Contains(okVerbs, v) {
-				t.Errorf("verb %q is not read-only", v)
-			}
-		}
-		for _, res := range r.Resources {
-			groups, ok := okResources[res]
-			if !ok {
-				t.Errorf("resource %q is not allowed", res)
-				continue
-			}
-			for _, g := range r.APIGroups {
-				if !slices.Contains(groups, g) {
-					t.Errorf("resource %q in API group %q is not allowed", res, g)
-				}
-				covered[g+"/"+res] = true
-			}
-			if res == "nodes" && !slices.Equal(r.Verbs, []string{"get"}) {
-				t.Errorf("nodes: verbs %v, want only get", r.Verbs)
-			}
-		}
-	}
-	for _, need := range []string{"/pods", "/events", "/nodes"} {
-		if !covered[need] {
-			t.Errorf("no rule for %s", need)
-		}
-	}
+	checkClusterRole(t, "rbac.yaml", role)
 	if binding.RoleRef.Kind != "ClusterRole" || binding.RoleRef.Name != role.Name {
 		t.Errorf("binding roleRef = %+v", binding.RoleRef)
 	}
