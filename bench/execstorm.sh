@@ -71,7 +71,7 @@ cleanup() {
 	# ig mounts debugfs when it is missing: leave the host as it was.
 	if [ "$debugfs_before" = 0 ] && grep -q ' /sys/kernel/debug debugfs ' /proc/mounts; then umount /sys/kernel/debug || true; fi
 	rm_tree "$v2$root"
-	rm -rf "$work"
+	if [ "${KEEP:-0}" = 1 ]; then echo "execstorm: kept $work" >&2; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 
@@ -256,12 +256,19 @@ for p in "${sleepers[@]}"; do kill "$p" 2>/dev/null || true; done
 wait "${sleepers[@]}" 2>/dev/null || true
 sleepers=()
 for d in "$v2$root"/burstable/pod*/; do rm_tree "$d"; done
-sleep 5
-kill -INT "$tracer_pid"; wait "$tracer_pid" || true; tracer_pid=
-sleep 2
+gone_at=$(date +%s.%N)
 pods_seen=$(grep -c . "$work/pods")
-pods_exported=$(grep -oE 'k8s.pod.uid: Str\([0-9a-f-]+\)' "$work/collector.log" | sort -u | grep -cFf "$work/pods" || true)
-pod_spans=$(awk '/Name +: pod$/ {inpod=1} /k8s.pod.uid: Str/ && inpod {print; inpod=0}' "$work/collector.log" | grep -cFf "$work/pods" || true)
+# Each pod's root span ("pod") comes in a resource carrying the pod's UID:
+# wait for all of them (20 s at most), counted in what the collector printed.
+pod_spans() {
+	awk '/ResourceSpans #/ {uid=""} /-> k8s.pod.uid: Str\(/ {uid=$NF} /^ +Name +: pod$/ {print uid}' "$work/collector.log" |
+		grep -oE '[0-9a-f]{8}-[0-9a-f-]{27}' | sort -u | grep -cxFf "$work/pods" || true
+}
+for _ in $(seq 200); do [ "$(pod_spans)" -ge "$pods_seen" ] && break; sleep 0.1; done
+pods_wait=$(awk -v a="$gone_at" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
+kill -INT "$tracer_pid"; wait "$tracer_pid" || true; tracer_pid=
+pod_spans=$(pod_spans)
+pods_exported=$(grep -oE 'k8s.pod.uid: Str\([0-9a-f-]+\)' "$work/collector.log" | grep -oE '[0-9a-f]{8}-[0-9a-f-]{27}' | sort -u | grep -cxFf "$work/pods" || true)
 
 # ---- summary
 med() { [ -s "$work/$1" ] && median <"$work/$1" || echo n/a; }
@@ -291,7 +298,8 @@ printf '%-52s %14s\n' "  max storm: exec/s, events emitted, daemon us/exec" "$lo
 printf '%-52s %14s\n' "events lost in the rounds (events + daemon)" "$lost_rounds"
 printf '%-52s %14s\n' "events per storm expected / daemon emitted (median)" "$expected / $(med emitted.daemon)"
 printf '%-52s %14s\n' "pods tracked by the daemon (live_pods at stop)" "$(med livepods) (of $pods_seen + storm pod)"
-printf '%-52s %14s\n' "pods whose spans reached the collector (pod spans)" "$pods_exported ($pod_spans) of $pods_seen"
+printf '%-52s %14s\n' "pods with spans / root spans at the collector" "$pods_exported / $pod_spans of $pods_seen"
+printf '%-52s %14s\n' "  (waited after the pods were removed)" "${pods_wait}s"
 if [ -n "$IG" ]; then
 	ig_cpu=$(med cpu.ig); d_cpu=$(med cpu.daemon)
 	printf '%-52s %14s  %-18s %s\n' "ig CPU per exec / daemon CPU per exec" "$(awk -v a="$ig_cpu" -v b="$d_cpu" 'BEGIN {printf "%.1fx", a / b}')" ">= 10x" "$(verdict "$ig_cpu >= 10 * $d_cpu")"
