@@ -40,6 +40,8 @@ type traceFlags struct {
 	verbose     bool
 	stuckAfter  time.Duration
 	startupTO   time.Duration
+	cluster     string
+	podLabels   listFlag
 }
 
 func (f *traceFlags) register(fs *flag.FlagSet) {
@@ -49,6 +51,8 @@ func (f *traceFlags) register(fs *flag.FlagSet) {
 		node = host
 	}
 	fs.StringVar(&f.node, "node-name", node, "this node's name (default $NODE_NAME, else the host name)")
+	fs.StringVar(&f.cluster, "cluster-name", os.Getenv("K8S_CLUSTER_NAME"), "k8s.cluster.name on every span (default $K8S_CLUSTER_NAME; empty: none)")
+	fs.Var(&f.podLabels, "pod-label", "a pod label to export as k8s.pod.label.<key> (repeatable; none by default)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for the API server (default: in-cluster, else $KUBECONFIG)")
 	fs.BoolVar(&f.noAPI, "no-api", false, "do not use the API server (kernel and runtime facts only)")
 	fs.StringVar(&f.runtime, "runtime-endpoint", "", "CRI socket (default: auto-detect containerd, CRI-O)")
@@ -204,7 +208,7 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 		close(serveErr)
 	}
 
-	corr := correlate.New(correlate.Config{NodeName: f.node, Sink: sink, Observer: rec, CgroupRoots: cfg.CgroupRoots, StuckAfter: f.stuckAfter, StartupTimeout: f.startupTO})
+	corr := correlate.New(correlate.Config{NodeName: f.node, Sink: sink, Observer: rec, CgroupRoots: cfg.CgroupRoots, StuckAfter: f.stuckAfter, StartupTimeout: f.startupTO, ClusterName: f.cluster})
 	seed, err := pipeline.Seed(layout, cfg.CgroupRoots, time.Now(), f.node)
 	if err != nil {
 		log.Warn("start-up scan incomplete: pods already running may be partly known", "err", err)
@@ -285,7 +289,7 @@ func apiWatcher(f *traceFlags, log *slog.Logger) (*watcher.Watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return watcher.New(watcher.Config{Client: client, NodeName: f.node, Logger: log})
+	return watcher.New(watcher.Config{Client: client, NodeName: f.node, PodLabels: f.podLabels, Logger: log})
 }
 
 // runReplay feeds a recorded stream through the model.

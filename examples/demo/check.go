@@ -214,16 +214,16 @@ func check(all []correlate.Span, w podWant) verdict {
 			bad("%s: cause %s, want %s", what, got, want.cause)
 		}
 		if want.signal != "" {
-			if s := fmt.Sprint(r.Attr(names.Signal)); s != want.signal {
+			if s := fmt.Sprint(r.Attr(names.SignalName)); s != want.signal {
 				bad("%s: signal %s, want %s", what, s, want.signal)
 			}
 		} else if c, ok := r.Attr(names.ProcessExitCode).(int64); !ok || c != want.exitCode {
-			bad("%s: exit code %v (signal %v), want %d", what, r.Attr(names.ProcessExitCode), r.Attr(names.Signal), want.exitCode)
+			bad("%s: exit code %v (signal %v), want %d", what, r.Attr(names.ProcessExitCode), r.Attr(names.SignalName), want.exitCode)
 		}
 		if a := strs(r.Attr(names.ProcessCommandArgs)); !eq(a, want.args) {
 			bad("%s: process.command_args %s, want the container's command %s", what, quoteArgs(a), quoteArgs(want.args))
 		}
-		if rc, _ := r.Attr(names.RestartCount).(int64); rc != int64(i) && len(w.runs) > 1 {
+		if rc, _ := r.Attr(names.K8sContainerRestartCount).(int64); rc != int64(i) && len(w.runs) > 1 {
 			bad("%s: restart count %d, want %d", what, rc, i)
 		}
 		if sw := want.signalEvent; sw != nil {
@@ -243,7 +243,7 @@ func check(all []correlate.Span, w podWant) verdict {
 		}
 		s := got
 		if want.signal != "" {
-			s += " " + fmt.Sprint(r.Attr(names.Signal))
+			s += " " + fmt.Sprint(r.Attr(names.SignalName))
 		} else {
 			s += fmt.Sprintf(" exit=%v", r.Attr(names.ProcessExitCode))
 		}

@@ -75,7 +75,7 @@ func TestSignalFloodIsFolded(t *testing.T) {
 	if run.Attr(names.ExitCause) != "killed_by_runtime" {
 		t.Errorf("cause after the flood: %v", run.Attrs)
 	}
-	if stop := s.one(names.SpanContainerStop); stop.Attr(names.Signal) != "SIGTERM" || stop.Attr(names.Sigkill) != true {
+	if stop := s.one(names.SpanContainerStop); stop.Attr(names.SignalName) != "SIGTERM" || stop.Attr(names.Sigkill) != true {
 		t.Errorf("stop after the flood: %v", stop.Attrs)
 	}
 }

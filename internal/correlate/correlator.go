@@ -49,6 +49,8 @@ type Config struct {
 	// pod.startup as an ERROR saying what it waits for (0: never give up;
 	// termination, a terminal phase or the pod's end still end it).
 	StartupTimeout time.Duration
+	// ClusterName, when set, is k8s.cluster.name on every span.
+	ClusterName string
 }
 
 // Stats are the correlator's own counters.

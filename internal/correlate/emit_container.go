@@ -4,6 +4,7 @@ package correlate
 
 import (
 	"fmt"
+	"strings"
 	"syscall"
 	"time"
 
@@ -20,9 +21,45 @@ func ctKey(kind string, ct *container) string { return kind + "/" + ct.id }
 func containerAttrs(ct *container) []Attr {
 	a := []Attr{String(names.K8sContainerName, ct.name), String(names.ContainerID, ct.id)}
 	if ct.attempt > 0 {
-		a = append(a, Int(names.RestartCount, int64(ct.attempt)))
+		a = append(a, Int(names.K8sContainerRestartCount, int64(ct.attempt)))
+	}
+	image := ct.image
+	if ct.pod != nil && ct.name != "" {
+		if spec := ct.pod.image(ct.name); spec != "" {
+			image = spec
+		}
+	}
+	if name, tag := splitImage(image); name != "" {
+		a = append(a, String(names.ContainerImageName, name))
+		if tag != "" {
+			a = append(a, Strings(names.ContainerImageTags, tag))
+		}
+	}
+	if ct.runtime.Name != "" {
+		a = append(a, String(names.ContainerRuntimeName, ct.runtime.Name))
+		if ct.runtime.Version != "" {
+			a = append(a, String(names.ContainerRuntimeVersion, ct.runtime.Version))
+		}
 	}
 	return a
+}
+
+// splitImage splits an image reference into its name and tag:
+// "registry:5000/app:1.2" is "registry:5000/app" and "1.2"; a digest
+// reference ("app@sha256:…") has no tag; "app" has none either (the
+// implicit latest is not invented).
+func splitImage(ref string) (name, tag string) {
+	if i := strings.IndexByte(ref, '@'); i >= 0 {
+		ref = ref[:i]
+		if j := strings.LastIndexByte(ref, ':'); j > strings.LastIndexByte(ref, '/') {
+			return ref[:j], ref[j+1:]
+		}
+		return ref, ""
+	}
+	if j := strings.LastIndexByte(ref, ':'); j > strings.LastIndexByte(ref, '/') {
+		return ref[:j], ref[j+1:]
+	}
+	return ref, ""
 }
 
 func (ct *container) startedAtOr() time.Time {
@@ -40,7 +77,7 @@ func (c *Correlator) runSpan(ct *container) {
 	attrs := containerAttrs(ct)
 	attrs = append(attrs, String(names.ExitCause, string(cause)), Int(names.ProcessPID, int64(ct.initPID)))
 	if ct.exitSignal != 0 {
-		attrs = append(attrs, String(names.Signal, event.SignalName(ct.exitSignal)))
+		attrs = append(attrs, String(names.SignalName, event.SignalName(ct.exitSignal)))
 	} else {
 		attrs = append(attrs, Int(names.ProcessExitCode, int64(ct.exitCode)))
 	}
@@ -121,7 +158,7 @@ func (c *Correlator) stopSpan(ct *container) {
 		} else if d, ok := ct.delivered[term.sig]; ok {
 			disp = d.String()
 		}
-		attrs = append(attrs, String(names.Signal, event.SignalName(term.sig)), String(names.SignalDisposition, disp),
+		attrs = append(attrs, String(names.SignalName, event.SignalName(term.sig)), String(names.SignalDisposition, disp),
 			String(names.SignalSenderKind, string(term.senderKind)), String(names.SignalSenderComm, term.senderComm),
 			Int(names.SignalSenderPID, int64(term.senderPID)))
 		if term.nsInit && term.disposition == event.DispositionDefault {
@@ -154,7 +191,7 @@ func (c *Correlator) stopSpan(ct *container) {
 }
 
 func signalEvent(s signalRec) SpanEvent {
-	a := []Attr{String(names.Signal, event.SignalName(s.sig)), String(names.SignalSenderKind, string(s.senderKind)),
+	a := []Attr{String(names.SignalName, event.SignalName(s.sig)), String(names.SignalSenderKind, string(s.senderKind)),
 		String(names.SignalSenderComm, s.senderComm), Int(names.SignalSenderPID, int64(s.senderPID)),
 		String(names.SignalResult, s.result.String()), String(names.SignalDisposition, s.disposition.String())}
 	if !s.toInit {
@@ -199,7 +236,7 @@ func (c *Correlator) sessionSpan(ct *container, s *session, e *event.ExitEvent) 
 	status := StatusOK
 	result := names.ProbeSuccess
 	if e.Signal != 0 {
-		attrs = append(attrs, String(names.Signal, event.SignalName(e.Signal)))
+		attrs = append(attrs, String(names.SignalName, event.SignalName(e.Signal)))
 		status, result = StatusError, names.ProbeKilled
 	} else {
 		attrs = append(attrs, Int(names.ProcessExitCode, int64(e.ExitCode)))

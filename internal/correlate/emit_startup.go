@@ -104,7 +104,7 @@ func (c *Correlator) cniSpan(p *pod, r *cniRun, parent SpanID) Span {
 	}
 	status := StatusOK
 	if r.signal != 0 {
-		attrs = append(attrs, String(names.Signal, event.SignalName(r.signal)))
+		attrs = append(attrs, String(names.SignalName, event.SignalName(r.signal)))
 		status = StatusError
 	} else {
 		attrs = append(attrs, Int(names.ProcessExitCode, int64(r.exitCode)))

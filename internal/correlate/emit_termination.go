@@ -102,7 +102,7 @@ func (c *Correlator) rootSpan(p *pod, at time.Time, unfinished string) {
 			attrs = append(attrs, String(names.QoSClass, p.info.QOSClass))
 		}
 		if p.info.Phase != "" {
-			attrs = append(attrs, String(names.Phase, p.info.Phase))
+			attrs = append(attrs, String(names.K8sPodStatusPhase, p.info.Phase))
 		}
 	}
 	status, msg := StatusOK, ""

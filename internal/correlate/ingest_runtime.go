@@ -94,6 +94,12 @@ func (c *Correlator) runtime(ev *cri.Event) {
 	if rc.Attempt > ct.attempt {
 		ct.attempt = rc.Attempt
 	}
+	if rc.Image != "" {
+		ct.image = rc.Image
+	}
+	if rc.Runtime.Name != "" {
+		ct.runtime = rc.Runtime
+	}
 	if ct.name == "" {
 		ct.name = rc.Name
 		ct.podName, ct.podNamespace = rc.PodName, rc.PodNamespace

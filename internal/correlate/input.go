@@ -96,7 +96,14 @@ type PodInfo struct {
 	NodeName  string `json:"node_name,omitempty"`
 	OwnerKind string `json:"owner_kind,omitempty"` // ReplicaSet, StatefulSet, DaemonSet, Job, Node (static), ...
 	OwnerName string `json:"owner_name,omitempty"`
-	QOSClass  string `json:"qos_class,omitempty"`
+	OwnerUID  string `json:"owner_uid,omitempty"`
+	// TemplateHash is the pod-template-hash label of a Deployment's pod:
+	// its ReplicaSet's name is the Deployment's plus "-" and the hash.
+	TemplateHash string `json:"template_hash,omitempty"`
+	// Labels are the pod's labels the tracer was asked to export
+	// (--pod-label), as k8s.pod.label.<key>.
+	Labels   map[string]string `json:"labels,omitempty"`
+	QOSClass string            `json:"qos_class,omitempty"`
 	// Static is true for static/mirror pods (created by the kubelet).
 	Static bool `json:"static,omitempty"`
 	// ConfigUID: for a static pod's mirror, the static pod's own UID (the

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/podchron/podchron/internal/cri"
 	"github.com/podchron/podchron/internal/probe/event"
 
 	"github.com/podchron/podchron/internal/correlate/cgroupid"
@@ -23,7 +24,9 @@ type container struct {
 	lastLivenessFail time.Time
 	lastStartupFail  time.Time // when a startup probe last failed (kernel view)
 	sandbox          bool
-	init             bool // an init container (not a sidecar)
+	init             bool   // an init container (not a sidecar)
+	image            string // as the runtime was asked for it (the pod spec's)
+	runtime          cri.RuntimeVersion
 	podName          string
 	podNamespace     string
 	memLimit         int64

@@ -326,7 +326,7 @@ func TestLivenessRestartAndBackoff(t *testing.T) {
 		t.Fatalf("run: %+v", run)
 	}
 	bo := s.one(names.SpanContainerBackoff)
-	if bo.Attr(names.BackoffSeconds) != 10.0 || bo.Attr(names.RestartCount) != int64(1) {
+	if bo.Attr(names.BackoffSeconds) != 10.0 || bo.Attr(names.K8sContainerRestartCount) != int64(1) {
 		t.Errorf("backoff: %v", bo.Attrs)
 	}
 }

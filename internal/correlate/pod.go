@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/podchron/podchron/internal/names"
@@ -267,6 +268,43 @@ func (c *Correlator) resource(p *pod) []Attr {
 	if c.cfg.NodeName != "" {
 		r = append(r, String(names.K8sNodeName, c.cfg.NodeName))
 	}
+	if c.cfg.ClusterName != "" {
+		r = append(r, String(names.K8sClusterName, c.cfg.ClusterName))
+	}
+	if p.info != nil {
+		r = append(r, ownerResource(p.info)...)
+		for _, k := range sortedKeys(p.info.Labels) {
+			r = append(r, String(names.K8sPodLabelPrefix+k, p.info.Labels[k]))
+		}
+	}
+	return r
+}
+
+// ownerResource names the pod's controller with the semantic conventions'
+// keys: k8s.replicaset.*, and k8s.deployment.name when the ReplicaSet's
+// name is a Deployment's plus the pod's template hash; k8s.statefulset.*,
+// k8s.daemonset.*, k8s.job.*. (A Job's CronJob is not in the pod's object.)
+func ownerResource(info *PodInfo) []Attr {
+	var r []Attr
+	add := func(nameKey, uidKey string) {
+		r = append(r, String(nameKey, info.OwnerName))
+		if info.OwnerUID != "" && uidKey != "" {
+			r = append(r, String(uidKey, info.OwnerUID))
+		}
+	}
+	switch info.OwnerKind {
+	case "ReplicaSet":
+		add(names.K8sReplicaSetName, names.K8sReplicaSetUID)
+		if h := info.TemplateHash; h != "" && strings.HasSuffix(info.OwnerName, "-"+h) {
+			r = append(r, String(names.K8sDeploymentName, strings.TrimSuffix(info.OwnerName, "-"+h)))
+		}
+	case "StatefulSet":
+		add(names.K8sStatefulSetName, names.K8sStatefulSetUID)
+	case "DaemonSet":
+		add(names.K8sDaemonSetName, names.K8sDaemonSetUID)
+	case "Job":
+		add(names.K8sJobName, names.K8sJobUID)
+	}
 	return r
 }
 
@@ -292,6 +330,9 @@ func (c *Correlator) emit(p *pod, s Span) {
 	}
 	if s.End.Before(s.Start) {
 		s.End = s.Start
+	}
+	if s.Status == StatusError {
+		s.Attrs = append(s.Attrs, String(names.ErrorType, errorType(s)))
 	}
 	c.stats.SpansEmitted++
 	c.cfg.Sink.Emit(s)
@@ -325,4 +366,22 @@ func latest(ts ...time.Time) time.Time {
 		}
 	}
 	return out
+}
+
+// errorType is an error span's error.type: a low-cardinality class, the
+// span's own cause or reason when it has one (an exit cause, a start-up
+// outcome, a waiting reason, a probe result), else "_OTHER" (semconv's
+// fallback).
+func errorType(s Span) string {
+	for _, k := range []string{names.ExitCause, names.StartupOutcome, names.WaitingReason, names.ProbeResult} {
+		if v, ok := s.Attr(k).(string); ok && v != "" {
+			return v
+		}
+	}
+	if s.Name == names.SpanPodTermination || s.Name == names.SpanContainerStop {
+		if v, ok := s.Attr(names.GracePeriodOverrun).(bool); ok && v {
+			return "grace_period_overrun"
+		}
+	}
+	return "_OTHER"
 }

@@ -50,7 +50,7 @@ func TestStopSignalAndGracefulExitCodes(t *testing.T) {
 				t.Errorf("run: %s %v", run.Status, run.Attrs)
 			}
 			stop := s.one(names.SpanContainerStop)
-			if !stop.Start.Equal(sigAt) || !stop.End.Equal(exitAt) || stop.Attr(names.Signal) != event.SignalName(tc.sig) ||
+			if !stop.Start.Equal(sigAt) || !stop.End.Equal(exitAt) || stop.Attr(names.SignalName) != event.SignalName(tc.sig) ||
 				stop.Attr(names.SignalDisposition) != "handler" || stop.Status == correlate.StatusError {
 				t.Errorf("stop %s–%s (signal at %s): %s %v", stop.Start, stop.End, sigAt, stop.Status, stop.Attrs)
 			}
@@ -81,7 +81,7 @@ func TestIgnoredStopSignalThenSIGKILL(t *testing.T) {
 	s.pod()
 	s.tick(3 * time.Second)
 	stop := s.one(names.SpanContainerStop)
-	if !stop.Start.Equal(sigAt) || stop.Duration() != 3*time.Second || stop.Attr(names.Signal) != "SIGQUIT" ||
+	if !stop.Start.Equal(sigAt) || stop.Duration() != 3*time.Second || stop.Attr(names.SignalName) != "SIGQUIT" ||
 		stop.Attr(names.SignalDisposition) != "ignored" || stop.Attr(names.Sigkill) != true {
 		t.Errorf("stop %s (%s) %v", stop.Start, stop.Duration(), stop.Attrs)
 	}

@@ -114,12 +114,14 @@ func (c *Client) Snapshot(ctx context.Context, prev *Snapshot) (*Snapshot, error
 			if full.SandboxID == "" {
 				full.SandboxID = ct.SandboxID
 			}
+			full.Runtime = c.version
 			snap.Containers[ct.ID] = full
 		case IsNotFound(err):
 		case ctx.Err() != nil || isTransport(err):
 			return nil, fmt.Errorf("cri: snapshot: %w", err)
 		default:
 			c.log.Warn("container status failed; keeping list view", "container_id", ct.ID, "err", err)
+			ct.Runtime = c.version
 			snap.Containers[ct.ID] = ct
 		}
 	}

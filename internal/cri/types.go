@@ -151,6 +151,9 @@ type Container struct {
 	MemoryLimitBytes int64
 	Labels           map[string]string
 	Annotations      map[string]string
+	// Runtime is the runtime that reported it (its name and version, from
+	// CRI Version when the client connected).
+	Runtime RuntimeVersion
 
 	detailed bool
 }

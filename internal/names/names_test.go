@@ -1,4 +1,4 @@
-package names_test
+package names
 
 import (
 	"go/ast"
@@ -22,7 +22,14 @@ func init() {
 		string(semconv.K8SPodNameKey), string(semconv.K8SPodUIDKey), string(semconv.K8SClusterNameKey),
 		string(semconv.ProcessPIDKey), string(semconv.ProcessExitCodeKey), string(semconv.ProcessCommandArgsKey),
 		string(semconv.ServiceNameKey), string(semconv.ServiceVersionKey), string(semconv.HostNameKey),
-		string(semconv.ErrorTypeKey),
+		string(semconv.ErrorTypeKey), string(semconv.K8SContainerRestartCountKey), string(semconv.K8SPodStatusPhaseKey),
+		string(semconv.ContainerImageTagsKey), string(semconv.ContainerRuntimeNameKey), string(semconv.ContainerRuntimeVersionKey),
+		string(semconv.K8SReplicaSetNameKey), string(semconv.K8SReplicaSetUIDKey),
+		string(semconv.K8SDeploymentNameKey), string(semconv.K8SDeploymentUIDKey),
+		string(semconv.K8SStatefulSetNameKey), string(semconv.K8SStatefulSetUIDKey),
+		string(semconv.K8SDaemonSetNameKey), string(semconv.K8SDaemonSetUIDKey),
+		string(semconv.K8SJobNameKey), string(semconv.K8SJobUIDKey),
+		string(semconv.K8SCronJobNameKey), string(semconv.K8SCronJobUIDKey),
 	} {
 		semconvKeys[k] = true
 	}
@@ -49,6 +56,9 @@ func TestAttributeKeysFollowSemconv(t *testing.T) {
 	}
 	for name, key := range keys {
 		switch {
+		case key == K8sPodLabelPrefix:
+			// The template k8s.pod.label.<key>: checked in
+			// TestPodLabelKeyIsSemconv.
 		case standard(key):
 			if !semconvKeys[key] {
 				t.Errorf("%s = %q: in a semantic-convention namespace but not a semconv v1.43 key", name, key)
@@ -58,6 +68,13 @@ func TestAttributeKeysFollowSemconv(t *testing.T) {
 		case !strings.HasPrefix(key, "podchron."):
 			t.Errorf("%s = %q: podchron's own keys are under podchron.", name, key)
 		}
+	}
+}
+
+// k8s.pod.label.<key> is semconv's template for a pod's labels.
+func TestPodLabelKeyIsSemconv(t *testing.T) {
+	if got := string(semconv.K8SPodLabel("app", "web").Key); got != K8sPodLabelPrefix+"app" {
+		t.Errorf("semconv's pod label key is %q, K8sPodLabelPrefix gives %q", got, K8sPodLabelPrefix+"app")
 	}
 }
 

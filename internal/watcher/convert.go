@@ -37,9 +37,11 @@ const (
 	KindSleep     = "sleep"
 )
 
-// Convert reduces a core/v1 Pod to the correlator's PodInfo. It is a pure
-// function: the result shares no memory with pod, and all times are UTC.
-func Convert(pod *corev1.Pod) correlate.PodInfo {
+// Convert reduces a core/v1 Pod to the correlator's PodInfo, with the
+// labels named in labels (an allow-list: labels can be many, and some are
+// not meant to leave the cluster). It is a pure function: the result shares
+// no memory with pod, and all times are UTC.
+func Convert(pod *corev1.Pod, labels ...string) correlate.PodInfo {
 	if pod == nil {
 		return correlate.PodInfo{}
 	}
@@ -59,7 +61,16 @@ func Convert(pod *corev1.Pod) correlate.PodInfo {
 	}
 
 	if owner := ownerOf(pod.OwnerReferences); owner != nil {
-		info.OwnerKind, info.OwnerName = owner.Kind, owner.Name
+		info.OwnerKind, info.OwnerName, info.OwnerUID = owner.Kind, owner.Name, string(owner.UID)
+	}
+	info.TemplateHash = pod.Labels["pod-template-hash"]
+	for _, k := range labels {
+		if v, ok := pod.Labels[k]; ok {
+			if info.Labels == nil {
+				info.Labels = map[string]string{}
+			}
+			info.Labels[k] = v
+		}
 	}
 	if hash, mirror := pod.Annotations[MirrorAnnotation]; mirror {
 		// A static pod is owned by its node; mirror pods carry an ownerRef
@@ -70,6 +81,7 @@ func Convert(pod *corev1.Pod) correlate.PodInfo {
 		info.ConfigUID = hash
 		info.OwnerKind = "Node"
 		info.OwnerName = pod.Spec.NodeName
+		info.OwnerUID = ""
 	}
 
 	if ts := pod.DeletionTimestamp; ts != nil {

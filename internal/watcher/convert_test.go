@@ -134,6 +134,8 @@ func deploymentPodInfo() correlate.PodInfo {
 		NodeName:                      "node-a",
 		OwnerKind:                     "ReplicaSet",
 		OwnerName:                     "web-7d9c8b6f5",
+		OwnerUID:                      "rs-uid",
+		TemplateHash:                  "7d9c8b6f5",
 		QOSClass:                      "Burstable",
 		CreatedAt:                     tm(0),
 		TerminationGracePeriodSeconds: 45,
@@ -606,5 +608,21 @@ func assertEqualJSON(t *testing.T, got, want any) {
 	w, _ := json.MarshalIndent(want, "", "  ")
 	if string(g) != string(w) {
 		t.Errorf("got:\n%s\nwant:\n%s", g, w)
+	}
+}
+
+// The owner's UID and the pod-template-hash come along (they name the
+// ReplicaSet and its Deployment); labels only when allow-listed.
+func TestConvertOwnerAndLabels(t *testing.T) {
+	p := deploymentPod()
+	got := Convert(p, "app", "team")
+	if got.OwnerUID != "rs-uid" || got.TemplateHash != "7d9c8b6f5" {
+		t.Errorf("owner uid %q, template hash %q", got.OwnerUID, got.TemplateHash)
+	}
+	if len(got.Labels) != 1 || got.Labels["app"] != "web" {
+		t.Errorf("labels %v, want only app=web (team is not set, pod-template-hash not asked for)", got.Labels)
+	}
+	if none := Convert(p); none.Labels != nil {
+		t.Errorf("labels %v without an allow-list", none.Labels)
 	}
 }

@@ -29,7 +29,7 @@ func (w *Watcher) onPod(obj any, deleted bool) {
 	if pod.Spec.NodeName != w.cfg.NodeName {
 		return
 	}
-	info := Convert(pod)
+	info := Convert(pod, w.cfg.PodLabels...)
 	info.Deleted = deleted
 
 	now := w.clock()

@@ -35,6 +35,8 @@ type Config struct {
 	// at once (default DefaultMaxEventWatches). Pods beyond it wait for a
 	// slot; what happened meanwhile comes with the window's initial list.
 	MaxEventWatches int
+	// PodLabels are the pod labels passed on (k8s.pod.label.<key>).
+	PodLabels []string
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 	// Clock stamps Input.Time and times the event windows (default

@@ -401,7 +401,7 @@ func (e *env) startupAndGracefulDelete(t *testing.T) {
 			}
 		}
 		return firstErr(childOf(tr, stop, term),
-			attr(stop, names.Signal, "SIGTERM"), attr(stop, names.SignalDisposition, "handler"),
+			attr(stop, names.SignalName, "SIGTERM"), attr(stop, names.SignalDisposition, "handler"),
 			attr(stop, names.SignalSenderKind, "runtime"), attr(stop, names.Sigkill, "false"),
 			attr(term, names.GracePeriodOverrun, "false"), attr(term, names.GracePeriodSeconds, "10"),
 			attr(run, names.ExitCause, "completed"), attr(run, names.ProcessExitCode, "0"),

@@ -208,7 +208,7 @@ func (e *env) gracefulExit143(t *testing.T) {
 			return fmt.Errorf("a graceful stop shown as an error: run %v stop %v termination %v", run.Error, stop.Error, term.Error)
 		}
 		return firstErr(attr(run, names.ExitCause, "completed"), attr(run, names.ProcessExitCode, "143"),
-			attr(stop, names.Signal, "SIGTERM"), attr(stop, names.SignalDisposition, "handler"))
+			attr(stop, names.SignalName, "SIGTERM"), attr(stop, names.SignalDisposition, "handler"))
 	})
 	report(t, tr)
 }
@@ -854,7 +854,7 @@ func (e *env) imageStopSignal(t *testing.T) {
 		if stop.Duration > 3*time.Second {
 			return fmt.Errorf("the stop took %s: the SIGQUIT was not the stop", stop.Duration)
 		}
-		return firstErr(attr(stop, names.Signal, "SIGQUIT"), attr(stop, names.SignalDisposition, "handler"),
+		return firstErr(attr(stop, names.SignalName, "SIGQUIT"), attr(stop, names.SignalDisposition, "handler"),
 			attr(stop, names.Sigkill, "false"), attr(run, names.ExitCause, "completed"))
 	})
 	report(t, tr)

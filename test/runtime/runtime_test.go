@@ -329,7 +329,7 @@ func runIgnoredSIGTERM(t *testing.T, e *env) []correlate.Span {
 		t.Errorf("stop took %s, want about the 2 s timeout", d)
 	}
 	run := find(all, names.SpanContainerRun)
-	if len(run) != 1 || run[0].Attr(names.ExitCause) != "killed_by_runtime" || run[0].Attr(names.Signal) != "SIGKILL" {
+	if len(run) != 1 || run[0].Attr(names.ExitCause) != "killed_by_runtime" || run[0].Attr(names.SignalName) != "SIGKILL" {
 		t.Errorf("run: %+v", run)
 	}
 	term := find(all, names.SpanPodTermination)

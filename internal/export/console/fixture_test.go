@@ -102,7 +102,7 @@ func lifecycle() []correlate.Span {
 	// --- dns: observed from mid-life, completes ---
 	dnsRun := dns.span("container/coredns/2/run", "root", names.SpanContainerRun, 100, 130.25, ok,
 		S(names.K8sContainerName, "coredns"), I(names.ProcessPID, 2877), I(names.ProcessExitCode, 0),
-		S(names.ExitCause, "completed"), I(names.RestartCount, 2))
+		S(names.ExitCause, "completed"), I(names.K8sContainerRestartCount, 2))
 	add(dnsRun)
 	dnsRoot := dns.span("root", "", "pod", 100, 130.5, unset,
 		S(names.ObservedFrom, "2026-03-01T10:01:40Z"), S(names.Degraded, "api server unreachable for 4s"),
@@ -114,17 +114,17 @@ func lifecycle() []correlate.Span {
 	add(web.span("termination/prestop/app", "termination", names.SpanContainerPreStop, 600.010, 605.020, ok, app,
 		correlate.Strings(names.ProcessCommandArgs, "sleep", "5"), I(names.ProcessExitCode, 0)))
 	stop := web.span("termination/stop/app", "termination", names.SpanContainerStop, 605.020, 630.012, bad, app,
-		S(names.Signal, "SIGTERM"), S(names.SignalDisposition, "ignored"),
+		S(names.SignalName, "SIGTERM"), S(names.SignalDisposition, "ignored"),
 		S(names.SignalSenderKind, "runtime"), S(names.SignalSenderComm, "containerd-shim"),
 		I(names.SignalSenderPID, 2211),
 		I(names.GracePeriodSeconds, 30), B(names.GracePeriodOverrun, true), B(names.Sigkill, true),
 		I(names.ProcessExitCode, 137), S(names.ExitCause, "killed_by_runtime"))
 	stop.StatusMessage = "grace period overrun: SIGKILL after 30s"
 	stop.Events = []correlate.SpanEvent{
-		ev("SIGTERM", 605.020, S(names.Signal, "SIGTERM"), S(names.SignalDisposition, "ignored"),
+		ev("SIGTERM", 605.020, S(names.SignalName, "SIGTERM"), S(names.SignalDisposition, "ignored"),
 			S(names.SignalSenderKind, "runtime"), S(names.SignalSenderComm, "containerd-shim"),
 			I(names.SignalSenderPID, 2211)),
-		ev("SIGKILL", 630.000, S(names.Signal, "SIGKILL"), S(names.SignalDisposition, "default"),
+		ev("SIGKILL", 630.000, S(names.SignalName, "SIGKILL"), S(names.SignalDisposition, "default"),
 			S(names.SignalSenderKind, "runtime"), S(names.SignalSenderComm, "containerd-shim"),
 			I(names.SignalSenderPID, 2211)),
 		ev("exit", 630.012, I(names.ProcessExitCode, 137), I(names.ProcessPID, 31502)),
@@ -134,7 +134,7 @@ func lifecycle() []correlate.Span {
 		I(names.GracePeriodSeconds, 30), B(names.GracePeriodOverrun, true)))
 	add(web.span("container/app/0/run", "root", names.SpanContainerRun, 3.120, 630.012, unset, app, appID,
 		I(names.ProcessPID, 31502), I(names.ProcessExitCode, 137), S(names.ExitCause, "killed_by_runtime"),
-		S(names.Signal, "SIGKILL"), I(names.RestartCount, 0)))
+		S(names.SignalName, "SIGKILL"), I(names.K8sContainerRestartCount, 0)))
 	add(web.span("cleanup/cni/bridge", "cleanup", "cni.DEL bridge", 630.100, 630.131, ok,
 		S(names.CNIPlugin, "bridge"), S(names.CNICommand, "DEL"), I(names.ProcessExitCode, 0),
 		I(names.ProcessPID, 32001)))

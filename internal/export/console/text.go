@@ -201,13 +201,13 @@ var keyAttrs = []struct{ key, label string }{
 	{names.CNIPlugin, "plugin"},
 	{names.ProcessExitCode, "exit"},
 	{names.ExitCause, "cause"},
-	{names.Signal, "signal"},
+	{names.SignalName, "signal"},
 	{names.SignalDisposition, "disposition"},
 	{senderKey, "sender"},
 	{names.Sigkill, "sigkill"},
 	{names.GracePeriodSeconds, "grace"},
 	{names.GracePeriodOverrun, "overrun"},
-	{names.RestartCount, "restarts"},
+	{names.K8sContainerRestartCount, "restarts"},
 	{names.BackoffSeconds, "backoff"},
 	{names.ProcessPID, "pid"},
 	{names.ContainerID, "id"},
@@ -260,7 +260,7 @@ func renderAttrs(attrs []correlate.Attr, name string, verbose bool) string {
 		}
 		shown[ka.key] = true
 		switch ka.key {
-		case names.CNICommand, names.CNIPlugin, names.Signal:
+		case names.CNICommand, names.CNIPlugin, names.SignalName:
 			// Already in "cni.ADD bridge" or an event named SIGTERM.
 			if sv, ok := v.(string); ok && inName(sv) {
 				continue

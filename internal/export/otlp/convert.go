@@ -96,12 +96,11 @@ func KeyValues(as []correlate.Attr) []attribute.KeyValue {
 	return out
 }
 
-// StatusCode maps a podchron status to an OpenTelemetry status code.
+// StatusCode maps a podchron status to an OpenTelemetry status code: an
+// error is Error; success is left Unset, as the semantic conventions ask of
+// instrumentation (Ok is the application's own override).
 func StatusCode(s correlate.Status) codes.Code {
-	switch s {
-	case correlate.StatusOK:
-		return codes.Ok
-	case correlate.StatusError:
+	if s == correlate.StatusError {
 		return codes.Error
 	}
 	return codes.Unset

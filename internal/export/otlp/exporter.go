@@ -232,9 +232,11 @@ func New(ctx context.Context, cfg Config) (*Exporter, error) {
 }
 
 // ServiceResource is podchron's own resource: service.name "podchron"
-// unless OTEL_SERVICE_NAME says otherwise, OTEL_RESOURCE_ATTRIBUTES,
-// host.name, the SDK's telemetry.sdk.*, and k8s.node.name when nodeName is
-// set. It may return a usable resource together with an error.
+// unless OTEL_SERVICE_NAME says otherwise, OTEL_RESOURCE_ATTRIBUTES, the
+// SDK's telemetry.sdk.*, and k8s.node.name when nodeName is set. No host.*:
+// the spans are about the node, and from inside the tracer's container the
+// host detector would name the tracer's pod. It may return a usable
+// resource together with an error.
 func ServiceResource(ctx context.Context, version, nodeName string) (*resource.Resource, error) {
 	attrs := []attribute.KeyValue{semconv.ServiceNameKey.String(DefaultServiceName)}
 	if version != "" {
@@ -248,7 +250,6 @@ func ServiceResource(ctx context.Context, version, nodeName string) (*resource.R
 		resource.WithSchemaURL(semconv.SchemaURL),
 		resource.WithAttributes(attrs...),
 		resource.WithTelemetrySDK(),
-		resource.WithHost(),
 		resource.WithFromEnv(),
 	)
 	if res == nil {

@@ -1,0 +1,47 @@
+package correlate_test
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/names"
+)
+
+// A pod's resource names its controller with the semantic conventions' keys
+// (a Deployment's from its ReplicaSet's name and the template hash) and the
+// allow-listed labels the watcher passed; an error span says its class in
+// error.type, a successful one has none.
+func TestSemconvResourceAndErrorType(t *testing.T) {
+	s := newSim(t)
+	s.info.OwnerUID, s.info.TemplateHash = "rs-uid", "7d9f"
+	s.info.Labels = map[string]string{"app": "web"}
+	app := s.startup()
+	s.at(time.Second)
+	s.exit("app", app, 0, syscall.SIGKILL)
+	s.cri(cri.EventContainerExited, "app", 137, "OOMKilled")
+	s.tick(3 * time.Second)
+
+	st := s.one(names.SpanPodStartup)
+	res := map[string]any{}
+	for _, a := range st.Resource {
+		res[a.Key] = a.Value
+	}
+	for k, want := range map[string]string{
+		names.K8sReplicaSetName: "web-7d9f", names.K8sReplicaSetUID: "rs-uid", names.K8sDeploymentName: "web",
+		names.K8sPodLabelPrefix + "app": "web",
+	} {
+		if res[k] != want {
+			t.Errorf("resource %s = %v, want %q (all: %v)", k, res[k], want, st.Resource)
+		}
+	}
+	if v := st.Attr(names.ErrorType); v != nil {
+		t.Errorf("successful pod.startup has error.type %v", v)
+	}
+	run := s.one(names.SpanContainerRun)
+	if run.Status != correlate.StatusError || run.Attr(names.ErrorType) != string(names.CauseOOMKilled) {
+		t.Errorf("run: status %s, error.type %v, want error oom_killed", run.Status, run.Attr(names.ErrorType))
+	}
+}
