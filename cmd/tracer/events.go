@@ -11,7 +11,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/record"
 
 	"github.com/podchron/podchron/internal/probe"
 )
@@ -49,6 +51,10 @@ func runEvents(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	argsPolicy, err := f.argsPolicy()
+	if err != nil {
+		return err
+	}
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
@@ -75,7 +81,7 @@ func runEvents(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		received++
-		if err := emit(ev); err != nil {
+		if err := emit(record.RedactInput(correlate.Input{Kernel: ev}, argsPolicy).Kernel); err != nil {
 			return fmt.Errorf("write event: %w", err)
 		}
 	}

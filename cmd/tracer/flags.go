@@ -13,6 +13,7 @@ import (
 
 	"github.com/podchron/podchron/internal/cgroupfs"
 	"github.com/podchron/podchron/internal/probe"
+	"github.com/podchron/podchron/internal/redact"
 )
 
 // benchNoopEnv, set to 1, makes every BPF program return at once (nothing is
@@ -35,6 +36,7 @@ type probeFlags struct {
 	ringSize   int
 	allSignals bool
 	duration   time.Duration
+	args       string
 	logFlags
 }
 
@@ -46,6 +48,7 @@ func (f *probeFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.ringSize, "ringbuf-size", 4<<20, "kernel ring buffer size in bytes (power of two)")
 	fs.BoolVar(&f.allSignals, "all-signals", false, "also report noisy signals (SIGCHLD, SIGURG, SIGWINCH, SIGPROF, SIGALRM, SIGIO, ...)")
 	fs.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until SIGINT/SIGTERM)")
+	fs.StringVar(&f.args, "command-args", "redacted", "what of a command line leaves the tracer (spans, console, JSON, events, record files): none, argv0, redacted (secret-looking values masked) or full")
 	f.logFlags.register(fs)
 }
 
@@ -120,3 +123,6 @@ func (f *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	klog.SetSlogLogger(log.With("component", "client-go"))
 	return log, nil
 }
+
+// argsPolicy is --command-args, checked.
+func (f *probeFlags) argsPolicy() (redact.Policy, error) { return redact.Parse(f.args) }

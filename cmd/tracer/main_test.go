@@ -40,6 +40,8 @@ func TestSettingsCheckedBeforeProbesLoad(t *testing.T) {
 		{"record path", []string{"--metrics-addr="}, nil, "record:"},
 		{"events output", []string{"events", "--output=xml"}, nil, "--output"},
 		{"events ring size", []string{"events", "--ringbuf-size=3"}, nil, "power of two"},
+		{"command args", []string{"--command-args=some"}, nil, "--command-args"},
+		{"events command args", []string{"events", "--command-args=all"}, nil, "--command-args"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")

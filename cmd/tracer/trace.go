@@ -140,6 +140,10 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 	if err := f.checkOutput(); err != nil {
 		return err
 	}
+	argsPolicy, err := f.argsPolicy()
+	if err != nil {
+		return err
+	}
 	if f.stuckAfter <= 0 {
 		return fmt.Errorf("--stuck-after %s: must be positive", f.stuckAfter)
 	}
@@ -208,7 +212,7 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 		close(serveErr)
 	}
 
-	corr := correlate.New(correlate.Config{NodeName: f.node, Sink: sink, Observer: rec, CgroupRoots: cfg.CgroupRoots, StuckAfter: f.stuckAfter, StartupTimeout: f.startupTO, ClusterName: f.cluster})
+	corr := correlate.New(correlate.Config{NodeName: f.node, Sink: sink, Observer: rec, CgroupRoots: cfg.CgroupRoots, StuckAfter: f.stuckAfter, StartupTimeout: f.startupTO, ClusterName: f.cluster, Args: argsPolicy})
 	seed, err := pipeline.Seed(layout, cfg.CgroupRoots, time.Now(), f.node)
 	if err != nil {
 		log.Warn("start-up scan incomplete: pods already running may be partly known", "err", err)
@@ -247,6 +251,7 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 		if rw, err = record.NewWriter(recordFile); err != nil {
 			return err
 		}
+		rw.SetArgs(argsPolicy)
 		log.Info("recording the input stream", "file", recordPath)
 	}
 

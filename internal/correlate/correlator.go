@@ -32,6 +32,7 @@ import (
 
 	"github.com/podchron/podchron/internal/correlate/cgroupid"
 	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/redact"
 )
 
 // Config configures a Correlator.
@@ -51,6 +52,9 @@ type Config struct {
 	StartupTimeout time.Duration
 	// ClusterName, when set, is k8s.cluster.name on every span.
 	ClusterName string
+	// Args is what of a command line a span carries (process.command_args;
+	// redact.Redacted, the zero value, by default).
+	Args redact.Policy
 }
 
 // Stats are the correlator's own counters.

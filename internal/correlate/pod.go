@@ -334,6 +334,7 @@ func (c *Correlator) emit(p *pod, s Span) {
 	if s.Status == StatusError {
 		s.Attrs = append(s.Attrs, String(names.ErrorType, errorType(s)))
 	}
+	s.Attrs = c.commandArgs(s.Attrs)
 	c.stats.SpansEmitted++
 	c.cfg.Sink.Emit(s)
 }
@@ -384,4 +385,22 @@ func errorType(s Span) string {
 		}
 	}
 	return "_OTHER"
+}
+
+// commandArgs applies Config.Args to a span's command line: the one place
+// argv leaves the model.
+func (c *Correlator) commandArgs(attrs []Attr) []Attr {
+	for i := 0; i < len(attrs); i++ {
+		if attrs[i].Key != names.ProcessCommandArgs {
+			continue
+		}
+		args, _ := attrs[i].Value.([]string)
+		if kept := c.cfg.Args.Args(args); len(kept) > 0 {
+			attrs[i] = Strings(names.ProcessCommandArgs, kept...)
+		} else {
+			attrs = append(attrs[:i], attrs[i+1:]...)
+			i--
+		}
+	}
+	return attrs
 }

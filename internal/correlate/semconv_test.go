@@ -1,6 +1,7 @@
 package correlate_test
 
 import (
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -43,5 +44,33 @@ func TestSemconvResourceAndErrorType(t *testing.T) {
 	run := s.one(names.SpanContainerRun)
 	if run.Status != correlate.StatusError || run.Attr(names.ErrorType) != string(names.CauseOOMKilled) {
 		t.Errorf("run: status %s, error.type %v, want error oom_killed", run.Status, run.Attr(names.ErrorType))
+	}
+}
+
+// A command line leaves the model as Config.Args keeps it: by default with
+// secret-looking values masked.
+func TestCommandArgsRedactedByDefault(t *testing.T) {
+	s := newSim(t)
+	s.startup()
+	s.at(time.Second)
+	sess := s.exec("app", 1, "mysql", "-uroot", "-ps3cr3t")
+	s.at(100 * time.Millisecond)
+	s.exit("app", sess, 0, 0)
+	s.tick(3 * time.Second)
+	var found bool
+	for _, sp := range s.spans {
+		args, ok := sp.Attr(names.ProcessCommandArgs).([]string)
+		if !ok {
+			continue
+		}
+		for _, a := range args {
+			if strings.Contains(a, "s3cr3t") {
+				t.Errorf("%s carries the secret: %q", sp.Name, args)
+			}
+			found = found || a == "-p***"
+		}
+	}
+	if !found {
+		t.Errorf("no span carries the masked session command line: %v", s.spans)
 	}
 }

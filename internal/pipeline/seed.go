@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -95,7 +97,7 @@ func readProc(pid int, boot time.Time) (*correlate.ProcSeen, error) {
 	ticks, _ := strconv.ParseInt(f[19], 10, 64)
 	ps := &correlate.ProcSeen{PID: uint32(pid), PPID: uint32(ppid), Comm: string(stat[lp+1 : rp]),
 		Started: boot.Add(time.Duration(ticks) * time.Second / time.Duration(clockTicks))}
-	if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && len(cmd) > 0 {
+	if cmd, err := readCmdline(pid); err == nil && len(cmd) > 0 {
 		ps.Args = strings.Split(strings.TrimRight(string(cmd), "\x00"), "\x00")
 	}
 	return ps, nil
@@ -113,4 +115,23 @@ func bootTime(now time.Time) time.Time {
 	}
 	up, _ := strconv.ParseFloat(f[0], 64)
 	return now.Add(-time.Duration(up * float64(time.Second)))
+}
+
+// cmdlineMax is how much of a command line the start-up scan reads: what
+// the exec probe reads of a live one (ARGS_LEN in bpf/include/events.h).
+const cmdlineMax = 256
+
+// readCmdline reads the first cmdlineMax bytes of a process's command line.
+func readCmdline(pid int) ([]byte, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, cmdlineMax)
+	n, err := io.ReadFull(f, b)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return b[:n], nil
 }

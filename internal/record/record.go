@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/redact"
 
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
@@ -59,7 +60,15 @@ type Writer struct {
 	w   *bufio.Writer
 	enc *json.Encoder
 	n   int
+	// Args is what of the command lines is written (redact.Redacted
+	// unless SetArgs says otherwise).
+	args redact.Policy
 }
+
+// SetArgs sets what of the command lines in the stream is written: the
+// execs' and processes' argv, the runtime's configured commands, the pod
+// spec's exec hooks and probes.
+func (w *Writer) SetArgs(p redact.Policy) { w.args = p }
 
 // NewWriter writes the header line.
 func NewWriter(w io.Writer) (*Writer, error) {
@@ -73,7 +82,7 @@ func NewWriter(w io.Writer) (*Writer, error) {
 
 // Write appends one input.
 func (w *Writer) Write(in correlate.Input) error {
-	l, err := encode(in)
+	l, err := encode(RedactInput(in, w.args))
 	if err != nil {
 		return err
 	}
@@ -299,4 +308,62 @@ func truncate(s string) string {
 		return s[:80] + "…"
 	}
 	return s
+}
+
+// RedactInput returns in with its command lines as the policy keeps them
+// (copies: in is not modified). Every command line an input can carry goes
+// through the same policy, so a replay still matches the execs against the
+// configured commands.
+func RedactInput(in correlate.Input, p redact.Policy) correlate.Input {
+	if p == redact.Full {
+		return in
+	}
+	switch {
+	case in.Kernel != nil:
+		if e, ok := in.Kernel.(*event.ExecEvent); ok && len(e.Args) > 0 {
+			c := *e
+			c.Args = p.Args(e.Args)
+			in.Kernel = &c
+		}
+	case in.Proc != nil && len(in.Proc.Args) > 0:
+		c := *in.Proc
+		c.Args = p.Args(in.Proc.Args)
+		in.Proc = &c
+	case in.Runtime != nil && in.Runtime.Container != nil && len(in.Runtime.Container.Args) > 0:
+		e, ct := *in.Runtime, *in.Runtime.Container
+		ct.Args = p.Args(ct.Args)
+		e.Container = &ct
+		in.Runtime = &e
+	case in.Pod != nil:
+		info := *in.Pod
+		info.InitContainers = redactSpecs(info.InitContainers, p)
+		info.Containers = redactSpecs(info.Containers, p)
+		in.Pod = &info
+	}
+	return in
+}
+
+func redactSpecs(specs []correlate.ContainerSpec, p redact.Policy) []correlate.ContainerSpec {
+	if len(specs) == 0 {
+		return specs
+	}
+	out := make([]correlate.ContainerSpec, len(specs))
+	for i, s := range specs {
+		for _, h := range []**correlate.Handler{&s.PostStart, &s.PreStop} {
+			if *h != nil && len((*h).Exec) > 0 {
+				c := **h
+				c.Exec = p.Args(c.Exec)
+				*h = &c
+			}
+		}
+		for _, pr := range []**correlate.ProbeSpec{&s.Startup, &s.Liveness, &s.Readiness} {
+			if *pr != nil && len((*pr).Exec) > 0 {
+				c := **pr
+				c.Exec = p.Args(c.Exec)
+				*pr = &c
+			}
+		}
+		out[i] = s
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/redact"
 
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
@@ -101,5 +102,46 @@ func TestReadsVersion1(t *testing.T) {
 	}
 	if in, err := r.Next(); err != nil || !in.Tick {
 		t.Fatalf("%+v %v", in, err)
+	}
+}
+
+// Every command line an input carries is written as the policy keeps it:
+// the execs', the scanned processes', the runtime's configured command, the
+// pod spec's exec hooks and probes. The caller's input is not modified.
+func TestCommandLinesRedactedInRecords(t *testing.T) {
+	secret := []string{"app", "--password=hunter2"}
+	exec := &event.ExecEvent{Header: event.Header{Type: event.EventExec}, Args: secret}
+	ins := []correlate.Input{
+		{Kernel: exec},
+		{Proc: &correlate.ProcSeen{PID: 7, Args: secret}},
+		{Runtime: &cri.Event{Type: cri.EventContainerCreated, Container: &cri.Container{ID: "c1", Args: secret}}},
+		{Pod: &correlate.PodInfo{UID: "u", Containers: []correlate.ContainerSpec{{Name: "app",
+			PostStart: &correlate.Handler{Kind: "exec", Exec: secret},
+			Liveness:  &correlate.ProbeSpec{Handler: correlate.Handler{Kind: "exec", Exec: secret}}}}}},
+	}
+	for _, policy := range []redact.Policy{redact.Redacted, redact.None, redact.Argv0} {
+		var b bytes.Buffer
+		w, err := NewWriter(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.SetArgs(policy)
+		for _, in := range ins {
+			if err := w.Write(in); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(b.String(), "hunter2") {
+			t.Errorf("%s: the secret is in the record:\n%s", policy, b.String())
+		}
+		if policy == redact.Redacted && strings.Count(b.String(), `--password=***`) != 5 {
+			t.Errorf("redacted: want the masked argument 5 times:\n%s", b.String())
+		}
+	}
+	if exec.Args[1] != "--password=hunter2" {
+		t.Errorf("the caller's event was modified: %q", exec.Args)
 	}
 }
