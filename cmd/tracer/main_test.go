@@ -41,6 +41,7 @@ func TestSettingsCheckedBeforeProbesLoad(t *testing.T) {
 		{"events output", []string{"events", "--output=xml"}, nil, "--output"},
 		{"events ring size", []string{"events", "--ringbuf-size=3"}, nil, "power of two"},
 		{"command args", []string{"--command-args=some"}, nil, "--command-args"},
+		{"namespace filter", []string{"--namespace-exclude=kube-(system"}, nil, "--namespace-exclude"},
 		{"events command args", []string{"events", "--command-args=all"}, nil, "--command-args"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

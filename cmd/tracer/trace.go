@@ -42,6 +42,8 @@ type traceFlags struct {
 	startupTO   time.Duration
 	cluster     string
 	podLabels   listFlag
+	nsInclude   string
+	nsExclude   string
 }
 
 func (f *traceFlags) register(fs *flag.FlagSet) {
@@ -53,6 +55,8 @@ func (f *traceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.node, "node-name", node, "this node's name (default $NODE_NAME, else the host name)")
 	fs.StringVar(&f.cluster, "cluster-name", os.Getenv("K8S_CLUSTER_NAME"), "k8s.cluster.name on every span (default $K8S_CLUSTER_NAME; empty: none)")
 	fs.Var(&f.podLabels, "pod-label", "a pod label to export as k8s.pod.label.<key> (repeatable; none by default)")
+	fs.StringVar(&f.nsInclude, "namespace-include", "", "trace only pods of namespaces matching this regular expression (whole name; empty: all)")
+	fs.StringVar(&f.nsExclude, "namespace-exclude", "", "do not trace pods of namespaces matching this regular expression (whole name); a pod annotated "+correlate.OptOutAnnotation+`: "false" is never traced`)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for the API server (default: in-cluster, else $KUBECONFIG)")
 	fs.BoolVar(&f.noAPI, "no-api", false, "do not use the API server (kernel and runtime facts only)")
 	fs.StringVar(&f.runtime, "runtime-endpoint", "", "CRI socket (default: auto-detect containerd, CRI-O)")
@@ -144,6 +148,10 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	filter, err := correlate.NewFilter(f.nsInclude, f.nsExclude)
+	if err != nil {
+		return fmt.Errorf("--namespace-include/--namespace-exclude: %w", err)
+	}
 	if f.stuckAfter <= 0 {
 		return fmt.Errorf("--stuck-after %s: must be positive", f.stuckAfter)
 	}
@@ -212,7 +220,7 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 		close(serveErr)
 	}
 
-	corr := correlate.New(correlate.Config{NodeName: f.node, Sink: sink, Observer: rec, CgroupRoots: cfg.CgroupRoots, StuckAfter: f.stuckAfter, StartupTimeout: f.startupTO, ClusterName: f.cluster, Args: argsPolicy})
+	corr := correlate.New(correlate.Config{NodeName: f.node, Sink: sink, Observer: rec, CgroupRoots: cfg.CgroupRoots, StuckAfter: f.stuckAfter, StartupTimeout: f.startupTO, ClusterName: f.cluster, Args: argsPolicy, Filter: filter})
 	seed, err := pipeline.Seed(layout, cfg.CgroupRoots, time.Now(), f.node)
 	if err != nil {
 		log.Warn("start-up scan incomplete: pods already running may be partly known", "err", err)
@@ -277,7 +285,7 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 		log.Warn("metrics server", "err", e)
 	}
 	st := corr.Stats()
-	log.Info("stopped", "inputs", st.Inputs, "spans", st.SpansEmitted, "live_pods", st.LivePods, "live_procs", st.LiveProcs, "correlation_misses", st.Misses)
+	log.Info("stopped", "inputs", st.Inputs, "spans", st.SpansEmitted, "spans_filtered", st.SpansFiltered, "live_pods", st.LivePods, "live_procs", st.LiveProcs, "correlation_misses", st.Misses)
 	if rw != nil {
 		log.Info("recorded", "inputs", rw.Count(), "file", recordPath)
 	}

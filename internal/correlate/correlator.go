@@ -55,6 +55,9 @@ type Config struct {
 	// Args is what of a command line a span carries (process.command_args;
 	// redact.Redacted, the zero value, by default).
 	Args redact.Policy
+	// Filter decides which pods are traced (filter.go); the zero value
+	// traces all.
+	Filter Filter
 }
 
 // Stats are the correlator's own counters.
@@ -64,6 +67,8 @@ type Stats struct {
 	LivePods     int
 	LiveProcs    int
 	SpansEmitted uint64
+	// SpansFiltered: spans of pods the filter leaves out (not sent).
+	SpansFiltered uint64
 }
 
 // Correlator is the lifecycle state machine. It is not safe for concurrent

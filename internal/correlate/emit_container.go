@@ -72,7 +72,7 @@ func (c *Correlator) runSpan(ct *container) {
 	p := ct.pod
 	ns := p.namespace()
 	cause, cattrs := c.cause(ct)
-	c.cfg.Observer.ContainerExit(ns, string(cause))
+	c.observer(p).ContainerExit(ns, string(cause))
 
 	attrs := containerAttrs(ct)
 	attrs = append(attrs, String(names.ExitCause, string(cause)), Int(names.ProcessPID, int64(ct.initPID)))
@@ -178,13 +178,13 @@ func (c *Correlator) stopSpan(ct *container) {
 			// restart) overran only that stop.
 			p.overrun = true
 		}
-		c.cfg.Observer.GracePeriodOverrun(p.namespace())
+		c.observer(p).GracePeriodOverrun(p.namespace())
 	}
 	if p.grace > 0 {
 		attrs = append(attrs, Float(names.GracePeriodSeconds, p.grace.Seconds()))
 	}
 	d := ct.exitAt.Sub(start)
-	c.cfg.Observer.ContainerStop(p.namespace(), d, sigkill)
+	c.observer(p).ContainerStop(p.namespace(), d, sigkill)
 	key := ctKey(names.SpanContainerStop, ct)
 	c.emit(p, Span{SpanID: p.spanID(key), Parent: c.terminationParent(p), Name: names.SpanContainerStop,
 		Start: start, End: ct.exitAt, Status: status, StatusMessage: msg, Attrs: attrs})

@@ -87,7 +87,7 @@ func (c *Correlator) emitStartup(p *pod, end time.Time, out startupOutcome) {
 		if out.outcome != "" {
 			attrs = append(attrs, String(names.StartupOutcome, out.outcome))
 		}
-		c.cfg.Observer.PodStartup(p.namespace(), p.ownerKind(), ready.Sub(start))
+		c.observer(p).PodStartup(p.namespace(), p.ownerKind(), ready.Sub(start))
 	}
 	c.emit(p, Span{SpanID: id, Parent: c.rootID(p), Name: names.SpanPodStartup, Start: start, End: ready, Status: status,
 		StatusMessage: msg, Attrs: attrs})

@@ -55,12 +55,13 @@ func (c *Correlator) cniDone(r *cniRun, e *event.ExitEvent) {
 	if r.exitCode != 0 || r.signal != 0 {
 		result = "error"
 	}
-	c.cfg.Observer.CNICall(r.plugin, r.command, result, r.end.Sub(r.start))
 	if gp, ok := c.gone[r.podUID]; ok && r.podUID != "" {
+		c.observer(gp).CNICall(r.plugin, r.command, result, r.end.Sub(r.start))
 		c.note(change{kind: changeCNIDone, p: gp, r: r})
 		return
 	}
 	p := c.cniPod(r)
+	c.observer(p).CNICall(r.plugin, r.command, result, r.end.Sub(r.start))
 	if p == nil {
 		c.miss("cni_unknown_pod")
 		return

@@ -338,7 +338,7 @@ func (c *Correlator) oom(e *event.OOMEvent) {
 	if ct.pod != nil {
 		ns = ct.pod.namespace()
 	}
-	c.cfg.Observer.OOMKill(ns, scope)
+	c.observer(ct.pod).OOMKill(ns, scope)
 }
 
 func (c *Correlator) losses(n uint64) {

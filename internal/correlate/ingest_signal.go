@@ -17,8 +17,12 @@ func (c *Correlator) signal(e *event.SignalEvent) {
 		return
 	}
 	kind := c.senderKind(e)
-	c.cfg.Observer.Signal(event.SignalName(e.Signal), string(kind))
 	ct := c.byCgroup(e.TargetCgroupID)
+	obs := c.cfg.Observer
+	if ct != nil {
+		obs = c.observer(ct.pod)
+	}
+	obs.Signal(event.SignalName(e.Signal), string(kind))
 	if ct == nil {
 		return
 	}

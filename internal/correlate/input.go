@@ -102,8 +102,11 @@ type PodInfo struct {
 	TemplateHash string `json:"template_hash,omitempty"`
 	// Labels are the pod's labels the tracer was asked to export
 	// (--pod-label), as k8s.pod.label.<key>.
-	Labels   map[string]string `json:"labels,omitempty"`
-	QOSClass string            `json:"qos_class,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
+	// OptOut: the pod asks not to be traced (annotation
+	// podchron.io/trace: "false").
+	OptOut   bool   `json:"opt_out,omitempty"`
+	QOSClass string `json:"qos_class,omitempty"`
 	// Static is true for static/mirror pods (created by the kubelet).
 	Static bool `json:"static,omitempty"`
 	// ConfigUID: for a static pod's mirror, the static pod's own UID (the

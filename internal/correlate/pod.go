@@ -145,7 +145,7 @@ func (c *Correlator) podSeen(p *pod) {
 		return
 	}
 	p.seenNS, p.seenKind = ns, kind
-	c.cfg.Observer.PodSeen(ns, kind)
+	c.observer(p).PodSeen(ns, kind)
 }
 
 func (p *pod) name() string {
@@ -317,6 +317,10 @@ func (c *Correlator) emit(p *pod, s Span) {
 		return
 	}
 	p.emitted[key] = true
+	if !c.traced(p) {
+		c.stats.SpansFiltered++
+		return
+	}
 	s.TraceID = p.trace
 	s.Resource = c.resource(p)
 	if p.eventsLost > 0 {

@@ -58,7 +58,7 @@ func (c *Correlator) tick() {
 			p.stuck = true
 			p.addRootEvent(SpanEvent{Name: names.EventStuckTerminating, Time: c.now,
 				Attrs: []Attr{Float(names.PastDeadlineSeconds, c.now.Sub(p.deadline).Seconds())}})
-			c.cfg.Observer.StuckTerminating(p.namespace(), true)
+			c.observer(p).StuckTerminating(p.namespace(), true)
 		}
 	}
 }

@@ -64,6 +64,7 @@ func Convert(pod *corev1.Pod, labels ...string) correlate.PodInfo {
 		info.OwnerKind, info.OwnerName, info.OwnerUID = owner.Kind, owner.Name, string(owner.UID)
 	}
 	info.TemplateHash = pod.Labels["pod-template-hash"]
+	info.OptOut = pod.Annotations[correlate.OptOutAnnotation] == "false"
 	for _, k := range labels {
 		if v, ok := pod.Labels[k]; ok {
 			if info.Labels == nil {

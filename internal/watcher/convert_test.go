@@ -622,7 +622,11 @@ func TestConvertOwnerAndLabels(t *testing.T) {
 	if len(got.Labels) != 1 || got.Labels["app"] != "web" {
 		t.Errorf("labels %v, want only app=web (team is not set, pod-template-hash not asked for)", got.Labels)
 	}
-	if none := Convert(p); none.Labels != nil {
-		t.Errorf("labels %v without an allow-list", none.Labels)
+	if none := Convert(p); none.Labels != nil || none.OptOut {
+		t.Errorf("labels %v without an allow-list, opt-out %v without the annotation", none.Labels, none.OptOut)
+	}
+	p.Annotations = map[string]string{correlate.OptOutAnnotation: "false"}
+	if !Convert(p).OptOut {
+		t.Errorf("annotated %s=false: not opted out", correlate.OptOutAnnotation)
 	}
 }
