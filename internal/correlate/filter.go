@@ -5,7 +5,7 @@ import (
 	"regexp"
 )
 
-// OptOutAnnotation, set to "false" on a pod, keeps it out of the traces
+// OptOutAnnotation is the pod annotation that, set to "false", keeps a pod out of the traces
 // and metrics.
 const OptOutAnnotation = "podchron.io/trace"
 
