@@ -809,18 +809,43 @@ func TestDockerfile(t *testing.T) {
 	}
 	goVersion := string(m[1])
 	for _, want := range []string{
-		"ARG GO_VERSION=" + goVersion,
-		"FROM --platform=$BUILDPLATFORM golang:${GO_VERSION}-bookworm AS build",
+		"FROM --platform=$BUILDPLATFORM golang:" + goVersion + "-bookworm@sha256:",
 		`CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH`,
 		`go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/tracer ./cmd/tracer`,
-		"FROM gcr.io/distroless/static-debian12",
-		"COPY --from=build /out/tracer /tracer",
+		"go run ./deploy/imagebuild -rootfs /rootfs -binary /out/tracer",
+		"FROM scratch\n",
+		"COPY --from=build /rootfs/ /",
 		`ENTRYPOINT ["/tracer"]`,
 		"USER 0:0",
 	} {
 		if !bytes.Contains(df, []byte(want)) {
 			t.Errorf("Dockerfile: missing %q", want)
 		}
+	}
+	// Every image it names is pinned by digest: the syntax frontend and
+	// each FROM but scratch (the final stage has no base image).
+	pinned := regexp.MustCompile(`^[^\s@$]+:[^\s@]+@sha256:[0-9a-f]{64}$`)
+	lines := strings.Split(string(df), "\n")
+	if syntax, ok := strings.CutPrefix(lines[0], "# syntax="); !ok || !pinned.MatchString(syntax) {
+		t.Errorf("Dockerfile: first line %q, want # syntax=<frontend>:<tag>@sha256:<digest>", lines[0])
+	}
+	froms := 0
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) < 2 || f[0] != "FROM" {
+			continue
+		}
+		froms++
+		img := f[1]
+		if strings.HasPrefix(img, "--platform=") && len(f) > 2 {
+			img = f[2]
+		}
+		if img != "scratch" && !pinned.MatchString(img) {
+			t.Errorf("Dockerfile: %s is not pinned by digest (tag@sha256:...)", img)
+		}
+	}
+	if froms != 2 {
+		t.Errorf("Dockerfile: %d FROM lines, want 2 (build, scratch)", froms)
 	}
 	// -X main.version must name a variable that exists.
 	if src, err := os.ReadFile("../cmd/tracer/trace.go"); err == nil && !regexp.MustCompile(`(?m)^var version = `).Match(src) {
