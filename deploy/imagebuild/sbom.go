@@ -156,7 +156,7 @@ func modulePackage(i int, m *debug.Module) (spdxPackage, error) {
 	if used.Sum != "" {
 		h, ok := h1Hex(used.Sum)
 		if !ok {
-			return spdxPackage{}, fmt.Errorf("module %s %s: go.sum hash %q is not h1:", used.Path, used.Version, used.Sum)
+			return spdxPackage{}, fmt.Errorf("module %s %s: go.sum hash %q is not an h1 hash", used.Path, used.Version, used.Sum)
 		}
 		// The go.sum hash: SHA-256 over the module's file list and files
 		// (the checksum database's record), not over the .zip.
