@@ -118,3 +118,23 @@ func (c *Correlator) rootSpan(p *pod, at time.Time, unfinished string) {
 	c.emit(p, Span{SpanID: c.rootID(p), Name: names.SpanPod, Start: start, End: at, Status: status, StatusMessage: msg,
 		Attrs: attrs, Events: p.rootEvents})
 }
+
+// stuckSpan makes a pod stuck terminating visible while it is stuck: an
+// interim span in its trace, from the end of the grace period to now, with
+// what it waits for, sent at once (the termination and the root come when
+// the pod is gone, maybe days later).
+func (c *Correlator) stuckSpan(p *pod) {
+	attrs := []Attr{Float(names.PastDeadlineSeconds, c.now.Sub(p.deadline).Seconds())}
+	why := "waiting for the API object to go (a finalizer?)"
+	if left := c.lingering(p); left != "" {
+		attrs = append(attrs, String(names.LingeringContainers, left))
+		why = "containers still running: " + left
+	}
+	c.emit(p, Span{SpanID: p.spanID("termination.stuck"), Parent: c.terminationID(p), Name: names.SpanPodTerminationStuck,
+		Start: p.deadline, End: c.now, Status: StatusError, StatusMessage: "stuck terminating: " + why, Attrs: attrs})
+}
+
+// podRef names a pod for measurements that point at it.
+func (c *Correlator) podRef(p *pod) PodRef {
+	return PodRef{Name: p.name(), UID: p.uid, TraceID: p.trace.String()}
+}

@@ -261,7 +261,7 @@ type Observer interface {
 	CNICall(plugin, command, result string, d time.Duration)
 	Signal(signal, senderKind string) // senderKind: runtime, kubelet, in_pod, external, kernel
 	CorrelationMiss(reason string)
-	StuckTerminating(namespace string, stuck bool) // a pod entered (true) or left (false) the stuck state
+	StuckTerminating(namespace string, pod PodRef, stuck bool) // a pod entered (true) or left (false) the stuck state
 }
 
 // NopObserver discards measurements.
@@ -298,4 +298,9 @@ func (NopObserver) Signal(string, string) {}
 func (NopObserver) CorrelationMiss(string) {}
 
 // StuckTerminating discards the measurement.
-func (NopObserver) StuckTerminating(string, bool) {}
+func (NopObserver) StuckTerminating(string, PodRef, bool) {}
+
+// PodRef names a pod in a measurement that leads to it (its trace).
+type PodRef struct {
+	Name, UID, TraceID string
+}

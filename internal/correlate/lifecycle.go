@@ -310,7 +310,7 @@ func (c *Correlator) finishPod(p *pod, at time.Time, unfinished string) {
 	}
 	c.rootSpan(p, at, unfinished)
 	if p.stuck {
-		c.observer(p).StuckTerminating(p.namespace(), false)
+		c.observer(p).StuckTerminating(p.namespace(), c.podRef(p), false)
 	}
 	c.forget(p)
 }

@@ -35,7 +35,7 @@ func (o *obs) GracePeriodOverrun(ns string) { o.calls = append(o.calls, "overrun
 func (o *obs) ContainerExit(ns, cause string) {
 	o.calls = append(o.calls, "exit "+ns+" "+cause)
 }
-func (o *obs) StuckTerminating(ns string, stuck bool) {
+func (o *obs) StuckTerminating(ns string, _ correlate.PodRef, stuck bool) {
 	o.calls = append(o.calls, fmt.Sprintf("stuck %s %v", ns, stuck))
 }
 func (o *obs) ContainerStop(ns string, d time.Duration, sigkill bool) {
@@ -345,6 +345,16 @@ func TestStuckTermination(t *testing.T) {
 	s.tick(10 * time.Second)
 	if !strings.Contains(strings.Join(s.o.calls, ";"), "stuck shop true") {
 		t.Fatalf("not reported stuck: %v", s.o.calls)
+	}
+	// Visible now, while stuck: an interim span in the pod's trace, from
+	// the end of the grace period, naming what still runs.
+	stuck := s.one(names.SpanPodTerminationStuck)
+	if stuck.Status != correlate.StatusError || !stuck.Start.Equal(del) || stuck.Attr(names.LingeringContainers) != "app" ||
+		!strings.Contains(stuck.StatusMessage, "containers still running: app") {
+		t.Errorf("stuck span: %+v", stuck)
+	}
+	if len(s.find(names.SpanPodTermination)) != 0 || len(s.find(names.SpanPod)) != 0 {
+		t.Errorf("termination or root emitted while the pod is still there")
 	}
 	s.exit("app", app, 0, syscall.SIGTERM)
 	s.info.Deleted = true

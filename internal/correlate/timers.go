@@ -50,7 +50,8 @@ func (c *Correlator) tick() {
 			delete(c.gone, uid)
 		}
 	}
-	for _, p := range c.pods {
+	for _, uid := range sortedKeys(c.pods) {
+		p := c.pods[uid]
 		if p.stuck || p.deadline.IsZero() || p.finished {
 			continue
 		}
@@ -58,7 +59,8 @@ func (c *Correlator) tick() {
 			p.stuck = true
 			p.addRootEvent(SpanEvent{Name: names.EventStuckTerminating, Time: c.now,
 				Attrs: []Attr{Float(names.PastDeadlineSeconds, c.now.Sub(p.deadline).Seconds())}})
-			c.observer(p).StuckTerminating(p.namespace(), true)
+			c.stuckSpan(p)
+			c.observer(p).StuckTerminating(p.namespace(), c.podRef(p), true)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/probe/event"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,12 +74,15 @@ func fixture(t *testing.T) (*prometheus.Registry, *Health) {
 	rec.CorrelationMiss("unknown_cgroup")
 	rec.CorrelationMiss("unknown_cgroup")
 	rec.CorrelationMiss("pod_not_found")
-	rec.StuckTerminating("default", true)
-	rec.StuckTerminating("default", true)
-	rec.StuckTerminating("default", false)
-	rec.StuckTerminating("batch", true)
-	rec.StuckTerminating("batch", false)
-	rec.StuckTerminating("batch", false) // unmatched: stays 0
+	web0 := correlate.PodRef{Name: "web-0", UID: "uid-web-0", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"}
+	web1 := correlate.PodRef{Name: "web-1", UID: "uid-web-1", TraceID: "00f067aa0ba902b7a3ce929d0e0e4736"}
+	job := correlate.PodRef{Name: "job-x", UID: "uid-job-x", TraceID: "11f067aa0ba902b7a3ce929d0e0e4736"}
+	rec.StuckTerminating("default", web0, true)
+	rec.StuckTerminating("default", web1, true)
+	rec.StuckTerminating("default", web1, false)
+	rec.StuckTerminating("batch", job, true)
+	rec.StuckTerminating("batch", job, false)
+	rec.StuckTerminating("batch", job, false) // unmatched: stays 0
 
 	counters := func() (map[event.EventType]event.Counter, error) {
 		return map[event.EventType]event.Counter{

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/correlate"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -108,17 +109,17 @@ func TestPodSeenCreatesAlertSeriesAtZero(t *testing.T) {
 // balances entries and exits afterwards.
 func TestPodSeenKeepsStuckCount(t *testing.T) {
 	rec := NewRecorder(Limits{})
-	rec.StuckTerminating("shop", true)
+	rec.StuckTerminating("shop", correlate.PodRef{}, true)
 	rec.PodSeen("shop", "StatefulSet")
 	wantSeries(t, rec, "podchron_pods_terminating_stuck", map[string]float64{"namespace=shop": 1})
 	rec.PodSeen("batch", "Job")
-	rec.StuckTerminating("batch", false) // unmatched: stays 0
-	rec.StuckTerminating("batch", true)
-	rec.StuckTerminating("shop", false)
+	rec.StuckTerminating("batch", correlate.PodRef{}, false) // unmatched: stays 0
+	rec.StuckTerminating("batch", correlate.PodRef{}, true)
+	rec.StuckTerminating("shop", correlate.PodRef{}, false)
 	rec.PodSeen("shop", "StatefulSet")
 	wantSeries(t, rec, "podchron_pods_terminating_stuck", map[string]float64{"namespace=shop": 0, "namespace=batch": 1})
-	rec.StuckTerminating("batch", false)
-	rec.StuckTerminating("batch", false)
+	rec.StuckTerminating("batch", correlate.PodRef{}, false)
+	rec.StuckTerminating("batch", correlate.PodRef{}, false)
 	wantSeries(t, rec, "podchron_pods_terminating_stuck", map[string]float64{"namespace=shop": 0, "namespace=batch": 0})
 }
 

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"strconv"
 	"sync"
 	"time"
 
@@ -89,6 +90,10 @@ type Recorder struct {
 
 	stuckMu    sync.Mutex
 	stuckCount map[string]int // by (folded) namespace label value
+	// stuckPods lists stuck pods by UID (at most MaxStuckPods), with the
+	// labels of their stuckInfo series.
+	stuckPods map[string][]string
+	stuckInfo *prometheus.GaugeVec
 }
 
 var _ correlate.Observer = (*Recorder)(nil)
@@ -176,6 +181,11 @@ func NewRecorder(lim Limits) *Recorder {
 			Help: "Negative durations left out of a histogram (clock steps or mismatched timestamps), by histogram.",
 		}, []string{"metric"}),
 		stuckCount: map[string]int{},
+		stuckPods:  map[string][]string{},
+		stuckInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "podchron_pod_stuck_terminating_info",
+			Help: "1 for each pod stuck terminating now, with its name, UID and trace ID (the trace has a pod.termination.stuck span already); at most " + strconv.Itoa(MaxStuckPods) + " pods, the per-namespace gauge counts them all.",
+		}, []string{"namespace", "pod", "uid", "trace_id"}),
 	}
 	r.namespace = newLabelLimiter("namespace", "unknown", lim.Namespaces, nil, r.folded)
 	r.ownerKind = newLabelLimiter("owner_kind", "none", lim.OwnerKinds,
@@ -200,7 +210,7 @@ func NewRecorder(lim Limits) *Recorder {
 func (r *Recorder) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		r.startup, r.termination, r.terminations, r.containerStop, r.overruns,
-		r.exits, r.oomKills, r.cni, r.signals, r.misses, r.stuck, r.folded,
+		r.exits, r.oomKills, r.cni, r.signals, r.misses, r.stuck, r.stuckInfo, r.folded,
 		r.negativeDuration,
 	}
 }
@@ -314,13 +324,29 @@ func (r *Recorder) CorrelationMiss(reason string) {
 	r.misses.WithLabelValues(r.missReason.value(reason)).Inc()
 }
 
+// MaxStuckPods bounds the stuck pods named one by one in
+// podchron_pod_stuck_terminating_info.
+const MaxStuckPods = 20
+
 // StuckTerminating implements correlate.Observer. The gauge counts entries
 // minus exits per namespace and never goes below zero: an exit without a
 // matching entry (say, podchron restarted while the pod was stuck) is ignored.
-func (r *Recorder) StuckTerminating(namespace string, stuck bool) {
+//
+// Each stuck pod also gets a podchron_pod_stuck_terminating_info series that
+// leads to it (name, UID, trace ID), for at most MaxStuckPods pods at once:
+// the alert's way to the pod, at a bounded cost.
+func (r *Recorder) StuckTerminating(namespace string, pod correlate.PodRef, stuck bool) {
 	ns := r.namespace.value(namespace)
 	r.stuckMu.Lock()
 	defer r.stuckMu.Unlock()
+	if labels, listed := r.stuckPods[pod.UID]; listed && !stuck {
+		r.stuckInfo.DeleteLabelValues(labels...)
+		delete(r.stuckPods, pod.UID)
+	} else if stuck && !listed && pod.UID != "" && len(r.stuckPods) < MaxStuckPods {
+		labels := []string{ns, pod.Name, pod.UID, pod.TraceID}
+		r.stuckPods[pod.UID] = labels
+		r.stuckInfo.WithLabelValues(labels...).Set(1)
+	}
 	n := r.stuckCount[ns]
 	switch {
 	case stuck:

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/names"
 )
 
@@ -58,7 +59,7 @@ func TestCardinalityGuard(t *testing.T) {
 		rec.CNICall("plugin"+s, "CMD"+s, "result"+s, time.Millisecond)
 		rec.Signal("SIG"+s, "sender"+s)
 		rec.CorrelationMiss("reason" + s)
-		rec.StuckTerminating(ns, true)
+		rec.StuckTerminating(ns, correlate.PodRef{Name: "p" + s, UID: "u" + s, TraceID: "t" + s}, true)
 	}
 
 	// The most values each label may take: its cap, its known values and
@@ -79,6 +80,10 @@ func TestCardinalityGuard(t *testing.T) {
 		"le":          len(cniBuckets) + 1,
 		"label":       10,
 		"metric":      4,
+		// One series per stuck pod, at most MaxStuckPods at once.
+		"pod":      MaxStuckPods,
+		"uid":      MaxStuckPods,
+		"trace_id": MaxStuckPods,
 	}
 	for metric, byLabel := range labelValues(t, rec) {
 		for label, values := range byLabel {
@@ -217,13 +222,13 @@ func TestStuckGaugeNeverNegative(t *testing.T) {
 		{true, 1},
 	}
 	for i, s := range steps {
-		rec.StuckTerminating("default", s.stuck)
+		rec.StuckTerminating("default", correlate.PodRef{}, s.stuck)
 		if got := stuckValue(t, rec, "default"); got != s.want {
 			t.Fatalf("step %d (stuck=%v): gauge %v, want %v", i, s.stuck, got, s.want)
 		}
 	}
 	// No series for a namespace that only ever left.
-	rec.StuckTerminating("never-entered", false)
+	rec.StuckTerminating("never-entered", correlate.PodRef{}, false)
 	if got := testutil.CollectAndCount(rec, "podchron_pods_terminating_stuck"); got != 1 {
 		t.Errorf("%d stuck series, want 1", got)
 	}
@@ -242,13 +247,13 @@ func TestStuckGaugeModel(t *testing.T) {
 		return ns
 	}
 	// Admit a and b first, so folding is deterministic.
-	rec.StuckTerminating("a", false)
-	rec.StuckTerminating("b", false)
+	rec.StuckTerminating("a", correlate.PodRef{}, false)
+	rec.StuckTerminating("b", correlate.PodRef{}, false)
 	model := map[string]float64{}
 	for i := range 2000 {
 		ns := namespaces[rng.IntN(len(namespaces))]
 		stuck := rng.IntN(2) == 0
-		rec.StuckTerminating(ns, stuck)
+		rec.StuckTerminating(ns, correlate.PodRef{}, stuck)
 		l := label(ns)
 		if stuck {
 			model[l]++
@@ -270,9 +275,9 @@ func TestStuckGaugeConcurrent(t *testing.T) {
 			defer wg.Done()
 			ns := fmt.Sprintf("ns%d", g%2)
 			for range 500 {
-				rec.StuckTerminating(ns, true)
-				rec.StuckTerminating(ns, false)
-				rec.StuckTerminating(ns, false) // unmatched
+				rec.StuckTerminating(ns, correlate.PodRef{}, true)
+				rec.StuckTerminating(ns, correlate.PodRef{}, false)
+				rec.StuckTerminating(ns, correlate.PodRef{}, false) // unmatched
 			}
 		}()
 	}
