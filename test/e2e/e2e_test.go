@@ -765,6 +765,22 @@ func (e *env) stuckTerminating(t *testing.T) {
 		term := pk.one(names.SpanPodTermination)
 		if pk.err != nil {
 			return pk.err
+	// While it is stuck: the pod named in the info series, and its trace
+	// already readable with the interim stuck span (the root comes later).
+	e.metric(t, fmt.Sprintf(`podchron_pod_stuck_terminating_info{namespace=%q,pod=%q,uid=%q}`, ns, pod.Name, pod.UID), time.Minute,
+		func(v float64) bool { return v == 1 })
+	now := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		pk := &pick{tr: tr}
+		st := pk.one(names.SpanPodTerminationStuck)
+		if pk.err != nil {
+			return pk.err
+		}
+		if !st.Error || !strings.Contains(st.Str("otel.status_description"), "stuck terminating") {
+			return fmt.Errorf("%s: error %v, %q", st.Name, st.Error, st.Str("otel.status_description"))
+		}
+		return nil
+	})
+	t.Logf("scenario 7b: stuck, readable now: %d spans", len(now.Spans))
 		}
 		stuck := false
 		for _, ev := range root.Events {

@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podchron/podchron/internal/correlate"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/podchron/podchron/internal/correlate"
 )
 
 // series gathers c and returns the series of one metric by their labels
