@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -162,6 +163,7 @@ func TestBuildImage(t *testing.T) {
 	ociBlob(t, files, image, &idx)
 	machines := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
 	var platforms []string
+	binaries := map[string]string{}
 	dpkgCA, _ := exec.Command("dpkg-query", "-W", "-f=${Version}", "ca-certificates").Output()
 	for _, d := range idx.Manifests {
 		if d.Platform == nil {
@@ -187,6 +189,7 @@ func TestBuildImage(t *testing.T) {
 		if err := os.WriteFile(bin, layer["tracer"], 0o755); err != nil {
 			t.Fatal(err)
 		}
+		binaries[arch] = bin
 		ef, err := elf.Open(bin)
 		if err != nil {
 			t.Fatalf("%s: /tracer: %v", arch, err)
@@ -287,5 +290,51 @@ func TestBuildImage(t *testing.T) {
 	slices.Sort(platforms)
 	if !slices.Equal(platforms, []string{"linux/amd64", "linux/arm64"}) {
 		t.Errorf("platforms %v, want linux/amd64 and linux/arm64", platforms)
+	}
+	runForeign(t, binaries)
+}
+
+// runForeign runs each image's tracer that this machine can run, natively
+// or under qemu-user (Debian: qemu-user; skipped without it): `tracer
+// version` names its platform, and `tracer replay` of a recorded stream
+// gives the same spans on every architecture (the model is pure Go; the
+// probes need a kernel of that architecture, which this does not test).
+func runForeign(t *testing.T, binaries map[string]string) {
+	recording := "../internal/correlate/testdata/progress/oom-killed.jsonl"
+	var want []byte
+	var wantArch string
+	for _, arch := range []string{"amd64", "arm64"} {
+		var prefix []string
+		if arch != runtime.GOARCH {
+			qemu := map[string]string{"amd64": "qemu-x86_64", "arm64": "qemu-aarch64"}[arch]
+			p, err := exec.LookPath(qemu)
+			if err != nil {
+				t.Logf("%s: not run (no %s; Debian: apt-get install qemu-user)", arch, qemu)
+				continue
+			}
+			prefix = []string{p}
+		}
+		run := func(args ...string) []byte {
+			argv := append(slices.Clone(prefix), binaries[arch])
+			argv = append(argv, args...)
+			out, err := exec.Command(argv[0], argv[1:]...).Output()
+			if err != nil {
+				t.Fatalf("%s: %v: %v", arch, argv, err)
+			}
+			return out
+		}
+		if v := run("version"); !bytes.Contains(v, []byte("linux/"+arch)) {
+			t.Errorf("%s: tracer version = %q", arch, v)
+		}
+		spans := run("replay", recording, "--output", "json")
+		if len(bytes.TrimSpace(spans)) == 0 {
+			t.Errorf("%s: replay of %s gave no spans", arch, recording)
+		}
+		if want == nil {
+			want, wantArch = spans, arch
+		} else if !bytes.Equal(spans, want) {
+			t.Errorf("replay of %s: %s's spans differ from %s's", recording, arch, wantArch)
+		}
+		t.Logf("%s: ran %v: version and a replay (%d spans)", arch, prefix, bytes.Count(spans, []byte("\n")))
 	}
 }
