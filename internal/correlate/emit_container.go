@@ -184,7 +184,7 @@ func (c *Correlator) stopSpan(ct *container) {
 		attrs = append(attrs, Float(names.GracePeriodSeconds, p.grace.Seconds()))
 	}
 	d := ct.exitAt.Sub(start)
-	c.observer(p).ContainerStop(p.namespace(), d, sigkill)
+	c.observer(p).ContainerStop(p.namespace(), d, sigkill, p.trace.String())
 	key := ctKey(names.SpanContainerStop, ct)
 	c.emit(p, Span{SpanID: p.spanID(key), Parent: c.terminationParent(p), Name: names.SpanContainerStop,
 		Start: start, End: ct.exitAt, Status: status, StatusMessage: msg, Attrs: attrs})

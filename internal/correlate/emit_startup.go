@@ -87,7 +87,8 @@ func (c *Correlator) emitStartup(p *pod, end time.Time, out startupOutcome) {
 		if out.outcome != "" {
 			attrs = append(attrs, String(names.StartupOutcome, out.outcome))
 		}
-		c.observer(p).PodStartup(p.namespace(), p.ownerKind(), ready.Sub(start))
+		c.observer(p).PodStartup(p.namespace(), p.ownerKind(), ready.Sub(start), p.trace.String())
+		c.startupPhases(p, ready)
 	}
 	c.emit(p, Span{SpanID: id, Parent: c.rootID(p), Name: names.SpanPodStartup, Start: start, End: ready, Status: status,
 		StatusMessage: msg, Attrs: attrs})
@@ -158,4 +159,46 @@ func (c *Correlator) pullSpan(p *pod, pl *pull, parent SpanID) Span {
 	}
 	return Span{SpanID: p.spanID("pull/" + pl.container), Parent: parent, Name: names.SpanContainerImagePull, Start: pl.start, End: end,
 		Status: status, StatusMessage: msg, Attrs: attrs}
+}
+
+// startupPhases measures where a successful start-up's time went, by phase
+// (names.Phase*): scheduling, the sandbox (with its network), each image
+// pull, the init containers (first start to last exit), each app
+// container's start, and the wait for Ready after the last app container
+// ran.
+func (c *Correlator) startupPhases(p *pod, ready time.Time) {
+	obs, ns, trace := c.observer(p), p.namespace(), p.trace.String()
+	phase := func(name string, from, to time.Time) {
+		if !from.IsZero() && !to.IsZero() {
+			obs.PodStartupPhase(ns, name, to.Sub(from), trace)
+		}
+	}
+	if sched, ok := p.condition("PodScheduled"); ok && p.info != nil {
+		phase(names.PhaseScheduling, p.info.CreatedAt, sched)
+	}
+	if !p.sandboxCreated.IsZero() {
+		phase(names.PhaseSandbox, p.sandboxCreated, latest(p.sandboxCreated, p.sandboxReady))
+	}
+	for _, name := range sortedKeys(p.pulls) {
+		if pl := p.pulls[name]; !pl.end.IsZero() {
+			phase(names.PhaseImagePull, pl.start, pl.end)
+		}
+	}
+	var initFrom, initTo, lastRun time.Time
+	for _, ct := range p.containers {
+		switch {
+		case ct.sandbox:
+		case ct.init:
+			initFrom = earliest(initFrom, ct.startedAtOr())
+			if ct.exited {
+				initTo = latest(initTo, ct.exitAt)
+			}
+		default:
+			s, e := earliest(ct.createdAt, ct.cgroupAt), latest(ct.startedAt, ct.initExec)
+			phase(names.PhaseStart, s, e)
+			lastRun = latest(lastRun, e)
+		}
+	}
+	phase(names.PhaseInit, initFrom, initTo)
+	phase(names.PhaseReadiness, lastRun, ready)
 }

@@ -77,7 +77,7 @@ func (c *Correlator) terminationSpan(p *pod, at time.Time, unfinished string) {
 	}
 	d := at.Sub(p.terminating)
 	if unfinished == "" {
-		c.observer(p).PodTermination(p.namespace(), p.ownerKind(), d, p.overrun)
+		c.observer(p).PodTermination(p.namespace(), p.ownerKind(), d, p.overrun, p.trace.String())
 	}
 	c.emit(p, Span{SpanID: c.terminationID(p), Parent: c.rootID(p), Name: names.SpanPodTermination, Start: p.terminating, End: at,
 		Status: status, StatusMessage: msg, Attrs: attrs})

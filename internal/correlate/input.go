@@ -252,9 +252,12 @@ type Observer interface {
 	// arrives). It lets metrics create a namespace's series at zero, so that
 	// the first event in the namespace is an increase.
 	PodSeen(namespace, ownerKind string)
-	PodStartup(namespace, ownerKind string, d time.Duration)
-	PodTermination(namespace, ownerKind string, d time.Duration, overrun bool)
-	ContainerStop(namespace string, d time.Duration, sigkill bool)
+	// PodStartup, PodStartupPhase, PodTermination and ContainerStop carry
+	// the pod's trace ID (for exemplars).
+	PodStartup(namespace, ownerKind string, d time.Duration, traceID string)
+	PodStartupPhase(namespace, phase string, d time.Duration, traceID string) // phase: names.Phase*
+	PodTermination(namespace, ownerKind string, d time.Duration, overrun bool, traceID string)
+	ContainerStop(namespace string, d time.Duration, sigkill bool, traceID string)
 	GracePeriodOverrun(namespace string)
 	ContainerExit(namespace, cause string)
 	OOMKill(namespace, scope string) // scope: memcg or node
@@ -271,13 +274,16 @@ type NopObserver struct{}
 func (NopObserver) PodSeen(string, string) {}
 
 // PodStartup discards the measurement.
-func (NopObserver) PodStartup(string, string, time.Duration) {}
+func (NopObserver) PodStartup(string, string, time.Duration, string) {}
+
+// PodStartupPhase discards the measurement.
+func (NopObserver) PodStartupPhase(string, string, time.Duration, string) {}
 
 // PodTermination discards the measurement.
-func (NopObserver) PodTermination(string, string, time.Duration, bool) {}
+func (NopObserver) PodTermination(string, string, time.Duration, bool, string) {}
 
 // ContainerStop discards the measurement.
-func (NopObserver) ContainerStop(string, time.Duration, bool) {}
+func (NopObserver) ContainerStop(string, time.Duration, bool, string) {}
 
 // GracePeriodOverrun discards the measurement.
 func (NopObserver) GracePeriodOverrun(string) {}

@@ -25,10 +25,13 @@ type obs struct {
 }
 
 func (o *obs) PodSeen(ns, owner string) { o.calls = append(o.calls, "seen "+ns+" "+owner) }
-func (o *obs) PodStartup(ns, owner string, d time.Duration) {
+func (o *obs) PodStartupPhase(ns, phase string, d time.Duration, _ string) {
+	o.calls = append(o.calls, "phase "+ns+" "+phase)
+}
+func (o *obs) PodStartup(ns, owner string, d time.Duration, _ string) {
 	o.calls = append(o.calls, fmt.Sprintf("startup %s %s %s", ns, owner, d))
 }
-func (o *obs) PodTermination(ns, owner string, d time.Duration, overrun bool) {
+func (o *obs) PodTermination(ns, owner string, d time.Duration, overrun bool, _ string) {
 	o.calls = append(o.calls, fmt.Sprintf("termination %s %s %s overrun=%v", ns, owner, d, overrun))
 }
 func (o *obs) GracePeriodOverrun(ns string) { o.calls = append(o.calls, "overrun "+ns) }
@@ -38,7 +41,7 @@ func (o *obs) ContainerExit(ns, cause string) {
 func (o *obs) StuckTerminating(ns string, _ correlate.PodRef, stuck bool) {
 	o.calls = append(o.calls, fmt.Sprintf("stuck %s %v", ns, stuck))
 }
-func (o *obs) ContainerStop(ns string, d time.Duration, sigkill bool) {
+func (o *obs) ContainerStop(ns string, d time.Duration, sigkill bool, _ string) {
 	o.calls = append(o.calls, fmt.Sprintf("stop %s %s sigkill=%v", ns, d, sigkill))
 }
 func (o *obs) OOMKill(ns, scope string) { o.calls = append(o.calls, "oom "+ns+" "+scope) }

@@ -74,3 +74,17 @@ func TestCommandArgsRedactedByDefault(t *testing.T) {
 		t.Errorf("no span carries the masked session command line: %v", s.spans)
 	}
 }
+
+// A successful start-up is measured by phase too, for the per-phase
+// histogram.
+func TestStartupPhasesMeasured(t *testing.T) {
+	s := newSim(t)
+	s.startup()
+	s.tick(3 * time.Second)
+	got := strings.Join(s.o.calls, ";")
+	for _, ph := range []string{names.PhaseScheduling, names.PhaseSandbox, names.PhaseInit, names.PhaseStart, names.PhaseReadiness} {
+		if !strings.Contains(got, "phase shop "+ph) {
+			t.Errorf("no %s phase measured: %v", ph, s.o.calls)
+		}
+	}
+}

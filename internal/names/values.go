@@ -82,3 +82,16 @@ const (
 
 // OOMScopes lists the scope values, for metric labels.
 var OOMScopes = []string{OOMScopeContainer, OOMScopePod, OOMScopeNodeAllocatable, OOMScopeNode, OOMScopeUnknown}
+
+// Start-up phases (podchron_pod_startup_phase_duration_seconds{phase}).
+const (
+	PhaseScheduling = "scheduling"
+	PhaseSandbox    = "sandbox"
+	PhaseImagePull  = "image_pull"
+	PhaseInit       = "init"
+	PhaseStart      = "start"
+	PhaseReadiness  = "readiness"
+)
+
+// StartupPhases lists the phases, for metric labels.
+var StartupPhases = []string{PhaseScheduling, PhaseSandbox, PhaseImagePull, PhaseInit, PhaseStart, PhaseReadiness}

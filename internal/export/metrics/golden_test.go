@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -42,16 +43,18 @@ func fixture(t *testing.T) (*prometheus.Registry, *Health) {
 	rec.PodSeen("kube-system", "DaemonSet")
 	rec.PodSeen("batch", "Job")
 	rec.PodSeen("team-a", "") // namespace past the cap: other (a fold counted only by observations)
-	rec.PodStartup("default", "ReplicaSet", 1500*time.Millisecond)
-	rec.PodStartup("default", "ReplicaSet", 42*s)
-	rec.PodStartup("kube-system", "DaemonSet", 800*time.Millisecond)
-	rec.PodStartup("batch", "Job", 3*time.Minute)
-	rec.PodStartup("team-a", "", 2*s) // namespace past the cap: other; no owner: none
-	rec.PodStartup("default", "Rollout", -s)
-	rec.PodTermination("default", "ReplicaSet", 2*s, false)
-	rec.PodTermination("default", "StatefulSet", 31*s, true)
-	rec.ContainerStop("default", 120*time.Millisecond, false)
-	rec.ContainerStop("default", 30*s, true)
+	rec.PodStartup("default", "ReplicaSet", 1500*time.Millisecond, "4bf92f3577b34da6a3ce929d0e0e4736")
+	rec.PodStartupPhase("default", "image_pull", 900*time.Millisecond, "4bf92f3577b34da6a3ce929d0e0e4736")
+	rec.PodStartupPhase("default", "readiness", 400*time.Millisecond, "")
+	rec.PodStartup("default", "ReplicaSet", 42*s, "")
+	rec.PodStartup("kube-system", "DaemonSet", 800*time.Millisecond, "")
+	rec.PodStartup("batch", "Job", 3*time.Minute, "")
+	rec.PodStartup("team-a", "", 2*s, "") // namespace past the cap: other; no owner: none
+	rec.PodStartup("default", "Rollout", -s, "")
+	rec.PodTermination("default", "ReplicaSet", 2*s, false, "")
+	rec.PodTermination("default", "StatefulSet", 31*s, true, "")
+	rec.ContainerStop("default", 120*time.Millisecond, false, "")
+	rec.ContainerStop("default", 30*s, true, "")
 	rec.GracePeriodOverrun("default")
 	rec.ContainerExit("default", "completed")
 	rec.ContainerExit("default", "oom_killed")
@@ -190,6 +193,11 @@ func TestMetricsGoldenOpenMetrics(t *testing.T) {
 	if !strings.HasPrefix(ctype, "application/openmetrics-text") {
 		t.Errorf("Content-Type %q, want application/openmetrics-text", ctype)
 	}
+	// Exemplars carry the time they were observed: the golden has "T".
+	body = exemplarTime.ReplaceAllString(body, "$1 T")
+	if !strings.Contains(body, `# {trace_id="4bf92f3577b34da6a3ce929d0e0e4736"} 1.5 T`) {
+		t.Errorf("no trace-id exemplar on the start-up histogram:\n%s", body)
+	}
 	golden(t, "metrics.openmetrics.golden", body)
 }
 
@@ -224,3 +232,5 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 		t.Errorf("promtool check metrics: %v\n%s", err, out.String())
 	}
 }
+
+var exemplarTime = regexp.MustCompile(`(# \{[^}]*\} [0-9.e+-]+) [0-9.e+-]+`)

@@ -71,6 +71,7 @@ func (l Limits) withDefaults() Limits {
 // the daemon's registry. It is safe for concurrent use.
 type Recorder struct {
 	startup          *prometheus.HistogramVec
+	startupPhase     *prometheus.HistogramVec
 	termination      *prometheus.HistogramVec
 	terminations     *prometheus.CounterVec
 	containerStop    *prometheus.HistogramVec
@@ -87,6 +88,7 @@ type Recorder struct {
 	namespace, ownerKind                     *labelLimiter
 	plugin, command, result                  *labelLimiter
 	cause, scope, signal, sender, missReason *labelLimiter
+	phase                                    *labelLimiter
 
 	stuckMu    sync.Mutex
 	stuckCount map[string]int // by (folded) namespace label value
@@ -114,10 +116,11 @@ const (
 
 // Names of the histograms in podchron_negative_durations_total{metric}.
 const (
-	histPodStartup     = "pod_startup"
-	histPodTermination = "pod_termination"
-	histContainerStop  = "container_stop"
-	histCNI            = "cni"
+	histPodStartup      = "pod_startup"
+	histPodStartupPhase = "pod_startup_phase"
+	histPodTermination  = "pod_termination"
+	histContainerStop   = "container_stop"
+	histCNI             = "cni"
 )
 
 // NewRecorder makes a Recorder whose labels are capped by lim.
@@ -129,6 +132,11 @@ func NewRecorder(lim Limits) *Recorder {
 			Help:    "Time from pod creation to the pod being ready, as podchron traced it.",
 			Buckets: startupBuckets,
 		}, []string{"namespace", "owner_kind"}),
+		startupPhase: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "podchron_pod_startup_phase_duration_seconds",
+			Help:    "Where start-ups' time went, by phase: scheduling, sandbox (with its network), image_pull (each pull), init (first init container start to last exit), start (each app container: created to running), readiness (last app container running to Ready).",
+			Buckets: startupBuckets,
+		}, []string{"namespace", "phase"}),
 		termination: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "podchron_pod_termination_duration_seconds",
 			Help:    "Time from the pod's deletion being requested to the pod being gone.",
@@ -195,6 +203,7 @@ func NewRecorder(lim Limits) *Recorder {
 		[]string{"ADD", "DEL", "CHECK", "VERSION", "GC", "STATUS"}, r.folded)
 	r.result = newLabelLimiter("result", "unknown", lim.Values, []string{cniOK, cniError}, r.folded)
 	r.cause = newLabelLimiter("cause", "unknown", lim.Values, zeroExitCauses, r.folded)
+	r.phase = newLabelLimiter("phase", "unknown", len(names.StartupPhases), names.StartupPhases, r.folded)
 	r.scope = newLabelLimiter("scope", names.OOMScopeUnknown, len(names.OOMScopes), names.OOMScopes, r.folded)
 	// Linux has 64 signals; names or numbers, a few more is already a bug.
 	r.signal = newLabelLimiter("signal", "unknown", 72, nil, r.folded)
@@ -209,7 +218,7 @@ func NewRecorder(lim Limits) *Recorder {
 
 func (r *Recorder) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
-		r.startup, r.termination, r.terminations, r.containerStop, r.overruns,
+		r.startup, r.startupPhase, r.termination, r.terminations, r.containerStop, r.overruns,
 		r.exits, r.oomKills, r.cni, r.signals, r.misses, r.stuck, r.stuckInfo, r.folded,
 		r.negativeDuration,
 	}
@@ -233,11 +242,22 @@ func (r *Recorder) Collect(ch chan<- prometheus.Metric) {
 // only a clock step or a mismatched pair of timestamps produces: it would
 // corrupt the sum. The series is not created for a dropped observation.
 func (r *Recorder) observe(h *prometheus.HistogramVec, metric string, d time.Duration, labels ...string) {
+	r.observeTrace(h, metric, d, "", labels...)
+}
+
+// observeTrace observes d with the trace ID as the bucket's exemplar
+// (OpenMetrics exposition), so a slow bucket leads to a trace.
+func (r *Recorder) observeTrace(h *prometheus.HistogramVec, metric string, d time.Duration, traceID string, labels ...string) {
 	if d < 0 {
 		r.negativeDuration.WithLabelValues(metric).Inc()
 		return
 	}
-	h.WithLabelValues(labels...).Observe(d.Seconds())
+	o := h.WithLabelValues(labels...)
+	if eo, ok := o.(prometheus.ExemplarObserver); ok && traceID != "" {
+		eo.ObserveWithExemplar(d.Seconds(), prometheus.Labels{"trace_id": traceID})
+		return
+	}
+	o.Observe(d.Seconds())
 }
 
 // PodSeen implements correlate.Observer. It creates, at zero, the series of
@@ -271,21 +291,26 @@ func (r *Recorder) PodSeen(namespace, ownerKind string) {
 }
 
 // PodStartup implements correlate.Observer.
-func (r *Recorder) PodStartup(namespace, ownerKind string, d time.Duration) {
-	r.observe(r.startup, histPodStartup, d, r.namespace.value(namespace), r.ownerKind.value(ownerKind))
+func (r *Recorder) PodStartup(namespace, ownerKind string, d time.Duration, traceID string) {
+	r.observeTrace(r.startup, histPodStartup, d, traceID, r.namespace.value(namespace), r.ownerKind.value(ownerKind))
+}
+
+// PodStartupPhase implements correlate.Observer.
+func (r *Recorder) PodStartupPhase(namespace, phase string, d time.Duration, traceID string) {
+	r.observeTrace(r.startupPhase, histPodStartupPhase, d, traceID, r.namespace.value(namespace), r.phase.value(phase))
 }
 
 // PodTermination implements correlate.Observer. Every termination is
 // counted; only non-negative durations are observed.
-func (r *Recorder) PodTermination(namespace, ownerKind string, d time.Duration, overrun bool) {
+func (r *Recorder) PodTermination(namespace, ownerKind string, d time.Duration, overrun bool, traceID string) {
 	ns, kind := r.namespace.value(namespace), r.ownerKind.value(ownerKind)
 	r.terminations.WithLabelValues(ns, kind, boolLabel(overrun)).Inc()
-	r.observe(r.termination, histPodTermination, d, ns, kind)
+	r.observeTrace(r.termination, histPodTermination, d, traceID, ns, kind)
 }
 
 // ContainerStop implements correlate.Observer.
-func (r *Recorder) ContainerStop(namespace string, d time.Duration, sigkill bool) {
-	r.observe(r.containerStop, histContainerStop, d, r.namespace.value(namespace), boolLabel(sigkill))
+func (r *Recorder) ContainerStop(namespace string, d time.Duration, sigkill bool, traceID string) {
+	r.observeTrace(r.containerStop, histContainerStop, d, traceID, r.namespace.value(namespace), boolLabel(sigkill))
 }
 
 // GracePeriodOverrun implements correlate.Observer.

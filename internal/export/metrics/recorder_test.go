@@ -50,9 +50,9 @@ func TestCardinalityGuard(t *testing.T) {
 		ns := fmt.Sprintf("ci-run-%d", i)
 		s := fmt.Sprint(i)
 		rec.PodSeen(ns, "Kind"+s)
-		rec.PodStartup(ns, "Kind"+s, time.Second)
-		rec.PodTermination(ns, "Kind"+s, time.Second, i%2 == 0)
-		rec.ContainerStop(ns, time.Second, i%3 == 0)
+		rec.PodStartup(ns, "Kind"+s, time.Second, "")
+		rec.PodTermination(ns, "Kind"+s, time.Second, i%2 == 0, "")
+		rec.ContainerStop(ns, time.Second, i%3 == 0, "")
 		rec.GracePeriodOverrun(ns)
 		rec.ContainerExit(ns, "cause"+s)
 		rec.OOMKill(ns, "scope"+s)
@@ -78,7 +78,7 @@ func TestCardinalityGuard(t *testing.T) {
 		"overrun":     2,
 		"sigkill":     2,
 		"le":          len(cniBuckets) + 1,
-		"label":       10,
+		"label":       11,
 		"metric":      4,
 		// One series per stuck pod, at most MaxStuckPods at once.
 		"pod":      MaxStuckPods,
@@ -119,7 +119,7 @@ func TestCardinalityGuard(t *testing.T) {
 	}
 	// Known values are never folded, however full the cap. (Two owner
 	// kind observations per iteration, 998 kinds past the cap.)
-	rec.PodStartup("ci-run-0", "StatefulSet", time.Second)
+	rec.PodStartup("ci-run-0", "StatefulSet", time.Second, "")
 	if got := testutil.ToFloat64(rec.folded.WithLabelValues("owner_kind")); got != 2*(n-2) {
 		t.Errorf("folded owner kinds %v, want %d", got, 2*(n-2))
 	}
@@ -130,7 +130,7 @@ func TestLabelValueSanitized(t *testing.T) {
 	long := strings.Repeat("é", 200) // 400 bytes
 	rec.ContainerExit("bad\xff\xfens", long)
 	rec.OOMKill("", "")
-	rec.PodStartup("", "", time.Second)
+	rec.PodStartup("", "", time.Second, "")
 	lv := labelValues(t, rec)
 	for v := range lv["podchron_container_exits_total"]["namespace"] {
 		if !utf8.ValidString(v) {
@@ -152,9 +152,9 @@ func TestLabelValueSanitized(t *testing.T) {
 
 func TestNegativeDurationsNotObserved(t *testing.T) {
 	rec := NewRecorder(Limits{})
-	rec.PodStartup("default", "ReplicaSet", -time.Second)
-	rec.PodTermination("default", "ReplicaSet", -time.Second, false)
-	rec.ContainerStop("default", -time.Second, true)
+	rec.PodStartup("default", "ReplicaSet", -time.Second, "")
+	rec.PodTermination("default", "ReplicaSet", -time.Second, false, "")
+	rec.ContainerStop("default", -time.Second, true, "")
 	rec.CNICall("bridge", "ADD", "success", -time.Millisecond)
 	for _, name := range []string{
 		"podchron_pod_startup_duration_seconds", "podchron_pod_termination_duration_seconds",
@@ -294,7 +294,7 @@ func TestRecorderPedanticRegistry(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	rec := NewRecorder(Limits{})
 	reg.MustRegister(rec)
-	rec.PodStartup("default", "ReplicaSet", time.Second)
+	rec.PodStartup("default", "ReplicaSet", time.Second, "")
 	rec.Signal("SIGTERM", "kubelet")
 	if _, err := reg.Gather(); err != nil {
 		t.Fatal(err)
