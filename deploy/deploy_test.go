@@ -1086,8 +1086,11 @@ func TestAlertConventions(t *testing.T) {
 				t.Errorf("alert %s defined twice", r.Alert)
 			}
 			alerts[r.Alert] = true
-			if s := r.Labels["severity"]; s != "warning" && s != "critical" {
-				t.Errorf("%s: severity %q, want warning or critical", r.Alert, s)
+			if s := r.Labels["severity"]; s != "info" && s != "warning" && s != "critical" {
+				t.Errorf("%s: severity %q, want info, warning or critical", r.Alert, s)
+			}
+			if i := r.Labels["impact"]; i != "workload" && i != "observability" {
+				t.Errorf("%s: impact %q, want workload or observability", r.Alert, i)
 			}
 			for _, k := range []string{"summary", "description", "runbook_url"} {
 				if strings.TrimSpace(r.Annotations[k]) == "" {
