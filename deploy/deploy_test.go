@@ -52,25 +52,27 @@ const (
 // exportedMetrics are the metric families podchron exports (and their
 // types), the only ones the alerts and the dashboard may query.
 var exportedMetrics = map[string]string{
-	"podchron_pod_startup_duration_seconds":     "histogram",
-	"podchron_pod_termination_duration_seconds": "histogram",
-	"podchron_pod_terminations_total":           "counter",
-	"podchron_container_stop_duration_seconds":  "histogram",
-	"podchron_grace_period_overruns_total":      "counter",
-	"podchron_container_exits_total":            "counter",
-	"podchron_oom_kills_total":                  "counter",
-	"podchron_cni_duration_seconds":             "histogram",
-	"podchron_signals_total":                    "counter",
-	"podchron_correlation_misses_total":         "counter",
-	"podchron_pods_terminating_stuck":           "gauge",
-	"podchron_probe_events_total":               "counter",
-	"podchron_probe_events_lost_total":          "counter",
-	"podchron_probe_up":                         "gauge",
-	"podchron_decode_errors_total":              "counter",
-	"podchron_spans_exported_total":             "counter",
-	"podchron_spans_dropped_total":              "counter",
-	"podchron_build_info":                       "gauge",
-	"podchron_source_up":                        "gauge",
+	"podchron_pod_startup_duration_seconds":       "histogram",
+	"podchron_pod_termination_duration_seconds":   "histogram",
+	"podchron_pod_terminations_total":             "counter",
+	"podchron_container_stop_duration_seconds":    "histogram",
+	"podchron_grace_period_overruns_total":        "counter",
+	"podchron_container_exits_total":              "counter",
+	"podchron_oom_kills_total":                    "counter",
+	"podchron_cni_duration_seconds":               "histogram",
+	"podchron_signals_total":                      "counter",
+	"podchron_correlation_misses_total":           "counter",
+	"podchron_pods_terminating_stuck":             "gauge",
+	"podchron_pod_stuck_terminating_info":         "gauge",
+	"podchron_pod_startup_phase_duration_seconds": "histogram",
+	"podchron_probe_events_total":                 "counter",
+	"podchron_probe_events_lost_total":            "counter",
+	"podchron_probe_up":                           "gauge",
+	"podchron_decode_errors_total":                "counter",
+	"podchron_spans_exported_total":               "counter",
+	"podchron_spans_dropped_total":                "counter",
+	"podchron_build_info":                         "gauge",
+	"podchron_source_up":                          "gauge",
 }
 
 // The capabilities the tracer may be given, and the host paths it may mount.
@@ -1294,7 +1296,7 @@ func loadDashboard(t *testing.T) (map[string]any, []grafanaPanel) {
 
 var dashboardVars = map[string]string{
 	"$__rate_interval": "5m", "$__interval": "1m", "$__range": "1h",
-	"$namespace": ".*", "$instance": ".*", "${namespace}": ".*", "${instance}": ".*",
+	"$namespace": ".*", "$instance": ".*", "${namespace}": ".*", "${instance}": ".*", "$cluster": ".*",
 }
 
 func TestDashboard(t *testing.T) {
