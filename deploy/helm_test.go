@@ -537,6 +537,18 @@ func TestHelmToggles(t *testing.T) {
 		}
 	})
 
+	t.Run("filtersAndConventions", func(t *testing.T) {
+		objs := objects(t, helmTemplate(t, "namespaces.include={prod-.*,shop}", "namespaces.exclude={kube-.*}",
+			"clusterName=east", "exportPodLabels={app,team}", "commandArgs=argv0"))
+		var ds appsv1.DaemonSet
+		typed(t, byKind(t, objs, "DaemonSet"), &ds)
+		want := []string{"--namespace-include=prod-.*|shop", "--namespace-exclude=kube-.*", "--cluster-name=east",
+			"--pod-label=app", "--pod-label=team", "--command-args=argv0"}
+		if got := tracer(t, &ds).Args[2:]; !slices.Equal(got, want) {
+			t.Errorf("args %q, want %q", got, want)
+		}
+	})
+
 	t.Run("image", func(t *testing.T) {
 		digest := "sha256:" + strings.Repeat("ab", 32)
 		for sets, want := range map[string]string{
@@ -590,7 +602,7 @@ func TestHelmToggles(t *testing.T) {
 
 	t.Run("refused", func(t *testing.T) {
 		for set, msg := range map[string]string{
-			"namespaces.include={default}": "no namespace filter yet",
+			"commandArgs=some":             "/commandArgs",
 			"bogus=1":                      "additional properties 'bogus' not allowed",
 			"otlp.protocol=udp":            "/otlp/protocol",
 			"serviceMonitor.enabled=true,service.create=false": "needs service.create",
