@@ -1,0 +1,28 @@
+// Spans that were not delivered, counted by why.
+
+package otlp
+
+// Drops counts dropped spans by reason.
+type Drops struct {
+	// QueueFull: Emit found the queue full (collector slow or down).
+	QueueFull uint64
+	// ExportFailed: the batch still failed when its retry time ran out, or
+	// the exporter rejected it permanently.
+	ExportFailed uint64
+	// Shutdown: emitted after Shutdown, or still queued when Shutdown's
+	// context ended.
+	Shutdown uint64
+}
+
+// Total is the sum over all reasons.
+func (d Drops) Total() uint64 { return d.QueueFull + d.ExportFailed + d.Shutdown }
+
+// ByReason returns the counts keyed by reason (queue_full, export_failed,
+// shutdown), every reason present.
+func (d Drops) ByReason() map[string]uint64 {
+	return map[string]uint64{
+		ReasonQueueFull:    d.QueueFull,
+		ReasonExportFailed: d.ExportFailed,
+		ReasonShutdown:     d.Shutdown,
+	}
+}
