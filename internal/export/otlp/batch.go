@@ -1,4 +1,5 @@
-// The export loop: batches from the queue, retries with backoff, the\n// per-pod resources.
+// The export loop: batches from the queue, retries with backoff, the
+// per-pod resources.
 
 package otlp
 
