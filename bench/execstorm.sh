@@ -17,7 +17,7 @@
 #   daemon  tracer --no-api --no-runtime with the watched root, metrics on,
 #           OTLP to a real OpenTelemetry Collector (test/otlp/build-collector.sh),
 #           correlating the 110 pods
-#   ig      (only with IG=<path to ig>) ig trace exec --host -o json > /dev/null
+#   ig      (only with IG=<path to ig>) ig trace exec --host --auto-mount-filesystems -o json > /dev/null
 #
 # Per storm: exec rate; the tracer's CPU (utime+stime of the whole process)
 # per exec; in-kernel time per exec summed over ALL of the tracer's programs
