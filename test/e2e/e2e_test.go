@@ -754,17 +754,6 @@ func (e *env) stuckTerminating(t *testing.T) {
 	// The tracer reports it stuck 30 s (--stuck-after) past its deadline.
 	e.metric(t, fmt.Sprintf(`podchron_pods_terminating_stuck{namespace=%q}`, ns), 2*time.Minute, func(v float64) bool { return v == 1 })
 	e.alert(t, "PodchronPodsStuckTerminating", "pending", map[string]string{"namespace": ns}, time.Minute)
-	patch := []byte(`{"metadata":{"finalizers":null}}`)
-	if _, err := e.cs.CoreV1().Pods(ns).Patch(e.ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatalf("removing the finalizer: %v", err)
-	}
-	e.waitGone(t, ns, pod.Name, time.Minute)
-	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
-		pk := &pick{tr: tr}
-		root := pk.one("pod")
-		term := pk.one(names.SpanPodTermination)
-		if pk.err != nil {
-			return pk.err
 	// While it is stuck: the pod named in the info series, and its trace
 	// already readable with the interim stuck span (the root comes later).
 	e.metric(t, fmt.Sprintf(`podchron_pod_stuck_terminating_info{namespace=%q,pod=%q,uid=%q}`, ns, pod.Name, pod.UID), time.Minute,
@@ -781,6 +770,17 @@ func (e *env) stuckTerminating(t *testing.T) {
 		return nil
 	})
 	t.Logf("scenario 7b: stuck, readable now: %d spans", len(now.Spans))
+	patch := []byte(`{"metadata":{"finalizers":null}}`)
+	if _, err := e.cs.CoreV1().Pods(ns).Patch(e.ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("removing the finalizer: %v", err)
+	}
+	e.waitGone(t, ns, pod.Name, time.Minute)
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		pk := &pick{tr: tr}
+		root := pk.one("pod")
+		term := pk.one(names.SpanPodTermination)
+		if pk.err != nil {
+			return pk.err
 		}
 		stuck := false
 		for _, ev := range root.Events {
