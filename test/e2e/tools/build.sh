@@ -2,11 +2,13 @@
 # Builds what the e2e cluster runs that Debian does not ship: kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubelet, kubectl (v1.34.4) and
 # Jaeger v2 (v1.76.0), from the Go module proxy through the wrapper modules
-# beside this script. Output: $PODCHRON_E2E_BIN (default
+# beside this script, and an OpenTelemetry Collector (v0.162.0, from
+# otelcol/builder.yaml with the collector builder) that fans the tracer's
+# spans out to the trace back ends. Output: $PODCHRON_E2E_BIN (default
 # ${PODCHRON_CACHE:-$HOME/.cache/podchron}/e2e/bin); a binary is rebuilt only
 # when its wrapper module changes. Prints the directory.
 #
-# Cold, on 2 cores: Kubernetes ~11 min, Jaeger ~12 min. Peak link memory ~2.3 GB.
+# Cold, on 2 cores: Kubernetes ~11 min, Jaeger ~12 min, the collector ~2 min. Peak link memory ~2.3 GB.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${PODCHRON_E2E_BIN:-${PODCHRON_CACHE:-$HOME/.cache/podchron}/e2e/bin}
@@ -41,10 +43,25 @@ build_jaeger() {
 	echo "e2e: Jaeger built in $((SECONDS - t0)) s" >&2
 }
 
+build_otelcol() {
+	local s; s=$(sha256sum <"$here/otelcol/builder.yaml" | cut -c1-16)
+	if [ "$(cat "$out/.otelcol.stamp" 2>/dev/null)" = "$s" ]; then return; fi
+	echo "e2e: building the OpenTelemetry Collector v0.162.0 (cold: ~2 min)" >&2
+	local t0=$SECONDS w; w=$(mktemp -d)
+	GOBIN=$w go install go.opentelemetry.io/collector/cmd/builder@v0.162.0
+	cp "$here/otelcol/builder.yaml" "$w/"
+	(cd "$w" && ./builder --config builder.yaml --ldflags "-s -w" >"$w/build.log" 2>&1) || { cat "$w/build.log" >&2; rm -rf "$w"; return 1; }
+	mv "$w/dist/otelcol" "$out/otelcol"
+	rm -rf "$w"
+	echo "$s" >"$out/.otelcol.stamp"
+	echo "e2e: collector built in $((SECONDS - t0)) s" >&2
+}
+
 case "${1:-all}" in
 kubernetes) build_kubernetes ;;
 jaeger) build_jaeger ;;
-all) build_kubernetes; build_jaeger ;;
-*) echo "usage: $0 [all|kubernetes|jaeger]" >&2; exit 2 ;;
+otelcol) build_otelcol ;;
+all) build_kubernetes; build_jaeger; build_otelcol ;;
+*) echo "usage: $0 [all|kubernetes|jaeger|otelcol]" >&2; exit 2 ;;
 esac
 echo "$out"
