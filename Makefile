@@ -105,7 +105,7 @@ test-vm-selftest: ## the VM runner's own smoke test
 	$(GO) run ./test/vm -pkg ./test/vm/testdata/smoke
 
 bench: build ## decode benchmark and the exec-storm benchmark (root)
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/probe ./internal/correlate/cgroupid
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/probe/event ./internal/correlate/cgroupid
 	$(GO) test -run '^$$' -bench CorrelateKernelEvent -benchmem ./internal/correlate
 	$(GO) test -run '^$$' -bench TrackedNodeMemory -benchtime 3x ./internal/correlate
 	bash bench/execstorm.sh
