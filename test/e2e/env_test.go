@@ -29,8 +29,9 @@ import (
 )
 
 // env is everything the scenarios share: a real cluster on a real
-// containerd, Jaeger and Prometheus, and podchron installed with its Helm
-// chart (the same DaemonSet as deploy/daemonset.yaml).
+// containerd, Jaeger behind an OpenTelemetry Collector, Prometheus, and
+// podchron installed with its Helm chart (the same DaemonSet as
+// deploy/daemonset.yaml).
 type env struct {
 	ctx      context.Context
 	repo     string
@@ -40,6 +41,7 @@ type env struct {
 	cluster  *cluster.Cluster
 	cs       *kubernetes.Clientset
 	jaeger   *backends.Jaeger
+	otelcol  *backends.Collector // the tracer's OTLP endpoint, exporting to Jaeger
 	prom     *backends.Prometheus
 	manifest []byte // the manifests Helm installed (helm get manifest)
 }
@@ -74,8 +76,10 @@ func setup(t *testing.T) *env {
 	if err := cluster.CheckRequirements(binDir); err != nil {
 		t.Fatalf("PODCHRON_E2E_BIN is set but the cluster cannot run: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(binDir, "jaeger")); err != nil {
-		t.Fatalf("PODCHRON_E2E_BIN is set but has no jaeger: %v", err)
+	for _, b := range []string{"jaeger", "otelcol"} {
+		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
+			t.Fatalf("PODCHRON_E2E_BIN is set but has no %s: %v", b, err)
+		}
 	}
 	if err := containerd.CheckRequirements(); err != nil {
 		t.Fatalf("containerd harness: %v", err)
@@ -118,13 +122,21 @@ func setup(t *testing.T) *env {
 		t.Fatalf("deploy/build-image.sh --import: %v\n%s", err, out)
 	}
 
-	// 3. Jaeger and Prometheus.
+	// 3. Jaeger behind an OpenTelemetry Collector (the tracer's endpoint,
+	// as users run it), and Prometheus.
 	j, err := backends.StartJaeger(ctx, e.log, filepath.Join(binDir, "jaeger"), work, backends.DefaultJaegerPorts)
 	if err != nil {
 		t.Fatalf("jaeger: %v", err)
 	}
 	e.jaeger = j
 	t.Cleanup(func() { _ = j.Close() })
+	oc, err := backends.StartCollector(ctx, e.log, filepath.Join(binDir, "otelcol"), work, backends.DefaultCollectorPorts,
+		map[string]string{"jaeger": j.OTLPGRPC})
+	if err != nil {
+		t.Fatalf("otelcol: %v", err)
+	}
+	e.otelcol = oc
+	t.Cleanup(func() { _ = oc.Close() })
 	p, err := backends.StartPrometheus(ctx, e.log, work, backends.PrometheusConfig{
 		Targets:   []string{metricsTarget},
 		RuleFiles: []string{filepath.Join(e.repo, "deploy", "rules", "podchron.rules.yml")},
@@ -195,7 +207,7 @@ func (e *env) deployPodchron(t *testing.T) {
 		"--from-literal=headers="+otlpHeaders); err != nil {
 		t.Fatalf("OTLP headers secret: %v\n%s", err, out)
 	}
-	values, err := yaml.Marshal(helmValuesForCluster(e.cluster.APIPort(), backends.DefaultJaegerPorts.OTLPGRPC, e.runtime.RuntimeDir))
+	values, err := yaml.Marshal(helmValuesForCluster(e.cluster.APIPort(), backends.DefaultCollectorPorts.OTLPGRPC, e.runtime.RuntimeDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +239,7 @@ func (e *env) deployPodchron(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kubectl kustomize deploy/: %v", err)
 	}
-	patched, err := patchForCluster(rendered, e.cluster.APIPort(), backends.DefaultJaegerPorts.OTLPGRPC, e.runtime.RuntimeDir)
+	patched, err := patchForCluster(rendered, e.cluster.APIPort(), backends.DefaultCollectorPorts.OTLPGRPC, e.runtime.RuntimeDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +380,7 @@ func TestHelmValuesForCluster(t *testing.T) {
 //     10.96.0.1 is unreachable; the tracer uses host networking and the API
 //     server's loopback address (KUBERNETES_SERVICE_HOST/PORT, which
 //     in-cluster config reads);
-//   - the OTLP endpoint: Jaeger on loopback;
+//   - the OTLP endpoint: the collector on loopback;
 //   - the runtime socket directory: the test's private containerd;
 //   - the start-up give-up time (--startup-timeout 20s instead of 10m), so a
 //     pod that never becomes Ready shows its failed start-up within a
@@ -532,6 +544,7 @@ func (e *env) dumpLogs(t *testing.T) {
 	}
 	t.Logf("kubelet log (tail):\n%s", e.cluster.Logs("kubelet", 3000))
 	t.Logf("containerd log (tail):\n%s", e.runtime.ContainerdLog(2000))
+	t.Logf("otelcol log (tail):\n%s", e.otelcol.Log(1000))
 	t.Logf("jaeger log (tail):\n%s", e.jaeger.Log(1500))
 }
 
