@@ -3,6 +3,16 @@
 // deployed with deploy/ itself, its spans are read back from a real Jaeger
 // and its metrics and alerts from a real Prometheus loading
 // deploy/rules/podchron.rules.yml. Run with `make e2e`.
+//
+// The tracer exports to a real OpenTelemetry Collector (tools/otelcol,
+// backends.StartCollector) whose traces pipeline fans out to one OTLP
+// exporter per back end, as users run it; today that is Jaeger alone.
+// Grafana Tempo is not run: its Go module is not served by the module proxy
+// this project builds from (and is AGPL-licensed), so a Tempo back end
+// would be one more exporter there and a query client here. Scenario 28
+// checks what a back end behind the collector must cope with: a trace whose
+// spans arrive over minutes, the root last, read back whole by ID and found
+// by a search on the pod's name.
 package e2e
 
 import (
@@ -41,6 +51,7 @@ func TestCluster(t *testing.T) {
 		t.Run("7a-force-delete", e.forceDelete)
 		t.Run("7b-stuck-terminating", e.stuckTerminating)
 		t.Run("27-span-latency", e.spanLatency)
+		t.Run("28-long-trace-root-last", e.longTrace)
 		e.longTail(t) // 10–14 (longtail_test.go)
 	})
 	if t.Failed() {
