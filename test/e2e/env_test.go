@@ -254,6 +254,18 @@ const (
 	otlpHeaders       = "x-podchron-e2e=helm"
 )
 
+// tracerArgs are the tracer's flags in this cluster: the start-up give-up
+// time (20 s instead of 10 min, so a pod that never becomes Ready shows its
+// failed start-up within a scenario), and what scenario 29 checks: the
+// cluster's name, an exported pod label, an excluded namespace.
+var tracerArgs = []string{"--startup-timeout=20s", "--cluster-name=" + clusterName, "--pod-label=app",
+	"--namespace-exclude=" + excludedNamespace}
+
+const (
+	clusterName       = "e2e"
+	excludedNamespace = "s29-excluded"
+)
+
 // helmValuesForCluster are the chart values for what patchForCluster
 // changes, plus the OTLP headers from otlpHeadersSecret.
 func helmValuesForCluster(apiPort, otlpPort int, runtimeDir string) map[string]any {
@@ -263,7 +275,7 @@ func helmValuesForCluster(apiPort, otlpPort int, runtimeDir string) map[string]a
 			"endpoint": fmt.Sprintf("http://127.0.0.1:%d", otlpPort),
 			"headers":  map[string]any{"secretName": otlpHeadersSecret},
 		},
-		"extraArgs": []string{"--startup-timeout=20s"},
+		"extraArgs": tracerArgs,
 		"extraEnv": []corev1.EnvVar{
 			{Name: "KUBERNETES_SERVICE_HOST", Value: "127.0.0.1"},
 			{Name: "KUBERNETES_SERVICE_PORT", Value: fmt.Sprint(apiPort)},
@@ -420,7 +432,7 @@ func patchForCluster(rendered []byte, apiPort, otlpPort int, runtimeDir string) 
 		if !found {
 			return nil, errors.New("daemonset has no OTEL_EXPORTER_OTLP_ENDPOINT")
 		}
-		c.Args = append(c.Args, "--startup-timeout=20s")
+		c.Args = append(c.Args, tracerArgs...)
 		c.Env = append(c.Env,
 			corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: "127.0.0.1"},
 			corev1.EnvVar{Name: "KUBERNETES_SERVICE_PORT", Value: fmt.Sprint(apiPort)})

@@ -46,6 +46,7 @@ func (e *env) longTail(t *testing.T) {
 	t.Run("24-sandbox-changed", e.sandboxChanged)
 	t.Run("25-preemption", e.preemption)
 	t.Run("26-image-stopsignal", e.imageStopSignal)
+	t.Run("29-conventions-and-filters", e.conventionsAndFilters)
 }
 
 func waitingReason(reasons ...string) func(*corev1.Pod) error {
