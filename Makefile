@@ -89,7 +89,7 @@ test-unit: runc-upstream helm ## tests without the VM run
 e2e-build: ## build Kubernetes v1.34.4 and Jaeger v2 for the e2e (cached; ~20 min cold on 2 cores)
 	bash test/e2e/tools/build.sh
 
-e2e: deps helm ## the real-cluster e2e (root): Kubernetes + containerd + podchron installed with its Helm chart + Jaeger + Prometheus
+e2e: deps helm ## the real-cluster e2e (root): Kubernetes + containerd + podchron installed with its Helm chart + an OpenTelemetry Collector + Jaeger + Prometheus
 	bin="$$(bash test/e2e/tools/build.sh)" && \
 	PODCHRON_E2E_BIN="$$bin" $(HELM_ENV) $(GO) test -count=1 -p 1 -timeout 30m -parallel 8 -v ./test/e2e/... $(E2EARGS)
 
