@@ -86,7 +86,7 @@ test-unit: runc-upstream helm ## tests without the VM run
 	@mkdir -p $(BIN) && rm -f $(RUNTIME_REPORT)
 	$(RUNTIME_MATRIX_ENV) $(HELM_ENV) $(GO) test -count=1 -timeout 20m ./...; $(SHOW_RUNTIME_REPORT)
 
-e2e-build: ## build Kubernetes v1.34.4 and Jaeger v2 for the e2e (cached; ~20 min cold on 2 cores)
+e2e-build: ## build Kubernetes v1.34.4, Jaeger v2 and the OpenTelemetry Collector for the e2e (cached; ~20 min cold on 2 cores)
 	bash test/e2e/tools/build.sh
 
 e2e: deps helm ## the real-cluster e2e (root): Kubernetes + containerd + podchron installed with its Helm chart + an OpenTelemetry Collector + Jaeger + Prometheus
