@@ -55,7 +55,7 @@ func (e *env) conventionsAndFilters(t *testing.T) {
 	e.eventually(t, "the Deployment's pod Ready", 2*time.Minute, func() error {
 		l, err := e.cs.CoreV1().Pods(ns).List(e.ctx, metav1.ListOptions{LabelSelector: "app=web"})
 		if err != nil || len(l.Items) != 1 || !podReady(&l.Items[0]) {
-			return fmt.Errorf("pods %d, err %v", len(l.Items), err)
+			return fmt.Errorf("pods %d, err %w", len(l.Items), err)
 		}
 		pod = l.Items[0]
 		return nil

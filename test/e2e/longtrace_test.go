@@ -1,12 +1,8 @@
 package e2e
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"slices"
 	"testing"
 	"time"
@@ -154,50 +150,14 @@ func whole(tr *backends.Trace, root *backends.Span, rootID string, early *backen
 // and returns their IDs.
 func (e *env) searchByPod(t *testing.T, ns, name string) []string {
 	t.Helper()
-	tags, err := json.Marshal(map[string]string{names.K8sPodName: name, names.K8sNamespaceName: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := url.Values{"service": {"podchron"}, "lookback": {"1h"}, "limit": {"20"}, "tags": {string(tags)}}
-	u := e.jaeger.Query + "/api/traces?" + q.Encode()
 	var ids []string
-	e.eventually(t, "Jaeger search "+string(tags), 30*time.Second, func() error {
-		var resp struct {
-			Data []struct {
-				TraceID string `json:"traceID"`
-			} `json:"data"`
+	e.eventually(t, "Jaeger search for pod "+ns+"/"+name, 30*time.Second, func() error {
+		var err error
+		ids, err = e.jaeger.Search(e.ctx, "podchron", map[string]string{names.K8sPodName: name, names.K8sNamespaceName: ns})
+		if err == nil && len(ids) == 0 {
+			err = errors.New("no traces")
 		}
-		if err := getJSON(e, u, &resp); err != nil {
-			return err
-		}
-		if len(resp.Data) == 0 {
-			return errors.New("no traces")
-		}
-		ids = ids[:0]
-		for _, d := range resp.Data {
-			ids = append(ids, d.TraceID)
-		}
-		return nil
+		return err
 	})
 	return ids
-}
-
-func getJSON(e *env, u string, into any) error {
-	req, err := http.NewRequestWithContext(e.ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: HTTP %d: %.300s", u, resp.StatusCode, body)
-	}
-	return json.Unmarshal(body, into)
 }

@@ -179,6 +179,29 @@ const stopGrace = 15 * time.Second
 // Log returns the tail of Jaeger's log.
 func (j *Jaeger) Log(n int) string { return j.p.LogTail(n) }
 
+// Search returns the IDs of a service's traces (last hour, at most 20)
+// with spans or processes carrying every tag given.
+func (j *Jaeger) Search(ctx context.Context, service string, tags map[string]string) ([]string, error) {
+	tj, err := json.Marshal(tags)
+	if err != nil {
+		return nil, err
+	}
+	q := url.Values{"service": {service}, "lookback": {"1h"}, "limit": {"20"}, "tags": {string(tj)}}
+	var resp struct {
+		Data []struct {
+			TraceID string `json:"traceID"`
+		} `json:"data"`
+	}
+	if err := getJSON(ctx, j.Query+"/api/traces?"+q.Encode(), &resp); err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(resp.Data))
+	for _, d := range resp.Data {
+		ids = append(ids, d.TraceID)
+	}
+	return ids, nil
+}
+
 // Trace is a trace as Jaeger's query API returns it, flattened.
 type Trace struct {
 	TraceID string
