@@ -602,9 +602,9 @@ func TestHelmToggles(t *testing.T) {
 
 	t.Run("refused", func(t *testing.T) {
 		for set, msg := range map[string]string{
-			"commandArgs=some":             "/commandArgs",
-			"bogus=1":                      "additional properties 'bogus' not allowed",
-			"otlp.protocol=udp":            "/otlp/protocol",
+			"commandArgs=some":  "/commandArgs",
+			"bogus=1":           "additional properties 'bogus' not allowed",
+			"otlp.protocol=udp": "/otlp/protocol",
 			"serviceMonitor.enabled=true,service.create=false": "needs service.create",
 		} {
 			out, err := runHelm(t, "template", helmRelease, chartDir, "--set", set)
