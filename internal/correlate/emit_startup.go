@@ -154,10 +154,16 @@ func (c *Correlator) pullSpan(p *pod, pl *pull, parent SpanID) Span {
 			msg = pl.reason + ": " + pl.failure
 		}
 	}
-	if end.Before(pl.start) {
-		end = pl.start
+	// The kubelet's Events carry whole seconds: a pull that took no time
+	// ("already present") can be stamped before the pod's first fact.
+	start := pl.start
+	if first := p.startupStart(); start.Before(first) {
+		start = first
 	}
-	return Span{SpanID: p.spanID("pull/" + pl.container), Parent: parent, Name: names.SpanContainerImagePull, Start: pl.start, End: end,
+	if end.Before(start) {
+		end = start
+	}
+	return Span{SpanID: p.spanID("pull/" + pl.container), Parent: parent, Name: names.SpanContainerImagePull, Start: start, End: end,
 		Status: status, StatusMessage: msg, Attrs: attrs}
 }
 

@@ -215,3 +215,23 @@ func TestReadyThenDeletedWhileSettling(t *testing.T) {
 		t.Errorf("start-up: %s %q", st.Status, st.StatusMessage)
 	}
 }
+
+// The kubelet's Events carry whole seconds: an "already present" pull
+// stamped before the pod's first fact stays inside the pod's trace.
+func TestPullSpanInsideThePod(t *testing.T) {
+	s := newSim(t)
+	s.now = s.now.Add(300 * time.Millisecond) // the pod's first fact is at .300
+	s.info.CreatedAt = s.now
+	pulled := s.now.Truncate(time.Second)
+	s.pod()
+	s.in(correlate.Input{Event: &correlate.K8sEvent{UID: "ev-pull", PodUID: s.uid, Reason: "Pulled", Container: "app",
+		Message: `Container image "busybox" already present on machine`, FirstTime: pulled, LastTime: pulled, Count: 1}})
+	s.startup()
+	s.tick(3 * time.Second)
+	st := s.one(names.SpanPodStartup)
+	for _, sp := range s.find(names.SpanContainerImagePull) {
+		if sp.Start.Before(st.Start) || sp.End.Before(sp.Start) {
+			t.Errorf("%s [%s, %s] outside its pod.startup from %s", sp.Name, sp.Start, sp.End, st.Start)
+		}
+	}
+}
