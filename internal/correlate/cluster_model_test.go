@@ -72,10 +72,7 @@ func TestLivenessRestartExitZeroFromKernel(t *testing.T) {
 		s.exit("app", pr, 1, 0)
 	}
 	s.at(20 * time.Millisecond)
-	s.signal("app", app, syscall.SIGTERM, "runc", event.SignalDelivered, event.DispositionHandler)
-	s.at(30 * time.Millisecond)
-	s.exit("app", app, 0, 0)
-	s.cri(cri.EventContainerExited, "app", 0, "Completed")
+	s.gracefulStop("app", app, 30*time.Millisecond)
 	s.tick(2 * time.Second)
 	run := s.one(names.SpanContainerRun)
 	if got := run.Attr(names.ExitCause); got != "liveness_restart" {

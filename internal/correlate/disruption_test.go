@@ -41,10 +41,7 @@ func TestDisruptionReasonOnTerminationAndCause(t *testing.T) {
 				s.exit("app", app, 0, syscall.SIGKILL)
 				s.cri(cri.EventContainerExited, "app", 137, "Error")
 			} else {
-				s.signal("app", app, syscall.SIGTERM, "runc", event.SignalDelivered, event.DispositionHandler)
-				s.at(20 * time.Millisecond)
-				s.exit("app", app, 0, 0)
-				s.cri(cri.EventContainerExited, "app", 0, "Completed")
+				s.gracefulStop("app", app, 20*time.Millisecond)
 			}
 			s.info.Deleted = true
 			s.pod()

@@ -51,10 +51,6 @@ func containerAttrs(ct *container) []Attr {
 func splitImage(ref string) (name, tag string) {
 	if i := strings.IndexByte(ref, '@'); i >= 0 {
 		ref = ref[:i]
-		if j := strings.LastIndexByte(ref, ':'); j > strings.LastIndexByte(ref, '/') {
-			return ref[:j], ref[j+1:]
-		}
-		return ref, ""
 	}
 	if j := strings.LastIndexByte(ref, ':'); j > strings.LastIndexByte(ref, '/') {
 		return ref[:j], ref[j+1:]

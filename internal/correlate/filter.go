@@ -50,8 +50,12 @@ func (c *Correlator) traced(p *pod) bool {
 	if ns == "" {
 		return true
 	}
-	f := c.cfg.Filter
-	return (f.Include == nil || f.Include.MatchString(ns)) && (f.Exclude == nil || !f.Exclude.MatchString(ns))
+	if ns != p.filteredNS {
+		f := c.cfg.Filter
+		p.filteredNS = ns
+		p.filteredIn = (f.Include == nil || f.Include.MatchString(ns)) && (f.Exclude == nil || !f.Exclude.MatchString(ns))
+	}
+	return p.filteredIn
 }
 
 // observer is where a pod's measurements go: nowhere for a pod not traced.

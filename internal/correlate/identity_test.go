@@ -234,10 +234,7 @@ func TestEventFromAnotherNamespaceIgnored(t *testing.T) {
 			s.in(correlate.Input{Event: &correlate.K8sEvent{UID: "ev-kill", PodUID: s.uid, Namespace: ns, Reason: "Killing", Container: "app",
 				Message: "Container app failed liveness probe, will be restarted", FirstTime: s.now, LastTime: s.now, Count: 1}})
 			s.at(10 * time.Millisecond)
-			s.signal("app", app, syscall.SIGTERM, "runc", event.SignalDelivered, event.DispositionHandler)
-			s.at(30 * time.Millisecond)
-			s.exit("app", app, 0, 0)
-			s.cri(cri.EventContainerExited, "app", 0, "Completed")
+			s.gracefulStop("app", app, 30*time.Millisecond)
 			s.tick(3 * time.Second)
 			if got := s.one(names.SpanContainerRun).Attr(names.ExitCause); got != want {
 				t.Errorf("Killing event from namespace %q: cause %v, want %s", ns, got, want)

@@ -29,10 +29,7 @@ func TestTerminationByActiveDeadline(t *testing.T) {
 	app := s.startup()
 	s.at(5 * time.Second)
 	stopAt := s.now
-	s.signal("app", app, syscall.SIGTERM, "runc", event.SignalDelivered, event.DispositionHandler)
-	s.at(30 * time.Millisecond)
-	s.exit("app", app, 0, 0)
-	s.cri(cri.EventContainerExited, "app", 0, "Completed")
+	s.gracefulStop("app", app, 30*time.Millisecond)
 	s.at(500 * time.Millisecond)
 	s.info.Phase, s.info.Reason, s.info.Message = "Failed", "DeadlineExceeded", "Pod was active on the node longer than the specified deadline"
 	s.pod()
@@ -110,10 +107,7 @@ func TestStaticPodOneTrace(t *testing.T) {
 		t.Fatal("the mirror's deletion ended the static pod")
 	}
 	// The manifest is removed: the kubelet stops it and removes its cgroups.
-	s.signal("app", app, syscall.SIGTERM, "runc", event.SignalDelivered, event.DispositionHandler)
-	s.at(20 * time.Millisecond)
-	s.exit("app", app, 0, 0)
-	s.cri(cri.EventContainerExited, "app", 0, "Completed")
+	s.gracefulStop("app", app, 20*time.Millisecond)
 	s.at(time.Second)
 	s.rmdir(8000, "/kubepods/burstable/pod"+s.uid)
 	s.tick(3 * time.Second)

@@ -146,6 +146,15 @@ func (s *sim) signal(name string, target uint32, sig syscall.Signal, senderComm 
 		Signal: sig, Code: event.SIUser, Result: result, Disposition: disp, TargetTGID: target, TargetPID: target, TargetCgroupID: s.cg[name], TargetNSInit: true})
 }
 
+// gracefulStop: the runtime's SIGTERM, taken by a handler; after d the
+// container exits 0 and the runtime reports it Completed.
+func (s *sim) gracefulStop(name string, pid uint32, d time.Duration) {
+	s.signal(name, pid, syscall.SIGTERM, "runc", event.SignalDelivered, event.DispositionHandler)
+	s.at(d)
+	s.exit(name, pid, 0, 0)
+	s.cri(cri.EventContainerExited, name, 0, "Completed")
+}
+
 func (s *sim) cri(typ cri.EventType, name string, code int32, reason string) {
 	s.in(correlate.Input{Runtime: &cri.Event{Type: typ, At: s.now,
 		Container: &cri.Container{ID: s.ids[name], SandboxID: "sb1", Name: name, PodUID: s.uid, ExitCode: code, Reason: reason, FinishedAt: s.now}}})

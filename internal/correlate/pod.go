@@ -20,6 +20,10 @@ type pod struct {
 
 	// seenNS and seenKind are what the observer was last told in PodSeen.
 	seenNS, seenKind string
+	// filteredNS and filteredIn cache the namespace filter's verdict for
+	// the namespace last seen (filter.go): a signal flood asks per event.
+	filteredNS string
+	filteredIn bool
 
 	sandboxID      string
 	sandboxCreated time.Time // the runtime's time, or the pod cgroup's mkdir

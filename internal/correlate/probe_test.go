@@ -1,16 +1,12 @@
 package correlate_test
 
 import (
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/podchron/podchron/internal/probe/event"
 
 	"github.com/podchron/podchron/internal/names"
 
 	"github.com/podchron/podchron/internal/correlate"
-	"github.com/podchron/podchron/internal/cri"
 )
 
 // The Kubernetes docs' pattern: a startup probe and a liveness probe with
@@ -41,15 +37,12 @@ func TestStartupAndLivenessShareACommand(t *testing.T) {
 		probeRun(s, 1)
 		probeRun(s, 1)
 		s.at(50 * time.Millisecond)
-		s.signal("app", app, syscall.SIGTERM, "runc", event.SignalDelivered, event.DispositionHandler)
-		s.at(20 * time.Millisecond)
-		s.exit("app", app, 0, 0)
-		s.cri(cri.EventContainerExited, "app", 0, "Completed")
+		s.gracefulStop("app", app, 20*time.Millisecond)
 		s.tick(3 * time.Second)
-		if got := s.one(names.SpanContainerRun).Attr(names.ExitCause); got != "startup_probe_restart" {
+		if got := s.one(names.SpanContainerRun).Attr(names.ExitCause); got != string(names.CauseStartupProbeRestart) {
 			t.Errorf("cause %v, want startup_probe_restart", got)
 		}
-		if n := len(s.find("probe.startup")); n != 2 {
+		if n := len(s.find(names.SessionProbeStartup)); n != 2 {
 			t.Errorf("%d probe.startup spans, want 2", n)
 		}
 	})
@@ -65,15 +58,12 @@ func TestStartupAndLivenessShareACommand(t *testing.T) {
 		probeRun(s, 1)
 		probeRun(s, 1)
 		s.at(50 * time.Millisecond)
-		s.signal("app", app, syscall.SIGTERM, "runc", event.SignalDelivered, event.DispositionHandler)
-		s.at(20 * time.Millisecond)
-		s.exit("app", app, 0, 0)
-		s.cri(cri.EventContainerExited, "app", 0, "Completed")
+		s.gracefulStop("app", app, 20*time.Millisecond)
 		s.tick(3 * time.Second)
-		if got := s.one(names.SpanContainerRun).Attr(names.ExitCause); got != "liveness_restart" {
+		if got := s.one(names.SpanContainerRun).Attr(names.ExitCause); got != string(names.CauseLivenessRestart) {
 			t.Errorf("cause %v, want liveness_restart", got)
 		}
-		if n := len(s.find("probe.liveness")); n != 2 {
+		if n := len(s.find(names.SessionProbeLiveness)); n != 2 {
 			t.Errorf("%d failed probe.liveness spans, want 2", n)
 		}
 	})
