@@ -29,12 +29,7 @@ func containerAttrs(ct *container) []Attr {
 			image = spec
 		}
 	}
-	if name, tag := splitImage(image); name != "" {
-		a = append(a, String(names.ContainerImageName, name))
-		if tag != "" {
-			a = append(a, Strings(names.ContainerImageTags, tag))
-		}
-	}
+	a = append(a, imageAttrs(image)...)
 	if ct.runtime.Name != "" {
 		a = append(a, String(names.ContainerRuntimeName, ct.runtime.Name))
 		if ct.runtime.Version != "" {
@@ -42,6 +37,18 @@ func containerAttrs(ct *container) []Attr {
 		}
 	}
 	return a
+}
+
+// imageAttrs are container.image.name and .tags for an image reference.
+func imageAttrs(ref string) []Attr {
+	name, tag := splitImage(ref)
+	switch {
+	case name == "":
+		return nil
+	case tag == "":
+		return []Attr{String(names.ContainerImageName, name)}
+	}
+	return []Attr{String(names.ContainerImageName, name), Strings(names.ContainerImageTags, tag)}
 }
 
 // splitImage splits an image reference into its name and tag:

@@ -141,9 +141,7 @@ func refineReady(cond, seen time.Time, evidence []time.Time) time.Time {
 // pullSpan is an image pull: Pulling to Pulled, or to its last failure.
 func (c *Correlator) pullSpan(p *pod, pl *pull, parent SpanID) Span {
 	attrs := []Attr{String(names.K8sContainerName, pl.container)}
-	if img := p.image(pl.container); img != "" {
-		attrs = append(attrs, String(names.ContainerImageName, img))
-	}
+	attrs = append(attrs, imageAttrs(p.image(pl.container))...)
 	end, status, msg := pl.end, StatusOK, ""
 	if !pl.end.IsZero() {
 		attrs = append(attrs, String(names.Message, pl.message))

@@ -1,6 +1,7 @@
 package correlate_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,7 +83,8 @@ func TestStartupImagePullFailure(t *testing.T) {
 	}
 	pl := s.one(names.SpanContainerImagePull)
 	if pl.Status != correlate.StatusError || pl.Parent != st.SpanID || !pl.Start.Equal(pullStart) || pl.End.Before(failAt) ||
-		pl.Attr(names.ContainerImageName) != "registry.invalid/app:1" || !strings.Contains(pl.StatusMessage, "no such host") {
+		pl.Attr(names.ContainerImageName) != "registry.invalid/app" || !slices.Equal(pl.Attr(names.ContainerImageTags).([]string), []string{"1"}) ||
+		!strings.Contains(pl.StatusMessage, "no such host") {
 		t.Errorf("pull: %s %q %s–%s %v", pl.Status, pl.StatusMessage, pl.Start, pl.End, pl.Attrs)
 	}
 	for _, name := range []string{names.SpanPodSandbox, "cni.ADD bridge", names.SpanPodScheduling} {
