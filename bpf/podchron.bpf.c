@@ -16,7 +16,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * types for them (types only used by inlined code would not be emitted). */
 const struct event_header *_event_header __attribute__((unused));
 const struct exec_event *_exec_event __attribute__((unused));
-const struct cni_info *_cni_info __attribute__((unused));
+const struct cni_env *_cni_env __attribute__((unused));
+const enum cni_env_flags *_cni_env_flags __attribute__((unused));
 const struct fork_event *_fork_event __attribute__((unused));
 const struct exit_event *_exit_event __attribute__((unused));
 const struct signal_event *_signal_event __attribute__((unused));

@@ -3,27 +3,17 @@
  * CNI plugin runs. A runtime runs a plugin by exec'ing a binary from a CNI
  * directory with CNI_COMMAND, CNI_CONTAINERID, CNI_IFNAME, CNI_NETNS and
  * CNI_ARGS in its environment. Only execs of binaries under a configured CNI
- * directory (an LPM trie lookup) pay for the environment scan.
+ * directory (an LPM trie lookup) carry their environment, which user space
+ * parses: a string-matching loop over the variables here cost the verifier
+ * over 400,000 instructions (a second per load, long enough for signals to
+ * restart it over and over).
  */
 #ifndef __PODCHRON_PROBES_CNI_H
 #define __PODCHRON_PROBES_CNI_H
 
 #include "common.h"
 
-#define ENV_BUF_LEN 1024
-
-static __always_inline bool starts_with(const char *s, const char *lit, int n)
-{
-#pragma unroll
-	for (int i = 0; i < 16; i++) {
-		if (i >= n)
-			break;
-		if (s[i] != lit[i])
-			return false;
-	}
-	return true;
-}
-
+/* Whether filename is under a configured CNI directory. */
 static __always_inline bool in_cni_dir(const char *filename)
 {
 	struct prefix_key key = {};
@@ -35,62 +25,30 @@ static __always_inline bool in_cni_dir(const char *filename)
 }
 
 /*
- * Returns the CNI fields (in per-CPU scratch space) when p is a CNI plugin
- * run, NULL otherwise. p is the current task, right after exec, so its
- * environment is resident user memory.
+ * Copies p's environment into c: whole when it fits, else its first and last
+ * halves. p is the current task right after exec, so its environment is
+ * resident user memory the kernel has just written. A failed read leaves
+ * size 0 (user space then reports a CNI directory exec without CNI fields).
  */
-static __always_inline struct cni_info *cni_run(struct task_struct *p, const char *filename)
+static __always_inline void read_env(struct task_struct *p, struct cni_env *c)
 {
-	__u32 zero = 0;
-	struct scratch *s;
-	struct mm_struct *mm;
-	unsigned long env, env_end;
-	bool found = false, continued = false;
+	struct mm_struct *mm = p->mm;
+	unsigned long start = mm->env_start, end = mm->env_end;
+	unsigned long len = end - start;
 
-	if (!in_cni_dir(filename))
-		return NULL;
-	s = bpf_map_lookup_elem(&scratch_map, &zero);
-	if (!s)
-		return NULL;
-	__builtin_memset(&s->cni, 0, sizeof(s->cni));
-
-	mm = BPF_CORE_READ(p, mm);
-	env = BPF_CORE_READ(mm, env_start);
-	env_end = BPF_CORE_READ(mm, env_end);
-
-	for (int i = 0; i < MAX_ENV_VARS; i++) {
-		long n;
-		char *b = s->env;
-
-		if (env >= env_end)
-			break;
-		n = bpf_probe_read_user_str(b, ENV_BUF_LEN, (void *)env);
-		if (n <= 0)
-			break;
-		/* A variable longer than the buffer: skip its tail without matching. */
-		if (!continued && starts_with(b, "CNI_", 4)) {
-			if (starts_with(b + 4, "COMMAND=", 8)) {
-				bpf_probe_read_kernel_str(s->cni.command, sizeof(s->cni.command), b + 12);
-				found = true;
-			} else if (starts_with(b + 4, "CONTAINERID=", 12)) {
-				bpf_probe_read_kernel_str(s->cni.container_id, sizeof(s->cni.container_id), b + 16);
-			} else if (starts_with(b + 4, "IFNAME=", 7)) {
-				bpf_probe_read_kernel_str(s->cni.ifname, sizeof(s->cni.ifname), b + 11);
-			} else if (starts_with(b + 4, "NETNS=", 6)) {
-				bpf_probe_read_kernel_str(s->cni.netns, sizeof(s->cni.netns), b + 10);
-			} else if (starts_with(b + 4, "ARGS=", 5)) {
-				bpf_probe_read_kernel_str(s->cni.args, sizeof(s->cni.args), b + 9);
-			}
-		}
-		if (n == ENV_BUF_LEN) {
-			continued = true;
-			env += n - 1;
-		} else {
-			continued = false;
-			env += n;
-		}
+	c->flags = 0;
+	c->size = 0;
+	if (end <= start)
+		return;
+	if (len <= CNI_ENV_LEN) {
+		if (bpf_probe_read_user(c->data, len, (void *)start) == 0)
+			c->size = len;
+		return;
 	}
-	return found ? &s->cni : NULL;
+	c->flags = CNI_ENV_F_SPLIT;
+	if (bpf_probe_read_user(c->data, CNI_ENV_HALF, (void *)start) == 0 &&
+	    bpf_probe_read_user(c->data + CNI_ENV_HALF, CNI_ENV_HALF, (void *)(end - CNI_ENV_HALF)) == 0)
+		c->size = CNI_ENV_LEN;
 }
 
 #endif /* __PODCHRON_PROBES_CNI_H */

@@ -34,7 +34,6 @@ volatile const __u32 cfg_noop = 0;
 	} while (0)
 
 #define MAX_CGROUP_LEVEL 16
-#define MAX_ENV_VARS 128
 
 /* Roots of the watched subtrees: cgroup id -> 1. */
 struct {
@@ -104,19 +103,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct event_counter);
 } counters SEC(".maps");
-
-/* Scratch space too large for the 512-byte BPF stack. */
-struct scratch {
-	struct cni_info cni;
-	char env[1024];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct scratch);
-} scratch_map SEC(".maps");
 
 static __always_inline void count(__u32 type, bool lost)
 {

@@ -15,11 +15,10 @@
 #define ARGS_LEN 256
 #define CGROUP_PATH_LEN 256
 
-#define CNI_COMMAND_LEN 16
-#define CNI_CONTAINERID_LEN 128
-#define CNI_IFNAME_LEN 32
-#define CNI_NETNS_LEN 128
-#define CNI_ARGS_LEN 512
+/* A CNI plugin's environment: whole when it fits, else its first and last
+ * halves (runtimes append the CNI_* variables to their own environment). */
+#define CNI_ENV_LEN 8192
+#define CNI_ENV_HALF (CNI_ENV_LEN / 2)
 
 enum event_type {
 	EVENT_EXEC = 1,
@@ -43,7 +42,7 @@ enum event_origin {
 
 /* exec_event.flags */
 enum exec_flags {
-	EXEC_F_CNI = 1 << 0,            /* struct cni_info follows the exec_event */
+	EXEC_F_CNI = 1 << 0,            /* struct cni_env follows the exec_event */
 	EXEC_F_ARGS_TRUNCATED = 1 << 1, /* argv was longer than ARGS_LEN */
 };
 
@@ -92,13 +91,21 @@ struct exec_event {
 	char args[ARGS_LEN];
 };
 
-/* Appended to an exec_event when EXEC_F_CNI is set. */
-struct cni_info {
-	char command[CNI_COMMAND_LEN];
-	char container_id[CNI_CONTAINERID_LEN];
-	char ifname[CNI_IFNAME_LEN];
-	char netns[CNI_NETNS_LEN];
-	char args[CNI_ARGS_LEN];
+/* cni_env.flags */
+enum cni_env_flags {
+	CNI_ENV_F_SPLIT = 1 << 0, /* data holds the first and the last CNI_ENV_HALF bytes of a longer environment */
+};
+
+/*
+ * Appended to an exec_event when EXEC_F_CNI is set (an exec of a binary in a
+ * CNI directory): the new program's environment as the kernel laid it out,
+ * NUL-separated. User space picks the CNI_* variables out of it; matching
+ * them here made the exec program the verifier's most expensive by far.
+ */
+struct cni_env {
+	__u32 size;  /* bytes of data used (CNI_ENV_LEN when split) */
+	__u32 flags; /* enum cni_env_flags */
+	char data[CNI_ENV_LEN];
 };
 
 struct fork_event {

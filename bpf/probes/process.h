@@ -26,7 +26,7 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 {
 	NOOP_RETURN();
 	__u32 tgid = p->tgid;
-	struct cni_info *cni = NULL;
+	bool cni = false;
 	struct exec_event *e;
 	const char *filename;
 	struct mm_struct *mm;
@@ -46,7 +46,7 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 
 	filename = bprm->filename;
 	if (!(origin & ORIGIN_WATCHED)) {
-		cni = cni_run(p, filename);
+		cni = in_cni_dir(filename);
 		if (cni) {
 			origin |= ORIGIN_CNI;
 			track(tgid, ORIGIN_CNI);
@@ -59,7 +59,7 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 		return 0;
 
 	if (cni)
-		e = reserve(EVENT_EXEC, sizeof(*e) + sizeof(*cni));
+		e = reserve(EVENT_EXEC, sizeof(*e) + sizeof(struct cni_env));
 	else
 		e = reserve(EVENT_EXEC, sizeof(*e));
 	if (!e)
@@ -84,7 +84,7 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 
 	if (cni) {
 		e->flags |= EXEC_F_CNI;
-		bpf_probe_read_kernel((void *)(e + 1), sizeof(*cni), cni);
+		read_env(p, (struct cni_env *)(e + 1));
 	}
 	submit(e);
 	return 0;

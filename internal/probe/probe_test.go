@@ -433,6 +433,32 @@ func TestEveryProgramLoadsAndAttaches(t *testing.T) {
 	}
 }
 
+// maxVerifiedInsns bounds the verifier's work per program. The verifier
+// restarts a load from scratch whenever a signal reaches the loading thread
+// (EAGAIN, which the loader retries), so a program that takes it long to
+// verify can be restarted forever on a busy process: the CNI environment
+// scan once cost 434,419 instructions (a second) and hung a test under CPU
+// load with child processes exiting. Every program now takes a few thousand.
+const maxVerifiedInsns = 50_000
+
+func TestEveryProgramIsCheapToVerify(t *testing.T) {
+	e := setup(t)
+	for name, prog := range e.p.Programs() {
+		info, err := prog.Info()
+		if err != nil {
+			t.Fatalf("%s: info: %v", name, err)
+		}
+		n, ok := info.VerifiedInstructions()
+		if !ok {
+			t.Skipf("the kernel does not report verified instructions (Linux 5.16+): %s", name)
+		}
+		t.Logf("%-15s %6d instructions verified", name, n)
+		if n > maxVerifiedInsns {
+			t.Errorf("%s: the verifier processed %d instructions, more than %d", name, n, maxVerifiedInsns)
+		}
+	}
+}
+
 func TestExecForkExit(t *testing.T) {
 	e := setup(t)
 	dir := e.dir(e.cgroup(t, "work"))
@@ -861,42 +887,53 @@ func TestRootCreatedAfterLoad(t *testing.T) {
 	wait(t, e.col, "exec under the late root", func(ev *event.ExecEvent) bool { return ev.TGID == h.pid && ev.CgroupID == cgid(t, dir) })
 }
 
+// TestCNIPluginRun runs a real CNI plugin with the CNI variables after the
+// runtime's own environment, as libcni lays it out: one that fits the
+// kernel's copy, and one (a node with a long environment) that is copied as
+// its first and last halves.
 func TestCNIPluginRun(t *testing.T) {
 	const plugin = "/usr/lib/cni/loopback"
 	if _, err := os.Stat(plugin); err != nil {
 		t.Skipf("no CNI plugin to run (install Debian's containernetworking-plugins): %v", err)
 	}
 	e := setup(t)
-	containerID := strings.Repeat("ab12", 16)
-	cniArgs := "IgnoreUnknown=1;K8S_POD_NAMESPACE=shop;K8S_POD_NAME=cart-7d9f;K8S_POD_INFRA_CONTAINER_ID=" + containerID + ";K8S_POD_UID=0b6e0b3c-1f2d-4a5b-9c8d-7e6f5a4b3c2d"
-	cmd := exec.Command(plugin)
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "LONG=" + strings.Repeat("x", 3000)}
-	for i := range 40 {
-		cmd.Env = append(cmd.Env, fmt.Sprintf("FILLER_%d=%d", i, i))
+	for _, tc := range []struct {
+		name string
+		long int // bytes of one variable before the CNI ones
+	}{{"short-env", 3000}, {"env-longer-than-the-buffer", 20000}} {
+		t.Run(tc.name, func(t *testing.T) {
+			containerID := strings.Repeat("ab12", 16)
+			cniArgs := "IgnoreUnknown=1;K8S_POD_NAMESPACE=shop;K8S_POD_NAME=cart-7d9f;K8S_POD_INFRA_CONTAINER_ID=" + containerID + ";K8S_POD_UID=0b6e0b3c-1f2d-4a5b-9c8d-7e6f5a4b3c2d"
+			cmd := exec.Command(plugin)
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "LONG=" + strings.Repeat("x", tc.long)}
+			for i := range 40 {
+				cmd.Env = append(cmd.Env, fmt.Sprintf("FILLER_%d=%d", i, i))
+			}
+			cmd.Env = append(cmd.Env,
+				"CNI_COMMAND=VERSION", "CNI_CONTAINERID="+containerID, "CNI_IFNAME=eth0",
+				"CNI_NETNS=/var/run/netns/cni-1234", "CNI_PATH=/usr/lib/cni", "CNI_ARGS="+cniArgs)
+			cmd.Stdin = strings.NewReader(`{"cniVersion":"1.0.0"}`)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("run %s: %v", plugin, err)
+			}
+			pid := uint32(cmd.Process.Pid)
+			exe := wait(t, e.col, "CNI exec", func(ev *event.ExecEvent) bool { return ev.TGID == pid })
+			want := event.CNIRun{Command: "VERSION", ContainerID: containerID, IfName: "eth0", NetNS: "/var/run/netns/cni-1234", Args: cniArgs,
+				PodNamespace: "shop", PodName: "cart-7d9f", PodUID: "0b6e0b3c-1f2d-4a5b-9c8d-7e6f5a4b3c2d", InfraContainerID: containerID}
+			if exe.CNI == nil || *exe.CNI != want {
+				t.Fatalf("CNI run: got %+v, want %+v", exe.CNI, want)
+			}
+			if exe.Filename != plugin || exe.Origin&event.OriginCNI == 0 || exe.Origin&event.OriginWatched != 0 {
+				t.Errorf("CNI exec: filename %q origin %s", exe.Filename, exe.Origin)
+			}
+			exit := wait(t, e.col, "CNI plugin exit", func(ev *event.ExitEvent) bool { return ev.TGID == pid })
+			if exit.ExitCode != 0 || exit.Origin&event.OriginCNI == 0 {
+				t.Errorf("CNI exit: %+v", exit)
+			}
+			t.Logf("plugin said %s", strings.TrimSpace(string(out)))
+		})
 	}
-	cmd.Env = append(cmd.Env,
-		"CNI_COMMAND=VERSION", "CNI_CONTAINERID="+containerID, "CNI_IFNAME=eth0",
-		"CNI_NETNS=/var/run/netns/cni-1234", "CNI_PATH=/usr/lib/cni", "CNI_ARGS="+cniArgs)
-	cmd.Stdin = strings.NewReader(`{"cniVersion":"1.0.0"}`)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("run %s: %v", plugin, err)
-	}
-	pid := uint32(cmd.Process.Pid)
-	exe := wait(t, e.col, "CNI exec", func(ev *event.ExecEvent) bool { return ev.TGID == pid })
-	want := event.CNIRun{Command: "VERSION", ContainerID: containerID, IfName: "eth0", NetNS: "/var/run/netns/cni-1234", Args: cniArgs,
-		PodNamespace: "shop", PodName: "cart-7d9f", PodUID: "0b6e0b3c-1f2d-4a5b-9c8d-7e6f5a4b3c2d", InfraContainerID: containerID}
-	if exe.CNI == nil || *exe.CNI != want {
-		t.Fatalf("CNI run: got %+v, want %+v", exe.CNI, want)
-	}
-	if exe.Filename != plugin || exe.Origin&event.OriginCNI == 0 || exe.Origin&event.OriginWatched != 0 {
-		t.Errorf("CNI exec: filename %q origin %s", exe.Filename, exe.Origin)
-	}
-	exit := wait(t, e.col, "CNI plugin exit", func(ev *event.ExitEvent) bool { return ev.TGID == pid })
-	if exit.ExitCode != 0 || exit.Origin&event.OriginCNI == 0 {
-		t.Errorf("CNI exit: %+v", exit)
-	}
-	t.Logf("plugin said %s", strings.TrimSpace(string(out)))
 }
 
 func TestRuntimeProcessFollowed(t *testing.T) {

@@ -197,11 +197,11 @@ func (d *Decoder) exec(raw []byte) (Event, error) {
 	n := min(int(r.ArgsSize), len(r.Args))
 	e.Args = splitArgs(cbytesN(r.Args[:n]))
 	if has(r.Flags, PodchronExecFlagsEXEC_F_CNI) {
-		c, err := view[PodchronCniInfo](raw[unsafe.Sizeof(*r):])
+		c, err := view[PodchronCniEnv](raw[unsafe.Sizeof(*r):])
 		if err != nil {
 			return nil, fmt.Errorf("exec with CNI flag: %w", err)
 		}
-		e.CNI = newCNIRun(c)
+		e.CNI = cniFromEnv(c)
 	}
 	return e, nil
 }
@@ -233,13 +233,79 @@ func splitArgs(b []byte) []string {
 	}
 }
 
-func newCNIRun(c *PodchronCniInfo) *CNIRun {
-	r := &CNIRun{
-		Command:     cstr(c.Command[:]),
-		ContainerID: cstr(c.ContainerId[:]),
-		IfName:      cstr(c.Ifname[:]),
-		NetNS:       cstr(c.Netns[:]),
-		Args:        cstr(c.Args[:]),
+// cniFromEnv picks the CNI_* variables out of a plugin's environment, or
+// returns nil when CNI_COMMAND is not among them (a binary in a CNI
+// directory run by hand). Nothing else of the environment is kept.
+func cniFromEnv(c *PodchronCniEnv) *CNIRun {
+	data := cbytesN(c.Data[:min(int(c.Size), len(c.Data))])
+	if has(c.Flags, PodchronCniEnvFlagsCNI_ENV_F_SPLIT) && len(data) == len(c.Data) {
+		// Two halves of a longer environment: the variables cut at either
+		// half's edges are partial and skipped.
+		half := len(data) / 2
+		r := &CNIRun{}
+		r.setFromEnv(dropPartial(data[:half], false, true))
+		r.setFromEnv(dropPartial(data[half:], true, false))
+		return r.done()
+	}
+	r := &CNIRun{}
+	r.setFromEnv(data)
+	return r.done()
+}
+
+// dropPartial removes a variable cut at the start (head) and one cut at the
+// end (tail) of a window into an environment.
+func dropPartial(b []byte, head, tail bool) []byte {
+	if head {
+		i := bytes.IndexByte(b, 0)
+		if i < 0 {
+			return nil
+		}
+		b = b[i+1:]
+	}
+	if tail && len(b) > 0 && b[len(b)-1] != 0 {
+		i := bytes.LastIndexByte(b, 0)
+		if i < 0 {
+			return nil
+		}
+		b = b[:i+1]
+	}
+	return b
+}
+
+func (r *CNIRun) setFromEnv(env []byte) {
+	for len(env) > 0 {
+		v := env
+		if i := bytes.IndexByte(env, 0); i >= 0 {
+			v, env = env[:i], env[i+1:]
+		} else {
+			env = nil
+		}
+		rest, ok := bytes.CutPrefix(v, []byte("CNI_"))
+		if !ok {
+			continue
+		}
+		k, val, ok := bytes.Cut(rest, []byte("="))
+		if !ok {
+			continue
+		}
+		switch string(k) {
+		case "COMMAND":
+			r.Command = string(val)
+		case "CONTAINERID":
+			r.ContainerID = string(val)
+		case "IFNAME":
+			r.IfName = string(val)
+		case "NETNS":
+			r.NetNS = string(val)
+		case "ARGS":
+			r.Args = string(val)
+		}
+	}
+}
+
+func (r *CNIRun) done() *CNIRun {
+	if r.Command == "" {
+		return nil
 	}
 	r.parseArgs()
 	return r

@@ -37,7 +37,17 @@ func raw[T any](v *T, extra ...[]byte) []byte {
 	return b
 }
 
-func execRecord(cni bool) []byte {
+const cniTestArgs = "IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=web-0;K8S_POD_UID=u-1;K8S_POD_INFRA_CONTAINER_ID=abc123"
+
+// cniTestEnv is an environment as containerd's libcni lays it out: the
+// runtime's own variables, then the CNI ones.
+var cniTestEnv = []string{"PATH=/usr/bin:/bin", "HOME=/root",
+	"CNI_COMMAND=ADD", "CNI_CONTAINERID=abc123", "CNI_NETNS=/var/run/netns/cni-1", "CNI_IFNAME=eth0",
+	"CNI_ARGS=" + cniTestArgs, "CNI_PATH=/opt/cni/bin"}
+
+// execRecord is an exec of a CNI directory's binary; env, when set, is
+// appended the way the kernel program copies it (flags: cni_env's).
+func execRecord(env []byte, envFlags uint32) []byte {
 	var r PodchronExecEvent
 	r.Hdr = PodchronEventHeader{Type: uint32(EventExec), Origin: uint32(OriginCNI), KtimeNs: 1e9, CgroupId: 42, Tgid: 100, Pid: 100, Ppid: 1}
 	setStr(r.Hdr.Comm[:], "bridge")
@@ -45,21 +55,28 @@ func execRecord(cni bool) []byte {
 	args := "/opt/cni/bin/bridge\x00--verbose\x00"
 	setStr(r.Args[:], args)
 	r.ArgsSize = uint32(len(args))
-	if !cni {
+	if env == nil {
 		return raw(&r)
 	}
 	r.Flags = uint32(PodchronExecFlagsEXEC_F_CNI)
-	var c PodchronCniInfo
-	setStr(c.Command[:], "ADD")
-	setStr(c.ContainerId[:], "abc123")
-	setStr(c.Ifname[:], "eth0")
-	setStr(c.Netns[:], "/var/run/netns/cni-1")
-	setStr(c.Args[:], "IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=web-0;K8S_POD_UID=u-1;K8S_POD_INFRA_CONTAINER_ID=abc123")
+	var c PodchronCniEnv
+	c.Flags = envFlags
+	for i, b := range env {
+		c.Data[i] = int8(b)
+	}
+	c.Size = uint32(len(env))
 	return raw(&r, raw(&c))
 }
 
+func envBlock(vars ...string) []byte {
+	return []byte(strings.Join(vars, "\x00") + "\x00")
+}
+
+var wantCNI = CNIRun{Command: "ADD", ContainerID: "abc123", IfName: "eth0", NetNS: "/var/run/netns/cni-1",
+	Args: cniTestArgs, PodNamespace: "ns", PodName: "web-0", PodUID: "u-1", InfraContainerID: "abc123"}
+
 func TestDecodeExecWithCNI(t *testing.T) {
-	ev, err := NewDecoder(bootClock{}).Decode(execRecord(true))
+	ev, err := NewDecoder(bootClock{}).Decode(execRecord(envBlock(cniTestEnv...), 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,11 +84,47 @@ func TestDecodeExecWithCNI(t *testing.T) {
 	if e.Filename != "/opt/cni/bin/bridge" || !slices.Equal(e.Args, []string{"/opt/cni/bin/bridge", "--verbose"}) || e.Comm != "bridge" || e.CgroupID != 42 {
 		t.Fatalf("exec: %+v", e)
 	}
-	want := CNIRun{Command: "ADD", ContainerID: "abc123", IfName: "eth0", NetNS: "/var/run/netns/cni-1",
-		Args:         "IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=web-0;K8S_POD_UID=u-1;K8S_POD_INFRA_CONTAINER_ID=abc123",
-		PodNamespace: "ns", PodName: "web-0", PodUID: "u-1", InfraContainerID: "abc123"}
-	if e.CNI == nil || *e.CNI != want {
+	if e.CNI == nil || *e.CNI != wantCNI {
 		t.Fatalf("cni: %+v", e.CNI)
+	}
+}
+
+// An environment longer than the kernel's buffer arrives as its first and
+// last halves; variables cut at the halves' edges are skipped, whole ones
+// in either half are read.
+func TestDecodeExecWithSplitCNIEnv(t *testing.T) {
+	var c PodchronCniEnv
+	half := len(c.Data) / 2
+	head := envBlock("CNI_COMMAND=ADD", "CNI_CONTAINERID=abc123")
+	head = append(head, []byte("CNI_IFNAME=cut-at-the-end-of-the-head-"+strings.Repeat("x", half))...)[:half]
+	tail := []byte("CUT_AT_THE_START=" + strings.Repeat("y", half))
+	tail = append(tail, 0)
+	tail = append(tail, envBlock("CNI_NETNS=/var/run/netns/cni-1", "CNI_IFNAME=eth0", "CNI_ARGS="+cniTestArgs)...)
+	tail = tail[len(tail)-half:]
+	ev, err := NewDecoder(bootClock{}).Decode(execRecord(append(head, tail...), uint32(PodchronCniEnvFlagsCNI_ENV_F_SPLIT)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ev.(*ExecEvent).CNI; got == nil || *got != wantCNI {
+		t.Fatalf("cni: %+v, want %+v", got, wantCNI)
+	}
+}
+
+// A binary of a CNI directory run without CNI_COMMAND (by hand, or a
+// plugin's helper) is an exec without CNI fields; so is one whose
+// environment could not be read.
+func TestDecodeExecInCNIDirWithoutCNICommand(t *testing.T) {
+	for name, env := range map[string][]byte{
+		"no CNI_COMMAND": envBlock("PATH=/usr/bin", "CNI_IFNAME=eth0"),
+		"unreadable":     {},
+	} {
+		ev, err := NewDecoder(bootClock{}).Decode(execRecord(env, 0))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if e := ev.(*ExecEvent); e.CNI != nil || e.Filename != "/opt/cni/bin/bridge" {
+			t.Errorf("%s: %+v, CNI %+v", name, e, e.CNI)
+		}
 	}
 }
 
@@ -112,16 +165,16 @@ func TestDecodeRejectsBadRecords(t *testing.T) {
 	if _, err := d.Decode(raw(&h)); !errors.Is(err, ErrShortEvent) {
 		t.Errorf("truncated signal: %v", err)
 	}
-	// CNI flag set but the cni_info is missing.
-	rec := execRecord(true)
+	// CNI flag set but the cni_env is missing.
+	rec := execRecord(envBlock(cniTestEnv...), 0)
 	if _, err := d.Decode(rec[:unsafe.Sizeof(PodchronExecEvent{})]); !errors.Is(err, ErrShortEvent) {
-		t.Errorf("exec without its cni_info: %v", err)
+		t.Errorf("exec without its cni_env: %v", err)
 	}
 }
 
 func FuzzDecode(f *testing.F) {
-	f.Add(execRecord(true))
-	f.Add(execRecord(false))
+	f.Add(execRecord(envBlock(cniTestEnv...), 0))
+	f.Add(execRecord(nil, 0))
 	d := NewDecoder(bootClock{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ev, err := d.Decode(b)
@@ -133,8 +186,8 @@ func FuzzDecode(f *testing.F) {
 
 func BenchmarkDecode(b *testing.B) {
 	d := NewDecoder(bootClock{})
-	exec := execRecord(false)
-	cni := execRecord(true)
+	exec := execRecord(nil, 0)
+	cni := execRecord(envBlock(cniTestEnv...), 0)
 	exit := raw(&PodchronExitEvent{Hdr: PodchronEventHeader{Type: uint32(EventExit), Tgid: 7}, ExitCode: 3 << 8})
 	sig := raw(&PodchronSignalEvent{Hdr: PodchronEventHeader{Type: uint32(EventSignalGenerate), Tgid: 7}, Sig: 15})
 	for _, bc := range []struct {

@@ -29,12 +29,13 @@ func EncodeForTest(ev Event) []byte {
 			return bytesOf(&r)
 		}
 		r.Flags |= uint32(PodchronExecFlagsEXEC_F_CNI)
-		var c PodchronCniInfo
-		putStr(c.Command[:], e.CNI.Command)
-		putStr(c.ContainerId[:], e.CNI.ContainerID)
-		putStr(c.Ifname[:], e.CNI.IfName)
-		putStr(c.Netns[:], e.CNI.NetNS)
-		putStr(c.Args[:], e.CNI.Args)
+		// The environment a runtime passes a plugin: its own, then the CNI
+		// variables.
+		env := "PATH=/usr/sbin:/usr/bin:/sbin:/bin\x00CNI_COMMAND=" + e.CNI.Command +
+			"\x00CNI_CONTAINERID=" + e.CNI.ContainerID + "\x00CNI_NETNS=" + e.CNI.NetNS +
+			"\x00CNI_IFNAME=" + e.CNI.IfName + "\x00CNI_ARGS=" + e.CNI.Args + "\x00CNI_PATH=/opt/cni/bin\x00"
+		var c PodchronCniEnv
+		c.Size = uint32(putBytes(c.Data[:], env))
 		return append(bytesOf(&r), bytesOf(&c)...)
 	case *ForkEvent:
 		return bytesOf(&PodchronForkEvent{Hdr: hdr, ChildTgid: e.ChildTGID, ChildPid: e.ChildPID})
@@ -78,4 +79,13 @@ func putStr(dst []int8, s string) {
 
 func bytesOf[T any](v *T) []byte {
 	return append([]byte(nil), unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v))...)
+}
+
+// putBytes copies s into dst, NULs included, and returns how many bytes fit.
+func putBytes(dst []int8, s string) int {
+	n := min(len(s), len(dst))
+	for i := range n {
+		dst[i] = int8(s[i])
+	}
+	return n
 }

@@ -22,14 +22,18 @@ type PodchronCgroupEvent struct {
 	Path        [256]int8
 }
 
-type PodchronCniInfo struct {
-	_           structs.HostLayout
-	Command     [16]int8
-	ContainerId [128]int8
-	Ifname      [32]int8
-	Netns       [128]int8
-	Args        [512]int8
+type PodchronCniEnv struct {
+	_     structs.HostLayout
+	Size  uint32
+	Flags uint32
+	Data  [8192]int8
 }
+
+type PodchronCniEnvFlags uint32
+
+const (
+	PodchronCniEnvFlagsCNI_ENV_F_SPLIT PodchronCniEnvFlags = 1
+)
 
 type PodchronEventCounter struct {
 	_       structs.HostLayout
@@ -148,12 +152,6 @@ type PodchronRootPath struct {
 	Path [128]int8
 }
 
-type PodchronScratch struct {
-	_   structs.HostLayout
-	Cni PodchronCniInfo
-	Env [1024]int8
-}
-
 type PodchronSignalDeliverEvent struct {
 	_           structs.HostLayout
 	Hdr         PodchronEventHeader
@@ -205,7 +203,6 @@ const (
 	PodchronMapQuietSubmits          = "quiet_submits"
 	PodchronMapRootPaths             = "root_paths"
 	PodchronMapRuntimeComms          = "runtime_comms"
-	PodchronMapScratchMap            = "scratch_map"
 	PodchronMapTrackedTasks          = "tracked_tasks"
 	PodchronMapWatchedCgroups        = "watched_cgroups"
 	PodchronProgHandleCgroupMkdir    = "handle_cgroup_mkdir"
@@ -217,7 +214,8 @@ const (
 	PodchronProgHandleSignalDeliver  = "handle_signal_deliver"
 	PodchronProgHandleSignalGenerate = "handle_signal_generate"
 	PodchronVarCgroupEvent           = "_cgroup_event"
-	PodchronVarCniInfo               = "_cni_info"
+	PodchronVarCniEnv                = "_cni_env"
+	PodchronVarCniEnvFlags           = "_cni_env_flags"
 	PodchronVarEventHeader           = "_event_header"
 	PodchronVarEventOrigin           = "_event_origin"
 	PodchronVarEventType             = "_event_type"
@@ -310,7 +308,6 @@ type PodchronMapSpecs struct {
 	QuietSubmits   *ebpf.MapSpec `ebpf:"quiet_submits"`
 	RootPaths      *ebpf.MapSpec `ebpf:"root_paths"`
 	RuntimeComms   *ebpf.MapSpec `ebpf:"runtime_comms"`
-	ScratchMap     *ebpf.MapSpec `ebpf:"scratch_map"`
 	TrackedTasks   *ebpf.MapSpec `ebpf:"tracked_tasks"`
 	WatchedCgroups *ebpf.MapSpec `ebpf:"watched_cgroups"`
 }
@@ -320,7 +317,8 @@ type PodchronMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type PodchronVariableSpecs struct {
 	CgroupEvent         *ebpf.VariableSpec `ebpf:"_cgroup_event"`
-	CniInfo             *ebpf.VariableSpec `ebpf:"_cni_info"`
+	CniEnv              *ebpf.VariableSpec `ebpf:"_cni_env"`
+	CniEnvFlags         *ebpf.VariableSpec `ebpf:"_cni_env_flags"`
 	EventHeader         *ebpf.VariableSpec `ebpf:"_event_header"`
 	EventOrigin         *ebpf.VariableSpec `ebpf:"_event_origin"`
 	EventType           *ebpf.VariableSpec `ebpf:"_event_type"`
@@ -377,7 +375,6 @@ type PodchronMaps struct {
 	QuietSubmits   *ebpf.Map `ebpf:"quiet_submits"`
 	RootPaths      *ebpf.Map `ebpf:"root_paths"`
 	RuntimeComms   *ebpf.Map `ebpf:"runtime_comms"`
-	ScratchMap     *ebpf.Map `ebpf:"scratch_map"`
 	TrackedTasks   *ebpf.Map `ebpf:"tracked_tasks"`
 	WatchedCgroups *ebpf.Map `ebpf:"watched_cgroups"`
 }
@@ -391,7 +388,6 @@ func (m *PodchronMaps) Close() error {
 		m.QuietSubmits,
 		m.RootPaths,
 		m.RuntimeComms,
-		m.ScratchMap,
 		m.TrackedTasks,
 		m.WatchedCgroups,
 	)
@@ -402,7 +398,8 @@ func (m *PodchronMaps) Close() error {
 // It can be passed to LoadPodchronObjects or ebpf.CollectionSpec.LoadAndAssign.
 type PodchronVariables struct {
 	CgroupEvent         *ebpf.Variable `ebpf:"_cgroup_event"`
-	CniInfo             *ebpf.Variable `ebpf:"_cni_info"`
+	CniEnv              *ebpf.Variable `ebpf:"_cni_env"`
+	CniEnvFlags         *ebpf.Variable `ebpf:"_cni_env_flags"`
 	EventHeader         *ebpf.Variable `ebpf:"_event_header"`
 	EventOrigin         *ebpf.Variable `ebpf:"_event_origin"`
 	EventType           *ebpf.Variable `ebpf:"_event_type"`
