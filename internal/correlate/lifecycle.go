@@ -174,8 +174,10 @@ func (c *Correlator) maybeStarted(p *pod) {
 			p.readyAt0 = t
 		}
 		// Wait a little for the kernel's view of what made the pod ready
-		// (its events can trail the API server's by the ring buffer's poll).
-		if due := p.readySeen.Add(settle); c.now.Before(due) && !p.finishing {
+		// (its events can trail the API server's by the ring buffer's
+		// poll), unless the kernel reports progress: then every kernel
+		// fact from before Ready was seen has been handled already.
+		if due := p.readySeen.Add(settle); c.now.Before(due) && !p.finishing && !c.seq.waited(slotKernel) {
 			p.startupSettle = due
 			return
 		}

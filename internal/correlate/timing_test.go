@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/names"
 )
 
 // Independent of timing: the kernel, the runtime and the API server each
@@ -565,4 +566,44 @@ func keepGoing(in []correlate.Input, pad time.Duration) []correlate.Input {
 		}
 	}
 	return append(out, correlate.Input{Time: end.Add(pad), Tick: true})
+}
+
+// With the kernel reporting progress, the start-up ends as soon as the
+// model handles Ready: every kernel fact from before Ready was seen has
+// been handled by then, so the settle window kept for streams without
+// progress (a kernel that can trail the API server) is not waited out. The
+// spans are those of the stream without progress.
+func TestStartupOutWhenReadyIsHandled(t *testing.T) {
+	in := captureScenario(t, TestStartupFromAPIAndKernel)
+	marked := withProgress(in, timingPad)
+	var readyAt, now, out time.Time
+	c := correlate.New(correlate.Config{NodeName: "node-a", StuckAfter: 10 * time.Second,
+		Sink: correlate.SinkFunc(func(s correlate.Span) {
+			if s.Name == names.SpanPodStartup && out.IsZero() {
+				out = now
+			}
+		})})
+	for _, x := range marked {
+		now = x.Time
+		if x.Pod != nil && readyAt.IsZero() {
+			for _, cd := range x.Pod.Conditions {
+				if cd.Type == "Ready" && cd.Status == "True" {
+					readyAt = x.Time
+				}
+			}
+		}
+		c.Handle(x)
+	}
+	c.Flush()
+	if readyAt.IsZero() || out.IsZero() {
+		t.Fatalf("no Ready (%v) or no start-up span (%v)", readyAt, out)
+	}
+	// Ready is handled once the kernel's progress passes it: at the next
+	// tick (500 ms) at the latest.
+	if lag := out.Sub(readyAt); lag > tracerTick {
+		t.Errorf("pod.startup out %s after Ready arrived, want <= %s (no settle wait with kernel progress)", lag, tracerTick)
+	}
+	if want, got := render(replaySim(withoutProgress(marked))), render(replaySim(marked)); got != want {
+		t.Errorf("spans differ from the stream without progress:\n%s", diffLines(want, got))
+	}
 }
