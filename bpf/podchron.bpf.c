@@ -29,4 +29,5 @@ const enum event_origin *_event_origin __attribute__((unused));
 const enum exec_flags *_exec_flags __attribute__((unused));
 const enum signal_disposition *_signal_disposition __attribute__((unused));
 const enum signal_target_flags *_signal_target_flags __attribute__((unused));
+const enum exit_flags *_exit_flags __attribute__((unused));
 const enum oom_flags *_oom_flags __attribute__((unused));

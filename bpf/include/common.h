@@ -35,6 +35,11 @@ volatile const __u32 cfg_noop = 0;
 
 #define MAX_CGROUP_LEVEL 16
 
+/* signal_struct.flags: PID 1 of a pid namespace (include/linux/sched/signal.h);
+ * exit_group() overwrites the flags, so exits use ns_init() instead. */
+#define SIGNAL_UNKILLABLE 0x00000040
+#define MAX_PID_NS_LEVEL 32
+
 /* Roots of the watched subtrees: cgroup id -> 1. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -59,6 +59,11 @@ enum signal_target_flags {
 	SIGNAL_SENDER_WATCHED = 1 << 1, /* sender is in a watched cgroup */
 };
 
+/* exit_event.flags */
+enum exit_flags {
+	EXIT_F_NS_INIT = 1 << 0, /* PID 1 of its pid namespace (a container's init, unless the pod shares one) */
+};
+
 /* oom_event.flags */
 enum oom_flags {
 	OOM_F_VICTIM_KNOWN = 1 << 0, /* victim_* fields were read from the victim task */
@@ -118,8 +123,8 @@ struct fork_event {
 struct exit_event {
 	struct event_header hdr;
 	__u32 exit_code; /* wait(2) status: (code << 8) | core << 7 | signal */
-	__u32 _pad;
-	__u64 start_ns; /* CLOCK_BOOTTIME start of the task */
+	__u32 flags;     /* enum exit_flags */
+	__u64 start_ns;  /* CLOCK_BOOTTIME start of the task */
 };
 
 struct signal_event {

@@ -146,6 +146,18 @@ struct mm_struct {
 	unsigned long env_end;
 } __attribute__((preserve_access_index));
 
+struct pid_namespace;
+
+struct upid {
+	int nr;
+	struct pid_namespace *ns;
+} __attribute__((preserve_access_index));
+
+struct pid {
+	unsigned int level;
+	struct upid numbers[];
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	unsigned int flags;
 	int exit_code;
@@ -159,6 +171,7 @@ struct task_struct {
 	struct sighand_struct *sighand;
 	struct mm_struct *mm;
 	struct css_set *cgroups;
+	struct pid *thread_pid;
 } __attribute__((preserve_access_index));
 
 struct linux_binprm {

@@ -143,6 +143,26 @@ struct {
 /* Set by user space when the tracepoint passes group_dead (Linux 6.16+). */
 volatile const __u32 cfg_exit_has_group_dead = 0;
 
+/* Whether p is PID 1 of its own (innermost) pid namespace: its pid's last
+ * upid, which a BTF load cannot index by a variable level. */
+static __always_inline bool ns_init(struct task_struct *p)
+{
+	struct pid *pid = p->thread_pid;
+	struct upid up = {};
+	unsigned int level;
+
+	if (!pid)
+		return false;
+	level = pid->level;
+	if (level == 0 || level >= MAX_PID_NS_LEVEL)
+		return false;
+	if (bpf_probe_read_kernel(&up, sizeof(up),
+	                          (void *)((unsigned long)pid + bpf_core_field_offset(struct pid, numbers) +
+	                                   level * bpf_core_type_size(struct upid))))
+		return false;
+	return up.nr == 1;
+}
+
 SEC("tp_btf/sched_process_exit")
 int handle_exit(u64 *ctx)
 {
@@ -193,7 +213,7 @@ int handle_exit(u64 *ctx)
 		return 0;
 	fill_header_btf(&e->hdr, EVENT_EXIT, origin, cgroup_id_btf(cg), p);
 	e->exit_code = p->exit_code;
-	e->_pad = 0;
+	e->flags = ns_init(p) ? EXIT_F_NS_INIT : 0;
 	e->start_ns = p->group_leader->start_boottime;
 	submit(e);
 	return 0;

@@ -9,7 +9,6 @@
 
 #define SI_USER 0
 #define SI_KERNEL 0x80
-#define SIGNAL_UNKILLABLE 0x00000040
 #define NSIG 64
 
 static __always_inline bool signal_wanted(int sig)

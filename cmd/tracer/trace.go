@@ -230,10 +230,13 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 	// The sources that report progress: the model waits for them (and
 	// only for them), so how late each is does not change the spans.
 	progress := []string{correlate.SourceKernel}
+	var runtimeKick chan struct{}
 	if !f.noRuntime {
 		// Each poll's changes, then the poll's time as the runtime's
-		// progress.
-		sources[pipeline.SourceRuntime] = pipeline.CRI(cri.WatchConfig{Endpoint: f.runtime, Logger: log}, progressEvery)
+		// progress. A container's end in the kernel brings the next poll
+		// forward.
+		runtimeKick = make(chan struct{}, 1)
+		sources[pipeline.SourceRuntime] = pipeline.CRI(cri.WatchConfig{Endpoint: f.runtime, Logger: log, Kick: runtimeKick}, progressEvery)
 		progress = append(progress, correlate.SourceRuntime)
 	} else {
 		health.SetReady(pipeline.SourceRuntime, false, "disabled by --no-runtime")
@@ -264,15 +267,16 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 	}
 
 	err = pipeline.Run(ctx, pipeline.Config{
-		Kernel:     src,
-		Counters:   p.Counters,
-		Seed:       seed,
-		Sources:    sources,
-		Correlator: corr,
-		Record:     rw,
-		Tick:       500 * time.Millisecond,
-		Progress:   progress,
-		Heartbeat:  health.Beat,
+		Kernel:      src,
+		Counters:    p.Counters,
+		Seed:        seed,
+		Sources:     sources,
+		Correlator:  corr,
+		Record:      rw,
+		Tick:        500 * time.Millisecond,
+		Progress:    progress,
+		Heartbeat:   health.Beat,
+		RuntimeKick: runtimeKick, // nil without the runtime
 		SourceState: func(name string, ok bool, reason string) {
 			health.SetReady(name, ok, reason)
 		},

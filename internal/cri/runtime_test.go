@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -431,4 +432,46 @@ func TestWatchAcrossContainerdRestart(t *testing.T) {
 	gapMu.Unlock()
 	t.Logf("events:\n%s", events.dump())
 	t.Logf("timings:\n%s", h.Timings().Summary())
+}
+
+// A kick brings the next poll forward: with polls a minute apart, a
+// container's exit is reported within a second of the kick (as the tracer
+// kicks when the kernel sees a container's init exit).
+func TestWatchKickedPoll(t *testing.T) {
+	h := ctrd.Start(t, ctrd.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pod, err := h.RunPodSandbox(ctx, ctrd.PodSpec{Name: "kick"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kick := make(chan struct{}, 1)
+	wctx, wcancel := context.WithCancel(ctx)
+	ch, w := cri.Watch(wctx, cri.WatchConfig{Endpoint: h.Endpoint, Interval: time.Minute, Kick: kick,
+		Logger: ctrd.TestLogger(t, slog.LevelInfo)}, 64)
+	events := collect(ch)
+	defer func() { wcancel(); <-events.done }()
+	events.waitFor(t, "the initial poll's sandbox", 10*time.Second, isType(cri.EventSandboxCreated, pod.ID))
+
+	id, err := h.RunContainer(ctx, pod, ctrd.ContainerSpec{Name: "short", Command: []string{"sh", "-c", "exit 3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.WaitContainer(ctx, id, func(c cri.Container) bool { return !c.FinishedAt.IsZero() }); err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(events.snapshot(), isType(cri.EventContainerExited, id)) {
+		t.Fatalf("exit reported before the kick, with polls a minute apart:\n%s", events.dump())
+	}
+	kicked := time.Now()
+	kick <- struct{}{}
+	ev := events.waitFor(t, "ContainerExited after the kick", 5*time.Second, isType(cri.EventContainerExited, id))
+	took := time.Since(kicked)
+	t.Logf("exit reported %s after the kick (%s)", took.Round(time.Millisecond), ev)
+	if took > time.Second {
+		t.Errorf("exit reported %s after the kick, want within 1s", took)
+	}
+	if ev.Container.ExitCode != 3 || w.Kicks() != 1 {
+		t.Errorf("exit code %d, kicks %d; want 3 and 1", ev.Container.ExitCode, w.Kicks())
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -27,6 +28,16 @@ type WatchConfig struct {
 	// OnGap, if set, is called (from the watcher goroutine) with every
 	// completed gap, in addition to the EventRuntimeAvailable event.
 	OnGap func(Gap)
+	// Kick, when it receives, asks for polls sooner than Interval: one
+	// KickDelay later, then KickFollowUps more every KickDelay*4 (the
+	// runtime records a container's exit a little after the kernel saw
+	// it). The kernel's view of a container's end sends it, so the
+	// runtime's exit reason follows in a fraction of a second rather
+	// than up to a whole Interval.
+	Kick <-chan struct{}
+	// KickDelay (default 50ms) and KickFollowUps (default 3).
+	KickDelay     time.Duration
+	KickFollowUps int
 }
 
 // Watcher polls the runtime, diffs successive snapshots and emits Events.
@@ -42,6 +53,7 @@ type Watcher struct {
 	mu     sync.Mutex
 	latest *Snapshot
 	client *Client
+	kicks  atomic.Uint64
 }
 
 // NewWatcher returns a Watcher; call Run to start it.
@@ -57,6 +69,12 @@ func NewWatcher(cfg WatchConfig) *Watcher {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.KickDelay <= 0 {
+		cfg.KickDelay = 50 * time.Millisecond
+	}
+	if cfg.KickFollowUps <= 0 {
+		cfg.KickFollowUps = 3
 	}
 	return &Watcher{cfg: cfg, log: cfg.Logger.With("component", "cri-watch")}
 }
@@ -91,6 +109,7 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Event) error {
 		prev    *Snapshot
 		gap     *Gap
 		backoff = w.cfg.BackoffMin
+		fast    int // kicked polls still to come
 	)
 	send := func(ev Event) bool {
 		select {
@@ -164,11 +183,37 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Event) error {
 		w.mu.Lock()
 		w.latest = snap
 		w.mu.Unlock()
-		if !sleep(ctx, w.cfg.Interval) {
+		var ok bool
+		if fast, ok = w.wait(ctx, fast); !ok {
 			return ctx.Err()
 		}
 	}
 }
+
+// wait sleeps until the next poll: Interval, or sooner after a kick (see
+// WatchConfig.Kick). fast is how many kicked polls are still due; it
+// returns the count after this wait, and false once ctx is done.
+func (w *Watcher) wait(ctx context.Context, fast int) (int, bool) {
+	d := w.cfg.Interval
+	if fast > 0 {
+		d = min(d, 4*w.cfg.KickDelay)
+		fast--
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return fast, true
+	case <-ctx.Done():
+		return 0, false
+	case <-w.cfg.Kick:
+		w.kicks.Add(1)
+		return w.cfg.KickFollowUps, sleep(ctx, w.cfg.KickDelay)
+	}
+}
+
+// Kicks counts the kicks that brought a poll forward.
+func (w *Watcher) Kicks() uint64 { return w.kicks.Load() }
 
 func (w *Watcher) poll(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	w.mu.Lock()

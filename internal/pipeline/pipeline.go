@@ -63,6 +63,20 @@ type Config struct {
 	// stamped (boot clock, converted to wall time) before they are
 	// submitted, and the conversion can be a little off; default 100ms.
 	KernelDrain time.Duration
+	// RuntimeKick, when set, gets a send (never blocking) for every
+	// watched exit of a pid namespace's init (a container's end, as the
+	// kernel sees it): the runtime source polls at once (cri.WatchConfig
+	// Kick), so the runtime's exit reason follows within a fraction of a
+	// second instead of a poll interval.
+	RuntimeKick chan<- struct{}
+}
+
+// containerInitExit tells whether ev is a watched exit of a pid
+// namespace's init: a container's end, unless its pod shares one
+// namespace (then the runtime's regular poll reports it).
+func containerInitExit(ev event.Event) bool {
+	e, ok := ev.(*event.ExitEvent)
+	return ok && e.NSInit && e.Origin&event.OriginWatched != 0
 }
 
 // Run feeds the correlator until ctx is done, then shuts it down (see
@@ -175,6 +189,12 @@ func Run(ctx context.Context, cfg Config) error {
 					kernelSent.Add(1)
 				case <-ctx.Done():
 					return nil
+				}
+				if cfg.RuntimeKick != nil && containerInitExit(ev) {
+					select {
+					case cfg.RuntimeKick <- struct{}{}:
+					default: // a kick is pending already
+					}
 				}
 				if until := ev.Hdr().Time.Add(-cfg.KernelDrain); kernelProgress && until.Sub(mark) >= kernelMarkEvery {
 					mark = until

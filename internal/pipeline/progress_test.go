@@ -333,3 +333,40 @@ func TestKernelProgressWhileEventsFlow(t *testing.T) {
 		t.Errorf("%d kernel marks in 500 ms of flowing events (one per %s)", marks, kernelMarkEvery)
 	}
 }
+
+// A watched exit of a pid namespace's init kicks the runtime source once;
+// other exits (a process inside a container, an unwatched init) do not.
+func TestContainerInitExitKicksTheRuntime(t *testing.T) {
+	t0 := time.Now()
+	exit := func(tgid uint32, origin event.Origin, nsInit bool) event.Event {
+		return &event.ExitEvent{Header: event.Header{Type: event.EventExit, Time: t0, TGID: tgid, Origin: origin}, NSInit: nsInit}
+	}
+	for _, tc := range []struct {
+		name  string
+		evs   []event.Event
+		kicks int
+	}{
+		{"container init", []event.Event{exit(10, event.OriginWatched, true)}, 1},
+		{"a container's child process", []event.Event{exit(11, event.OriginWatched, false)}, 0},
+		{"an init outside the watched cgroups", []event.Event{exit(12, event.OriginRuntime, true)}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kick := make(chan struct{}, 1)
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			err := Run(ctx, Config{
+				Kernel:      &blockingSource{events: tc.evs},
+				Seed:        []correlate.Input{{Time: t0, Start: &correlate.Start{At: t0}}},
+				Correlator:  correlate.New(correlate.Config{}),
+				Tick:        20 * time.Millisecond,
+				RuntimeKick: kick,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(kick); got != tc.kicks {
+				t.Errorf("%d kicks, want %d", got, tc.kicks)
+			}
+		})
+	}
+}

@@ -499,6 +499,33 @@ func TestExecForkExit(t *testing.T) {
 	if hexit.ExitCode != 0 || hexit.Signal != 0 {
 		t.Errorf("helper exit: %+v", hexit)
 	}
+	if cexit.NSInit || hexit.NSInit {
+		t.Errorf("exits in the host's pid namespace marked as a namespace's init: child %v helper %v", cexit.NSInit, hexit.NSInit)
+	}
+}
+
+// The exit of PID 1 of a pid namespace (a container's init) is marked as
+// such; its parent's (the runtime's shim, here unshare) is not.
+func TestExitOfPIDNamespaceInit(t *testing.T) {
+	const unshare = "/usr/bin/unshare"
+	if _, err := os.Stat(unshare); err != nil {
+		t.Skipf("no %s (util-linux): %v", unshare, err)
+	}
+	e := setup(t)
+	dir := e.dir(e.cgroup(t, "pidns"))
+	h := e.start(t, []string{dir}, unshare, "--pid", "--fork", "/bin/sh", "-c", "exit 7")
+	h.wait(t)
+	init := wait(t, e.col, "exec of the namespace's init", func(ev *event.ExecEvent) bool {
+		return ev.PPID == h.pid && len(ev.Args) > 0 && ev.Args[0] == "/bin/sh"
+	})
+	exit := wait(t, e.col, "exit of the namespace's init", func(ev *event.ExitEvent) bool { return ev.TGID == init.TGID })
+	if !exit.NSInit || exit.ExitCode != 7 {
+		t.Errorf("init's exit: ns_init %v code %d, want true and 7", exit.NSInit, exit.ExitCode)
+	}
+	parent := wait(t, e.col, "exit of unshare", func(ev *event.ExitEvent) bool { return ev.TGID == h.pid })
+	if parent.NSInit {
+		t.Errorf("unshare's exit marked as a namespace's init")
+	}
 }
 
 func truncComm(s string) string {

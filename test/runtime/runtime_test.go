@@ -172,6 +172,7 @@ func start(t *testing.T, rt containerd.Runtime, scenario string, extra ...correl
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	kick := make(chan struct{}, 1)
 	go func() {
 		done <- pipeline.Run(ctx, pipeline.Config{
 			Kernel:     src,
@@ -180,7 +181,10 @@ func start(t *testing.T, rt containerd.Runtime, scenario string, extra ...correl
 			Correlator: corr,
 			Record:     rec,
 			Tick:       200 * time.Millisecond,
-			Sources:    map[string]pipeline.Source{"runtime": criSource(h.Endpoint)},
+			Sources:    map[string]pipeline.Source{"runtime": criSource(h.Endpoint, kick)},
+			// As the tracer does: a container's end brings the next
+			// runtime poll forward.
+			RuntimeKick: kick,
 			// As the tracer does: the kernel and the runtime report
 			// progress, so the model handles their facts in time order
 			// however late either arrives.
@@ -204,9 +208,10 @@ func start(t *testing.T, rt containerd.Runtime, scenario string, extra ...correl
 }
 
 // criSource is the tracer's runtime source: the CRI watcher's changes, then
-// each poll's snapshot time as the runtime's progress.
-func criSource(endpoint string) pipeline.Source {
-	return pipeline.CRI(cri.WatchConfig{Endpoint: endpoint, Interval: 200 * time.Millisecond}, 250*time.Millisecond)
+// each poll's snapshot time as the runtime's progress; kick brings a poll
+// forward.
+func criSource(endpoint string, kick <-chan struct{}) pipeline.Source {
+	return pipeline.CRI(cri.WatchConfig{Endpoint: endpoint, Interval: 200 * time.Millisecond, Kick: kick}, 250*time.Millisecond)
 }
 
 // gracefulPod runs a pod whose container handles SIGTERM, stops it the way

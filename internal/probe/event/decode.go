@@ -108,6 +108,7 @@ func (d *Decoder) Decode(raw []byte) (Event, error) {
 			RawStatus:  r.ExitCode,
 			Start:      d.Clock.Wall(r.StartNs),
 			CoreDumped: r.ExitCode&0x80 != 0,
+			NSInit:     has(r.Flags, PodchronExitFlagsEXIT_F_NS_INIT),
 		}
 		if sig := r.ExitCode & 0x7f; sig != 0 {
 			e.Signal = syscall.Signal(sig)

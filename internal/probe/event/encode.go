@@ -44,7 +44,11 @@ func EncodeForTest(ev Event) []byte {
 		if st == 0 {
 			st = uint32(e.ExitCode)<<8 | uint32(e.Signal)
 		}
-		return bytesOf(&PodchronExitEvent{Hdr: hdr, ExitCode: st})
+		r := PodchronExitEvent{Hdr: hdr, ExitCode: st}
+		if e.NSInit {
+			r.Flags |= uint32(PodchronExitFlagsEXIT_F_NS_INIT)
+		}
+		return bytesOf(&r)
 	case *SignalEvent:
 		r := PodchronSignalEvent{Hdr: hdr, Sig: uint32(e.Signal), Code: e.Code, Result: int32(e.Result), TargetTgid: e.TargetTGID, TargetPid: e.TargetPID, TargetCgroupId: e.TargetCgroupID, Disposition: uint32(e.Disposition)}
 		putStr(r.TargetComm[:], e.TargetComm)

@@ -144,6 +144,9 @@ type ExitEvent struct {
 	CoreDumped bool           `json:"core_dumped,omitempty"`
 	RawStatus  uint32         `json:"raw_status"`
 	Start      time.Time      `json:"start"`
+	// NSInit: the process was PID 1 of its pid namespace (a container's
+	// init, unless the pod shares one namespace).
+	NSInit bool `json:"ns_init,omitempty"`
 }
 
 // SignalResult mirrors the kernel's TRACE_SIGNAL_* results.

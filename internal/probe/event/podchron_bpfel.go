@@ -97,9 +97,15 @@ type PodchronExitEvent struct {
 	_        structs.HostLayout
 	Hdr      PodchronEventHeader
 	ExitCode uint32
-	Pad      uint32
+	Flags    uint32
 	StartNs  uint64
 }
+
+type PodchronExitFlags uint32
+
+const (
+	PodchronExitFlagsEXIT_F_NS_INIT PodchronExitFlags = 1
+)
 
 type PodchronExitKey struct {
 	_     structs.HostLayout
@@ -222,6 +228,7 @@ const (
 	PodchronVarExecEvent             = "_exec_event"
 	PodchronVarExecFlags             = "_exec_flags"
 	PodchronVarExitEvent             = "_exit_event"
+	PodchronVarExitFlags             = "_exit_flags"
 	PodchronVarForkEvent             = "_fork_event"
 	PodchronVarOomEvent              = "_oom_event"
 	PodchronVarOomFlags              = "_oom_flags"
@@ -325,6 +332,7 @@ type PodchronVariableSpecs struct {
 	ExecEvent           *ebpf.VariableSpec `ebpf:"_exec_event"`
 	ExecFlags           *ebpf.VariableSpec `ebpf:"_exec_flags"`
 	ExitEvent           *ebpf.VariableSpec `ebpf:"_exit_event"`
+	ExitFlags           *ebpf.VariableSpec `ebpf:"_exit_flags"`
 	ForkEvent           *ebpf.VariableSpec `ebpf:"_fork_event"`
 	OomEvent            *ebpf.VariableSpec `ebpf:"_oom_event"`
 	OomFlags            *ebpf.VariableSpec `ebpf:"_oom_flags"`
@@ -406,6 +414,7 @@ type PodchronVariables struct {
 	ExecEvent           *ebpf.Variable `ebpf:"_exec_event"`
 	ExecFlags           *ebpf.Variable `ebpf:"_exec_flags"`
 	ExitEvent           *ebpf.Variable `ebpf:"_exit_event"`
+	ExitFlags           *ebpf.Variable `ebpf:"_exit_flags"`
 	ForkEvent           *ebpf.Variable `ebpf:"_fork_event"`
 	OomEvent            *ebpf.Variable `ebpf:"_oom_event"`
 	OomFlags            *ebpf.Variable `ebpf:"_oom_flags"`
