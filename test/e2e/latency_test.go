@@ -40,25 +40,20 @@ type spanSeen struct {
 // (the pod gone). Jaeger and the API server are polled every 100 ms from
 // before the phase ends.
 //
-// Asserted (<= maxSpanLatency): pod.termination and the pod's root span.
-// Measured here on 2026-11-24 under PODCHRON_TEST_LOAD=1, three runs at the
-// defaults (OTLP batch timeout 100 ms): 0.87–1.21 s; with the batch timeout
-// at 1 s they took up to 2.3 s.
-//
-// Logged, not asserted, because the defaults do not always meet the target,
-// and what holds them lies outside the exporter:
-//   - container.run, 0.9–2.6 s over those runs: the correlator waits up to
-//     its settle time (1.5 s, internal/correlate/lifecycle.go) for the
-//     runtime's name and reason of an exited container. When a CRI poll
-//     reports the exit soon, the span is out in about a second; when none
-//     does, the wait runs out (the span leaves about 1.5 s + the batch
-//     timeout after the exit). Polling CRI every 500 ms instead of 1 s did
-//     not remove the long cases (1.5–2.4 s in one run).
-//   - pod.startup, 2.4–3.6 s: its end is the container's start (kernel
-//     evidence refining the Ready condition), but the tracer learns of Ready
-//     from the API server, where the kubelet posts it 0.1–0.9 s later, and
-//     the correlator then waits the same settle time for trailing kernel
-//     evidence before it ends the start-up.
+// Asserted (<= maxSpanLatency) for all four; for pod.startup from the later
+// of its end and the moment the API server showed Ready (less one 100 ms
+// poll), as the kubelet decides when Ready is. Measured here on 2026-11-24
+// under PODCHRON_TEST_LOAD=1, at the defaults (OTLP batch timeout 100 ms):
+//   - pod.termination and pod: 0.35–1.25 s.
+//   - container.run: 0.59–0.98 s. The kernel's exit of the container's
+//     init (PID 1 of its pid namespace) brings the runtime's next poll
+//     forward (pipeline.Config.RuntimeKick), so its exit reason follows
+//     within a fraction of a second; before, the span waited for the next
+//     1 s poll or the 1.5 s settle window: 0.9–2.6 s.
+//   - pod.startup: 0.99–1.40 s, nearly all of it the kubelet posting Ready
+//     (0.8–1.4 s after the container started, in whole seconds). With the
+//     kernel reporting progress the correlator no longer waits 1.5 s for
+//     trailing kernel evidence once Ready is in: 2.4–3.6 s before.
 func (e *env) spanLatency(t *testing.T) {
 	t.Parallel()
 	const ns = "s27-latency"
@@ -99,10 +94,17 @@ func (e *env) spanLatency(t *testing.T) {
 			all = append(all, s)
 		}
 	}
-	asserted := map[string]bool{names.SpanPodTermination: true, "pod": true}
 	byName := map[string][]time.Duration{}
+	var afterReady []time.Duration // pod.startup: from when the API server showed Ready
 	for _, s := range all {
 		byName[s.name] = append(byName[s.name], s.latency)
+		if s.name == names.SpanPodStartup && !s.api.IsZero() {
+			from := s.api.Add(-100 * time.Millisecond)
+			if s.end.After(from) {
+				from = s.end
+			}
+			afterReady = append(afterReady, s.seen.Sub(from))
+		}
 	}
 	var summary []string
 	for _, n := range []string{names.SpanPodStartup, names.SpanContainerRun, names.SpanPodTermination, "pod"} {
@@ -110,11 +112,19 @@ func (e *env) spanLatency(t *testing.T) {
 		sort.Slice(l, func(a, b int) bool { return l[a] < l[b] })
 		summary = append(summary, fmt.Sprintf("%s median %s max %s", n,
 			l[len(l)/2].Round(time.Millisecond), l[len(l)-1].Round(time.Millisecond)))
-		if worst := l[len(l)-1]; asserted[n] && worst > maxSpanLatency {
+		if n == names.SpanPodStartup {
+			// Ready is the kubelet's word, which the API server shows in
+			// whole seconds up to 1.4 s after the container started: the
+			// wait that is the tracer's starts when Ready can be read.
+			l = afterReady
+			sort.Slice(l, func(a, b int) bool { return l[a] < l[b] })
+			summary = append(summary, fmt.Sprintf("%s after Ready was readable: max %s", n, l[len(l)-1].Round(time.Millisecond)))
+		}
+		if worst := l[len(l)-1]; worst > maxSpanLatency {
 			t.Errorf("%s: readable from Jaeger up to %s after its phase ended, want <= %s (all: %v)", n, worst.Round(time.Millisecond), maxSpanLatency, l)
 		}
 	}
-	t.Logf("span latency, phase end -> readable from Jaeger (%d pods, 100 ms polls; target %s, asserted for pod.termination and pod): %s",
+	t.Logf("span latency, phase end -> readable from Jaeger (%d pods, 100 ms polls; target %s): %s",
 		pods, maxSpanLatency, strings.Join(summary, "; "))
 }
 
