@@ -22,6 +22,9 @@ volatile const __u64 cfg_signal_mask = ~0ULL; /* bit (sig-1) set: report that si
 volatile const __u32 cfg_wakeup_events = 0;   /* wake the reader every this many records per CPU (0: every record) */
 volatile const __s32 cfg_min_root_level = 0;  /* shallowest and deepest level of a watched root: */
 volatile const __s32 cfg_max_root_level = 15; /* only those ancestor levels are looked up */
+/* 1: report every process of a watched cgroup; 0: only its process-tree roots
+ * (see probes/process.h). */
+volatile const __u32 cfg_all_processes = 0;
 /* Benchmark only (bench/execstorm.sh's "floor" mode): every program returns
  * at once, so the same hooks cost only their attachment. Never set in use. */
 volatile const __u32 cfg_noop = 0;
@@ -96,6 +99,20 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } tracked_tasks SEC(".maps");
+
+/* Process-tree roots of watched cgroups (see probes/process.h): tgid ->
+ * enum root_state. LRU: a root whose exit was missed ages out. */
+enum root_state {
+	ROOT_PENDING = 1, /* forked by a process that entered without exec'ing (a runtime's set-up) */
+	ROOT_EXECD = 2,   /* exec'd in the cgroup: an init or an exec session */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u8);
+} proc_roots SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

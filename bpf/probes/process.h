@@ -21,6 +21,54 @@ static __always_inline void track(__u32 tgid, __u32 origin)
 	bpf_map_update_elem(&tracked_tasks, &tgid, &origin, BPF_ANY);
 }
 
+/* Whether p is PID 1 of its own (innermost) pid namespace: its pid's last
+ * upid, which a BTF load cannot index by a variable level. */
+static __always_inline bool ns_init(struct task_struct *p)
+{
+	struct pid *pid = p->thread_pid;
+	struct upid up = {};
+	unsigned int level;
+
+	if (!pid)
+		return false;
+	level = pid->level;
+	if (level == 0 || level >= MAX_PID_NS_LEVEL)
+		return false;
+	if (bpf_probe_read_kernel(&up, sizeof(up),
+	                          (void *)((unsigned long)pid + bpf_core_field_offset(struct pid, numbers) +
+	                                   level * bpf_core_type_size(struct upid))))
+		return false;
+	return up.nr == 1;
+}
+
+/*
+ * Process-tree roots. In a watched cgroup only the processes the lifecycle
+ * is made of are reported (unless cfg_all_processes): those that enter the
+ * cgroup from outside (a container's init, an exec session: probes, hooks,
+ * kubectl exec), PID 1 of a pid namespace, the runtime's set-up processes
+ * before they exec, and processes the runtime comm match follows. What a
+ * container's own processes fork and exec below them (a shell's commands, a
+ * build's compilers) costs the filter only, not a record each.
+ */
+
+/* Whether p's parent is in cgroup cg (BTF loads only). */
+static __always_inline bool parent_in(struct task_struct *p, struct cgroup *cg)
+{
+	return task_cgroup_btf(p->real_parent) == cg;
+}
+
+static __always_inline __u8 root_state(__u32 tgid)
+{
+	__u8 *r = bpf_map_lookup_elem(&proc_roots, &tgid);
+
+	return r ? *r : 0;
+}
+
+static __always_inline void set_root(__u32 tgid, __u8 state)
+{
+	bpf_map_update_elem(&proc_roots, &tgid, &state, BPF_ANY);
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
@@ -39,10 +87,16 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 
 	/* p is the current task */
 	struct cgroup *cg = task_cgroup_btf(p);
-	if (cgroup_watched_btf(cg))
+	if (cgroup_watched_btf(cg)) {
 		origin |= ORIGIN_WATCHED;
-	else
+		if (!cfg_all_processes) {
+			if (!root_state(tgid) && parent_in(p, cg) && !tracked(tgid) && !ns_init(p))
+				return 0; /* below a root */
+			set_root(tgid, ROOT_EXECD);
+		}
+	} else {
 		origin |= tracked(tgid);
+	}
 
 	filename = bprm->filename;
 	if (!(origin & ORIGIN_WATCHED)) {
@@ -107,10 +161,21 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 
 	/* parent is the current task */
 	cg = task_cgroup_btf(parent);
-	if (cgroup_watched_btf(cg))
+	if (cgroup_watched_btf(cg)) {
 		origin |= ORIGIN_WATCHED;
-	else
+		if (!cfg_all_processes) {
+			/* A child is a root while its parent is the runtime's
+			 * set-up: a pending root, or a process that entered the
+			 * cgroup without exec'ing in it (runc's "runc init"). */
+			__u8 r = root_state(ptgid);
+
+			if (r == ROOT_EXECD || (!r && parent_in(parent, cg) && !tracked(ptgid)))
+				return 0;
+			set_root(child_tgid, ROOT_PENDING);
+		}
+	} else {
 		origin |= tracked(ptgid);
+	}
 	if (!origin)
 		return 0;
 
@@ -143,26 +208,6 @@ struct {
 /* Set by user space when the tracepoint passes group_dead (Linux 6.16+). */
 volatile const __u32 cfg_exit_has_group_dead = 0;
 
-/* Whether p is PID 1 of its own (innermost) pid namespace: its pid's last
- * upid, which a BTF load cannot index by a variable level. */
-static __always_inline bool ns_init(struct task_struct *p)
-{
-	struct pid *pid = p->thread_pid;
-	struct upid up = {};
-	unsigned int level;
-
-	if (!pid)
-		return false;
-	level = pid->level;
-	if (level == 0 || level >= MAX_PID_NS_LEVEL)
-		return false;
-	if (bpf_probe_read_kernel(&up, sizeof(up),
-	                          (void *)((unsigned long)pid + bpf_core_field_offset(struct pid, numbers) +
-	                                   level * bpf_core_type_size(struct upid))))
-		return false;
-	return up.nr == 1;
-}
-
 SEC("tp_btf/sched_process_exit")
 int handle_exit(u64 *ctx)
 {
@@ -192,10 +237,22 @@ int handle_exit(u64 *ctx)
 
 	/* p is the current task */
 	cg = task_cgroup_btf(p);
-	if (cgroup_watched_btf(cg))
+	if (cgroup_watched_btf(cg)) {
 		origin |= ORIGIN_WATCHED;
-	else
+		if (!cfg_all_processes) {
+			/* Roots that exec'd before the tracer started are not in
+			 * proc_roots: their parent (the runtime) or their being a
+			 * namespace's init still tells them. */
+			bool root = root_state(tgid) != 0;
+
+			if (root)
+				bpf_map_delete_elem(&proc_roots, &tgid);
+			else if (parent_in(p, cg) && !tracked(tgid) && !ns_init(p))
+				return 0;
+		}
+	} else {
 		origin |= tracked(tgid);
+	}
 	if (!origin)
 		return 0;
 	if (!cfg_exit_has_group_dead) {

@@ -35,6 +35,7 @@ type probeFlags struct {
 	mode       string
 	ringSize   int
 	allSignals bool
+	allProcs   bool
 	duration   time.Duration
 	args       string
 	logFlags
@@ -47,6 +48,7 @@ func (f *probeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.mode, "cgroup-mode", "auto", "cgroup ids to use: auto, v2 or v1")
 	fs.IntVar(&f.ringSize, "ringbuf-size", 4<<20, "kernel ring buffer size in bytes (power of two)")
 	fs.BoolVar(&f.allSignals, "all-signals", false, "also report noisy signals (SIGCHLD, SIGURG, SIGWINCH, SIGPROF, SIGALRM, SIGIO, ...)")
+	fs.BoolVar(&f.allProcs, "all-processes", false, "report every process of a watched cgroup, not only the roots of its process tree (inits, exec sessions, the runtime's set-up): what a container's own processes fork and exec below them costs a ring-buffer record each")
 	fs.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until SIGINT/SIGTERM)")
 	fs.StringVar(&f.args, "command-args", "redacted", "what of a command line leaves the tracer (spans, console, JSON, events, record files): none, argv0, redacted (secret-looking values masked) or full")
 	f.logFlags.register(fs)
@@ -78,6 +80,7 @@ func (f *probeFlags) probeConfig(log *slog.Logger) (probe.Config, error) {
 	if f.allSignals {
 		cfg.SignalMask = ^uint64(0)
 	}
+	cfg.AllProcesses = f.allProcs
 	if f.duration < 0 {
 		return cfg, fmt.Errorf("--duration %s: must not be negative", f.duration)
 	}

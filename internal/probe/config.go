@@ -57,6 +57,11 @@ type Config struct {
 	PollInterval time.Duration
 	// CgroupMode chooses v2 or v1-memory cgroup ids (auto-detected by default).
 	CgroupMode cgroupfs.Mode
+	// AllProcesses reports every process of a watched cgroup; by default
+	// only the roots of its process tree are (see bpf/probes/process.h):
+	// processes entering the cgroup from outside, a pid namespace's init,
+	// the runtime's set-up before it execs.
+	AllProcesses bool
 	// SelfTGID is never reported (default: this process).
 	SelfTGID int
 	Logger   *slog.Logger

@@ -30,6 +30,9 @@ func init() {
 //	                        MODE may also be an absolute path to a program
 //	exit N                  exit with status N
 //	spawn N                 fork+exec a child "exit N" and wait for it
+//	wait-spawn N            wait for a line on stdin, then spawn N (so the
+//	                        fork happens in the cgroup the test moved us to,
+//	                        without an exec there: a runtime's set-up)
 //	storm N                 fork+exec N children "exit 0", one after the other
 //	sleep                   sleep until killed
 //	ignore-term             ignore SIGTERM, say "ready", sleep
@@ -55,6 +58,12 @@ func runHelper(mode string, args []string) int {
 	case "exit":
 		n, _ := strconv.Atoi(args[0])
 		return n
+	case "wait-spawn":
+		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+			fmt.Fprintln(os.Stderr, "wait-spawn:", err)
+			return 90
+		}
+		return runHelper("spawn", args)
 	case "spawn":
 		self, _ := os.Executable()
 		env := helperEnviron("exit")

@@ -98,7 +98,12 @@ func Load(cfg Config) (*Probes, error) {
 		noop = 1
 		cfg.Logger.Warn("benchmark mode: every BPF program returns at once; nothing will be traced")
 	}
+	allProcs := uint32(0)
+	if cfg.AllProcesses {
+		allProcs = 1
+	}
 	for name, val := range map[string]any{
+		"cfg_all_processes":       allProcs,
 		"cfg_self_tgid":           uint32(cfg.SelfTGID),
 		"cfg_cgroup_v1":           v1,
 		"cfg_hierarchy_id":        layout.HierarchyID(),

@@ -459,8 +459,14 @@ func TestEveryProgramIsCheapToVerify(t *testing.T) {
 	}
 }
 
+// allProcesses: every process of a watched cgroup, not only its process
+// tree's roots.
+func allProcesses(c *Config) { c.AllProcesses = true }
+
+// With --all-processes every fork, exec and exit in a watched cgroup is
+// reported, a container's own children's too.
 func TestExecForkExit(t *testing.T) {
-	e := setup(t)
+	e := setup(t, allProcesses)
 	dir := e.dir(e.cgroup(t, "work"))
 	h := e.start(t, []string{dir}, "spawn", "3")
 	h.wait(t)
@@ -502,6 +508,63 @@ func TestExecForkExit(t *testing.T) {
 	if cexit.NSInit || hexit.NSInit {
 		t.Errorf("exits in the host's pid namespace marked as a namespace's init: child %v helper %v", cexit.NSInit, hexit.NSInit)
 	}
+}
+
+// By default only the roots of a watched cgroup's process tree are
+// reported: a process entering from outside (its exec and exit), not what
+// it forks and execs there.
+func TestOnlyProcessTreeRootsByDefault(t *testing.T) {
+	e := setup(t)
+	dir := e.dir(e.cgroup(t, "roots"))
+	h := e.start(t, []string{dir}, "spawn", "3")
+	h.wait(t)
+	wait(t, e.col, "exec of the helper", func(ev *event.ExecEvent) bool { return ev.TGID == h.pid })
+	wait(t, e.col, "exit of the helper", func(ev *event.ExitEvent) bool { return ev.TGID == h.pid })
+	time.Sleep(200 * time.Millisecond) // what other CPUs submitted is read too
+	for _, ev := range e.col.all(func(event.Event) bool { return true }) {
+		switch ev := ev.(type) {
+		case *event.ForkEvent:
+			if ev.TGID == h.pid {
+				t.Errorf("fork below a root reported: %+v", ev)
+			}
+		case *event.ExecEvent:
+			if ev.PPID == h.pid {
+				t.Errorf("exec below a root reported: %+v", ev)
+			}
+		}
+	}
+}
+
+// A process that enters a watched cgroup without exec'ing there (a
+// runtime's set-up, runc's "runc init") is a root, and so is what it forks
+// until that execs: the container's init comes out of such a chain.
+func TestRuntimeSetUpChainIsReported(t *testing.T) {
+	e := setup(t)
+	dir := e.dir(e.cgroup(t, "setup"))
+	cmd := exec.Command(e.self, "3")
+	cmd.Env = helperEnviron("wait-spawn")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	pid := uint32(cmd.Process.Pid)
+	fork := wait(t, e.col, "fork of the set-up process", func(ev *event.ForkEvent) bool { return ev.TGID == pid })
+	child := fork.ChildTGID
+	wait(t, e.col, "exec of its child", func(ev *event.ExecEvent) bool { return ev.TGID == child && ev.Origin&event.OriginWatched != 0 })
+	if ex := wait(t, e.col, "exit of its child", func(ev *event.ExitEvent) bool { return ev.TGID == child }); ex.ExitCode != 3 {
+		t.Errorf("child exit code %d, want 3", ex.ExitCode)
+	}
+	wait(t, e.col, "exit of the set-up process", func(ev *event.ExitEvent) bool { return ev.TGID == pid })
 }
 
 // The exit of PID 1 of a pid namespace (a container's init) is marked as
@@ -1049,6 +1112,7 @@ func testLostEvents(t *testing.T, dedupe bool) {
 	cfg.RuntimeComms = []string{}
 	cfg.CNIDirs = []string{}
 	cfg.exitDedupe = dedupe
+	cfg.AllProcesses = true // the storm's children: below its root
 	p, err := Load(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -206,6 +206,7 @@ const (
 	PodchronMapCounters              = "counters"
 	PodchronMapEvents                = "events"
 	PodchronMapExitsSeen             = "exits_seen"
+	PodchronMapProcRoots             = "proc_roots"
 	PodchronMapQuietSubmits          = "quiet_submits"
 	PodchronMapRootPaths             = "root_paths"
 	PodchronMapRuntimeComms          = "runtime_comms"
@@ -236,6 +237,7 @@ const (
 	PodchronVarSignalDisposition     = "_signal_disposition"
 	PodchronVarSignalEvent           = "_signal_event"
 	PodchronVarSignalTargetFlags     = "_signal_target_flags"
+	PodchronVarCfgAllProcesses       = "cfg_all_processes"
 	PodchronVarCfgAncestorHelper     = "cfg_ancestor_helper"
 	PodchronVarCfgCgroupV1           = "cfg_cgroup_v1"
 	PodchronVarCfgExitHasGroupDead   = "cfg_exit_has_group_dead"
@@ -312,6 +314,7 @@ type PodchronMapSpecs struct {
 	Counters       *ebpf.MapSpec `ebpf:"counters"`
 	Events         *ebpf.MapSpec `ebpf:"events"`
 	ExitsSeen      *ebpf.MapSpec `ebpf:"exits_seen"`
+	ProcRoots      *ebpf.MapSpec `ebpf:"proc_roots"`
 	QuietSubmits   *ebpf.MapSpec `ebpf:"quiet_submits"`
 	RootPaths      *ebpf.MapSpec `ebpf:"root_paths"`
 	RuntimeComms   *ebpf.MapSpec `ebpf:"runtime_comms"`
@@ -340,6 +343,7 @@ type PodchronVariableSpecs struct {
 	SignalDisposition   *ebpf.VariableSpec `ebpf:"_signal_disposition"`
 	SignalEvent         *ebpf.VariableSpec `ebpf:"_signal_event"`
 	SignalTargetFlags   *ebpf.VariableSpec `ebpf:"_signal_target_flags"`
+	CfgAllProcesses     *ebpf.VariableSpec `ebpf:"cfg_all_processes"`
 	CfgAncestorHelper   *ebpf.VariableSpec `ebpf:"cfg_ancestor_helper"`
 	CfgCgroupV1         *ebpf.VariableSpec `ebpf:"cfg_cgroup_v1"`
 	CfgExitHasGroupDead *ebpf.VariableSpec `ebpf:"cfg_exit_has_group_dead"`
@@ -380,6 +384,7 @@ type PodchronMaps struct {
 	Counters       *ebpf.Map `ebpf:"counters"`
 	Events         *ebpf.Map `ebpf:"events"`
 	ExitsSeen      *ebpf.Map `ebpf:"exits_seen"`
+	ProcRoots      *ebpf.Map `ebpf:"proc_roots"`
 	QuietSubmits   *ebpf.Map `ebpf:"quiet_submits"`
 	RootPaths      *ebpf.Map `ebpf:"root_paths"`
 	RuntimeComms   *ebpf.Map `ebpf:"runtime_comms"`
@@ -393,6 +398,7 @@ func (m *PodchronMaps) Close() error {
 		m.Counters,
 		m.Events,
 		m.ExitsSeen,
+		m.ProcRoots,
 		m.QuietSubmits,
 		m.RootPaths,
 		m.RuntimeComms,
@@ -422,6 +428,7 @@ type PodchronVariables struct {
 	SignalDisposition   *ebpf.Variable `ebpf:"_signal_disposition"`
 	SignalEvent         *ebpf.Variable `ebpf:"_signal_event"`
 	SignalTargetFlags   *ebpf.Variable `ebpf:"_signal_target_flags"`
+	CfgAllProcesses     *ebpf.Variable `ebpf:"cfg_all_processes"`
 	CfgAncestorHelper   *ebpf.Variable `ebpf:"cfg_ancestor_helper"`
 	CfgCgroupV1         *ebpf.Variable `ebpf:"cfg_cgroup_v1"`
 	CfgExitHasGroupDead *ebpf.Variable `ebpf:"cfg_exit_has_group_dead"`
