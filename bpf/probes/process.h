@@ -90,9 +90,19 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	if (cgroup_watched_btf(cg)) {
 		origin |= ORIGIN_WATCHED;
 		if (!cfg_all_processes) {
-			if (!root_state(tgid) && parent_in(p, cg) && !tracked(tgid) && !ns_init(p))
-				return 0; /* below a root */
-			set_root(tgid, ROOT_EXECD);
+			/* Cheapest first: plain loads, then one lookup. A root
+			 * entered from outside, or is a namespace's init (its
+			 * flags are intact until exit_group), or was forked as
+			 * one by the runtime's set-up. */
+			__u8 r = 0;
+
+			if (parent_in(p, cg) && !(p->signal->flags & SIGNAL_UNKILLABLE)) {
+				r = root_state(tgid);
+				if (!r)
+					return 0; /* below a root */
+			}
+			if (r != ROOT_EXECD)
+				set_root(tgid, ROOT_EXECD);
 		}
 	} else {
 		origin |= tracked(tgid);
@@ -169,7 +179,7 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 			 * cgroup without exec'ing in it (runc's "runc init"). */
 			__u8 r = root_state(ptgid);
 
-			if (r == ROOT_EXECD || (!r && parent_in(parent, cg) && !tracked(ptgid)))
+			if (r == ROOT_EXECD || (!r && parent_in(parent, cg)))
 				return 0;
 			set_root(child_tgid, ROOT_PENDING);
 		}
@@ -241,14 +251,11 @@ int handle_exit(u64 *ctx)
 		origin |= ORIGIN_WATCHED;
 		if (!cfg_all_processes) {
 			/* Roots that exec'd before the tracer started are not in
-			 * proc_roots: their parent (the runtime) or their being a
-			 * namespace's init still tells them. */
-			bool root = root_state(tgid) != 0;
-
-			if (root)
-				bpf_map_delete_elem(&proc_roots, &tgid);
-			else if (parent_in(p, cg) && !tracked(tgid) && !ns_init(p))
+			 * proc_roots: their parent outside (the runtime) still
+			 * tells them. */
+			if (parent_in(p, cg) && !root_state(tgid))
 				return 0;
+			bpf_map_delete_elem(&proc_roots, &tgid);
 		}
 	} else {
 		origin |= tracked(tgid);
