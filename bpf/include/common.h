@@ -51,6 +51,34 @@ struct {
 	__type(value, __u8);
 } watched_cgroups SEC(".maps");
 
+/*
+ * Generation of the watched set: [0] raised by the programs (a root watched
+ * at its mkdir), [1] set by user space after it changes watched_cgroups. A
+ * verdict cached under other generations is recomputed.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, __u64);
+} watch_gen SEC(".maps");
+
+/* Per CPU, the last cgroup the hot probes asked about and whether it is
+ * watched: a storm of processes in one cgroup walks its ancestors once. */
+struct watch_verdict {
+	__u64 cgroup_id;
+	__u64 gen[2];
+	__u32 watched;
+	__u32 _pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct watch_verdict);
+} watch_cache SEC(".maps");
+
 /* Paths of the configured roots (relative to the hierarchy root), so a root
  * created after load is watched from its mkdir on, with no race against user
  * space: path -> 1. */
@@ -113,6 +141,27 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } proc_roots SEC(".maps");
+
+/* Per CPU, a few processes' root state (a direct-mapped cache of proc_roots,
+ * keyed by tgid and start time, so a reused tgid never matches): what a
+ * process forks, execs and exits as is then known without a hash lookup. */
+#define ROOT_CACHE_SLOTS 8
+struct root_slot {
+	__u32 tgid;
+	__u32 state;
+	__u64 start;
+};
+
+struct root_cache {
+	struct root_slot slot[ROOT_CACHE_SLOTS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct root_cache);
+} root_cache SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

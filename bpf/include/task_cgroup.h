@@ -181,4 +181,33 @@ static __always_inline bool cgroup_watched_btf(struct cgroup *cg)
 	return false;
 }
 
+/*
+ * cgroup_watched_btf through the per-CPU verdict cache: the generations are
+ * read before the walk, so a change made during it leaves a verdict that
+ * the next call recomputes.
+ */
+static __always_inline bool cgroup_watched_cached(struct cgroup *cg)
+{
+	__u32 k0 = 0, k1 = 1, zero = 0;
+	__u64 *g0 = bpf_map_lookup_elem(&watch_gen, &k0);
+	__u64 *g1 = bpf_map_lookup_elem(&watch_gen, &k1);
+	struct watch_verdict *c = bpf_map_lookup_elem(&watch_cache, &zero);
+	__u64 id, gen0, gen1;
+	bool w;
+
+	if (!cg || !g0 || !g1 || !c)
+		return cgroup_watched_btf(cg);
+	id = cg->kn->id;
+	gen0 = *g0;
+	gen1 = *g1;
+	if (c->cgroup_id == id && c->gen[0] == gen0 && c->gen[1] == gen1)
+		return c->watched;
+	w = cgroup_watched_btf(cg);
+	c->cgroup_id = id;
+	c->gen[0] = gen0;
+	c->gen[1] = gen1;
+	c->watched = w;
+	return w;
+}
+
 #endif /* __PODCHRON_CGROUP_H */

@@ -31,6 +31,11 @@ static __always_inline int cgroup_event(struct cgroup *cgrp, const char *path, _
 		if (bpf_map_lookup_elem(&root_paths, &key)) {
 			id = cgroup_id(cgrp);
 			bpf_map_update_elem(&watched_cgroups, &id, &one, BPF_ANY);
+			__u32 k0 = 0;
+			__u64 *g = bpf_map_lookup_elem(&watch_gen, &k0);
+
+			if (g)
+				__sync_fetch_and_add(g, 1);
 			origin = ORIGIN_WATCHED;
 		}
 	}

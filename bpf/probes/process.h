@@ -57,16 +57,62 @@ static __always_inline bool parent_in(struct task_struct *p, struct cgroup *cg)
 	return task_cgroup_btf(p->real_parent) == cg;
 }
 
-static __always_inline __u8 root_state(__u32 tgid)
+static __always_inline struct root_slot *root_slot(__u32 tgid)
 {
-	__u8 *r = bpf_map_lookup_elem(&proc_roots, &tgid);
+	__u32 zero = 0;
+	struct root_cache *c = bpf_map_lookup_elem(&root_cache, &zero);
 
-	return r ? *r : 0;
+	if (!c)
+		return NULL;
+	return &c->slot[tgid & (ROOT_CACHE_SLOTS - 1)];
 }
 
-static __always_inline void set_root(__u32 tgid, __u8 state)
+/* Remembers on this CPU what the process (tgid, start) is. */
+static __always_inline void cache_root(__u32 tgid, __u64 start, __u8 state)
+{
+	struct root_slot *s = root_slot(tgid);
+
+	if (s) {
+		s->tgid = tgid;
+		s->start = start;
+		s->state = state;
+	}
+}
+
+/*
+ * The process's root state: this CPU's cache, else proc_roots. A process
+ * cached as no root stays one unless it execs as a root (its parent outside,
+ * a namespace's init), which every CPU tells without the cache; only the
+ * exit of a namespace init made inside a container, forked on one CPU and
+ * exec'd on another, can then be missed (not a lifecycle root).
+ */
+static __always_inline __u8 root_state(__u32 tgid, __u64 start)
+{
+	struct root_slot *s = root_slot(tgid);
+	__u8 *r;
+	__u8 v;
+
+	if (s && s->tgid == tgid && s->start == start)
+		return s->state;
+	r = bpf_map_lookup_elem(&proc_roots, &tgid);
+	v = r ? *r : 0;
+	cache_root(tgid, start, v);
+	return v;
+}
+
+static __always_inline void set_root(__u32 tgid, __u64 start, __u8 state)
 {
 	bpf_map_update_elem(&proc_roots, &tgid, &state, BPF_ANY);
+	cache_root(tgid, start, state);
+}
+
+static __always_inline void drop_root(__u32 tgid)
+{
+	struct root_slot *s = root_slot(tgid);
+
+	bpf_map_delete_elem(&proc_roots, &tgid);
+	if (s && s->tgid == tgid)
+		s->tgid = 0;
 }
 
 SEC("tp_btf/sched_process_exec")
@@ -87,9 +133,10 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 
 	/* p is the current task */
 	struct cgroup *cg = task_cgroup_btf(p);
-	if (cgroup_watched_btf(cg)) {
+	if (cgroup_watched_cached(cg)) {
 		origin |= ORIGIN_WATCHED;
 		if (!cfg_all_processes) {
+			__u64 start = p->group_leader->start_boottime;
 			/* Cheapest first: plain loads, then one lookup. A root
 			 * entered from outside, or is a namespace's init (its
 			 * flags are intact until exit_group), or was forked as
@@ -97,12 +144,12 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 			__u8 r = 0;
 
 			if (parent_in(p, cg) && !(p->signal->flags & SIGNAL_UNKILLABLE)) {
-				r = root_state(tgid);
+				r = root_state(tgid, start);
 				if (!r)
 					return 0; /* below a root */
 			}
 			if (r != ROOT_EXECD)
-				set_root(tgid, ROOT_EXECD);
+				set_root(tgid, start, ROOT_EXECD);
 		}
 	} else {
 		origin |= tracked(tgid);
@@ -171,17 +218,21 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 
 	/* parent is the current task */
 	cg = task_cgroup_btf(parent);
-	if (cgroup_watched_btf(cg)) {
+	if (cgroup_watched_cached(cg)) {
 		origin |= ORIGIN_WATCHED;
 		if (!cfg_all_processes) {
 			/* A child is a root while its parent is the runtime's
 			 * set-up: a pending root, or a process that entered the
 			 * cgroup without exec'ing in it (runc's "runc init"). */
-			__u8 r = root_state(ptgid);
+			__u8 r = root_state(ptgid, parent->group_leader->start_boottime);
 
-			if (r == ROOT_EXECD || (!r && parent_in(parent, cg)))
+			if (r == ROOT_EXECD || (!r && parent_in(parent, cg))) {
+				/* The child is no root: say so here, so its
+				 * exec and exit need no lookup either. */
+				cache_root(child_tgid, child->start_boottime, 0);
 				return 0;
-			set_root(child_tgid, ROOT_PENDING);
+			}
+			set_root(child_tgid, child->start_boottime, ROOT_PENDING);
 		}
 	} else {
 		origin |= tracked(ptgid);
@@ -247,15 +298,15 @@ int handle_exit(u64 *ctx)
 
 	/* p is the current task */
 	cg = task_cgroup_btf(p);
-	if (cgroup_watched_btf(cg)) {
+	if (cgroup_watched_cached(cg)) {
 		origin |= ORIGIN_WATCHED;
 		if (!cfg_all_processes) {
 			/* Roots that exec'd before the tracer started are not in
 			 * proc_roots: their parent outside (the runtime) still
 			 * tells them. */
-			if (parent_in(p, cg) && !root_state(tgid))
+			if (parent_in(p, cg) && !root_state(tgid, p->group_leader->start_boottime))
 				return 0;
-			bpf_map_delete_elem(&proc_roots, &tgid);
+			drop_root(tgid);
 		}
 	} else {
 		origin |= tracked(tgid);

@@ -41,6 +41,9 @@ type Probes struct {
 	minLevel, maxLevel int
 	// Kernel-dependent variants chosen at load (see KernelPaths).
 	groupDead, ancestorHelper bool
+
+	genMu sync.Mutex
+	gen   uint64 // user space's generation of the watched set (watch_gen[1])
 }
 
 // Load checks the host, loads the programs with cfg applied and attaches them.
@@ -246,13 +249,26 @@ func (p *Probes) WatchID(id uint64) error {
 	if err := p.objs.WatchedCgroups.Put(&id, &one); err != nil {
 		return fmt.Errorf("watch cgroup %d: %w", id, err)
 	}
-	return nil
+	return p.watchedChanged()
 }
 
 // UnwatchID stops watching a root.
 func (p *Probes) UnwatchID(id uint64) error {
 	if err := p.objs.WatchedCgroups.Delete(&id); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("unwatch cgroup %d: %w", id, err)
+	}
+	return p.watchedChanged()
+}
+
+// watchedChanged raises user space's generation of the watched set, after
+// a change: the probes' cached verdicts (watch_cache) are recomputed.
+func (p *Probes) watchedChanged() error {
+	p.genMu.Lock()
+	defer p.genMu.Unlock()
+	p.gen++
+	key, gen := uint32(1), p.gen
+	if err := p.objs.WatchGen.Put(&key, &gen); err != nil {
+		return fmt.Errorf("watched set generation: %w", err)
 	}
 	return nil
 }

@@ -567,6 +567,57 @@ func TestRuntimeSetUpChainIsReported(t *testing.T) {
 	wait(t, e.col, "exit of the set-up process", func(ev *event.ExitEvent) bool { return ev.TGID == pid })
 }
 
+// A cgroup watched while a process runs in it: its next exec is reported,
+// though the exec before (on the same CPU) left "not watched" in the
+// probes' per-CPU verdict cache. WatchID raises the watched set's
+// generation, which the cache checks.
+func TestWatchIDRefreshesCachedVerdicts(t *testing.T) {
+	e := setup(t)
+	dir := e.layout.Path(fmt.Sprintf("/podchron-unwatched-%d-%d", os.Getpid(), testSeq.Add(1)))
+	mkCgroup(t, dir)
+	cmd := exec.Command(e.self, "wait-exec", "exit", "5")
+	cmd.Env = helperEnviron("wait-exec")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var cpu0 unix.CPUSet
+	cpu0.Set(0)
+	if err := unix.SchedSetaffinity(cmd.Process.Pid, &cpu0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pid := uint32(cmd.Process.Pid)
+	if _, err := io.WriteString(stdin, "go\n"); err != nil { // exec in the unwatched cgroup
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if ev := e.col.find(func(ev event.Event) bool { x, ok := ev.(*event.ExecEvent); return ok && x.TGID == pid }); ev != nil {
+		t.Fatalf("exec in an unwatched cgroup reported: %+v", ev)
+	}
+	id := cgid(t, dir)
+	if err := e.p.WatchID(id); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = e.p.UnwatchID(id) }()
+	if _, err := io.WriteString(stdin, "go\n"); err != nil { // exec once watched
+		t.Fatal(err)
+	}
+	ex := wait(t, e.col, "exec once the cgroup is watched", func(ev *event.ExecEvent) bool { return ev.TGID == pid })
+	if ex.Origin&event.OriginWatched == 0 || ex.CgroupID != id {
+		t.Errorf("exec: origin %s cgroup %d, want watched, %d", ex.Origin, ex.CgroupID, id)
+	}
+	if x := wait(t, e.col, "exit once watched", func(ev *event.ExitEvent) bool { return ev.TGID == pid }); x.ExitCode != 5 {
+		t.Errorf("exit code %d, want 5", x.ExitCode)
+	}
+}
+
 // The exit of PID 1 of a pid namespace (a container's init) is marked as
 // such; its parent's (the runtime's shim, here unshare) is not.
 func TestExitOfPIDNamespaceInit(t *testing.T) {

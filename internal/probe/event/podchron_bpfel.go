@@ -153,6 +153,16 @@ type PodchronPrefixKey struct {
 	Data      [64]uint8
 }
 
+type PodchronRootCache struct {
+	_    structs.HostLayout
+	Slot [8]struct {
+		_     structs.HostLayout
+		Tgid  uint32
+		State uint32
+		Start uint64
+	}
+}
+
 type PodchronRootPath struct {
 	_    structs.HostLayout
 	Path [128]int8
@@ -198,6 +208,14 @@ const (
 	PodchronSignalTargetFlagsSIGNAL_SENDER_WATCHED PodchronSignalTargetFlags = 2
 )
 
+type PodchronWatchVerdict struct {
+	_        structs.HostLayout
+	CgroupId uint64
+	Gen      [2]uint64
+	Watched  uint32
+	Pad      uint32
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -208,9 +226,12 @@ const (
 	PodchronMapExitsSeen             = "exits_seen"
 	PodchronMapProcRoots             = "proc_roots"
 	PodchronMapQuietSubmits          = "quiet_submits"
+	PodchronMapRootCache             = "root_cache"
 	PodchronMapRootPaths             = "root_paths"
 	PodchronMapRuntimeComms          = "runtime_comms"
 	PodchronMapTrackedTasks          = "tracked_tasks"
+	PodchronMapWatchCache            = "watch_cache"
+	PodchronMapWatchGen              = "watch_gen"
 	PodchronMapWatchedCgroups        = "watched_cgroups"
 	PodchronProgHandleCgroupMkdir    = "handle_cgroup_mkdir"
 	PodchronProgHandleCgroupRmdir    = "handle_cgroup_rmdir"
@@ -316,9 +337,12 @@ type PodchronMapSpecs struct {
 	ExitsSeen      *ebpf.MapSpec `ebpf:"exits_seen"`
 	ProcRoots      *ebpf.MapSpec `ebpf:"proc_roots"`
 	QuietSubmits   *ebpf.MapSpec `ebpf:"quiet_submits"`
+	RootCache      *ebpf.MapSpec `ebpf:"root_cache"`
 	RootPaths      *ebpf.MapSpec `ebpf:"root_paths"`
 	RuntimeComms   *ebpf.MapSpec `ebpf:"runtime_comms"`
 	TrackedTasks   *ebpf.MapSpec `ebpf:"tracked_tasks"`
+	WatchCache     *ebpf.MapSpec `ebpf:"watch_cache"`
+	WatchGen       *ebpf.MapSpec `ebpf:"watch_gen"`
 	WatchedCgroups *ebpf.MapSpec `ebpf:"watched_cgroups"`
 }
 
@@ -386,9 +410,12 @@ type PodchronMaps struct {
 	ExitsSeen      *ebpf.Map `ebpf:"exits_seen"`
 	ProcRoots      *ebpf.Map `ebpf:"proc_roots"`
 	QuietSubmits   *ebpf.Map `ebpf:"quiet_submits"`
+	RootCache      *ebpf.Map `ebpf:"root_cache"`
 	RootPaths      *ebpf.Map `ebpf:"root_paths"`
 	RuntimeComms   *ebpf.Map `ebpf:"runtime_comms"`
 	TrackedTasks   *ebpf.Map `ebpf:"tracked_tasks"`
+	WatchCache     *ebpf.Map `ebpf:"watch_cache"`
+	WatchGen       *ebpf.Map `ebpf:"watch_gen"`
 	WatchedCgroups *ebpf.Map `ebpf:"watched_cgroups"`
 }
 
@@ -400,9 +427,12 @@ func (m *PodchronMaps) Close() error {
 		m.ExitsSeen,
 		m.ProcRoots,
 		m.QuietSubmits,
+		m.RootCache,
 		m.RootPaths,
 		m.RuntimeComms,
 		m.TrackedTasks,
+		m.WatchCache,
+		m.WatchGen,
 		m.WatchedCgroups,
 	)
 }
