@@ -48,12 +48,15 @@ int BPF_PROG(handle_signal_generate, int sig, struct kernel_siginfo *info, struc
              int result)
 {
 	NOOP_RETURN();
-	__u32 ttgid = BPF_CORE_READ(task, tgid);
 	struct signal_event *e;
 	struct cgroup *tcg;
-	__u32 origin = 0, tflags = 0;
+	__u32 origin = 0, tflags = 0, ttgid;
 
-	if (!signal_wanted(sig) || is_self(ttgid))
+	/* The mask first: SIGCHLD, with every process's exit, stops here. */
+	if (!signal_wanted(sig))
+		return 0;
+	ttgid = BPF_CORE_READ(task, tgid);
+	if (is_self(ttgid))
 		return 0;
 
 	tcg = task_cgroup(task);
@@ -96,11 +99,13 @@ SEC("tp_btf/signal_deliver")
 int BPF_PROG(handle_signal_deliver, int sig, struct kernel_siginfo *info, struct k_sigaction *ka)
 {
 	NOOP_RETURN();
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct signal_deliver_event *e;
-	__u32 origin = 0;
+	__u32 origin = 0, tgid;
 
-	if (!signal_wanted(sig) || is_self(tgid))
+	if (!signal_wanted(sig))
+		return 0;
+	tgid = bpf_get_current_pid_tgid() >> 32;
+	if (is_self(tgid))
 		return 0;
 	/* SIGKILL without siginfo is the kernel tearing down the other threads of
 	 * an exiting group (exit_group, or a fatal signal already reported when it
