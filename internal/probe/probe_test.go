@@ -510,6 +510,26 @@ func TestExecForkExit(t *testing.T) {
 	}
 }
 
+// startIn starts the helper in mode with args, moves it into the cgroup
+// dir, and returns it with its stdin (the wait-* modes go on at a line).
+func (e *env) startIn(t *testing.T, dir, mode string, args ...string) (*exec.Cmd, io.Writer) {
+	t.Helper()
+	cmd := exec.Command(e.self, args...)
+	cmd.Env = helperEnviron(mode)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stdin
+}
+
 // By default only the roots of a watched cgroup's process tree are
 // reported: a process entering from outside (its exec and exit), not what
 // it forks and execs there.
@@ -541,19 +561,7 @@ func TestOnlyProcessTreeRootsByDefault(t *testing.T) {
 func TestRuntimeSetUpChainIsReported(t *testing.T) {
 	e := setup(t)
 	dir := e.dir(e.cgroup(t, "setup"))
-	cmd := exec.Command(e.self, "3")
-	cmd.Env = helperEnviron("wait-spawn")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdin := e.startIn(t, dir, "wait-spawn", "3")
 	if _, err := io.WriteString(stdin, "go\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -575,22 +583,10 @@ func TestWatchIDRefreshesCachedVerdicts(t *testing.T) {
 	e := setup(t)
 	dir := e.layout.Path(fmt.Sprintf("/podchron-unwatched-%d-%d", os.Getpid(), testSeq.Add(1)))
 	mkCgroup(t, dir)
-	cmd := exec.Command(e.self, "wait-exec", "exit", "5")
-	cmd.Env = helperEnviron("wait-exec")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	cmd, stdin := e.startIn(t, dir, "wait-exec", "wait-exec", "exit", "5")
 	var cpu0 unix.CPUSet
 	cpu0.Set(0)
 	if err := unix.SchedSetaffinity(cmd.Process.Pid, &cpu0); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	pid := uint32(cmd.Process.Pid)
