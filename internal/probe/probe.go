@@ -88,34 +88,21 @@ func Load(cfg Config) (*Probes, error) {
 	if cfg.exitDedupe {
 		groupDead = 0
 	}
-	v1 := uint32(0)
-	if layout.Mode == cgroupfs.ModeV1Memory {
-		v1 = 1
-	}
-	ancestorHelper := uint32(0)
-	if haveAncestorHelper() {
-		ancestorHelper = 1
-	}
-	noop := uint32(0)
+	ancestorHelper := flag32(haveAncestorHelper())
 	if cfg.NoopPrograms {
-		noop = 1
 		cfg.Logger.Warn("benchmark mode: every BPF program returns at once; nothing will be traced")
 	}
-	allProcs := uint32(0)
-	if cfg.AllProcesses {
-		allProcs = 1
-	}
 	for name, val := range map[string]any{
-		"cfg_all_processes":       allProcs,
+		"cfg_all_processes":       flag32(cfg.AllProcesses),
 		"cfg_self_tgid":           uint32(cfg.SelfTGID),
-		"cfg_cgroup_v1":           v1,
+		"cfg_cgroup_v1":           flag32(layout.Mode == cgroupfs.ModeV1Memory),
 		"cfg_hierarchy_id":        layout.HierarchyID(),
 		"cfg_report_level":        int32(maxLevel),
 		"cfg_signal_mask":         cfg.SignalMask,
 		"cfg_wakeup_events":       uint32(cfg.WakeupEvents),
 		"cfg_exit_has_group_dead": groupDead,
 		"cfg_ancestor_helper":     ancestorHelper,
-		"cfg_noop":                noop,
+		"cfg_noop":                flag32(cfg.NoopPrograms),
 	} {
 		v, ok := spec.Variables[name]
 		if !ok {
@@ -142,6 +129,14 @@ func Load(cfg Config) (*Probes, error) {
 	}
 	p.log.Debug("probes loaded", "ancestor_helper", p.ancestorHelper, "exit_group_dead", p.groupDead)
 	return p, nil
+}
+
+// flag32 is a boolean setting as the programs' __u32 variables hold it.
+func flag32(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // exitHasGroupDead tells whether the kernel's sched_process_exit tracepoint

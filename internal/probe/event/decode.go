@@ -239,17 +239,16 @@ func splitArgs(b []byte) []string {
 // directory run by hand). Nothing else of the environment is kept.
 func cniFromEnv(c *PodchronCniEnv) *CNIRun {
 	data := cbytesN(c.Data[:min(int(c.Size), len(c.Data))])
+	r := &CNIRun{}
 	if has(c.Flags, PodchronCniEnvFlagsCNI_ENV_F_SPLIT) && len(data) == len(c.Data) {
 		// Two halves of a longer environment: the variables cut at either
 		// half's edges are partial and skipped.
 		half := len(data) / 2
-		r := &CNIRun{}
 		r.setFromEnv(dropPartial(data[:half], false, true))
 		r.setFromEnv(dropPartial(data[half:], true, false))
-		return r.done()
+	} else {
+		r.setFromEnv(data)
 	}
-	r := &CNIRun{}
-	r.setFromEnv(data)
 	return r.done()
 }
 
@@ -273,14 +272,10 @@ func dropPartial(b []byte, head, tail bool) []byte {
 	return b
 }
 
+// setFromEnv sets the fields named by the CNI_* variables of a
+// NUL-separated environment.
 func (r *CNIRun) setFromEnv(env []byte) {
-	for len(env) > 0 {
-		v := env
-		if i := bytes.IndexByte(env, 0); i >= 0 {
-			v, env = env[:i], env[i+1:]
-		} else {
-			env = nil
-		}
+	for v := range bytes.SplitSeq(env, []byte{0}) {
 		rest, ok := bytes.CutPrefix(v, []byte("CNI_"))
 		if !ok {
 			continue
