@@ -45,10 +45,11 @@ static __always_inline bool ns_init(struct task_struct *p)
  * Process-tree roots. In a watched cgroup only the processes the lifecycle
  * is made of are reported (unless cfg_all_processes): those that enter the
  * cgroup from outside (a container's init, an exec session: probes, hooks,
- * kubectl exec), PID 1 of a pid namespace, the runtime's set-up processes
- * before they exec, and processes the runtime comm match follows. What a
- * container's own processes fork and exec below them (a shell's commands, a
- * build's compilers) costs the filter only, not a record each.
+ * kubectl exec), PID 1 of a pid namespace, and the runtime's set-up
+ * processes until they exec. What a container's own processes fork and exec
+ * below them (a shell's commands, a build's compilers) costs the filter
+ * only, not a record each. exec_is_root, fork_is_root and exit_is_root
+ * decide it for the three programs.
  */
 
 /* Whether p's parent is in cgroup cg (BTF loads only). */
@@ -115,6 +116,59 @@ static __always_inline void drop_root(__u32 tgid)
 		s->tgid = 0;
 }
 
+/*
+ * An exec in watched cgroup cg is a root's (and p becomes an exec'd root)
+ * when p entered from outside, is a namespace's init (its signal flags are
+ * intact until exit_group), or was forked as a root by the runtime's set-up.
+ * Cheapest test first: plain loads, then one lookup.
+ */
+static __always_inline bool exec_is_root(struct task_struct *p, __u32 tgid, struct cgroup *cg)
+{
+	__u64 start = p->group_leader->start_boottime;
+	__u8 r = 0;
+
+	if (parent_in(p, cg) && !(p->signal->flags & SIGNAL_UNKILLABLE)) {
+		r = root_state(tgid, start);
+		if (!r)
+			return false; /* below a root */
+	}
+	if (r != ROOT_EXECD)
+		set_root(tgid, start, ROOT_EXECD);
+	return true;
+}
+
+/*
+ * A fork in watched cgroup cg makes a root while the parent is the
+ * runtime's set-up: a pending root, or a process that entered the cgroup
+ * without exec'ing in it (runc's "runc init"). A child that is none is
+ * cached as such, so its exec and exit need no lookup either.
+ */
+static __always_inline bool fork_is_root(struct task_struct *parent, __u32 ptgid, struct task_struct *child,
+                                         __u32 child_tgid, struct cgroup *cg)
+{
+	__u8 r = root_state(ptgid, parent->group_leader->start_boottime);
+
+	if (r == ROOT_EXECD || (!r && parent_in(parent, cg))) {
+		cache_root(child_tgid, child->start_boottime, 0);
+		return false;
+	}
+	set_root(child_tgid, child->start_boottime, ROOT_PENDING);
+	return true;
+}
+
+/*
+ * An exit in watched cgroup cg is a root's when p is in proc_roots, or its
+ * parent is outside: roots that exec'd before the tracer started are not in
+ * proc_roots, but their parent (the runtime) still tells them.
+ */
+static __always_inline bool exit_is_root(struct task_struct *p, __u32 tgid, struct cgroup *cg)
+{
+	if (parent_in(p, cg) && !root_state(tgid, p->group_leader->start_boottime))
+		return false;
+	drop_root(tgid);
+	return true;
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
@@ -134,23 +188,9 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	/* p is the current task */
 	struct cgroup *cg = task_cgroup_btf(p);
 	if (cgroup_watched_cached(cg)) {
+		if (!cfg_all_processes && !exec_is_root(p, tgid, cg))
+			return 0;
 		origin |= ORIGIN_WATCHED;
-		if (!cfg_all_processes) {
-			__u64 start = p->group_leader->start_boottime;
-			/* Cheapest first: plain loads, then one lookup. A root
-			 * entered from outside, or is a namespace's init (its
-			 * flags are intact until exit_group), or was forked as
-			 * one by the runtime's set-up. */
-			__u8 r = 0;
-
-			if (parent_in(p, cg) && !(p->signal->flags & SIGNAL_UNKILLABLE)) {
-				r = root_state(tgid, start);
-				if (!r)
-					return 0; /* below a root */
-			}
-			if (r != ROOT_EXECD)
-				set_root(tgid, start, ROOT_EXECD);
-		}
 	} else {
 		origin |= tracked(tgid);
 	}
@@ -219,21 +259,9 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	/* parent is the current task */
 	cg = task_cgroup_btf(parent);
 	if (cgroup_watched_cached(cg)) {
+		if (!cfg_all_processes && !fork_is_root(parent, ptgid, child, child_tgid, cg))
+			return 0;
 		origin |= ORIGIN_WATCHED;
-		if (!cfg_all_processes) {
-			/* A child is a root while its parent is the runtime's
-			 * set-up: a pending root, or a process that entered the
-			 * cgroup without exec'ing in it (runc's "runc init"). */
-			__u8 r = root_state(ptgid, parent->group_leader->start_boottime);
-
-			if (r == ROOT_EXECD || (!r && parent_in(parent, cg))) {
-				/* The child is no root: say so here, so its
-				 * exec and exit need no lookup either. */
-				cache_root(child_tgid, child->start_boottime, 0);
-				return 0;
-			}
-			set_root(child_tgid, child->start_boottime, ROOT_PENDING);
-		}
 	} else {
 		origin |= tracked(ptgid);
 	}
@@ -299,15 +327,9 @@ int handle_exit(u64 *ctx)
 	/* p is the current task */
 	cg = task_cgroup_btf(p);
 	if (cgroup_watched_cached(cg)) {
+		if (!cfg_all_processes && !exit_is_root(p, tgid, cg))
+			return 0;
 		origin |= ORIGIN_WATCHED;
-		if (!cfg_all_processes) {
-			/* Roots that exec'd before the tracer started are not in
-			 * proc_roots: their parent outside (the runtime) still
-			 * tells them. */
-			if (parent_in(p, cg) && !root_state(tgid, p->group_leader->start_boottime))
-				return 0;
-			drop_root(tgid);
-		}
 	} else {
 		origin |= tracked(tgid);
 	}
