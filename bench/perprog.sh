@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# In-kernel time per program over one exec storm: where execstorm.sh's
+# "kern ns/exec" goes. Runs the daemon (--no-api --no-runtime) on a private
+# watched root, one storm of N execs of /bin/true in a container cgroup of
+# it, and prints each program's runs, ns per run and ns per exec from
+# `bpftool prog show` (run_time_ns, run_cnt; kernel.bpf_stats_enabled=1).
+#
+# Usage (root): bash bench/perprog.sh [N] [tracer flags, e.g. --all-processes]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-10000}
+shift || true
+[ "$(id -u)" -eq 0 ] || { echo "perprog: needs root" >&2; exit 1; }
+export PATH=$PATH:/usr/local/go/bin
+go build -o bin/tracer ./cmd/tracer
+go build -o bin/execstorm ./bench/execstorm
+
+if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then v2=/sys/fs/cgroup
+elif [ "$(stat -fc %T /sys/fs/cgroup/unified 2>/dev/null)" = cgroup2fs ]; then v2=/sys/fs/cgroup/unified
+else echo "perprog: no cgroup2 mount" >&2; exit 1; fi
+root=/podchron-perprog-$$
+ctr=$v2$root/burstable/pod$(cat /proc/sys/kernel/random/uuid)/ctr
+old_stats=$(sysctl -n kernel.bpf_stats_enabled)
+work=$(mktemp -d)
+tracer_pid=
+cleanup() {
+	[ -n "$tracer_pid" ] && kill "$tracer_pid" 2>/dev/null || true
+	wait 2>/dev/null || true
+	sysctl -qw kernel.bpf_stats_enabled="$old_stats"
+	[ -d "$v2$root" ] && find "$v2$root" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+mkdir -p "$(dirname "$ctr")"
+sysctl -qw kernel.bpf_stats_enabled=1
+bin/tracer --cgroup-root "$root" --no-api --no-runtime --node-name perprog --metrics-addr 127.0.0.1:0 "$@" \
+	>/dev/null 2>"$work/tracer.log" &
+tracer_pid=$!
+for _ in $(seq 100); do grep -q "probes attached" "$work/tracer.log" && break; sleep 0.1; done
+sleep 1
+
+# "id name run_time_ns run_cnt" of the tracer's own programs (its program
+# fds; a link's fdinfo has no run_time_ns), not of other tracers running.
+stats() {
+	for f in /proc/"$tracer_pid"/fdinfo/*; do
+		awk '/^prog_id:/ {id=$2} /^run_time_ns:/ {t=$2} /^run_cnt:/ {c=$2}
+		     END {if (id != "" && t != "") print id, t, c}' "$f" 2>/dev/null || true
+	done | sort -u -k1,1 | while read -r id t c; do
+		echo "$id $(bpftool prog show id "$id" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["name"])') $t $c"
+	done
+}
+stats >"$work/before"
+mkdir "$ctr"
+bin/execstorm -n "$N" -cgroup "$ctr" >/dev/null
+stats >"$work/after"
+python3 - "$work/before" "$work/after" "$N" <<'EOF'
+import sys
+before = {l.split()[0]: l.split() for l in open(sys.argv[1])}
+n = int(sys.argv[3])
+total = 0
+for l in open(sys.argv[2]):
+    pid, name, t, c = l.split()
+    if pid not in before:
+        continue
+    dt, dc = int(t) - int(before[pid][2]), int(c) - int(before[pid][3])
+    if dc == 0:
+        continue
+    total += dt
+    print(f"{name:24s} runs {dc:8d}  ns/run {dt / dc:6.0f}  ns/exec {dt / n:6.0f}")
+print(f"{'all programs':24s} {'':28s} ns/exec {total / n:6.0f}")
+EOF
