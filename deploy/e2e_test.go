@@ -20,7 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 	"github.com/podchron/podchron/test/harness/containerd"
 )
 

@@ -11,8 +11,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/podchron/podchron/internal/fact/kernel"
+
 	"github.com/podchron/podchron/internal/correlate"
-	"github.com/podchron/podchron/internal/probe/event"
 	"github.com/podchron/podchron/internal/record"
 
 	"github.com/podchron/podchron/internal/probe"
@@ -35,15 +36,15 @@ func runEvents(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var emit func(event.Event) error
+	var emit func(kernel.Event) error
 	switch *output {
 	case "text":
-		emit = func(ev event.Event) error { _, err := fmt.Fprintln(stdout, event.Format(ev)); return err }
+		emit = func(ev kernel.Event) error { _, err := fmt.Fprintln(stdout, kernel.Format(ev)); return err }
 	case "json":
-		enc := event.NewJSONEncoder(stdout)
+		enc := kernel.NewJSONEncoder(stdout)
 		emit = enc.Encode
 	case "none":
-		emit = func(event.Event) error { return nil }
+		emit = func(kernel.Event) error { return nil }
 	default:
 		return fmt.Errorf("--output %q: want text, json or none", *output)
 	}
@@ -95,7 +96,7 @@ func report(p *probe.Probes, src *probe.RingSource, received uint64, log *slog.L
 	}
 	var lost uint64
 	attrs := []any{}
-	for _, t := range event.EventTypes() {
+	for _, t := range kernel.EventTypes() {
 		attrs = append(attrs, t.String(), fmt.Sprintf("%d/%d", c[t].Emitted, c[t].Lost))
 		lost += c[t].Lost
 	}

@@ -10,10 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact/kernel"
+
 	"github.com/podchron/podchron/internal/probe/event"
 
 	"github.com/podchron/podchron/internal/correlate"
-	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 	"github.com/podchron/podchron/internal/probe"
 )
 
@@ -42,9 +44,9 @@ func newNode(pods int, sinks ...correlate.Sink) *node {
 		ctr := fmt.Sprintf("%064x", 2*i+2)
 		podPath := "/kubepods/burstable/pod" + uid
 		id := uint64(1_000_000 + 3*i)
-		n.handle(&event.CgroupEvent{Header: event.Header{Type: event.EventCgroupMkdir, Time: n.t}, ID: id, Level: 3, Path: podPath})
-		n.handle(&event.CgroupEvent{Header: event.Header{Type: event.EventCgroupMkdir, Time: n.t}, ID: id + 1, Level: 4, Path: podPath + "/" + sb})
-		n.handle(&event.CgroupEvent{Header: event.Header{Type: event.EventCgroupMkdir, Time: n.t}, ID: id + 2, Level: 4, Path: podPath + "/" + ctr})
+		n.handle(&kernel.CgroupEvent{Header: kernel.Header{Type: kernel.EventCgroupMkdir, Time: n.t}, ID: id, Level: 3, Path: podPath})
+		n.handle(&kernel.CgroupEvent{Header: kernel.Header{Type: kernel.EventCgroupMkdir, Time: n.t}, ID: id + 1, Level: 4, Path: podPath + "/" + sb})
+		n.handle(&kernel.CgroupEvent{Header: kernel.Header{Type: kernel.EventCgroupMkdir, Time: n.t}, ID: id + 2, Level: 4, Path: podPath + "/" + ctr})
 		n.c.Handle(correlate.Input{Time: n.t, Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: n.t,
 			Sandbox: &cri.Sandbox{ID: sb, PodUID: uid, PodName: "pod-" + strconv.Itoa(i), PodNamespace: "bench", CreatedAt: n.t}}})
 		n.c.Handle(correlate.Input{Time: n.t, Runtime: &cri.Event{Type: cri.EventContainerCreated, At: n.t,
@@ -56,7 +58,7 @@ func newNode(pods int, sinks ...correlate.Sink) *node {
 	return n
 }
 
-func (n *node) handle(ev event.Event) {
+func (n *node) handle(ev kernel.Event) {
 	n.t = n.t.Add(time.Microsecond)
 	ev.Hdr().Time = n.t
 	n.c.Handle(correlate.Input{Time: n.t, Kernel: ev})
@@ -65,7 +67,7 @@ func (n *node) handle(ev event.Event) {
 func (n *node) exec(pod int, ppid uint32) uint32 {
 	pid := n.next
 	n.next++
-	n.handle(&event.ExecEvent{Header: event.Header{Type: event.EventExec, Origin: event.OriginWatched, CgroupID: n.cgroup[pod], TGID: pid, PID: pid, PPID: ppid, Comm: "app"},
+	n.handle(&kernel.ExecEvent{Header: kernel.Header{Type: kernel.EventExec, Origin: kernel.OriginWatched, CgroupID: n.cgroup[pod], TGID: pid, PID: pid, PPID: ppid, Comm: "app"},
 		Filename: "/app", Args: []string{"/app", "--serve"}})
 	return pid
 }
@@ -98,10 +100,10 @@ func rawChurn(n *node) [][]byte {
 		child := uint32(500000 + pod)
 		init := uint32(1000 + pod)
 		out = append(out,
-			event.EncodeForTest(&event.ForkEvent{Header: event.Header{Type: event.EventFork, Origin: event.OriginWatched, CgroupID: n.cgroup[pod], TGID: init, PID: init, Comm: "app"}, ChildTGID: child, ChildPID: child}),
-			event.EncodeForTest(&event.ExecEvent{Header: event.Header{Type: event.EventExec, Origin: event.OriginWatched, CgroupID: n.cgroup[pod], TGID: child, PID: child, PPID: init, Comm: "worker"}, Filename: "/bin/worker", Args: []string{"/bin/worker", "-n", "1"}}),
-			event.EncodeForTest(&event.SignalEvent{Header: event.Header{Type: event.EventSignalGenerate, Origin: event.OriginTarget, CgroupID: n.cgroup[pod], TGID: init, PID: init, Comm: "app"}, Signal: syscall.SIGTERM, TargetTGID: child, TargetPID: child, TargetCgroupID: n.cgroup[pod]}),
-			event.EncodeForTest(&event.ExitEvent{Header: event.Header{Type: event.EventExit, Origin: event.OriginWatched, CgroupID: n.cgroup[pod], TGID: child, PID: child, PPID: init, Comm: "worker"}, Signal: syscall.SIGTERM, RawStatus: 15}),
+			event.EncodeForTest(&kernel.ForkEvent{Header: kernel.Header{Type: kernel.EventFork, Origin: kernel.OriginWatched, CgroupID: n.cgroup[pod], TGID: init, PID: init, Comm: "app"}, ChildTGID: child, ChildPID: child}),
+			event.EncodeForTest(&kernel.ExecEvent{Header: kernel.Header{Type: kernel.EventExec, Origin: kernel.OriginWatched, CgroupID: n.cgroup[pod], TGID: child, PID: child, PPID: init, Comm: "worker"}, Filename: "/bin/worker", Args: []string{"/bin/worker", "-n", "1"}}),
+			event.EncodeForTest(&kernel.SignalEvent{Header: kernel.Header{Type: kernel.EventSignalGenerate, Origin: kernel.OriginTarget, CgroupID: n.cgroup[pod], TGID: init, PID: init, Comm: "app"}, Signal: syscall.SIGTERM, TargetTGID: child, TargetPID: child, TargetCgroupID: n.cgroup[pod]}),
+			event.EncodeForTest(&kernel.ExitEvent{Header: kernel.Header{Type: kernel.EventExit, Origin: kernel.OriginWatched, CgroupID: n.cgroup[pod], TGID: child, PID: child, PPID: init, Comm: "worker"}, Signal: syscall.SIGTERM, RawStatus: 15}),
 		)
 	}
 	return out

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
 )
@@ -114,7 +114,7 @@ func (ct *container) foldedSignals(at time.Time) (SpanEvent, int) {
 	for _, k := range sortedSignalKeys(ct.signalsFolded) {
 		n := ct.signalsFolded[k]
 		total += n
-		name := fmt.Sprintf(names.EventSignalsFolded+".%s.%s", event.SignalName(sigNum(k.sig)), k.kind)
+		name := fmt.Sprintf(names.EventSignalsFolded+".%s.%s", kernel.SignalName(sigNum(k.sig)), k.kind)
 		if k.toInit {
 			name += ".init"
 		}

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
 
 	"github.com/podchron/podchron/internal/correlate"
-	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 )
 
 // Caps from bounds.go, as the spans must show them.
@@ -37,8 +37,8 @@ func signalFlood(s *sim, app uint32, n int) {
 		if i%1000 == 0 {
 			s.at(time.Millisecond)
 		}
-		s.kernel(&event.SignalEvent{Header: event.Header{Type: event.EventSignalGenerate, Origin: event.OriginTarget, TGID: 77, Comm: "pinger", CgroupID: 1},
-			Signal: syscall.SIGUSR1, Code: event.SIUser, Result: event.SignalDelivered, Disposition: event.DispositionHandler,
+		s.kernel(&kernel.SignalEvent{Header: kernel.Header{Type: kernel.EventSignalGenerate, Origin: kernel.OriginTarget, TGID: 77, Comm: "pinger", CgroupID: 1},
+			Signal: syscall.SIGUSR1, Code: kernel.SIUser, Result: kernel.SignalDelivered, Disposition: kernel.DispositionHandler,
 			TargetTGID: app, TargetPID: app, TargetCgroupID: s.cg["app"], TargetNSInit: true})
 	}
 }
@@ -52,9 +52,9 @@ func TestSignalFloodIsFolded(t *testing.T) {
 	const n = 20000
 	signalFlood(s, app, n)
 	s.at(time.Second)
-	s.signal("app", app, syscall.SIGTERM, "runc", event.SignalIgnored, event.DispositionIgnored)
+	s.signal("app", app, syscall.SIGTERM, "runc", kernel.SignalIgnored, kernel.DispositionIgnored)
 	s.at(3 * time.Second)
-	s.signal("app", app, syscall.SIGKILL, "runc", event.SignalDelivered, event.DispositionDefault)
+	s.signal("app", app, syscall.SIGKILL, "runc", kernel.SignalDelivered, kernel.DispositionDefault)
 	s.exit("app", app, 0, syscall.SIGKILL)
 	s.cri(cri.EventContainerExited, "app", 137, "Error")
 	s.tick(3 * time.Second)

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
 )
@@ -55,7 +55,7 @@ func (c *Correlator) cause(ct *container) (names.Cause, []Attr) {
 			// The app handled the stop signal and exited the way shells and
 			// many runtimes report it (128+signal): a graceful stop.
 			return names.CauseCompleted, []Attr{String(names.Message, fmt.Sprintf("exit code %d after %s from the %s: a graceful stop",
-				ct.exitCode, event.SignalName(stop.sig), stop.senderKind))}
+				ct.exitCode, kernel.SignalName(stop.sig), stop.senderKind))}
 		}
 		return names.CauseError, nil
 	}

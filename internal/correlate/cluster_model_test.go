@@ -5,12 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
 
 	"github.com/podchron/podchron/internal/correlate"
-	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 )
 
 // Behaviours first seen on a real kubelet (test/e2e), reproduced here.
@@ -41,7 +41,7 @@ func TestReadyBeforeProbeExitIsSeen(t *testing.T) {
 		t.Fatal("start-up emitted before the kernel's view could settle")
 	}
 	s.at(50 * time.Millisecond)
-	s.in(correlate.Input{Kernel: &event.ExitEvent{Header: event.Header{Type: event.EventExit, Origin: event.OriginWatched,
+	s.in(correlate.Input{Kernel: &kernel.ExitEvent{Header: kernel.Header{Type: kernel.EventExit, Origin: kernel.OriginWatched,
 		CgroupID: s.cg["app"], TGID: pr, PID: pr, Time: exitAt}}})
 	// The next (passing) probe, still within the settle time: not start-up.
 	s.at(time.Second)
@@ -99,7 +99,7 @@ func TestForcedDeletionLingers(t *testing.T) {
 	if len(s.find("pod")) != 0 {
 		t.Fatal("pod finished while its container still runs")
 	}
-	s.signal("app", app, syscall.SIGKILL, "runc", event.SignalDelivered, event.DispositionDefault)
+	s.signal("app", app, syscall.SIGKILL, "runc", kernel.SignalDelivered, kernel.DispositionDefault)
 	s.exit("app", app, 0, syscall.SIGKILL)
 	exitAt := s.now
 	s.cri(cri.EventContainerExited, "app", 137, "Error")
@@ -120,10 +120,10 @@ func TestForcedDeletionLingers(t *testing.T) {
 	s.at(30 * time.Second)
 	s.pid++
 	cni := s.pid
-	s.kernel(&event.ExecEvent{Header: event.Header{Type: event.EventExec, Origin: event.OriginCNI, TGID: cni, PID: cni, Comm: "bridge"}, Filename: "/opt/cni/bin/bridge",
-		CNI: &event.CNIRun{Command: "DEL", ContainerID: "sb1", IfName: "eth0", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop"}})
+	s.kernel(&kernel.ExecEvent{Header: kernel.Header{Type: kernel.EventExec, Origin: kernel.OriginCNI, TGID: cni, PID: cni, Comm: "bridge"}, Filename: "/opt/cni/bin/bridge",
+		CNI: &kernel.CNIRun{Command: "DEL", ContainerID: "sb1", IfName: "eth0", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop"}})
 	s.at(5 * time.Millisecond)
-	s.kernel(&event.ExitEvent{Header: event.Header{Type: event.EventExit, Origin: event.OriginCNI, TGID: cni, PID: cni}})
+	s.kernel(&kernel.ExitEvent{Header: kernel.Header{Type: kernel.EventExit, Origin: kernel.OriginCNI, TGID: cni, PID: cni}})
 	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventSandboxRemoved, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid}}})
 	s.tick(2 * time.Second)
 	s.one("pod")
@@ -147,13 +147,13 @@ func TestRuncInitIsNotTheContainerInit(t *testing.T) {
 			s.mkdir(9100, "/kubepods/burstable/pod"+s.uid+"/c0ffee09")
 			s.pid++
 			stage := s.pid
-			s.kernel(&event.ExecEvent{Header: event.Header{Type: event.EventExec, Origin: event.OriginWatched, CgroupID: 9100, TGID: stage, PID: stage, PPID: 1},
+			s.kernel(&kernel.ExecEvent{Header: kernel.Header{Type: kernel.EventExec, Origin: kernel.OriginWatched, CgroupID: 9100, TGID: stage, PID: stage, PPID: 1},
 				Filename: fn, Args: []string{"/usr/sbin/runc", "init"}})
 			s.pid++
 			child := s.pid
-			s.kernel(&event.ForkEvent{Header: event.Header{Type: event.EventFork, Origin: event.OriginWatched, CgroupID: 9100, TGID: stage, PID: stage}, ChildTGID: child})
+			s.kernel(&kernel.ForkEvent{Header: kernel.Header{Type: kernel.EventFork, Origin: kernel.OriginWatched, CgroupID: 9100, TGID: stage, PID: stage}, ChildTGID: child})
 			s.exit("app", stage, 0, 0)
-			s.kernel(&event.ExecEvent{Header: event.Header{Type: event.EventExec, Origin: event.OriginWatched, CgroupID: 9100, TGID: child, PID: child, PPID: stage},
+			s.kernel(&kernel.ExecEvent{Header: kernel.Header{Type: kernel.EventExec, Origin: kernel.OriginWatched, CgroupID: 9100, TGID: child, PID: child, PPID: stage},
 				Filename: "/bin/sh", Args: []string{"/bin/sh", "-c", "serve"}})
 			s.cri(cri.EventContainerStarted, "app", 0, "")
 			s.at(time.Second)
@@ -207,7 +207,7 @@ func TestAPITimesSharpenedBySightings(t *testing.T) {
 	s.info.DeletionTimestamp, s.info.DeletionGracePeriodSeconds = &deadline, &grace
 	s.pod()
 	s.at(100 * time.Millisecond)
-	s.signal("app", app, syscall.SIGTERM, "runc", event.SignalDelivered, event.DispositionHandler)
+	s.signal("app", app, syscall.SIGTERM, "runc", kernel.SignalDelivered, kernel.DispositionHandler)
 	s.exit("app", app, 0, 0)
 	s.cri(cri.EventContainerExited, "app", 0, "Completed")
 	s.info.Deleted = true
@@ -223,8 +223,8 @@ func TestPIDNamespaceTeardownIsNamed(t *testing.T) {
 	s := newSim(t)
 	app := s.startup()
 	child := app + 1000
-	s.kernel(&event.SignalEvent{Header: event.Header{Type: event.EventSignalGenerate, Origin: event.OriginTarget, TGID: app, PID: app, Comm: "sh", CgroupID: s.cg["app"]},
-		Signal: syscall.SIGKILL, Code: event.SIKernel, Result: event.SignalDelivered, TargetTGID: child, TargetPID: child, TargetCgroupID: s.cg["app"]})
+	s.kernel(&kernel.SignalEvent{Header: kernel.Header{Type: kernel.EventSignalGenerate, Origin: kernel.OriginTarget, TGID: app, PID: app, Comm: "sh", CgroupID: s.cg["app"]},
+		Signal: syscall.SIGKILL, Code: kernel.SIKernel, Result: kernel.SignalDelivered, TargetTGID: child, TargetPID: child, TargetCgroupID: s.cg["app"]})
 	s.exit("app", app, 0, 0)
 	s.cri(cri.EventContainerExited, "app", 0, "Completed")
 	s.tick(2 * time.Second)

@@ -31,7 +31,7 @@ import (
 	"time"
 
 	"github.com/podchron/podchron/internal/correlate/cgroupid"
-	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 	"github.com/podchron/podchron/internal/redact"
 )
 

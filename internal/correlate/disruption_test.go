@@ -5,12 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
 
 	"github.com/podchron/podchron/internal/correlate"
-	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 )
 
 // A drain (the Eviction API) or a preemption: the API sets DisruptionTarget,
@@ -35,9 +35,9 @@ func TestDisruptionReasonOnTerminationAndCause(t *testing.T) {
 			s.deleteNow()
 			s.at(10 * time.Millisecond)
 			if tc.ignoreTERM {
-				s.signal("app", app, syscall.SIGTERM, "runc", event.SignalIgnored, event.DispositionIgnored)
+				s.signal("app", app, syscall.SIGTERM, "runc", kernel.SignalIgnored, kernel.DispositionIgnored)
 				s.at(3 * time.Second)
-				s.signal("app", app, syscall.SIGKILL, "runc", event.SignalDelivered, event.DispositionDefault)
+				s.signal("app", app, syscall.SIGKILL, "runc", kernel.SignalDelivered, kernel.DispositionDefault)
 				s.exit("app", app, 0, syscall.SIGKILL)
 				s.cri(cri.EventContainerExited, "app", 137, "Error")
 			} else {

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
 )
@@ -80,7 +80,7 @@ func (c *Correlator) runSpan(ct *container) {
 	attrs := containerAttrs(ct)
 	attrs = append(attrs, String(names.ExitCause, string(cause)), Int(names.ProcessPID, int64(ct.initPID)))
 	if ct.exitSignal != 0 {
-		attrs = append(attrs, String(names.SignalName, event.SignalName(ct.exitSignal)))
+		attrs = append(attrs, String(names.SignalName, kernel.SignalName(ct.exitSignal)))
 	} else {
 		attrs = append(attrs, Int(names.ProcessExitCode, int64(ct.exitCode)))
 	}
@@ -156,15 +156,15 @@ func (c *Correlator) stopSpan(ct *container) {
 	attrs = append(attrs, Bool(names.Sigkill, sigkill))
 	if term != nil {
 		disp := term.disposition.String()
-		if term.result == event.SignalIgnored {
+		if term.result == kernel.SignalIgnored {
 			disp = "ignored"
 		} else if d, ok := ct.delivered[term.sig]; ok {
 			disp = d.String()
 		}
-		attrs = append(attrs, String(names.SignalName, event.SignalName(term.sig)), String(names.SignalDisposition, disp),
+		attrs = append(attrs, String(names.SignalName, kernel.SignalName(term.sig)), String(names.SignalDisposition, disp),
 			String(names.SignalSenderKind, string(term.senderKind)), String(names.SignalSenderComm, term.senderComm),
 			Int(names.SignalSenderPID, int64(term.senderPID)))
-		if term.nsInit && term.disposition == event.DispositionDefault {
+		if term.nsInit && term.disposition == kernel.DispositionDefault {
 			attrs = append(attrs, Bool(names.SignalPIDNSInit, true))
 		}
 	}
@@ -173,7 +173,7 @@ func (c *Correlator) stopSpan(ct *container) {
 		status = StatusError
 		msg = "killed with SIGKILL after the grace period"
 		if p.grace > 0 && term != nil {
-			msg = fmt.Sprintf("SIGKILL %.1fs after %s (grace period %s)", kill.at.Sub(term.at).Seconds(), event.SignalName(term.sig), p.grace)
+			msg = fmt.Sprintf("SIGKILL %.1fs after %s (grace period %s)", kill.at.Sub(term.at).Seconds(), kernel.SignalName(term.sig), p.grace)
 		}
 		attrs = append(attrs, Bool(names.GracePeriodOverrun, true))
 		if !p.terminating.IsZero() && !start.Before(p.terminating) {
@@ -194,7 +194,7 @@ func (c *Correlator) stopSpan(ct *container) {
 }
 
 func signalEvent(s signalRec) SpanEvent {
-	a := []Attr{String(names.SignalName, event.SignalName(s.sig)), String(names.SignalSenderKind, string(s.senderKind)),
+	a := []Attr{String(names.SignalName, kernel.SignalName(s.sig)), String(names.SignalSenderKind, string(s.senderKind)),
 		String(names.SignalSenderComm, s.senderComm), Int(names.SignalSenderPID, int64(s.senderPID)),
 		String(names.SignalResult, s.result.String()), String(names.SignalDisposition, s.disposition.String())}
 	if !s.toInit {
@@ -203,11 +203,11 @@ func signalEvent(s signalRec) SpanEvent {
 	if s.pidnsTeardown {
 		a = append(a, String(names.Message, "PID namespace teardown: the kernel kills what its init left behind"))
 	}
-	return SpanEvent{Name: "signal " + event.SignalName(s.sig), Time: s.at, Attrs: a}
+	return SpanEvent{Name: "signal " + kernel.SignalName(s.sig), Time: s.at, Attrs: a}
 }
 
 // sessionSpan emits a hook or probe span for an exec session.
-func (c *Correlator) sessionSpan(ct *container, s *session, e *event.ExitEvent) {
+func (c *Correlator) sessionSpan(ct *container, s *session, e *kernel.ExitEvent) {
 	p := ct.pod
 	if s.kind == names.SessionExec || s.kind == "" {
 		s.kind = c.sessionKind(ct, s.args)
@@ -239,7 +239,7 @@ func (c *Correlator) sessionSpan(ct *container, s *session, e *event.ExitEvent) 
 	status := StatusOK
 	result := names.ProbeSuccess
 	if e.Signal != 0 {
-		attrs = append(attrs, String(names.SignalName, event.SignalName(e.Signal)))
+		attrs = append(attrs, String(names.SignalName, kernel.SignalName(e.Signal)))
 		status, result = StatusError, names.ProbeKilled
 	} else {
 		attrs = append(attrs, Int(names.ProcessExitCode, int64(e.ExitCode)))

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
 )
@@ -105,7 +105,7 @@ func (c *Correlator) cniSpan(p *pod, r *cniRun, parent SpanID) Span {
 	}
 	status := StatusOK
 	if r.signal != 0 {
-		attrs = append(attrs, String(names.SignalName, event.SignalName(r.signal)))
+		attrs = append(attrs, String(names.SignalName, kernel.SignalName(r.signal)))
 		status = StatusError
 	} else {
 		attrs = append(attrs, Int(names.ProcessExitCode, int64(r.exitCode)))

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/podchron/podchron/internal/correlate"
-	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 )
 
 // A pod in a namespace the filter leaves out, or that opts out, gives no

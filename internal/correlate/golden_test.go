@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/record"
@@ -120,7 +120,7 @@ func render(spans []correlate.Span) string {
 func withoutInitExits(in []correlate.Input) []correlate.Input {
 	var out []correlate.Input
 	for _, x := range in {
-		if e, ok := x.Kernel.(*event.ExitEvent); ok && e.Origin&event.OriginWatched != 0 {
+		if e, ok := x.Kernel.(*kernel.ExitEvent); ok && e.Origin&kernel.OriginWatched != 0 {
 			continue
 		}
 		out = append(out, x)
@@ -134,7 +134,7 @@ func withoutInitExits(in []correlate.Input) []correlate.Input {
 func midLife(in []correlate.Input) []correlate.Input {
 	cut := -1
 	for i, x := range in {
-		if s, ok := x.Kernel.(*event.SignalEvent); ok && s.Signal == syscall.SIGTERM {
+		if s, ok := x.Kernel.(*kernel.SignalEvent); ok && s.Signal == syscall.SIGTERM {
 			cut = i
 			break
 		}
@@ -156,18 +156,18 @@ func midLife(in []correlate.Input) []correlate.Input {
 			order = append(order, x.Cgroup.ID)
 		}
 		switch e := x.Kernel.(type) {
-		case *event.CgroupEvent:
-			if e.Type == event.EventCgroupMkdir {
+		case *kernel.CgroupEvent:
+			if e.Type == kernel.EventCgroupMkdir {
 				cgroups[e.ID] = e.Path
 				order = append(order, e.ID)
 			} else {
 				delete(cgroups, e.ID)
 			}
-		case *event.ExecEvent:
-			if e.Origin&event.OriginWatched != 0 {
+		case *kernel.ExecEvent:
+			if e.Origin&kernel.OriginWatched != 0 {
 				procs[e.TGID] = &correlate.ProcSeen{PID: e.TGID, PPID: e.PPID, CgroupID: e.CgroupID, Comm: e.Comm, Args: e.Args, Started: e.Time}
 			}
-		case *event.ExitEvent:
+		case *kernel.ExitEvent:
 			delete(procs, e.TGID)
 		}
 	}

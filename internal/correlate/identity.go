@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
 )
 
 // Container identity: which process is a container's init (its PID 1, the
@@ -43,7 +43,7 @@ var runtimeBinaries = map[string]bool{
 
 // bootstrapArgv tells a runtime's own bootstrap exec by how it names itself
 // (argv[0]), or by the runtime binary executed directly.
-func bootstrapArgv(e *event.ExecEvent) bool {
+func bootstrapArgv(e *kernel.ExecEvent) bool {
 	return runtimeArgv(e.Args) || runtimeBinaries[filepath.Base(e.Filename)] || strings.HasPrefix(e.Filename, "/memfd:runc")
 }
 
@@ -60,7 +60,7 @@ func (ct *container) configured(argv []string) bool {
 
 // runtimeInit reports whether an exec is, by the runtime's own facts (its
 // reported PID or the configured command line), the container's init.
-func (ct *container) runtimeInit(e *event.ExecEvent) bool {
+func (ct *container) runtimeInit(e *kernel.ExecEvent) bool {
 	if ct.criPID != 0 {
 		return ct.criPID == e.TGID
 	}
@@ -69,7 +69,7 @@ func (ct *container) runtimeInit(e *event.ExecEvent) bool {
 
 // bootstrapExec tells an exec of the runtime's bootstrap, unless the
 // runtime's facts name it the init.
-func (c *Correlator) bootstrapExec(ct *container, e *event.ExecEvent) bool {
+func (c *Correlator) bootstrapExec(ct *container, e *kernel.ExecEvent) bool {
 	return bootstrapArgv(e) && !ct.runtimeInit(e)
 }
 

@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
 
 	"github.com/podchron/podchron/internal/correlate"
-	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 )
 
 // How runtimes bootstrap a container, as the kernel reports it (see
@@ -121,7 +121,7 @@ func TestContainerInitAcrossRuntimes(t *testing.T) {
 					s.at(2 * time.Millisecond)
 					switch {
 					case st.fork:
-						s.kernel(&event.ForkEvent{Header: event.Header{Type: event.EventFork, Origin: event.OriginWatched, CgroupID: 9100,
+						s.kernel(&kernel.ForkEvent{Header: kernel.Header{Type: kernel.EventFork, Origin: kernel.OriginWatched, CgroupID: 9100,
 							TGID: pidOf(st.parent), PID: pidOf(st.parent)}, ChildTGID: pidOf(st.pid), ChildPID: pidOf(st.pid)})
 					case st.exit:
 						s.exit("app", pidOf(st.pid), 0, 0)
@@ -129,7 +129,7 @@ func TestContainerInitAcrossRuntimes(t *testing.T) {
 						if st.pid == "I" {
 							initExec = s.now
 						}
-						s.kernel(&event.ExecEvent{Header: event.Header{Type: event.EventExec, Origin: event.OriginWatched, CgroupID: 9100,
+						s.kernel(&kernel.ExecEvent{Header: kernel.Header{Type: kernel.EventExec, Origin: kernel.OriginWatched, CgroupID: 9100,
 							TGID: pidOf(st.pid), PID: pidOf(st.pid), PPID: pidOf(st.parent), Comm: st.comm}, Filename: st.filename, Args: st.args})
 					}
 				}
@@ -140,9 +140,9 @@ func TestContainerInitAcrossRuntimes(t *testing.T) {
 				ctr(cri.EventContainerStarted, true)
 				s.tick(3 * time.Second)
 				// The stop: SIGTERM ignored, SIGKILL at the timeout.
-				s.signal("app", pids["I"], syscall.SIGTERM, "runc", event.SignalIgnored, event.DispositionIgnored)
+				s.signal("app", pids["I"], syscall.SIGTERM, "runc", kernel.SignalIgnored, kernel.DispositionIgnored)
 				s.at(2 * time.Second)
-				s.signal("app", pids["I"], syscall.SIGKILL, "runc", event.SignalDelivered, event.DispositionDefault)
+				s.signal("app", pids["I"], syscall.SIGKILL, "runc", kernel.SignalDelivered, kernel.DispositionDefault)
 				s.exit("app", pids["I"], 0, syscall.SIGKILL)
 				exitAt := s.now
 				s.cri(cri.EventContainerExited, "app", 137, "Error")
@@ -186,7 +186,7 @@ func TestContainerRunningARuntimeBinary(t *testing.T) {
 	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventContainerCreated, At: s.now, Container: &cri.Container{ID: "c0ffee98",
 		SandboxID: "sb1", Name: "app", PodUID: s.uid, CreatedAt: s.now, PID: int(pid), Args: []string{"runc", "--version"}}}})
 	s.at(10 * time.Millisecond)
-	s.kernel(&event.ExecEvent{Header: event.Header{Type: event.EventExec, Origin: event.OriginWatched, CgroupID: 9100, TGID: pid, PID: pid, PPID: 3000, Comm: "runc"},
+	s.kernel(&kernel.ExecEvent{Header: kernel.Header{Type: kernel.EventExec, Origin: kernel.OriginWatched, CgroupID: 9100, TGID: pid, PID: pid, PPID: 3000, Comm: "runc"},
 		Filename: "/usr/bin/runc", Args: []string{"runc", "--version"}})
 	s.at(10 * time.Millisecond)
 	s.exit("app", pid, 0, 0)
@@ -208,9 +208,9 @@ func TestSenderIdentityNotSpoofedByComm(t *testing.T) {
 			app := s.startup()
 			side := s.container("sidecar", "c0ffee03", 0)
 			s.at(time.Second)
-			s.kernel(&event.SignalEvent{Header: event.Header{Type: event.EventSignalGenerate, Origin: event.OriginTarget | event.OriginRuntime,
+			s.kernel(&kernel.SignalEvent{Header: kernel.Header{Type: kernel.EventSignalGenerate, Origin: kernel.OriginTarget | kernel.OriginRuntime,
 				TGID: side, PID: side, Comm: comm, CgroupID: s.cg["sidecar"]},
-				Signal: syscall.SIGKILL, Code: event.SIUser, Result: event.SignalDelivered, Disposition: event.DispositionDefault,
+				Signal: syscall.SIGKILL, Code: kernel.SIUser, Result: kernel.SignalDelivered, Disposition: kernel.DispositionDefault,
 				TargetTGID: app, TargetPID: app, TargetCgroupID: s.cg["app"], TargetNSInit: true})
 			s.exit("app", app, 0, syscall.SIGKILL)
 			s.cri(cri.EventContainerExited, "app", 137, "Error")
@@ -328,9 +328,9 @@ func TestOverrunBelongsToItsTermination(t *testing.T) {
 	app := s.startup()
 	s.at(time.Second)
 	s.event("Killing", "app", "Container app failed liveness probe, will be restarted")
-	s.signal("app", app, syscall.SIGTERM, "runc", event.SignalIgnored, event.DispositionIgnored)
+	s.signal("app", app, syscall.SIGTERM, "runc", kernel.SignalIgnored, kernel.DispositionIgnored)
 	s.at(3 * time.Second)
-	s.signal("app", app, syscall.SIGKILL, "runc", event.SignalDelivered, event.DispositionDefault)
+	s.signal("app", app, syscall.SIGKILL, "runc", kernel.SignalDelivered, kernel.DispositionDefault)
 	s.exit("app", app, 0, syscall.SIGKILL)
 	s.cri(cri.EventContainerExited, "app", 137, "Error")
 	s.tick(3 * time.Second)
@@ -344,7 +344,7 @@ func TestOverrunBelongsToItsTermination(t *testing.T) {
 	s.info.DeletionTimestamp, s.info.DeletionGracePeriodSeconds = &del, &grace
 	s.pod()
 	s.at(10 * time.Millisecond)
-	s.signal("app", app2, syscall.SIGTERM, "runc", event.SignalDelivered, event.DispositionHandler)
+	s.signal("app", app2, syscall.SIGTERM, "runc", kernel.SignalDelivered, kernel.DispositionHandler)
 	s.at(20 * time.Millisecond)
 	s.exit("app", app2, 0, 0)
 	s.cri(cri.EventContainerExited, "app", 0, "Completed")

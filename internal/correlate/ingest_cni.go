@@ -6,10 +6,10 @@ package correlate
 import (
 	"path/filepath"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
 )
 
-func (c *Correlator) cniExec(e *event.ExecEvent) {
+func (c *Correlator) cniExec(e *kernel.ExecEvent) {
 	r := &cniRun{
 		pid:          e.TGID,
 		plugin:       filepath.Base(e.Filename),
@@ -46,7 +46,7 @@ func (c *Correlator) cniPod(r *cniRun) *pod {
 	return nil
 }
 
-func (c *Correlator) cniDone(r *cniRun, e *event.ExitEvent) {
+func (c *Correlator) cniDone(r *cniRun, e *kernel.ExitEvent) {
 	r.end = e.Time
 	r.exitCode = e.ExitCode
 	r.signal = e.Signal

@@ -8,32 +8,32 @@ import (
 	"strings"
 	"time"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
 
 	"github.com/podchron/podchron/internal/correlate/cgroupid"
 )
 
-func (c *Correlator) kernel(ev event.Event) {
+func (c *Correlator) kernel(ev kernel.Event) {
 	switch e := ev.(type) {
-	case *event.CgroupEvent:
-		if e.Type == event.EventCgroupMkdir {
+	case *kernel.CgroupEvent:
+		if e.Type == kernel.EventCgroupMkdir {
 			c.cgroupSeen(e.ID, e.Path, e.Time, false)
 		} else {
 			c.cgroupRemoved(e.ID, e.Path, e.Time)
 		}
-	case *event.ExecEvent:
+	case *kernel.ExecEvent:
 		c.exec(e)
-	case *event.ForkEvent:
+	case *kernel.ForkEvent:
 		c.fork(e)
-	case *event.ExitEvent:
+	case *kernel.ExitEvent:
 		c.exit(e)
-	case *event.SignalEvent:
+	case *kernel.SignalEvent:
 		c.signal(e)
-	case *event.SignalDeliverEvent:
+	case *kernel.SignalDeliverEvent:
 		c.deliver(e)
-	case *event.OOMEvent:
+	case *kernel.OOMEvent:
 		c.oom(e)
 	}
 }
@@ -120,12 +120,12 @@ func (c *Correlator) procSeen(ps *ProcSeen) {
 	}
 }
 
-func (c *Correlator) exec(e *event.ExecEvent) {
+func (c *Correlator) exec(e *kernel.ExecEvent) {
 	if e.CNI != nil {
 		c.cniExec(e)
 		return
 	}
-	if e.Origin&event.OriginWatched == 0 {
+	if e.Origin&kernel.OriginWatched == 0 {
 		return // a runtime process: its facts come through CRI
 	}
 	ct := c.byCgroup(e.CgroupID)
@@ -241,7 +241,7 @@ func argsMatch(want, got []string) bool {
 	return len(got) == len(want)
 }
 
-func (c *Correlator) fork(e *event.ForkEvent) {
+func (c *Correlator) fork(e *kernel.ForkEvent) {
 	parent, ok := c.procs[e.TGID]
 	if !ok {
 		return
@@ -249,7 +249,7 @@ func (c *Correlator) fork(e *event.ForkEvent) {
 	c.putProc(&proc{tgid: e.ChildTGID, ctr: parent.ctr, session: parent.session, bootstrap: parent.bootstrap})
 }
 
-func (c *Correlator) exit(e *event.ExitEvent) {
+func (c *Correlator) exit(e *kernel.ExitEvent) {
 	if r, ok := c.cni[e.TGID]; ok {
 		delete(c.cni, e.TGID)
 		c.cniDone(r, e)
@@ -282,7 +282,7 @@ func (c *Correlator) exit(e *event.ExitEvent) {
 
 // sessionDone records a finished exec session; its span follows once the
 // container is named (see settleContainer).
-func (c *Correlator) sessionExited(ct *container, s *session, e *event.ExitEvent) {
+func (c *Correlator) sessionExited(ct *container, s *session, e *kernel.ExitEvent) {
 	if ct.pod == nil {
 		return
 	}
@@ -310,7 +310,7 @@ func (c *Correlator) sessionExited(ct *container, s *session, e *event.ExitEvent
 	}
 }
 
-func (c *Correlator) oom(e *event.OOMEvent) {
+func (c *Correlator) oom(e *kernel.OOMEvent) {
 	var ct *container
 	if e.VictimKnown {
 		ct = c.byCgroup(e.VictimCgroupID)

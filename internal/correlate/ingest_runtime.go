@@ -5,7 +5,7 @@
 package correlate
 
 import (
-	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 	"github.com/podchron/podchron/internal/names"
 )
 

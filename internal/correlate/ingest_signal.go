@@ -7,12 +7,12 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
 )
 
-func (c *Correlator) signal(e *event.SignalEvent) {
+func (c *Correlator) signal(e *kernel.SignalEvent) {
 	if c.setupSignal(e) {
 		return
 	}
@@ -22,7 +22,7 @@ func (c *Correlator) signal(e *event.SignalEvent) {
 	if ct != nil {
 		obs = c.observer(ct.pod)
 	}
-	obs.Signal(event.SignalName(e.Signal), string(kind))
+	obs.Signal(kernel.SignalName(e.Signal), string(kind))
 	if ct == nil {
 		return
 	}
@@ -32,7 +32,7 @@ func (c *Correlator) signal(e *event.SignalEvent) {
 		toInit: e.TargetTGID == ct.initPID,
 		// The kernel kills what is left in a PID namespace when its init
 		// exits: the "sender" is the exiting init itself.
-		pidnsTeardown: e.Code == event.SIKernel && e.Signal == syscall.SIGKILL && ct.initPID != 0 &&
+		pidnsTeardown: e.Code == kernel.SIKernel && e.Signal == syscall.SIGKILL && ct.initPID != 0 &&
 			e.TGID == ct.initPID && e.TargetTGID != ct.initPID,
 	}
 	ct.addSignal(rec)
@@ -53,8 +53,8 @@ func (c *Correlator) signal(e *event.SignalEvent) {
 // glibc's SIGSETXID, to each of its own threads in setuid/setgid), or a
 // process's C library signalling its own threads with the signals it
 // reserves (32 and 33: thread cancellation, setxid).
-func (c *Correlator) setupSignal(e *event.SignalEvent) bool {
-	if pr, ok := c.procs[e.TGID]; ok && pr.bootstrap && e.Code != event.SIKernel {
+func (c *Correlator) setupSignal(e *kernel.SignalEvent) bool {
+	if pr, ok := c.procs[e.TGID]; ok && pr.bootstrap && e.Code != kernel.SIKernel {
 		return true
 	}
 	return e.TGID == e.TargetTGID && (e.Signal == 32 || e.Signal == 33)
@@ -62,8 +62,8 @@ func (c *Correlator) setupSignal(e *event.SignalEvent) bool {
 
 var runtimeComms = []string{"containerd-shim", "containerd", "runc", "crun", "conmon", "crio", "dockerd", "cri-dockerd"}
 
-func (c *Correlator) senderKind(e *event.SignalEvent) names.SenderKind {
-	if e.Code == event.SIKernel {
+func (c *Correlator) senderKind(e *kernel.SignalEvent) names.SenderKind {
+	if e.Code == kernel.SIKernel {
 		return names.SenderKernel
 	}
 	if e.TGID == 0 {
@@ -80,7 +80,7 @@ func (c *Correlator) senderKind(e *event.SignalEvent) names.SenderKind {
 		}
 		return names.SenderExternal
 	}
-	if e.Origin&event.OriginRuntime != 0 {
+	if e.Origin&kernel.OriginRuntime != 0 {
 		return names.SenderRuntime
 	}
 	for _, r := range runtimeComms {
@@ -94,7 +94,7 @@ func (c *Correlator) senderKind(e *event.SignalEvent) names.SenderKind {
 	return names.SenderExternal
 }
 
-func (c *Correlator) deliver(e *event.SignalDeliverEvent) {
+func (c *Correlator) deliver(e *kernel.SignalDeliverEvent) {
 	ct := c.byCgroup(e.CgroupID)
 	if ct == nil || e.TGID != ct.initPID {
 		return

@@ -3,9 +3,9 @@ package correlate
 import (
 	"time"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
 
-	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 )
 
 // Input is one fact for the correlator, from one of its three sources. The
@@ -17,16 +17,16 @@ type Input struct {
 	// Facts carry their own timestamps too; Time drives timers.
 	Time time.Time `json:"time"`
 
-	Kernel  event.Event `json:"-"`                 // a kernel event
-	Runtime *cri.Event  `json:"runtime,omitempty"` // a container runtime (CRI) change
-	Pod     *PodInfo    `json:"pod,omitempty"`     // the API server's view of a pod
-	Event   *K8sEvent   `json:"event,omitempty"`   // a Kubernetes Event about a pod
-	API     *APIStatus  `json:"api,omitempty"`     // API server reachability changed
-	Cgroup  *CgroupSeen `json:"cgroup,omitempty"`  // a cgroup found at start-up (seeding)
-	Proc    *ProcSeen   `json:"proc,omitempty"`    // a process found at start-up (seeding)
-	Losses  *Losses     `json:"losses,omitempty"`  // the kernel lost events (ring buffer full)
-	Start   *Start      `json:"start,omitempty"`   // the tracer started: facts before this are partial
-	Tick    bool        `json:"tick,omitempty"`    // no fact: time passed (timers fire)
+	Kernel  kernel.Event `json:"-"`                 // a kernel event
+	Runtime *cri.Event   `json:"runtime,omitempty"` // a container runtime (CRI) change
+	Pod     *PodInfo     `json:"pod,omitempty"`     // the API server's view of a pod
+	Event   *K8sEvent    `json:"event,omitempty"`   // a Kubernetes Event about a pod
+	API     *APIStatus   `json:"api,omitempty"`     // API server reachability changed
+	Cgroup  *CgroupSeen  `json:"cgroup,omitempty"`  // a cgroup found at start-up (seeding)
+	Proc    *ProcSeen    `json:"proc,omitempty"`    // a process found at start-up (seeding)
+	Losses  *Losses      `json:"losses,omitempty"`  // the kernel lost events (ring buffer full)
+	Start   *Start       `json:"start,omitempty"`   // the tracer started: facts before this are partial
+	Tick    bool         `json:"tick,omitempty"`    // no fact: time passed (timers fire)
 	// Progress: a source's view is complete up to a time (a watermark).
 	Progress *Progress `json:"progress,omitempty"`
 }

@@ -5,16 +5,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
 
 	"github.com/podchron/podchron/internal/correlate"
-	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 )
 
 func (s *sim) rmdir(id uint64, path string) {
-	s.kernel(&event.CgroupEvent{Header: event.Header{Type: event.EventCgroupRmdir, Origin: event.OriginWatched}, ID: id, Path: path})
+	s.kernel(&kernel.CgroupEvent{Header: kernel.Header{Type: kernel.EventCgroupRmdir, Origin: kernel.OriginWatched}, ID: id, Path: path})
 }
 
 // activeDeadlineSeconds: the kubelet stops the pod, no API deletion; its
@@ -63,7 +63,7 @@ func TestJobWithSidecarCompletes(t *testing.T) {
 	s.cri(cri.EventContainerExited, "app", 0, "Completed")
 	s.at(100 * time.Millisecond)
 	stopAt := s.now
-	s.signal("proxy", proxy, syscall.SIGTERM, "runc", event.SignalDelivered, event.DispositionDefault)
+	s.signal("proxy", proxy, syscall.SIGTERM, "runc", kernel.SignalDelivered, kernel.DispositionDefault)
 	s.exit("proxy", proxy, 0, syscall.SIGTERM)
 	s.cri(cri.EventContainerExited, "proxy", 143, "Error")
 	s.info.Phase = "Succeeded"
@@ -159,7 +159,7 @@ func TestKubeletEvictionAndNodeShutdown(t *testing.T) {
 			app := s.startup()
 			s.at(5 * time.Second)
 			stopAt := s.now
-			s.signal("app", app, syscall.SIGTERM, "runc", event.SignalDelivered, event.DispositionHandler)
+			s.signal("app", app, syscall.SIGTERM, "runc", kernel.SignalDelivered, kernel.DispositionHandler)
 			s.at(20 * time.Millisecond)
 			s.exit("app", app, 0, 0)
 			s.at(100 * time.Millisecond)

@@ -7,8 +7,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/podchron/podchron/internal/cri"
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
+
+	"github.com/podchron/podchron/internal/fact/cri"
 
 	"github.com/podchron/podchron/internal/correlate/cgroupid"
 	"github.com/podchron/podchron/internal/names"
@@ -54,11 +55,11 @@ type container struct {
 	sessionSpans     map[string]int
 	sessionsFolded   map[string]int
 	signals          []signalRec
-	delivered        map[syscall.Signal]event.Disposition
-	oom              *event.OOMEvent // the OOM kill of the init, if it died of one
-	oomScope         string          // OOMScope*
-	oomMemcg         string          // the cgroup whose limit ran out
-	ooms             []oomRec        // every OOM kill in the container (init or not), capped
+	delivered        map[syscall.Signal]kernel.Disposition
+	oom              *kernel.OOMEvent // the OOM kill of the init, if it died of one
+	oomScope         string           // OOMScope*
+	oomMemcg         string           // the cgroup whose limit ran out
+	ooms             []oomRec         // every OOM kill in the container (init or not), capped
 	oomsFolded       int
 	probeFails       []SpanEvent
 
@@ -99,7 +100,7 @@ func (c *Correlator) dropProc(pid uint32) {
 
 // oomRec is an OOM kill in a container.
 type oomRec struct {
-	ev    *event.OOMEvent
+	ev    *kernel.OOMEvent
 	scope string
 	memcg string
 }
@@ -139,8 +140,8 @@ type signalRec struct {
 	senderComm  string
 	senderKind  names.SenderKind
 	code        int32
-	result      event.SignalResult
-	disposition event.Disposition
+	result      kernel.SignalResult
+	disposition kernel.Disposition
 	nsInit      bool
 	toInit      bool
 	// pidnsTeardown: SIGKILL from the kernel to a leftover process when
@@ -166,7 +167,7 @@ type cniRun struct {
 
 type doneSession struct {
 	s *session
-	e *event.ExitEvent
+	e *kernel.ExitEvent
 }
 
 type cgroupRef struct {
@@ -186,7 +187,7 @@ func (c *Correlator) container(id string, p *pod) *container {
 		return ct
 	}
 	ct := &container{id: id, pod: p, sessions: map[uint32]*session{}, pids: map[uint32]struct{}{},
-		delivered: map[syscall.Signal]event.Disposition{}}
+		delivered: map[syscall.Signal]kernel.Disposition{}}
 	c.containers[id] = ct
 	if p != nil {
 		p.containers = append(p.containers, ct)

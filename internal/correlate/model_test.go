@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
 
 	"github.com/podchron/podchron/internal/correlate"
-	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 )
 
 // Synthetic streams for what the recorded runs (no API server) cannot show:
@@ -94,7 +94,7 @@ func (s *sim) in(x correlate.Input) {
 	s.c.Handle(x)
 }
 
-func (s *sim) kernel(ev event.Event) {
+func (s *sim) kernel(ev kernel.Event) {
 	ev.Hdr().Time = s.now
 	s.in(correlate.Input{Kernel: ev})
 }
@@ -112,7 +112,7 @@ func (s *sim) event(reason, container, msg string) {
 }
 
 func (s *sim) mkdir(id uint64, path string) {
-	s.kernel(&event.CgroupEvent{Header: event.Header{Type: event.EventCgroupMkdir, Origin: event.OriginWatched}, ID: id, Path: path})
+	s.kernel(&kernel.CgroupEvent{Header: kernel.Header{Type: kernel.EventCgroupMkdir, Origin: kernel.OriginWatched}, ID: id, Path: path})
 }
 
 // container: cgroup, CRI create+start, and its init's exec.
@@ -132,24 +132,24 @@ func (s *sim) container(name string, id string, attempt uint32) uint32 {
 
 func (s *sim) exec(name string, ppid uint32, args ...string) uint32 {
 	s.pid++
-	s.kernel(&event.ExecEvent{Header: event.Header{Type: event.EventExec, Origin: event.OriginWatched, CgroupID: s.cg[name], TGID: s.pid, PID: s.pid, PPID: ppid, Comm: "x"},
+	s.kernel(&kernel.ExecEvent{Header: kernel.Header{Type: kernel.EventExec, Origin: kernel.OriginWatched, CgroupID: s.cg[name], TGID: s.pid, PID: s.pid, PPID: ppid, Comm: "x"},
 		Filename: args[0], Args: args})
 	return s.pid
 }
 
 func (s *sim) exit(name string, pid uint32, code int, sig syscall.Signal) {
-	s.kernel(&event.ExitEvent{Header: event.Header{Type: event.EventExit, Origin: event.OriginWatched, CgroupID: s.cg[name], TGID: pid, PID: pid}, ExitCode: code, Signal: sig})
+	s.kernel(&kernel.ExitEvent{Header: kernel.Header{Type: kernel.EventExit, Origin: kernel.OriginWatched, CgroupID: s.cg[name], TGID: pid, PID: pid}, ExitCode: code, Signal: sig})
 }
 
-func (s *sim) signal(name string, target uint32, sig syscall.Signal, senderComm string, result event.SignalResult, disp event.Disposition) {
-	s.kernel(&event.SignalEvent{Header: event.Header{Type: event.EventSignalGenerate, Origin: event.OriginTarget, TGID: 77, Comm: senderComm, CgroupID: 1},
-		Signal: sig, Code: event.SIUser, Result: result, Disposition: disp, TargetTGID: target, TargetPID: target, TargetCgroupID: s.cg[name], TargetNSInit: true})
+func (s *sim) signal(name string, target uint32, sig syscall.Signal, senderComm string, result kernel.SignalResult, disp kernel.Disposition) {
+	s.kernel(&kernel.SignalEvent{Header: kernel.Header{Type: kernel.EventSignalGenerate, Origin: kernel.OriginTarget, TGID: 77, Comm: senderComm, CgroupID: 1},
+		Signal: sig, Code: kernel.SIUser, Result: result, Disposition: disp, TargetTGID: target, TargetPID: target, TargetCgroupID: s.cg[name], TargetNSInit: true})
 }
 
 // gracefulStop: the runtime's SIGTERM, taken by a handler; after d the
 // container exits 0 and the runtime reports it Completed.
 func (s *sim) gracefulStop(name string, pid uint32, d time.Duration) {
-	s.signal(name, pid, syscall.SIGTERM, "runc", event.SignalDelivered, event.DispositionHandler)
+	s.signal(name, pid, syscall.SIGTERM, "runc", kernel.SignalDelivered, kernel.DispositionHandler)
 	s.at(d)
 	s.exit(name, pid, 0, 0)
 	s.cri(cri.EventContainerExited, name, 0, "Completed")
@@ -177,10 +177,10 @@ func (s *sim) startup() uint32 {
 	s.at(10 * time.Millisecond)
 	s.pid++
 	cni := s.pid
-	s.kernel(&event.ExecEvent{Header: event.Header{Type: event.EventExec, Origin: event.OriginCNI, TGID: cni, PID: cni, Comm: "bridge"}, Filename: "/opt/cni/bin/bridge",
-		CNI: &event.CNIRun{Command: "ADD", ContainerID: "sb1", IfName: "eth0", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop"}})
+	s.kernel(&kernel.ExecEvent{Header: kernel.Header{Type: kernel.EventExec, Origin: kernel.OriginCNI, TGID: cni, PID: cni, Comm: "bridge"}, Filename: "/opt/cni/bin/bridge",
+		CNI: &kernel.CNIRun{Command: "ADD", ContainerID: "sb1", IfName: "eth0", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop"}})
 	s.at(40 * time.Millisecond)
-	s.kernel(&event.ExitEvent{Header: event.Header{Type: event.EventExit, Origin: event.OriginCNI, TGID: cni, PID: cni}})
+	s.kernel(&kernel.ExitEvent{Header: kernel.Header{Type: kernel.EventExit, Origin: kernel.OriginCNI, TGID: cni, PID: cni}})
 	s.event("Pulled", "migrate", `Container image "busybox" already present on machine`)
 	init := s.container("migrate", "c0ffee01", 0)
 	s.at(500 * time.Millisecond)
@@ -282,9 +282,9 @@ func TestTerminationOverrun(t *testing.T) {
 	ps := s.exec("app", 99, "sleep", "1")
 	s.at(time.Second)
 	s.exit("app", ps, 0, 0)
-	s.signal("app", app, syscall.SIGTERM, "runc", event.SignalIgnored, event.DispositionDefault)
+	s.signal("app", app, syscall.SIGTERM, "runc", kernel.SignalIgnored, kernel.DispositionDefault)
 	s.at(2 * time.Second)
-	s.signal("app", app, syscall.SIGKILL, "runc", event.SignalDelivered, event.DispositionDefault)
+	s.signal("app", app, syscall.SIGKILL, "runc", kernel.SignalDelivered, kernel.DispositionDefault)
 	s.exit("app", app, 0, syscall.SIGKILL)
 	s.cri(cri.EventContainerExited, "app", 137, "Error")
 	s.at(500 * time.Millisecond)
@@ -326,7 +326,7 @@ func TestLivenessRestartAndBackoff(t *testing.T) {
 	s.event("Unhealthy", "app", "Liveness probe failed: command \"true\" timed out")
 	s.at(10 * time.Millisecond)
 	s.event("Killing", "app", "Container app failed liveness probe, will be restarted")
-	s.signal("app", app, syscall.SIGTERM, "containerd-shim", event.SignalDelivered, event.DispositionDefault)
+	s.signal("app", app, syscall.SIGTERM, "containerd-shim", kernel.SignalDelivered, kernel.DispositionDefault)
 	s.at(50 * time.Millisecond)
 	s.exit("app", app, 0, syscall.SIGTERM)
 	s.cri(cri.EventContainerExited, "app", 143, "Error")
@@ -386,7 +386,7 @@ func TestEvictionAndDegraded(t *testing.T) {
 	app := s.startup()
 	s.info.Reason = "Evicted"
 	s.pod()
-	s.signal("app", app, syscall.SIGTERM, "runc", event.SignalDelivered, event.DispositionHandler)
+	s.signal("app", app, syscall.SIGTERM, "runc", kernel.SignalDelivered, kernel.DispositionHandler)
 	s.exit("app", app, 0, syscall.SIGTERM)
 	s.cri(cri.EventContainerExited, "app", 143, "Error")
 	s.tick(2 * time.Second)

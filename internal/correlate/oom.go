@@ -3,14 +3,14 @@ package correlate
 import (
 	"strings"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/correlate/cgroupid"
 	"github.com/podchron/podchron/internal/names"
 )
 
 // Which limit an OOM kill ran out of, from the kernel's own counts
-// (event.OOMEvent.Memcgs): the memory cgroup whose local OOM count grew is
+// (kernel.OOMEvent.Memcgs): the memory cgroup whose local OOM count grew is
 // the one whose limit was hit. It is an ancestor of the victim, so its level
 // names it within the victim container's cgroup path. The scopes are
 // names.OOMScope*.
@@ -28,7 +28,7 @@ const maxMemcgCounts = 4096
 // cgroup (new with every run) and for any cgroup's first OOM kill; after a
 // tracer restart, a cgroup that had OOM kills before it is taken for the one
 // that ran out when a higher one did (the deepest grown count wins).
-func (c *Correlator) oomScope(e *event.OOMEvent, ct *container) (string, string) {
+func (c *Correlator) oomScope(e *kernel.OOMEvent, ct *container) (string, string) {
 	if len(e.Memcgs) == 0 {
 		return names.OOMScopeUnknown, ""
 	}

@@ -6,24 +6,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
 
 	"github.com/podchron/podchron/internal/correlate"
-	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 )
 
-func (s *sim) oomKill(name string, victim uint32, comm string, memcgs ...event.MemcgOOMs) {
-	s.kernel(&event.OOMEvent{Header: event.Header{Type: event.EventOOMKill, Origin: event.OriginTarget, TGID: victim, PID: victim, CgroupID: s.cg[name]},
+func (s *sim) oomKill(name string, victim uint32, comm string, memcgs ...kernel.MemcgOOMs) {
+	s.kernel(&kernel.OOMEvent{Header: kernel.Header{Type: kernel.EventOOMKill, Origin: kernel.OriginTarget, TGID: victim, PID: victim, CgroupID: s.cg[name]},
 		VictimTGID: victim, VictimKnown: true, VictimCgroupID: s.cg[name], VictimComm: comm, Memcgs: memcgs})
 }
 
 // memcgs is the sim's memory cgroup chain as the probe reads it for a task
 // of the container (/kubepods/burstable/pod<uid>/<id>, level 4) with these
 // local OOM counts, the container's first.
-func memcgs(container, pod, burstable, kubepods, root uint64) []event.MemcgOOMs {
-	return []event.MemcgOOMs{{ID: 71, Level: 4, OOMs: container}, {ID: 72, Level: 3, OOMs: pod},
+func memcgs(container, pod, burstable, kubepods, root uint64) []kernel.MemcgOOMs {
+	return []kernel.MemcgOOMs{{ID: 71, Level: 4, OOMs: container}, {ID: 72, Level: 3, OOMs: pod},
 		{ID: 73, Level: 2, OOMs: burstable}, {ID: 74, Level: 1, OOMs: kubepods}, {ID: 1, Level: 0, OOMs: root}}
 }
 
@@ -34,7 +34,7 @@ func memcgs(container, pod, burstable, kubepods, root uint64) []event.MemcgOOMs 
 // a later container-level kill a pod one.
 func TestOOMScopeFromTheKernelsCounters(t *testing.T) {
 	type kill struct {
-		memcgs    []event.MemcgOOMs
+		memcgs    []kernel.MemcgOOMs
 		scope     string
 		memcgPath string // "" for none; "container"/"pod" for the sim's paths
 	}
@@ -116,7 +116,7 @@ func TestOOMKillOfAChildIsNotTheRunsCause(t *testing.T) {
 	del := s.now.Add(time.Duration(grace) * time.Second)
 	s.info.DeletionTimestamp, s.info.DeletionGracePeriodSeconds = &del, &grace
 	s.pod()
-	s.signal("app", app, syscall.SIGTERM, "runc", event.SignalDelivered, event.DispositionHandler)
+	s.signal("app", app, syscall.SIGTERM, "runc", kernel.SignalDelivered, kernel.DispositionHandler)
 	s.at(20 * time.Millisecond)
 	s.exit("app", app, 0, 0)
 	s.cri(cri.EventContainerExited, "app", 0, "OOMKilled")

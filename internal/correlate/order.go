@@ -4,7 +4,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 )
 
 // Independent of timing.

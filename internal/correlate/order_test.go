@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/podchron/podchron/internal/correlate"
-	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 )
 
 // What progress changes besides the order: a source that is down or silent

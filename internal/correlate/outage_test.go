@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
 
 	"github.com/podchron/podchron/internal/correlate"
-	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 )
 
 // A 2 s runtime restart marks the spans of that time degraded, and only
@@ -55,7 +55,7 @@ func TestDegradedClearsWhenTheSourceRecovers(t *testing.T) {
 	// The API server goes away for good: what ends afterwards is degraded.
 	s.in(correlate.Input{API: &correlate.APIStatus{Available: false, Since: s.now, Err: "connection refused"}})
 	s.at(time.Second)
-	s.signal("app", app2, syscall.SIGTERM, "runc", event.SignalDelivered, event.DispositionHandler)
+	s.signal("app", app2, syscall.SIGTERM, "runc", kernel.SignalDelivered, kernel.DispositionHandler)
 	s.tick(time.Second)
 	var root correlate.Span
 	s.c.Flush()

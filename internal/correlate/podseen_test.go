@@ -10,7 +10,7 @@ import (
 	"github.com/podchron/podchron/internal/names"
 
 	"github.com/podchron/podchron/internal/correlate"
-	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 )
 
 // seen returns the observer's PodSeen calls, in order.

@@ -5,12 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
 
 	"github.com/podchron/podchron/internal/correlate"
-	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 )
 
 // The kubelet recreates a pod's sandbox (SandboxChanged): the new sandbox
@@ -22,7 +22,7 @@ func TestSandboxChanged(t *testing.T) {
 	s.at(time.Second)
 	// The pause process died: the kubelet stops the app, then runs a new
 	// sandbox, whose CNI ADD comes before the runtime's poll names it.
-	s.signal("app", app, syscall.SIGKILL, "runc", event.SignalDelivered, event.DispositionDefault)
+	s.signal("app", app, syscall.SIGKILL, "runc", kernel.SignalDelivered, kernel.DispositionDefault)
 	s.exit("app", app, 0, syscall.SIGKILL)
 	s.cri(cri.EventContainerExited, "app", 137, "Error")
 	s.event("SandboxChanged", "", "Pod sandbox changed, it will be killed and re-created.")
@@ -30,10 +30,10 @@ func TestSandboxChanged(t *testing.T) {
 	created := s.now
 	s.pid++
 	cni := s.pid
-	s.kernel(&event.ExecEvent{Header: event.Header{Type: event.EventExec, Origin: event.OriginCNI, TGID: cni, PID: cni, Comm: "bridge"}, Filename: "/opt/cni/bin/bridge",
-		CNI: &event.CNIRun{Command: "ADD", ContainerID: "sb2", IfName: "eth0", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop"}})
+	s.kernel(&kernel.ExecEvent{Header: kernel.Header{Type: kernel.EventExec, Origin: kernel.OriginCNI, TGID: cni, PID: cni, Comm: "bridge"}, Filename: "/opt/cni/bin/bridge",
+		CNI: &kernel.CNIRun{Command: "ADD", ContainerID: "sb2", IfName: "eth0", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop"}})
 	s.at(40 * time.Millisecond)
-	s.kernel(&event.ExitEvent{Header: event.Header{Type: event.EventExit, Origin: event.OriginCNI, TGID: cni, PID: cni}})
+	s.kernel(&kernel.ExitEvent{Header: kernel.Header{Type: kernel.EventExit, Origin: kernel.OriginCNI, TGID: cni, PID: cni}})
 	s.at(100 * time.Millisecond)
 	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now, Sandbox: &cri.Sandbox{ID: "sb2", PodUID: s.uid,
 		PodName: "web-7d9f", PodNamespace: "shop", CreatedAt: created}}})
@@ -70,7 +70,7 @@ func TestSandboxChanged(t *testing.T) {
 	if len(s.find("pod")) != 0 {
 		t.Fatal("the old sandbox's removal ended the pod while its new container runs")
 	}
-	s.signal("app", app2, syscall.SIGKILL, "runc", event.SignalDelivered, event.DispositionDefault)
+	s.signal("app", app2, syscall.SIGKILL, "runc", kernel.SignalDelivered, kernel.DispositionDefault)
 	s.exit("app", app2, 0, syscall.SIGKILL)
 	s.cri(cri.EventContainerExited, "app", 137, "Error")
 	s.tick(3 * time.Second)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/podchron/podchron/internal/correlate"
-	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 	"github.com/podchron/podchron/internal/names"
 )
 

@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
 
 	"github.com/podchron/podchron/internal/correlate"
-	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 )
 
 // withStartupTimeout gives the sim's model a give-up time.
@@ -30,10 +30,10 @@ func (s *sim) sandboxUp() {
 	s.at(10 * time.Millisecond)
 	s.pid++
 	cni := s.pid
-	s.kernel(&event.ExecEvent{Header: event.Header{Type: event.EventExec, Origin: event.OriginCNI, TGID: cni, PID: cni, Comm: "bridge"}, Filename: "/opt/cni/bin/bridge",
-		CNI: &event.CNIRun{Command: "ADD", ContainerID: "sb1", IfName: "eth0", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop"}})
+	s.kernel(&kernel.ExecEvent{Header: kernel.Header{Type: kernel.EventExec, Origin: kernel.OriginCNI, TGID: cni, PID: cni, Comm: "bridge"}, Filename: "/opt/cni/bin/bridge",
+		CNI: &kernel.CNIRun{Command: "ADD", ContainerID: "sb1", IfName: "eth0", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop"}})
 	s.at(40 * time.Millisecond)
-	s.kernel(&event.ExitEvent{Header: event.Header{Type: event.EventExit, Origin: event.OriginCNI, TGID: cni, PID: cni}})
+	s.kernel(&kernel.ExitEvent{Header: kernel.Header{Type: kernel.EventExit, Origin: kernel.OriginCNI, TGID: cni, PID: cni}})
 }
 
 func (s *sim) waiting(init bool, name, reason, msg string) {

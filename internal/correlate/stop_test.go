@@ -5,12 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
 
 	"github.com/podchron/podchron/internal/correlate"
-	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 )
 
 // The stop is the runtime's first signal, whatever it is (the image's
@@ -37,7 +37,7 @@ func TestStopSignalAndGracefulExitCodes(t *testing.T) {
 			s.pod()
 			s.at(5 * time.Millisecond)
 			sigAt := s.now
-			s.signal("app", app, tc.sig, "runc", event.SignalDelivered, event.DispositionHandler)
+			s.signal("app", app, tc.sig, "runc", kernel.SignalDelivered, kernel.DispositionHandler)
 			s.at(40 * time.Millisecond)
 			s.exit("app", app, tc.code, 0)
 			exitAt := s.now
@@ -50,7 +50,7 @@ func TestStopSignalAndGracefulExitCodes(t *testing.T) {
 				t.Errorf("run: %s %v", run.Status, run.Attrs)
 			}
 			stop := s.one(names.SpanContainerStop)
-			if !stop.Start.Equal(sigAt) || !stop.End.Equal(exitAt) || stop.Attr(names.SignalName) != event.SignalName(tc.sig) ||
+			if !stop.Start.Equal(sigAt) || !stop.End.Equal(exitAt) || stop.Attr(names.SignalName) != kernel.SignalName(tc.sig) ||
 				stop.Attr(names.SignalDisposition) != "handler" || stop.Status == correlate.StatusError {
 				t.Errorf("stop %s–%s (signal at %s): %s %v", stop.Start, stop.End, sigAt, stop.Status, stop.Attrs)
 			}
@@ -72,9 +72,9 @@ func TestIgnoredStopSignalThenSIGKILL(t *testing.T) {
 	s.info.DeletionTimestamp, s.info.DeletionGracePeriodSeconds = &del, &grace
 	s.pod()
 	sigAt := s.now
-	s.signal("app", app, syscall.SIGQUIT, "runc", event.SignalIgnored, event.DispositionIgnored)
+	s.signal("app", app, syscall.SIGQUIT, "runc", kernel.SignalIgnored, kernel.DispositionIgnored)
 	s.at(3 * time.Second)
-	s.signal("app", app, syscall.SIGKILL, "runc", event.SignalDelivered, event.DispositionDefault)
+	s.signal("app", app, syscall.SIGKILL, "runc", kernel.SignalDelivered, kernel.DispositionDefault)
 	s.exit("app", app, 0, syscall.SIGKILL)
 	s.cri(cri.EventContainerExited, "app", 137, "Error")
 	s.info.Deleted = true

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	crifact "github.com/podchron/podchron/internal/fact/cri"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -107,7 +109,7 @@ type Client struct {
 	conn     *grpc.ClientConn
 	rt       runtimeapi.RuntimeServiceClient
 	img      runtimeapi.ImageServiceClient
-	version  RuntimeVersion
+	version  crifact.RuntimeVersion
 	opts     options
 	log      *slog.Logger
 }
@@ -205,7 +207,7 @@ func socketPath(endpoint string) string {
 func (c *Client) Endpoint() string { return c.endpoint }
 
 // RuntimeVersion returns the version learned when dialing.
-func (c *Client) RuntimeVersion() RuntimeVersion { return c.version }
+func (c *Client) RuntimeVersion() crifact.RuntimeVersion { return c.version }
 
 // Close closes the connection.
 func (c *Client) Close() error {
@@ -227,14 +229,14 @@ func (c *Client) callCtx(ctx context.Context) (context.Context, context.CancelFu
 }
 
 // Version calls CRI Version.
-func (c *Client) Version(ctx context.Context) (RuntimeVersion, error) {
+func (c *Client) Version(ctx context.Context) (crifact.RuntimeVersion, error) {
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
 	r, err := c.rt.Version(ctx, &runtimeapi.VersionRequest{Version: kubeletAPIVersion})
 	if err != nil {
-		return RuntimeVersion{}, fmt.Errorf("cri: Version: %w", err)
+		return crifact.RuntimeVersion{}, fmt.Errorf("cri: Version: %w", err)
 	}
-	return RuntimeVersion{Name: r.GetRuntimeName(), Version: r.GetRuntimeVersion(), APIVersion: r.GetRuntimeApiVersion()}, nil
+	return crifact.RuntimeVersion{Name: r.GetRuntimeName(), Version: r.GetRuntimeVersion(), APIVersion: r.GetRuntimeApiVersion()}, nil
 }
 
 // Status calls CRI Status.
@@ -256,14 +258,14 @@ func (c *Client) Status(ctx context.Context) (RuntimeStatus, error) {
 
 // ListSandboxes lists all pod sandboxes (ListPodSandbox view only: no IP,
 // netns path or PID; see SandboxStatus).
-func (c *Client) ListSandboxes(ctx context.Context) ([]Sandbox, error) {
+func (c *Client) ListSandboxes(ctx context.Context) ([]crifact.Sandbox, error) {
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
 	r, err := c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
 		return nil, fmt.Errorf("cri: ListPodSandbox: %w", err)
 	}
-	out := make([]Sandbox, 0, len(r.GetItems()))
+	out := make([]crifact.Sandbox, 0, len(r.GetItems()))
 	for _, p := range r.GetItems() {
 		out = append(out, sandboxFromList(p))
 	}
@@ -272,26 +274,26 @@ func (c *Client) ListSandboxes(ctx context.Context) ([]Sandbox, error) {
 
 // SandboxStatus returns the verbose status of one sandbox. A missing sandbox
 // yields an error for which IsNotFound is true.
-func (c *Client) SandboxStatus(ctx context.Context, id string) (Sandbox, error) {
+func (c *Client) SandboxStatus(ctx context.Context, id string) (crifact.Sandbox, error) {
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
 	r, err := c.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: true})
 	if err != nil {
-		return Sandbox{}, fmt.Errorf("cri: PodSandboxStatus %s: %w", id, err)
+		return crifact.Sandbox{}, fmt.Errorf("cri: PodSandboxStatus %s: %w", id, err)
 	}
 	return sandboxFromStatus(r), nil
 }
 
 // ListContainers lists all containers (ListContainers view only: no
 // start/finish times, exit code or PID; see ContainerStatus).
-func (c *Client) ListContainers(ctx context.Context) ([]Container, error) {
+func (c *Client) ListContainers(ctx context.Context) ([]crifact.Container, error) {
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
 	r, err := c.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
 	if err != nil {
 		return nil, fmt.Errorf("cri: ListContainers: %w", err)
 	}
-	out := make([]Container, 0, len(r.GetContainers()))
+	out := make([]crifact.Container, 0, len(r.GetContainers()))
 	for _, ct := range r.GetContainers() {
 		out = append(out, containerFromList(ct))
 	}
@@ -301,12 +303,12 @@ func (c *Client) ListContainers(ctx context.Context) ([]Container, error) {
 // ContainerStatus returns the verbose status of one container. sandboxID
 // may be "" (it is then taken from the runtime's verbose info when present).
 // A missing container yields an error for which IsNotFound is true.
-func (c *Client) ContainerStatus(ctx context.Context, id, sandboxID string) (Container, error) {
+func (c *Client) ContainerStatus(ctx context.Context, id, sandboxID string) (crifact.Container, error) {
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
 	r, err := c.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: true})
 	if err != nil {
-		return Container{}, fmt.Errorf("cri: ContainerStatus %s: %w", id, err)
+		return crifact.Container{}, fmt.Errorf("cri: ContainerStatus %s: %w", id, err)
 	}
 	return containerFromStatus(r, sandboxID), nil
 }

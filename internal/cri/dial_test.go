@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	crifact "github.com/podchron/podchron/internal/fact/cri"
 )
 
 func TestDialNoRuntime(t *testing.T) {
@@ -82,15 +84,15 @@ func TestDialNotCRI(t *testing.T) {
 func TestWatchNoRuntime(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var gaps []Gap
+	var gaps []crifact.Gap
 	ch, w := Watch(ctx, WatchConfig{
 		Endpoint:   "unix://" + filepath.Join(t.TempDir(), "none.sock"),
 		BackoffMin: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond,
-		OnGap: func(g Gap) { gaps = append(gaps, g) },
+		OnGap: func(g crifact.Gap) { gaps = append(gaps, g) },
 	}, 4)
 	select {
 	case ev := <-ch:
-		if ev.Type != EventRuntimeUnavailable || ev.Gap == nil || !ev.Gap.LastSeen.IsZero() || ev.Gap.Since.IsZero() ||
+		if ev.Type != crifact.EventRuntimeUnavailable || ev.Gap == nil || !ev.Gap.LastSeen.IsZero() || ev.Gap.Since.IsZero() ||
 			!errors.Is(ev.Gap.Err, ErrUnreachable) {
 			t.Fatalf("first event = %+v gap %+v", ev, ev.Gap)
 		}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	crifact "github.com/podchron/podchron/internal/fact/cri"
+
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -14,21 +16,21 @@ var t0 = time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 
 func at(sec float64) time.Time { return t0.Add(time.Duration(sec * float64(time.Second))) }
 
-func snap(sec float64, sbs []Sandbox, cts []Container) *Snapshot {
-	s := &Snapshot{Time: at(sec), Sandboxes: map[string]Sandbox{}, Containers: map[string]Container{}}
+func snap(sec float64, sbs []crifact.Sandbox, cts []crifact.Container) *Snapshot {
+	s := &Snapshot{Time: at(sec), Sandboxes: map[string]crifact.Sandbox{}, Containers: map[string]crifact.Container{}}
 	for _, sb := range sbs {
-		sb.detailed = true
+		sb.Detailed = true
 		s.Sandboxes[sb.ID] = sb
 	}
 	for _, c := range cts {
-		c.detailed = true
+		c.Detailed = true
 		s.Containers[c.ID] = c
 	}
 	return s
 }
 
 // render makes events comparable: "Type id[phase]".
-func render(evs []Event) []string {
+func render(evs []crifact.Event) []string {
 	var out []string
 	for _, e := range evs {
 		id := ""
@@ -44,16 +46,16 @@ func render(evs []Event) []string {
 }
 
 func TestDiff(t *testing.T) {
-	sb := Sandbox{ID: "sb1", PodName: "p", PodNamespace: "ns", PodUID: "u", State: SandboxReady, CreatedAt: at(0)}
+	sb := crifact.Sandbox{ID: "sb1", PodName: "p", PodNamespace: "ns", PodUID: "u", State: crifact.SandboxReady, CreatedAt: at(0)}
 	sbStopped := sb
-	sbStopped.State = SandboxNotReady
-	created := Container{ID: "c1", SandboxID: "sb1", Name: "app", State: StateCreated, CreatedAt: at(1)}
+	sbStopped.State = crifact.SandboxNotReady
+	created := crifact.Container{ID: "c1", SandboxID: "sb1", Name: "app", State: crifact.StateCreated, CreatedAt: at(1)}
 	running := created
-	running.State, running.StartedAt, running.PID = StateRunning, at(2), 42
+	running.State, running.StartedAt, running.PID = crifact.StateRunning, at(2), 42
 	exited := running
-	exited.State, exited.FinishedAt, exited.ExitCode, exited.Reason, exited.PID = StateExited, at(3), 137, ReasonOOMKilled, 0
+	exited.State, exited.FinishedAt, exited.ExitCode, exited.Reason, exited.PID = crifact.StateExited, at(3), 137, crifact.ReasonOOMKilled, 0
 	failedStart := created
-	failedStart.State, failedStart.FinishedAt, failedStart.ExitCode, failedStart.Reason = StateExited, at(2), 128, "StartError"
+	failedStart.State, failedStart.FinishedAt, failedStart.ExitCode, failedStart.Reason = crifact.StateExited, at(2), 128, "StartError"
 
 	tests := []struct {
 		name       string
@@ -61,33 +63,33 @@ func TestDiff(t *testing.T) {
 		want       []string
 	}{
 		{"nothing", snap(10, nil, nil), snap(11, nil, nil), nil},
-		{"from nil", nil, snap(10, []Sandbox{sb}, []Container{running}),
+		{"from nil", nil, snap(10, []crifact.Sandbox{sb}, []crifact.Container{running}),
 			[]string{"SandboxCreated sb1", "ContainerCreated c1", "ContainerStarted c1"}},
-		{"sandbox and container appear", snap(9, nil, nil), snap(10, []Sandbox{sb}, []Container{created}),
+		{"sandbox and container appear", snap(9, nil, nil), snap(10, []crifact.Sandbox{sb}, []crifact.Container{created}),
 			[]string{"SandboxCreated sb1", "ContainerCreated c1"}},
-		{"start", snap(9, []Sandbox{sb}, []Container{created}), snap(10, []Sandbox{sb}, []Container{running}),
+		{"start", snap(9, []crifact.Sandbox{sb}, []crifact.Container{created}), snap(10, []crifact.Sandbox{sb}, []crifact.Container{running}),
 			[]string{"ContainerStarted c1"}},
-		{"exit", snap(9, []Sandbox{sb}, []Container{running}), snap(10, []Sandbox{sb}, []Container{exited}),
+		{"exit", snap(9, []crifact.Sandbox{sb}, []crifact.Container{running}), snap(10, []crifact.Sandbox{sb}, []crifact.Container{exited}),
 			[]string{"ContainerExited c1"}},
-		{"created to exited synthesizes start", snap(9, []Sandbox{sb}, []Container{created}), snap(10, []Sandbox{sb}, []Container{exited}),
+		{"created to exited synthesizes start", snap(9, []crifact.Sandbox{sb}, []crifact.Container{created}), snap(10, []crifact.Sandbox{sb}, []crifact.Container{exited}),
 			[]string{"ContainerStarted c1", "ContainerExited c1"}},
-		{"whole life between polls", snap(0.5, []Sandbox{sb}, nil), snap(10, []Sandbox{sb}, []Container{exited}),
+		{"whole life between polls", snap(0.5, []crifact.Sandbox{sb}, nil), snap(10, []crifact.Sandbox{sb}, []crifact.Container{exited}),
 			[]string{"ContainerCreated c1", "ContainerStarted c1", "ContainerExited c1"}},
-		{"failed start has no Started", snap(0.5, []Sandbox{sb}, nil), snap(10, []Sandbox{sb}, []Container{failedStart}),
+		{"failed start has no Started", snap(0.5, []crifact.Sandbox{sb}, nil), snap(10, []crifact.Sandbox{sb}, []crifact.Container{failedStart}),
 			[]string{"ContainerCreated c1", "ContainerExited c1"}},
-		{"unchanged", snap(9, []Sandbox{sb}, []Container{exited}), snap(10, []Sandbox{sb}, []Container{exited}), nil},
-		{"teardown", snap(9, []Sandbox{sb}, []Container{exited}), snap(10, []Sandbox{sbStopped}, []Container{exited}),
+		{"unchanged", snap(9, []crifact.Sandbox{sb}, []crifact.Container{exited}), snap(10, []crifact.Sandbox{sb}, []crifact.Container{exited}), nil},
+		{"teardown", snap(9, []crifact.Sandbox{sb}, []crifact.Container{exited}), snap(10, []crifact.Sandbox{sbStopped}, []crifact.Container{exited}),
 			[]string{"SandboxStopped sb1"}},
-		{"removal order", snap(9, []Sandbox{sb}, []Container{running}), snap(10, nil, nil),
+		{"removal order", snap(9, []crifact.Sandbox{sb}, []crifact.Container{running}), snap(10, nil, nil),
 			[]string{"ContainerRemoved c1", "SandboxStopped sb1", "SandboxRemoved sb1"}},
-		{"stopped sandbox removed", snap(9, []Sandbox{sbStopped}, nil), snap(10, nil, nil),
+		{"stopped sandbox removed", snap(9, []crifact.Sandbox{sbStopped}, nil), snap(10, nil, nil),
 			[]string{"SandboxRemoved sb1"}},
-		{"stopped sandbox first seen", nil, snap(10, []Sandbox{sbStopped}, nil),
+		{"stopped sandbox first seen", nil, snap(10, []crifact.Sandbox{sbStopped}, nil),
 			[]string{"SandboxCreated sb1", "SandboxStopped sb1"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := render(Diff(tc.prev, tc.next, PhaseLive))
+			got := render(Diff(tc.prev, tc.next, crifact.PhaseLive))
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("Diff:\n got  %q\n want %q", got, tc.want)
 			}
@@ -96,10 +98,10 @@ func TestDiff(t *testing.T) {
 }
 
 func TestDiffEventFields(t *testing.T) {
-	sb := Sandbox{ID: "sb1", PodName: "p", PodNamespace: "ns", State: SandboxReady, CreatedAt: at(0)}
-	c := Container{ID: "c1", SandboxID: "sb1", Name: "app", State: StateExited, CreatedAt: at(1), StartedAt: at(2),
-		FinishedAt: at(3), ExitCode: 137, Reason: ReasonOOMKilled}
-	evs := Diff(nil, snap(10, []Sandbox{sb}, []Container{c}), PhaseResync)
+	sb := crifact.Sandbox{ID: "sb1", PodName: "p", PodNamespace: "ns", State: crifact.SandboxReady, CreatedAt: at(0)}
+	c := crifact.Container{ID: "c1", SandboxID: "sb1", Name: "app", State: crifact.StateExited, CreatedAt: at(1), StartedAt: at(2),
+		FinishedAt: at(3), ExitCode: 137, Reason: crifact.ReasonOOMKilled}
+	evs := Diff(nil, snap(10, []crifact.Sandbox{sb}, []crifact.Container{c}), crifact.PhaseResync)
 	if len(evs) != 4 {
 		t.Fatalf("got %d events: %q", len(evs), render(evs))
 	}
@@ -108,29 +110,29 @@ func TestDiffEventFields(t *testing.T) {
 		if !e.At.Equal(wantAt[i]) {
 			t.Errorf("%s At=%v want %v", e.Type, e.At, wantAt[i])
 		}
-		if !e.Observed.Equal(at(10)) || e.Phase != PhaseResync {
-			t.Errorf("%s Observed=%v Phase=%s", e.Type, e.Observed, e.Phase)
+		if !e.Observed.Equal(at(10)) || e.Phase != crifact.PhaseResync {
+			t.Errorf("%s Observed=%v crifact.Phase=%s", e.Type, e.Observed, e.Phase)
 		}
 		if e.Sandbox == nil || e.Sandbox.PodName != "p" {
 			t.Errorf("%s: sandbox not attached", e.Type)
 		}
 	}
 	ex := evs[3]
-	if ex.Type != EventContainerExited || ex.Container.ExitCode != 137 || ex.Container.Reason != ReasonOOMKilled {
+	if ex.Type != crifact.EventContainerExited || ex.Container.ExitCode != 137 || ex.Container.Reason != crifact.ReasonOOMKilled {
 		t.Errorf("exit event: %+v", ex.Container)
 	}
 	if s := ex.String(); !strings.Contains(s, "exit=137 reason=OOMKilled") {
 		t.Errorf("String() = %q", s)
 	}
 	// Removed events carry the last known sandbox even after it is gone.
-	evs = Diff(snap(10, []Sandbox{sb}, []Container{c}), snap(11, nil, nil), PhaseLive)
-	if len(evs) != 3 || evs[0].Sandbox == nil || !evs[0].At.Equal(at(11)) || evs[1].Sandbox.State != SandboxNotReady {
+	evs = Diff(snap(10, []crifact.Sandbox{sb}, []crifact.Container{c}), snap(11, nil, nil), crifact.PhaseLive)
+	if len(evs) != 3 || evs[0].Sandbox == nil || !evs[0].At.Equal(at(11)) || evs[1].Sandbox.State != crifact.SandboxNotReady {
 		t.Errorf("removal: %q", render(evs))
 	}
 }
 
 func TestGapString(t *testing.T) {
-	g := Gap{LastSeen: at(0), Since: at(1), Until: at(4), Err: fmt.Errorf("boom")}
+	g := crifact.Gap{LastSeen: at(0), Since: at(1), Until: at(4), Err: fmt.Errorf("boom")}
 	if g.Duration() != 3*time.Second {
 		t.Errorf("Duration = %v", g.Duration())
 	}
@@ -154,7 +156,7 @@ func TestVerboseInfo(t *testing.T) {
 	}
 	sb := sandboxFromStatus(resp)
 	if sb.PID != 1234 || sb.NetNSPath != "/run/netns/cni-1" || sb.CgroupsPath != "/kubepods/burstable/podu/sb1" ||
-		sb.IP != "10.0.0.2" || len(sb.AdditionalIPs) != 1 || sb.Attempt != 2 || !sb.CreatedAt.Equal(at(0)) || !sb.Detailed() {
+		sb.IP != "10.0.0.2" || len(sb.AdditionalIPs) != 1 || sb.Attempt != 2 || !sb.CreatedAt.Equal(at(0)) || !sb.Detailed {
 		t.Errorf("sandbox: %+v", sb)
 	}
 	resp.Info = map[string]string{"info": `{"pid":1234,"netNamespaceClosed":true,"runtimeSpec":{"linux":{"namespaces":[{"type":"network","path":"/run/netns/cni-1"}]}}}`}
@@ -168,7 +170,7 @@ func TestVerboseInfo(t *testing.T) {
 			Metadata:  &runtimeapi.ContainerMetadata{Name: "app", Attempt: 1},
 			CreatedAt: at(1).UnixNano(), StartedAt: at(2).UnixNano(),
 			Image:  &runtimeapi.ImageSpec{Image: "busybox"},
-			Labels: map[string]string{LabelPodName: "p", LabelPodNamespace: "ns", LabelPodUID: "u"},
+			Labels: map[string]string{crifact.LabelPodName: "p", crifact.LabelPodNamespace: "ns", crifact.LabelPodUID: "u"},
 			Resources: &runtimeapi.ContainerResources{Linux: &runtimeapi.LinuxContainerResources{
 				MemoryLimitInBytes: 32 << 20,
 			}},

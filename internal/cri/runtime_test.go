@@ -19,17 +19,18 @@ import (
 	"time"
 
 	"github.com/podchron/podchron/internal/cri"
+	crifact "github.com/podchron/podchron/internal/fact/cri"
 	ctrd "github.com/podchron/podchron/test/harness/containerd"
 )
 
 // eventLog collects watcher events in a goroutine it owns.
 type eventLog struct {
 	mu   sync.Mutex
-	evs  []cri.Event
+	evs  []crifact.Event
 	done chan struct{}
 }
 
-func collect(ch <-chan cri.Event) *eventLog {
+func collect(ch <-chan crifact.Event) *eventLog {
 	l := &eventLog{done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
@@ -42,14 +43,14 @@ func collect(ch <-chan cri.Event) *eventLog {
 	return l
 }
 
-func (l *eventLog) snapshot() []cri.Event {
+func (l *eventLog) snapshot() []crifact.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]cri.Event(nil), l.evs...)
+	return append([]crifact.Event(nil), l.evs...)
 }
 
 // waitFor waits until an event matching f has been collected.
-func (l *eventLog) waitFor(t *testing.T, what string, d time.Duration, f func(cri.Event) bool) cri.Event {
+func (l *eventLog) waitFor(t *testing.T, what string, d time.Duration, f func(crifact.Event) bool) crifact.Event {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
@@ -61,7 +62,7 @@ func (l *eventLog) waitFor(t *testing.T, what string, d time.Duration, f func(cr
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("no %s event within %v; got:\n%s", what, d, l.dump())
-	return cri.Event{}
+	return crifact.Event{}
 }
 
 func (l *eventLog) dump() string {
@@ -86,8 +87,8 @@ func (l *eventLog) typesFor(id string) []string {
 	return out
 }
 
-func isType(typ cri.EventType, id string) func(cri.Event) bool {
-	return func(ev cri.Event) bool {
+func isType(typ crifact.EventType, id string) func(crifact.Event) bool {
+	return func(ev crifact.Event) bool {
 		if ev.Type != typ {
 			return false
 		}
@@ -174,7 +175,7 @@ func TestLifecycleAgainstContainerd(t *testing.T) {
 	}
 	wantParent := filepath.Join(h.CgroupRoot, "burstable", "pod"+uid)
 	switch {
-	case sb.State != cri.SandboxReady, sb.PodName != "lifecycle", sb.PodNamespace != "podchron-e2e", sb.PodUID != uid, sb.Attempt != 0:
+	case sb.State != crifact.SandboxReady, sb.PodName != "lifecycle", sb.PodNamespace != "podchron-e2e", sb.PodUID != uid, sb.Attempt != 0:
 		t.Errorf("sandbox identity/state: %+v", sb)
 	case net.ParseIP(sb.IP) == nil || !h.Subnet.Contains(net.ParseIP(sb.IP)):
 		t.Errorf("sandbox IP %q not in %s", sb.IP, h.Subnet)
@@ -184,7 +185,7 @@ func TestLifecycleAgainstContainerd(t *testing.T) {
 		t.Errorf("sandbox cgroupsPath %q, want %q", sb.CgroupsPath, wantParent+"/"+pod.ID)
 	case !strings.HasPrefix(sb.NetNSPath, h.RuntimeDir+"/"):
 		t.Errorf("netns path %q not under runtime dir", sb.NetNSPath)
-	case sb.Labels[cri.LabelPodUID] != uid || time.Since(sb.CreatedAt) > time.Minute:
+	case sb.Labels[crifact.LabelPodUID] != uid || time.Since(sb.CreatedAt) > time.Minute:
 		t.Errorf("labels %v created %v", sb.Labels, sb.CreatedAt)
 	}
 	if _, err := os.Stat(sb.NetNSPath); err != nil {
@@ -197,7 +198,7 @@ func TestLifecycleAgainstContainerd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := h.WaitContainer(ctx, gID, func(c cri.Container) bool { return c.State == cri.StateRunning && c.PID > 0 })
+	g, err := h.WaitContainer(ctx, gID, func(c crifact.Container) bool { return c.State == crifact.StateRunning && c.PID > 0 })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +228,7 @@ func TestLifecycleAgainstContainerd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.State != cri.StateExited || g.ExitCode != 0 || g.Reason != cri.ReasonCompleted || g.PID != 0 || g.FinishedAt.Before(g.StartedAt) {
+	if g.State != crifact.StateExited || g.ExitCode != 0 || g.Reason != crifact.ReasonCompleted || g.PID != 0 || g.FinishedAt.Before(g.StartedAt) {
 		t.Errorf("graceful stop: state %s exit %d reason %q pid %d", g.State, g.ExitCode, g.Reason, g.PID)
 	}
 	if gStop > 2*time.Second {
@@ -240,7 +241,7 @@ func TestLifecycleAgainstContainerd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.WaitContainer(ctx, sID, func(c cri.Container) bool { return c.State == cri.StateRunning }); err != nil {
+	if _, err := h.WaitContainer(ctx, sID, func(c crifact.Container) bool { return c.State == crifact.StateRunning }); err != nil {
 		t.Fatal(err)
 	}
 	start = time.Now()
@@ -252,7 +253,7 @@ func TestLifecycleAgainstContainerd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.State != cri.StateExited || s.ExitCode != 137 || s.Reason != cri.ReasonError {
+	if s.State != crifact.StateExited || s.ExitCode != 137 || s.Reason != crifact.ReasonError {
 		t.Errorf("stubborn stop: state %s exit %d reason %q", s.State, s.ExitCode, s.Reason)
 	}
 	if sStop < 2*time.Second || sStop > 6*time.Second {
@@ -272,7 +273,7 @@ func TestLifecycleAgainstContainerd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.ExitCode != 137 || o.Reason != cri.ReasonOOMKilled || o.MemoryLimitBytes != 32<<20 {
+	if o.ExitCode != 137 || o.Reason != crifact.ReasonOOMKilled || o.MemoryLimitBytes != 32<<20 {
 		t.Errorf("oom: exit %d reason %q limit %d", o.ExitCode, o.Reason, o.MemoryLimitBytes)
 	}
 	t.Logf("OOM container: exit %d reason %s after %v", o.ExitCode, o.Reason, o.FinishedAt.Sub(o.StartedAt).Round(time.Millisecond))
@@ -281,9 +282,9 @@ func TestLifecycleAgainstContainerd(t *testing.T) {
 	for id, want := range map[string]struct {
 		code   int32
 		reason string
-	}{gID: {0, cri.ReasonCompleted}, sID: {137, cri.ReasonError}, oID: {137, cri.ReasonOOMKilled}} {
-		ev := events.waitFor(t, "ContainerExited", 5*time.Second, isType(cri.EventContainerExited, id))
-		if ev.Container.ExitCode != want.code || ev.Container.Reason != want.reason || ev.Phase != cri.PhaseLive ||
+	}{gID: {0, crifact.ReasonCompleted}, sID: {137, crifact.ReasonError}, oID: {137, crifact.ReasonOOMKilled}} {
+		ev := events.waitFor(t, "ContainerExited", 5*time.Second, isType(crifact.EventContainerExited, id))
+		if ev.Container.ExitCode != want.code || ev.Container.Reason != want.reason || ev.Phase != crifact.PhaseLive ||
 			ev.Sandbox == nil || ev.Sandbox.PodUID != uid || !ev.At.Equal(ev.Container.FinishedAt) {
 			t.Errorf("exit event %s: %+v", ev, ev.Container)
 		}
@@ -301,7 +302,7 @@ func TestLifecycleAgainstContainerd(t *testing.T) {
 	if err := h.StopPodSandbox(ctx, pod.ID); err != nil {
 		t.Fatal(err)
 	}
-	if sb, err := c.SandboxStatus(ctx, pod.ID); err != nil || sb.State != cri.SandboxNotReady || sb.NetNSPath != "" {
+	if sb, err := c.SandboxStatus(ctx, pod.ID); err != nil || sb.State != crifact.SandboxNotReady || sb.NetNSPath != "" {
 		t.Errorf("stopped sandbox: %+v %v", sb, err)
 	}
 	if err := h.RemovePodSandbox(ctx, pod.ID); err != nil {
@@ -315,7 +316,7 @@ func TestLifecycleAgainstContainerd(t *testing.T) {
 	if len(sbs) != 0 || len(cts) != 0 || err1 != nil || err2 != nil {
 		t.Errorf("after removal: %d sandboxes, %d containers (%v %v)", len(sbs), len(cts), err1, err2)
 	}
-	events.waitFor(t, "SandboxRemoved", 5*time.Second, isType(cri.EventSandboxRemoved, pod.ID))
+	events.waitFor(t, "SandboxRemoved", 5*time.Second, isType(crifact.EventSandboxRemoved, pod.ID))
 
 	wantCt := []string{"ContainerCreated", "ContainerStarted", "ContainerExited", "ContainerRemoved"}
 	for _, id := range []string{gID, sID, oID} {
@@ -327,7 +328,7 @@ func TestLifecycleAgainstContainerd(t *testing.T) {
 		t.Errorf("sandbox events: %v", got)
 	}
 	for _, ev := range events.snapshot() {
-		if ev.Type == cri.EventRuntimeUnavailable || ev.Phase != cri.PhaseLive {
+		if ev.Type == crifact.EventRuntimeUnavailable || ev.Phase != crifact.PhaseLive {
 			t.Errorf("unexpected event %s", ev)
 		}
 	}
@@ -375,18 +376,18 @@ func TestWatchAcrossContainerdRestart(t *testing.T) {
 	wctx, wcancel := context.WithCancel(ctx)
 	var (
 		gapMu sync.Mutex
-		gaps  []cri.Gap
+		gaps  []crifact.Gap
 	)
 	ch, _ := cri.Watch(wctx, cri.WatchConfig{
 		Endpoint: h.Endpoint, Interval: 100 * time.Millisecond,
 		BackoffMin: 100 * time.Millisecond, BackoffMax: 400 * time.Millisecond, Logger: log,
-		OnGap: func(g cri.Gap) { gapMu.Lock(); gaps = append(gaps, g); gapMu.Unlock() },
+		OnGap: func(g crifact.Gap) { gapMu.Lock(); gaps = append(gaps, g); gapMu.Unlock() },
 	}, 64)
 	events := collect(ch)
 	defer func() { wcancel(); <-events.done }()
 
-	ev := events.waitFor(t, "initial ContainerStarted", 5*time.Second, isType(cri.EventContainerStarted, shortID))
-	if ev.Phase != cri.PhaseInitial {
+	ev := events.waitFor(t, "initial ContainerStarted", 5*time.Second, isType(crifact.EventContainerStarted, shortID))
+	if ev.Phase != crifact.PhaseInitial {
 		t.Errorf("initial event phase %s", ev.Phase)
 	}
 
@@ -394,25 +395,25 @@ func TestWatchAcrossContainerdRestart(t *testing.T) {
 	if err := h.StopDaemon(ctx); err != nil {
 		t.Fatal(err)
 	}
-	down := events.waitFor(t, "RuntimeUnavailable", 5*time.Second, func(e cri.Event) bool { return e.Type == cri.EventRuntimeUnavailable })
+	down := events.waitFor(t, "RuntimeUnavailable", 5*time.Second, func(e crifact.Event) bool { return e.Type == crifact.EventRuntimeUnavailable })
 	time.Sleep(3 * time.Second) // "short" exits while containerd is down
 	startAt := time.Now()
 	if err := h.StartDaemon(ctx); err != nil {
 		t.Fatal(err)
 	}
-	up := events.waitFor(t, "RuntimeAvailable", 10*time.Second, func(e cri.Event) bool { return e.Type == cri.EventRuntimeAvailable })
+	up := events.waitFor(t, "RuntimeAvailable", 10*time.Second, func(e crifact.Event) bool { return e.Type == crifact.EventRuntimeAvailable })
 	g := *up.Gap
 	t.Logf("gap: %s", g)
 	if g.Since.Before(stopAt.Add(-time.Second)) || g.Since.After(startAt) || g.Until.Before(startAt) ||
 		g.LastSeen.After(g.Since) || g.LastSeen.Before(stopAt.Add(-time.Second)) || g.Attempts < 2 || g.Err == nil {
 		t.Errorf("gap %+v; containerd stopped at %v, started at %v", g, stopAt, startAt)
 	}
-	if *down.Gap != (cri.Gap{LastSeen: g.LastSeen, Since: g.Since, Attempts: 1, Err: g.Err}) {
+	if *down.Gap != (crifact.Gap{LastSeen: g.LastSeen, Since: g.Since, Attempts: 1, Err: g.Err}) {
 		t.Errorf("unavailable event gap %+v vs %+v", down.Gap, g)
 	}
-	ex := events.waitFor(t, "ContainerExited", 5*time.Second, isType(cri.EventContainerExited, shortID))
+	ex := events.waitFor(t, "ContainerExited", 5*time.Second, isType(crifact.EventContainerExited, shortID))
 	c := ex.Container
-	if ex.Phase != cri.PhaseResync || c.ExitCode != 3 || c.Reason != cri.ReasonError {
+	if ex.Phase != crifact.PhaseResync || c.ExitCode != 3 || c.Reason != crifact.ReasonError {
 		t.Errorf("exit during gap: phase %s exit %d reason %q", ex.Phase, c.ExitCode, c.Reason)
 	}
 	if c.FinishedAt.Before(g.LastSeen) || c.FinishedAt.After(g.Until) {
@@ -421,7 +422,7 @@ func TestWatchAcrossContainerdRestart(t *testing.T) {
 	t.Logf("exit during gap: %s finished %s (gap %s..%s)", ex, c.FinishedAt.Format("15:04:05.000"),
 		g.Since.Format("15:04:05.000"), g.Until.Format("15:04:05.000"))
 	for _, e := range events.snapshot() {
-		if e.Container != nil && e.Container.ID == longID && e.Type != cri.EventContainerCreated && e.Type != cri.EventContainerStarted {
+		if e.Container != nil && e.Container.ID == longID && e.Type != crifact.EventContainerCreated && e.Type != crifact.EventContainerStarted {
 			t.Errorf("long-running container got %s across the restart", e)
 		}
 	}
@@ -451,21 +452,21 @@ func TestWatchKickedPoll(t *testing.T) {
 		Logger: ctrd.TestLogger(t, slog.LevelInfo)}, 64)
 	events := collect(ch)
 	defer func() { wcancel(); <-events.done }()
-	events.waitFor(t, "the initial poll's sandbox", 10*time.Second, isType(cri.EventSandboxCreated, pod.ID))
+	events.waitFor(t, "the initial poll's sandbox", 10*time.Second, isType(crifact.EventSandboxCreated, pod.ID))
 
 	id, err := h.RunContainer(ctx, pod, ctrd.ContainerSpec{Name: "short", Command: []string{"sh", "-c", "exit 3"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.WaitContainer(ctx, id, func(c cri.Container) bool { return !c.FinishedAt.IsZero() }); err != nil {
+	if _, err := h.WaitContainer(ctx, id, func(c crifact.Container) bool { return !c.FinishedAt.IsZero() }); err != nil {
 		t.Fatal(err)
 	}
-	if slices.ContainsFunc(events.snapshot(), isType(cri.EventContainerExited, id)) {
+	if slices.ContainsFunc(events.snapshot(), isType(crifact.EventContainerExited, id)) {
 		t.Fatalf("exit reported before the kick, with polls a minute apart:\n%s", events.dump())
 	}
 	kicked := time.Now()
 	kick <- struct{}{}
-	ev := events.waitFor(t, "ContainerExited after the kick", 5*time.Second, isType(cri.EventContainerExited, id))
+	ev := events.waitFor(t, "ContainerExited after the kick", 5*time.Second, isType(crifact.EventContainerExited, id))
 	took := time.Since(kicked)
 	t.Logf("exit reported %s after the kick (%s)", took.Round(time.Millisecond), ev)
 	if took > time.Second {

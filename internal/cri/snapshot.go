@@ -6,6 +6,8 @@ import (
 	"sort"
 	"time"
 
+	crifact "github.com/podchron/podchron/internal/fact/cri"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -15,8 +17,8 @@ import (
 type Snapshot struct {
 	// Time is when the snapshot was taken (just before listing).
 	Time       time.Time
-	Sandboxes  map[string]Sandbox
-	Containers map[string]Container
+	Sandboxes  map[string]crifact.Sandbox
+	Containers map[string]crifact.Container
 }
 
 // SandboxIDs returns the sandbox IDs sorted.
@@ -30,8 +32,8 @@ func (s *Snapshot) SandboxIDs() []string {
 }
 
 // ContainersOf returns the containers of a sandbox, oldest first.
-func (s *Snapshot) ContainersOf(sandboxID string) []Container {
-	var out []Container
+func (s *Snapshot) ContainersOf(sandboxID string) []crifact.Container {
+	var out []crifact.Container
 	for _, c := range s.Containers {
 		if c.SandboxID == sandboxID {
 			out = append(out, c)
@@ -47,16 +49,16 @@ func (s *Snapshot) ContainersOf(sandboxID string) []Container {
 }
 
 // ContainerByPID returns the running container whose init process is pid.
-func (s *Snapshot) ContainerByPID(pid int) (Container, bool) {
+func (s *Snapshot) ContainerByPID(pid int) (crifact.Container, bool) {
 	if pid <= 0 {
-		return Container{}, false
+		return crifact.Container{}, false
 	}
 	for _, c := range s.Containers {
 		if c.PID == pid {
 			return c, true
 		}
 	}
-	return Container{}, false
+	return crifact.Container{}, false
 }
 
 // Snapshot lists sandboxes and containers and fills in their detailed status.
@@ -78,12 +80,12 @@ func (c *Client) Snapshot(ctx context.Context, prev *Snapshot) (*Snapshot, error
 	}
 	snap := &Snapshot{
 		Time:       now,
-		Sandboxes:  make(map[string]Sandbox, len(sbs)),
-		Containers: make(map[string]Container, len(cts)),
+		Sandboxes:  make(map[string]crifact.Sandbox, len(sbs)),
+		Containers: make(map[string]crifact.Container, len(cts)),
 	}
 	for _, sb := range sbs {
 		if prev != nil {
-			if old, ok := prev.Sandboxes[sb.ID]; ok && old.detailed && old.State == sb.State {
+			if old, ok := prev.Sandboxes[sb.ID]; ok && old.Detailed && old.State == sb.State {
 				snap.Sandboxes[sb.ID] = old
 				continue
 			}
@@ -103,7 +105,7 @@ func (c *Client) Snapshot(ctx context.Context, prev *Snapshot) (*Snapshot, error
 	}
 	for _, ct := range cts {
 		if prev != nil {
-			if old, ok := prev.Containers[ct.ID]; ok && old.detailed && old.State == ct.State {
+			if old, ok := prev.Containers[ct.ID]; ok && old.Detailed && old.State == ct.State {
 				snap.Containers[ct.ID] = old
 				continue
 			}

@@ -5,53 +5,10 @@ import (
 	"maps"
 	"time"
 
+	crifact "github.com/podchron/podchron/internal/fact/cri"
+
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
-
-// Well-known labels set by the kubelet on sandboxes and containers.
-const (
-	LabelPodName       = "io.kubernetes.pod.name"
-	LabelPodNamespace  = "io.kubernetes.pod.namespace"
-	LabelPodUID        = "io.kubernetes.pod.uid"
-	LabelContainerName = "io.kubernetes.container.name"
-)
-
-// SandboxState is the CRI state of a pod sandbox.
-type SandboxState string
-
-// Sandbox states.
-const (
-	SandboxReady    SandboxState = "ready"
-	SandboxNotReady SandboxState = "notready"
-)
-
-// ContainerState is the CRI state of a container.
-type ContainerState string
-
-// Container states.
-const (
-	StateCreated ContainerState = "created"
-	StateRunning ContainerState = "running"
-	StateExited  ContainerState = "exited"
-	StateUnknown ContainerState = "unknown"
-)
-
-// Well-known container exit reasons reported by containerd and CRI-O.
-const (
-	ReasonOOMKilled = "OOMKilled"
-	ReasonError     = "Error"
-	ReasonCompleted = "Completed"
-)
-
-// RuntimeVersion is the answer of the CRI Version call.
-type RuntimeVersion struct {
-	// Name is the runtime name, e.g. "containerd" or "cri-o".
-	Name string
-	// Version is the runtime's own version, e.g. "1.6.20~ds1".
-	Version string
-	// APIVersion is the CRI API version the runtime serves, e.g. "v1".
-	APIVersion string
-}
 
 // Condition is one CRI runtime condition (RuntimeReady, NetworkReady).
 type Condition struct {
@@ -81,87 +38,6 @@ func (s RuntimeStatus) Condition(typ string) bool {
 	return false
 }
 
-// Sandbox is podchron's view of a CRI pod sandbox.
-type Sandbox struct {
-	ID string
-	// Pod identity from the sandbox metadata.
-	PodName      string
-	PodNamespace string
-	PodUID       string
-	Attempt      uint32
-	State        SandboxState
-	CreatedAt    time.Time
-	// IP is the primary pod IP ("" for host-network pods or stopped sandboxes).
-	IP            string
-	AdditionalIPs []string
-	// NetNSPath is the network namespace path of the sandbox, from the
-	// verbose status (runtime spec). Empty for host-network pods and when the
-	// runtime does not report it.
-	NetNSPath string
-	// PID is the sandbox (pause) process ID from the verbose status, 0 if unknown.
-	PID int
-	// CgroupsPath is the OCI cgroupsPath of the sandbox container (verbose).
-	CgroupsPath    string
-	RuntimeHandler string
-	Labels         map[string]string
-	Annotations    map[string]string
-
-	// detailed is set when the fields only available through
-	// PodSandboxStatus have been filled in.
-	detailed bool
-}
-
-// Detailed reports whether the fields from PodSandboxStatus (IP, NetNSPath,
-// PID) were filled in; false means only the ListPodSandbox view is known.
-func (s Sandbox) Detailed() bool { return s.detailed }
-
-// Container is podchron's view of a CRI container.
-type Container struct {
-	ID        string
-	SandboxID string
-	Name      string
-	Attempt   uint32
-	// Pod identity from the kubelet labels (empty when not run by a kubelet).
-	PodName      string
-	PodNamespace string
-	PodUID       string
-	// Image is the image as requested; ImageRef the resolved reference (digest/ID).
-	Image      string
-	ImageRef   string
-	State      ContainerState
-	CreatedAt  time.Time
-	StartedAt  time.Time
-	FinishedAt time.Time
-	ExitCode   int32
-	// Reason is the runtime's exit reason, e.g. OOMKilled, Error, Completed.
-	Reason  string
-	Message string
-	// PID is the container's init process ID from the verbose status (only
-	// while running; 0 if unknown).
-	PID int
-	// Args is the container's configured command line (the OCI spec's
-	// process.args from the verbose status: the image's entrypoint and
-	// command as the pod spec overrides them); nil if unknown.
-	Args []string
-	// CgroupsPath is the OCI cgroupsPath from the verbose status, e.g.
-	// "/kubepods/burstable/pod<uid>/<id>" (cgroupfs) or
-	// "kubepods-burstable-pod<uid>.slice:cri-containerd:<id>" (systemd).
-	CgroupsPath      string
-	LogPath          string
-	MemoryLimitBytes int64
-	Labels           map[string]string
-	Annotations      map[string]string
-	// Runtime is the runtime that reported it (its name and version, from
-	// CRI Version when the client connected).
-	Runtime RuntimeVersion
-
-	detailed bool
-}
-
-// Detailed reports whether the fields from ContainerStatus (start/finish
-// times, exit code, reason, PID) were filled in.
-func (c Container) Detailed() bool { return c.detailed }
-
 func nsTime(ns int64) time.Time {
 	if ns <= 0 {
 		return time.Time{}
@@ -169,29 +45,29 @@ func nsTime(ns int64) time.Time {
 	return time.Unix(0, ns)
 }
 
-func sandboxStateFrom(s runtimeapi.PodSandboxState) SandboxState {
+func sandboxStateFrom(s runtimeapi.PodSandboxState) crifact.SandboxState {
 	if s == runtimeapi.PodSandboxState_SANDBOX_READY {
-		return SandboxReady
+		return crifact.SandboxReady
 	}
-	return SandboxNotReady
+	return crifact.SandboxNotReady
 }
 
-func containerStateFrom(s runtimeapi.ContainerState) ContainerState {
+func containerStateFrom(s runtimeapi.ContainerState) crifact.ContainerState {
 	switch s {
 	case runtimeapi.ContainerState_CONTAINER_CREATED:
-		return StateCreated
+		return crifact.StateCreated
 	case runtimeapi.ContainerState_CONTAINER_RUNNING:
-		return StateRunning
+		return crifact.StateRunning
 	case runtimeapi.ContainerState_CONTAINER_EXITED:
-		return StateExited
+		return crifact.StateExited
 	default:
-		return StateUnknown
+		return crifact.StateUnknown
 	}
 }
 
-func sandboxFromList(p *runtimeapi.PodSandbox) Sandbox {
+func sandboxFromList(p *runtimeapi.PodSandbox) crifact.Sandbox {
 	md := p.GetMetadata()
-	return Sandbox{
+	return crifact.Sandbox{
 		ID:             p.GetId(),
 		PodName:        md.GetName(),
 		PodNamespace:   md.GetNamespace(),
@@ -205,10 +81,10 @@ func sandboxFromList(p *runtimeapi.PodSandbox) Sandbox {
 	}
 }
 
-func sandboxFromStatus(resp *runtimeapi.PodSandboxStatusResponse) Sandbox {
+func sandboxFromStatus(resp *runtimeapi.PodSandboxStatusResponse) crifact.Sandbox {
 	st := resp.GetStatus()
 	md := st.GetMetadata()
-	sb := Sandbox{
+	sb := crifact.Sandbox{
 		ID:             st.GetId(),
 		PodName:        md.GetName(),
 		PodNamespace:   md.GetNamespace(),
@@ -220,7 +96,7 @@ func sandboxFromStatus(resp *runtimeapi.PodSandboxStatusResponse) Sandbox {
 		RuntimeHandler: st.GetRuntimeHandler(),
 		Labels:         maps.Clone(st.GetLabels()),
 		Annotations:    maps.Clone(st.GetAnnotations()),
-		detailed:       true,
+		Detailed:       true,
 	}
 	for _, ip := range st.GetNetwork().GetAdditionalIps() {
 		sb.AdditionalIPs = append(sb.AdditionalIPs, ip.GetIp())
@@ -235,9 +111,9 @@ func sandboxFromStatus(resp *runtimeapi.PodSandboxStatusResponse) Sandbox {
 	return sb
 }
 
-func containerFromList(c *runtimeapi.Container) Container {
+func containerFromList(c *runtimeapi.Container) crifact.Container {
 	md := c.GetMetadata()
-	ct := Container{
+	ct := crifact.Container{
 		ID:          c.GetId(),
 		SandboxID:   c.GetPodSandboxId(),
 		Name:        md.GetName(),
@@ -249,17 +125,17 @@ func containerFromList(c *runtimeapi.Container) Container {
 		Labels:      maps.Clone(c.GetLabels()),
 		Annotations: maps.Clone(c.GetAnnotations()),
 	}
-	ct.fillPodIdentity()
+	fillPodIdentity(&ct)
 	return ct
 }
 
 // containerFromStatus converts a ContainerStatus response. sandboxID is used
 // when the runtime's verbose info does not carry it (ContainerStatus itself
 // has no sandbox ID).
-func containerFromStatus(resp *runtimeapi.ContainerStatusResponse, sandboxID string) Container {
+func containerFromStatus(resp *runtimeapi.ContainerStatusResponse, sandboxID string) crifact.Container {
 	st := resp.GetStatus()
 	md := st.GetMetadata()
-	ct := Container{
+	ct := crifact.Container{
 		ID:               st.GetId(),
 		SandboxID:        sandboxID,
 		Name:             md.GetName(),
@@ -277,7 +153,7 @@ func containerFromStatus(resp *runtimeapi.ContainerStatusResponse, sandboxID str
 		MemoryLimitBytes: st.GetResources().GetLinux().GetMemoryLimitInBytes(),
 		Labels:           maps.Clone(st.GetLabels()),
 		Annotations:      maps.Clone(st.GetAnnotations()),
-		detailed:         true,
+		Detailed:         true,
 	}
 	if vi, ok := parseVerboseInfo(resp.GetInfo()); ok {
 		ct.PID = vi.PID
@@ -287,19 +163,19 @@ func containerFromStatus(resp *runtimeapi.ContainerStatusResponse, sandboxID str
 			ct.SandboxID = vi.SandboxID
 		}
 	}
-	if ct.State != StateRunning {
+	if ct.State != crifact.StateRunning {
 		// containerd keeps reporting the last PID after exit; it is not a
 		// live process of this container any more.
 		ct.PID = 0
 	}
-	ct.fillPodIdentity()
+	fillPodIdentity(&ct)
 	return ct
 }
 
-func (c *Container) fillPodIdentity() {
-	c.PodName = c.Labels[LabelPodName]
-	c.PodNamespace = c.Labels[LabelPodNamespace]
-	c.PodUID = c.Labels[LabelPodUID]
+func fillPodIdentity(c *crifact.Container) {
+	c.PodName = c.Labels[crifact.LabelPodName]
+	c.PodNamespace = c.Labels[crifact.LabelPodNamespace]
+	c.PodUID = c.Labels[crifact.LabelPodUID]
 }
 
 // verboseInfo is the subset of the runtime-specific verbose "info" JSON that

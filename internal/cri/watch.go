@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	crifact "github.com/podchron/podchron/internal/fact/cri"
 )
 
 // WatchConfig configures a Watcher.
@@ -27,7 +29,7 @@ type WatchConfig struct {
 	DialOptions []Option
 	// OnGap, if set, is called (from the watcher goroutine) with every
 	// completed gap, in addition to the EventRuntimeAvailable event.
-	OnGap func(Gap)
+	OnGap func(crifact.Gap)
 	// Kick, when it receives, asks for polls sooner than Interval: one
 	// KickDelay later, then KickFollowUps more every KickDelay*4 (the
 	// runtime records a container's exit a little after the kernel saw
@@ -89,9 +91,9 @@ func (w *Watcher) Latest() *Snapshot {
 // Watch starts a Watcher in a goroutine owned by ctx and returns its event
 // channel, which is closed once the goroutine has exited after ctx is done.
 // buffer is the channel capacity.
-func Watch(ctx context.Context, cfg WatchConfig, buffer int) (<-chan Event, *Watcher) {
+func Watch(ctx context.Context, cfg WatchConfig, buffer int) (<-chan crifact.Event, *Watcher) {
 	w := NewWatcher(cfg)
-	ch := make(chan Event, buffer)
+	ch := make(chan crifact.Event, buffer)
 	go func() {
 		defer close(ch)
 		_ = w.Run(ctx, ch)
@@ -102,16 +104,16 @@ func Watch(ctx context.Context, cfg WatchConfig, buffer int) (<-chan Event, *Wat
 // Run polls until ctx is done, sending events to out (blocking; a slow
 // consumer slows polling down, it never loses events). It returns ctx.Err()
 // once ctx is done, after closing its connection. Run does not close out.
-func (w *Watcher) Run(ctx context.Context, out chan<- Event) error {
+func (w *Watcher) Run(ctx context.Context, out chan<- crifact.Event) error {
 	defer w.closeClient()
 
 	var (
 		prev    *Snapshot
-		gap     *Gap
+		gap     *crifact.Gap
 		backoff = w.cfg.BackoffMin
 		fast    int // kicked polls still to come
 	)
-	send := func(ev Event) bool {
+	send := func(ev crifact.Event) bool {
 		select {
 		case out <- ev:
 			return true
@@ -129,13 +131,13 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Event) error {
 			w.closeClient()
 			now := time.Now()
 			if gap == nil {
-				gap = &Gap{Since: now, Err: err, Attempts: 1}
+				gap = &crifact.Gap{Since: now, Err: err, Attempts: 1}
 				if prev != nil {
 					gap.LastSeen = prev.Time
 				}
 				w.log.Warn("container runtime unavailable", "endpoint", w.cfg.Endpoint, "err", err)
 				g := *gap
-				if !send(Event{Type: EventRuntimeUnavailable, At: now, Observed: now, Gap: &g}) {
+				if !send(crifact.Event{Type: crifact.EventRuntimeUnavailable, At: now, Observed: now, Gap: &g}) {
 					return ctx.Err()
 				}
 			} else {
@@ -150,12 +152,12 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Event) error {
 		}
 
 		backoff = w.cfg.BackoffMin
-		phase := PhaseLive
+		phase := crifact.PhaseLive
 		switch {
 		case prev == nil:
-			phase = PhaseInitial
+			phase = crifact.PhaseInitial
 		case gap != nil:
-			phase = PhaseResync
+			phase = crifact.PhaseResync
 		}
 		if gap != nil {
 			gap.Until = snap.Time
@@ -166,12 +168,12 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Event) error {
 			if w.cfg.OnGap != nil {
 				w.cfg.OnGap(g)
 			}
-			if !send(Event{Type: EventRuntimeAvailable, At: g.Until, Observed: g.Until, Gap: &g}) {
+			if !send(crifact.Event{Type: crifact.EventRuntimeAvailable, At: g.Until, Observed: g.Until, Gap: &g}) {
 				return ctx.Err()
 			}
 			if prev == nil {
 				// never seen before the gap: what exists is the initial state
-				phase = PhaseInitial
+				phase = crifact.PhaseInitial
 			}
 		}
 		for _, ev := range Diff(prev, snap, phase) {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/podchron/podchron/internal/correlate"
-	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 )
 
 // The sources' health is the pipeline's reading of their inputs: the API

@@ -14,8 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/podchron/podchron/internal/cri"
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
+
+	"github.com/podchron/podchron/internal/fact/cri"
 
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/probe"
@@ -30,7 +31,7 @@ type Config struct {
 	// Kernel is the kernel event source (nil: no kernel facts, e.g. replay).
 	Kernel probe.Source
 	// Counters reads the kernel's emitted/lost counters, for loss reports.
-	Counters func() (map[event.EventType]event.Counter, error)
+	Counters func() (map[kernel.EventType]kernel.Counter, error)
 	// Seed produces the start-up inputs (existing cgroups and processes)
 	// before any live input is handled.
 	Seed []correlate.Input
@@ -65,7 +66,7 @@ type Config struct {
 	KernelDrain time.Duration
 	// RuntimeKick, when set, gets a send (never blocking) for every
 	// watched exit of a pid namespace's init (a container's end, as the
-	// kernel sees it): the runtime source polls at once (cri.WatchConfig
+	// kernel sees it): the runtime source polls at once (criclient.WatchConfig
 	// Kick), so the runtime's exit reason follows within a fraction of a
 	// second instead of a poll interval.
 	RuntimeKick chan<- struct{}
@@ -74,9 +75,9 @@ type Config struct {
 // containerInitExit tells whether ev is a watched exit of a pid
 // namespace's init: a container's end, unless its pod shares one
 // namespace (then the runtime's regular poll reports it).
-func containerInitExit(ev event.Event) bool {
-	e, ok := ev.(*event.ExitEvent)
-	return ok && e.NSInit && e.Origin&event.OriginWatched != 0
+func containerInitExit(ev kernel.Event) bool {
+	e, ok := ev.(*kernel.ExitEvent)
+	return ok && e.NSInit && e.Origin&kernel.OriginWatched != 0
 }
 
 // Run feeds the correlator until ctx is done, then shuts it down (see

@@ -5,7 +5,8 @@ import (
 	"time"
 
 	"github.com/podchron/podchron/internal/correlate"
-	"github.com/podchron/podchron/internal/cri"
+	criclient "github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 )
 
 // RuntimeSource turns the CRI watcher's events into inputs and reports the
@@ -14,7 +15,7 @@ import (
 // publishes a snapshot as Latest only after sending its changes). A poll
 // that found nothing new is progress too, which a stream of changes alone
 // would not show.
-func RuntimeSource(events <-chan cri.Event, latest func() *cri.Snapshot, every time.Duration, now func() time.Time) Source {
+func RuntimeSource(events <-chan cri.Event, latest func() *criclient.Snapshot, every time.Duration, now func() time.Time) Source {
 	if now == nil {
 		now = time.Now
 	}
@@ -65,11 +66,11 @@ func RuntimeSource(events <-chan cri.Event, latest func() *cri.Snapshot, every t
 	}
 }
 
-// CRI is the runtime source: the CRI watcher (cri.Watch) polling the
+// CRI is the runtime source: the CRI watcher (criclient.Watch) polling the
 // runtime, its changes as inputs and each poll as the runtime's progress.
-func CRI(cfg cri.WatchConfig, every time.Duration) Source {
+func CRI(cfg criclient.WatchConfig, every time.Duration) Source {
 	return func(ctx context.Context, out chan<- correlate.Input) error {
-		evs, w := cri.Watch(ctx, cfg, 1024)
+		evs, w := criclient.Watch(ctx, cfg, 1024)
 		return RuntimeSource(evs, w.Latest, every, nil)(ctx, out)
 	}
 }

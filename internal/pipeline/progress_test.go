@@ -7,20 +7,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/correlate"
-	"github.com/podchron/podchron/internal/cri"
+	criclient "github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 	"github.com/podchron/podchron/internal/record"
 )
 
 // blockingSource returns its events, then waits for ctx.
 type blockingSource struct {
-	events []event.Event
+	events []kernel.Event
 	i      int
 }
 
-func (s *blockingSource) Next(ctx context.Context) (event.Event, error) {
+func (s *blockingSource) Next(ctx context.Context) (kernel.Event, error) {
 	if s.i < len(s.events) {
 		s.i++
 		return s.events[s.i-1], nil
@@ -47,8 +48,8 @@ func readAll(t *testing.T, b []byte) []correlate.Input {
 // only grow and are never after a kernel event still to come.
 func TestKernelProgress(t *testing.T) {
 	t0 := time.Now()
-	ev := func(d time.Duration) event.Event {
-		return &event.ExitEvent{Header: event.Header{Type: event.EventExit, Time: t0.Add(d), TGID: 1}}
+	ev := func(d time.Duration) kernel.Event {
+		return &kernel.ExitEvent{Header: kernel.Header{Type: kernel.EventExit, Time: t0.Add(d), TGID: 1}}
 	}
 	var buf bytes.Buffer
 	w, err := record.NewWriter(&buf)
@@ -58,7 +59,7 @@ func TestKernelProgress(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	err = Run(ctx, Config{
-		Kernel:      &blockingSource{events: []event.Event{ev(0), ev(time.Millisecond)}},
+		Kernel:      &blockingSource{events: []kernel.Event{ev(0), ev(time.Millisecond)}},
 		Seed:        []correlate.Input{{Time: t0, Start: &correlate.Start{At: t0}}},
 		Correlator:  correlate.New(correlate.Config{}),
 		Record:      w,
@@ -102,14 +103,14 @@ func TestRuntimeSourceProgress(t *testing.T) {
 	t0 := time.Now()
 	events := make(chan cri.Event, 8)
 	var mu sync.Mutex
-	var snap *cri.Snapshot
-	latest := func() *cri.Snapshot { mu.Lock(); defer mu.Unlock(); return snap }
+	var snap *criclient.Snapshot
+	latest := func() *criclient.Snapshot { mu.Lock(); defer mu.Unlock(); return snap }
 	poll := func(at time.Time, evs ...cri.Event) {
 		for _, e := range evs {
 			events <- e
 		}
 		mu.Lock()
-		snap = &cri.Snapshot{Time: at}
+		snap = &criclient.Snapshot{Time: at}
 		mu.Unlock()
 	}
 	out := make(chan correlate.Input, 64)
@@ -247,7 +248,7 @@ func TestKernelProgressUnderFlood(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	err = Run(ctx, Config{
-		Kernel:      &blockingSource{events: []event.Event{&event.ExitEvent{Header: event.Header{Type: event.EventExit, Time: t0, TGID: 1}}}},
+		Kernel:      &blockingSource{events: []kernel.Event{&kernel.ExitEvent{Header: kernel.Header{Type: kernel.EventExit, Time: t0, TGID: 1}}}},
 		Seed:        []correlate.Input{{Time: t0, Start: &correlate.Start{At: t0}}},
 		Sources:     map[string]Source{"flood": flood},
 		Correlator:  correlate.New(correlate.Config{}),
@@ -275,10 +276,10 @@ func TestKernelProgressUnderFlood(t *testing.T) {
 // buffer never looks empty.
 type flowSource struct{}
 
-func (flowSource) Next(ctx context.Context) (event.Event, error) {
+func (flowSource) Next(ctx context.Context) (kernel.Event, error) {
 	select {
 	case <-time.After(5 * time.Millisecond):
-		return &event.ExitEvent{Header: event.Header{Type: event.EventExit, Time: time.Now(), TGID: 1}}, nil
+		return &kernel.ExitEvent{Header: kernel.Header{Type: kernel.EventExit, Time: time.Now(), TGID: 1}}, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -338,17 +339,17 @@ func TestKernelProgressWhileEventsFlow(t *testing.T) {
 // other exits (a process inside a container, an unwatched init) do not.
 func TestContainerInitExitKicksTheRuntime(t *testing.T) {
 	t0 := time.Now()
-	exit := func(tgid uint32, origin event.Origin, nsInit bool) event.Event {
-		return &event.ExitEvent{Header: event.Header{Type: event.EventExit, Time: t0, TGID: tgid, Origin: origin}, NSInit: nsInit}
+	exit := func(tgid uint32, origin kernel.Origin, nsInit bool) kernel.Event {
+		return &kernel.ExitEvent{Header: kernel.Header{Type: kernel.EventExit, Time: t0, TGID: tgid, Origin: origin}, NSInit: nsInit}
 	}
 	for _, tc := range []struct {
 		name  string
-		evs   []event.Event
+		evs   []kernel.Event
 		kicks int
 	}{
-		{"container init", []event.Event{exit(10, event.OriginWatched, true)}, 1},
-		{"a container's child process", []event.Event{exit(11, event.OriginWatched, false)}, 0},
-		{"an init outside the watched cgroups", []event.Event{exit(12, event.OriginRuntime, true)}, 0},
+		{"container init", []kernel.Event{exit(10, kernel.OriginWatched, true)}, 1},
+		{"a container's child process", []kernel.Event{exit(11, kernel.OriginWatched, false)}, 0},
+		{"an init outside the watched cgroups", []kernel.Event{exit(12, kernel.OriginRuntime, true)}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			kick := make(chan struct{}, 1)

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/podchron/podchron/internal/fact/kernel"
+
 	"github.com/podchron/podchron/internal/probe/event"
 
 	"github.com/cilium/ebpf"
@@ -269,8 +271,8 @@ func (p *Probes) watchedChanged() error {
 }
 
 // observe keeps the watched set current as configured roots come and go.
-func (p *Probes) observe(ev event.Event) {
-	c, ok := ev.(*event.CgroupEvent)
+func (p *Probes) observe(ev kernel.Event) {
+	c, ok := ev.(*kernel.CgroupEvent)
 	if !ok {
 		return
 	}
@@ -281,7 +283,7 @@ func (p *Probes) observe(ev event.Event) {
 		return
 	}
 	var err error
-	if c.Type == event.EventCgroupMkdir {
+	if c.Type == kernel.EventCgroupMkdir {
 		// The kernel side already watches it (root_paths); make sure.
 		p.log.Info("cgroup root created; watching it", "root", c.Path, "id", c.ID)
 		err = p.WatchID(c.ID)
@@ -338,15 +340,15 @@ func ensureTracefs() error {
 }
 
 // Counters sums the per-CPU kernel counters, by event type.
-func (p *Probes) Counters() (map[event.EventType]event.Counter, error) {
-	out := make(map[event.EventType]event.Counter, len(event.EventTypes()))
-	for _, t := range event.EventTypes() {
+func (p *Probes) Counters() (map[kernel.EventType]kernel.Counter, error) {
+	out := make(map[kernel.EventType]kernel.Counter, len(kernel.EventTypes()))
+	for _, t := range kernel.EventTypes() {
 		var per []event.PodchronEventCounter
 		k := uint32(t)
 		if err := p.objs.Counters.Lookup(&k, &per); err != nil {
 			return nil, fmt.Errorf("read counters for %s: %w", t, err)
 		}
-		var c event.Counter
+		var c kernel.Counter
 		for _, x := range per {
 			c.Emitted += x.Emitted
 			c.Lost += x.Lost

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
@@ -51,11 +51,11 @@ func requireProbes(t *testing.T) {
 
 type collector struct {
 	mu     sync.Mutex
-	events []event.Event
+	events []kernel.Event
 	notify chan struct{}
 }
 
-func (c *collector) add(ev event.Event) {
+func (c *collector) add(ev kernel.Event) {
 	c.mu.Lock()
 	c.events = append(c.events, ev)
 	c.mu.Unlock()
@@ -65,7 +65,7 @@ func (c *collector) add(ev event.Event) {
 	}
 }
 
-func (c *collector) find(pred func(event.Event) bool) event.Event {
+func (c *collector) find(pred func(kernel.Event) bool) kernel.Event {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, ev := range c.events {
@@ -76,10 +76,10 @@ func (c *collector) find(pred func(event.Event) bool) event.Event {
 	return nil
 }
 
-func (c *collector) all(pred func(event.Event) bool) []event.Event {
+func (c *collector) all(pred func(kernel.Event) bool) []kernel.Event {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []event.Event
+	var out []kernel.Event
 	for _, ev := range c.events {
 		if pred(ev) {
 			out = append(out, ev)
@@ -93,14 +93,14 @@ func (c *collector) dump(t *testing.T) {
 	defer c.mu.Unlock()
 	t.Logf("%d events seen:", len(c.events))
 	for _, ev := range c.events {
-		t.Log("  " + event.Format(ev))
+		t.Log("  " + kernel.Format(ev))
 	}
 }
 
 // wait returns the first event matching pred, failing the test after a timeout.
-func wait[T event.Event](t *testing.T, c *collector, desc string, pred func(T) bool) T {
+func wait[T kernel.Event](t *testing.T, c *collector, desc string, pred func(T) bool) T {
 	t.Helper()
-	match := func(ev event.Event) bool {
+	match := func(ev kernel.Event) bool {
 		e, ok := ev.(T)
 		return ok && pred(e)
 	}
@@ -472,11 +472,11 @@ func TestExecForkExit(t *testing.T) {
 	h.wait(t)
 	id := cgid(t, dir)
 
-	exe := wait(t, e.col, "exec of the helper", func(ev *event.ExecEvent) bool { return ev.TGID == h.pid })
+	exe := wait(t, e.col, "exec of the helper", func(ev *kernel.ExecEvent) bool { return ev.TGID == h.pid })
 	if exe.Filename != e.self || !slices.Equal(exe.Args, []string{e.self, "3"}) {
 		t.Errorf("exec: filename %q args %q, want %q [%q 3]", exe.Filename, exe.Args, e.self, e.self)
 	}
-	if exe.CgroupID != id || exe.Origin&event.OriginWatched == 0 || exe.Comm != truncComm(filepath.Base(e.self)) {
+	if exe.CgroupID != id || exe.Origin&kernel.OriginWatched == 0 || exe.Comm != truncComm(filepath.Base(e.self)) {
 		t.Errorf("exec: cgroup %d origin %s comm %q; want cgroup %d, watched", exe.CgroupID, exe.Origin, exe.Comm, id)
 	}
 	if exe.PPID != uint32(os.Getpid()) {
@@ -485,23 +485,23 @@ func TestExecForkExit(t *testing.T) {
 	if exe.Time.IsZero() || time.Since(exe.Time) > time.Minute || time.Since(exe.Time) < 0 {
 		t.Errorf("exec: wall time %v is not now", exe.Time)
 	}
-	fork := wait(t, e.col, "fork", func(ev *event.ForkEvent) bool { return ev.TGID == h.pid })
+	fork := wait(t, e.col, "fork", func(ev *kernel.ForkEvent) bool { return ev.TGID == h.pid })
 	child := fork.ChildTGID
 	if child == 0 || child == h.pid || fork.CgroupID != id {
 		t.Errorf("fork: %+v", fork)
 	}
-	cexe := wait(t, e.col, "exec of the child", func(ev *event.ExecEvent) bool { return ev.TGID == child })
+	cexe := wait(t, e.col, "exec of the child", func(ev *kernel.ExecEvent) bool { return ev.TGID == child })
 	if cexe.PPID != h.pid || !slices.Equal(cexe.Args, []string{e.self, "3"}) {
 		t.Errorf("child exec: ppid %d args %q", cexe.PPID, cexe.Args)
 	}
-	cexit := wait(t, e.col, "exit of the child", func(ev *event.ExitEvent) bool { return ev.TGID == child })
+	cexit := wait(t, e.col, "exit of the child", func(ev *kernel.ExitEvent) bool { return ev.TGID == child })
 	if cexit.ExitCode != 3 || cexit.Signal != 0 || cexit.CoreDumped || cexit.CgroupID != id {
 		t.Errorf("child exit: code %d signal %v core %v cgroup %d; want 3, none", cexit.ExitCode, cexit.Signal, cexit.CoreDumped, cexit.CgroupID)
 	}
 	if !cexit.Start.Before(cexit.Time) {
 		t.Errorf("child exit: start %v not before exit %v", cexit.Start, cexit.Time)
 	}
-	hexit := wait(t, e.col, "exit of the helper", func(ev *event.ExitEvent) bool { return ev.TGID == h.pid })
+	hexit := wait(t, e.col, "exit of the helper", func(ev *kernel.ExitEvent) bool { return ev.TGID == h.pid })
 	if hexit.ExitCode != 0 || hexit.Signal != 0 {
 		t.Errorf("helper exit: %+v", hexit)
 	}
@@ -538,16 +538,16 @@ func TestOnlyProcessTreeRootsByDefault(t *testing.T) {
 	dir := e.dir(e.cgroup(t, "roots"))
 	h := e.start(t, []string{dir}, "spawn", "3")
 	h.wait(t)
-	wait(t, e.col, "exec of the helper", func(ev *event.ExecEvent) bool { return ev.TGID == h.pid })
-	wait(t, e.col, "exit of the helper", func(ev *event.ExitEvent) bool { return ev.TGID == h.pid })
+	wait(t, e.col, "exec of the helper", func(ev *kernel.ExecEvent) bool { return ev.TGID == h.pid })
+	wait(t, e.col, "exit of the helper", func(ev *kernel.ExitEvent) bool { return ev.TGID == h.pid })
 	time.Sleep(200 * time.Millisecond) // what other CPUs submitted is read too
-	for _, ev := range e.col.all(func(event.Event) bool { return true }) {
+	for _, ev := range e.col.all(func(kernel.Event) bool { return true }) {
 		switch ev := ev.(type) {
-		case *event.ForkEvent:
+		case *kernel.ForkEvent:
 			if ev.TGID == h.pid {
 				t.Errorf("fork below a root reported: %+v", ev)
 			}
-		case *event.ExecEvent:
+		case *kernel.ExecEvent:
 			if ev.PPID == h.pid {
 				t.Errorf("exec below a root reported: %+v", ev)
 			}
@@ -566,13 +566,13 @@ func TestRuntimeSetUpChainIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := uint32(cmd.Process.Pid)
-	fork := wait(t, e.col, "fork of the set-up process", func(ev *event.ForkEvent) bool { return ev.TGID == pid })
+	fork := wait(t, e.col, "fork of the set-up process", func(ev *kernel.ForkEvent) bool { return ev.TGID == pid })
 	child := fork.ChildTGID
-	wait(t, e.col, "exec of its child", func(ev *event.ExecEvent) bool { return ev.TGID == child && ev.Origin&event.OriginWatched != 0 })
-	if ex := wait(t, e.col, "exit of its child", func(ev *event.ExitEvent) bool { return ev.TGID == child }); ex.ExitCode != 3 {
+	wait(t, e.col, "exec of its child", func(ev *kernel.ExecEvent) bool { return ev.TGID == child && ev.Origin&kernel.OriginWatched != 0 })
+	if ex := wait(t, e.col, "exit of its child", func(ev *kernel.ExitEvent) bool { return ev.TGID == child }); ex.ExitCode != 3 {
 		t.Errorf("child exit code %d, want 3", ex.ExitCode)
 	}
-	wait(t, e.col, "exit of the set-up process", func(ev *event.ExitEvent) bool { return ev.TGID == pid })
+	wait(t, e.col, "exit of the set-up process", func(ev *kernel.ExitEvent) bool { return ev.TGID == pid })
 }
 
 // A cgroup watched while a process runs in it: its next exec is reported,
@@ -594,7 +594,7 @@ func TestWatchIDRefreshesCachedVerdicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
-	if ev := e.col.find(func(ev event.Event) bool { x, ok := ev.(*event.ExecEvent); return ok && x.TGID == pid }); ev != nil {
+	if ev := e.col.find(func(ev kernel.Event) bool { x, ok := ev.(*kernel.ExecEvent); return ok && x.TGID == pid }); ev != nil {
 		t.Fatalf("exec in an unwatched cgroup reported: %+v", ev)
 	}
 	id := cgid(t, dir)
@@ -605,11 +605,11 @@ func TestWatchIDRefreshesCachedVerdicts(t *testing.T) {
 	if _, err := io.WriteString(stdin, "go\n"); err != nil { // exec once watched
 		t.Fatal(err)
 	}
-	ex := wait(t, e.col, "exec once the cgroup is watched", func(ev *event.ExecEvent) bool { return ev.TGID == pid })
-	if ex.Origin&event.OriginWatched == 0 || ex.CgroupID != id {
+	ex := wait(t, e.col, "exec once the cgroup is watched", func(ev *kernel.ExecEvent) bool { return ev.TGID == pid })
+	if ex.Origin&kernel.OriginWatched == 0 || ex.CgroupID != id {
 		t.Errorf("exec: origin %s cgroup %d, want watched, %d", ex.Origin, ex.CgroupID, id)
 	}
-	if x := wait(t, e.col, "exit once watched", func(ev *event.ExitEvent) bool { return ev.TGID == pid }); x.ExitCode != 5 {
+	if x := wait(t, e.col, "exit once watched", func(ev *kernel.ExitEvent) bool { return ev.TGID == pid }); x.ExitCode != 5 {
 		t.Errorf("exit code %d, want 5", x.ExitCode)
 	}
 }
@@ -625,14 +625,14 @@ func TestExitOfPIDNamespaceInit(t *testing.T) {
 	dir := e.dir(e.cgroup(t, "pidns"))
 	h := e.start(t, []string{dir}, unshare, "--pid", "--fork", "/bin/sh", "-c", "exit 7")
 	h.wait(t)
-	init := wait(t, e.col, "exec of the namespace's init", func(ev *event.ExecEvent) bool {
+	init := wait(t, e.col, "exec of the namespace's init", func(ev *kernel.ExecEvent) bool {
 		return ev.PPID == h.pid && len(ev.Args) > 0 && ev.Args[0] == "/bin/sh"
 	})
-	exit := wait(t, e.col, "exit of the namespace's init", func(ev *event.ExitEvent) bool { return ev.TGID == init.TGID })
+	exit := wait(t, e.col, "exit of the namespace's init", func(ev *kernel.ExitEvent) bool { return ev.TGID == init.TGID })
 	if !exit.NSInit || exit.ExitCode != 7 {
 		t.Errorf("init's exit: ns_init %v code %d, want true and 7", exit.NSInit, exit.ExitCode)
 	}
-	parent := wait(t, e.col, "exit of unshare", func(ev *event.ExitEvent) bool { return ev.TGID == h.pid })
+	parent := wait(t, e.col, "exit of unshare", func(ev *kernel.ExitEvent) bool { return ev.TGID == h.pid })
 	if parent.NSInit {
 		t.Errorf("unshare's exit marked as a namespace's init")
 	}
@@ -649,27 +649,27 @@ func TestKilledBySIGKILL(t *testing.T) {
 	e := setup(t)
 	dir := e.dir(e.cgroup(t, "victim"))
 	h := e.start(t, []string{dir}, "sleep")
-	wait(t, e.col, "exec", func(ev *event.ExecEvent) bool { return ev.TGID == h.pid })
+	wait(t, e.col, "exec", func(ev *kernel.ExecEvent) bool { return ev.TGID == h.pid })
 	if err := syscall.Kill(int(h.pid), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	h.wait(t)
-	sig := wait(t, e.col, "SIGKILL generated", func(ev *event.SignalEvent) bool {
+	sig := wait(t, e.col, "SIGKILL generated", func(ev *kernel.SignalEvent) bool {
 		return ev.TargetTGID == h.pid && ev.Signal == syscall.SIGKILL
 	})
-	if sig.TGID != uint32(os.Getpid()) || sig.Code != event.SIUser || sig.Result != event.SignalDelivered || sig.TargetCgroupID != cgid(t, dir) {
+	if sig.TGID != uint32(os.Getpid()) || sig.Code != kernel.SIUser || sig.Result != kernel.SignalDelivered || sig.TargetCgroupID != cgid(t, dir) {
 		t.Errorf("SIGKILL: sender %d code %d result %s target cgroup %d", sig.TGID, sig.Code, sig.Result, sig.TargetCgroupID)
 	}
-	if sig.Origin&event.OriginTarget == 0 || sig.SenderWatched {
+	if sig.Origin&kernel.OriginTarget == 0 || sig.SenderWatched {
 		t.Errorf("SIGKILL: origin %s sender watched %v", sig.Origin, sig.SenderWatched)
 	}
-	exit := wait(t, e.col, "exit", func(ev *event.ExitEvent) bool { return ev.TGID == h.pid })
+	exit := wait(t, e.col, "exit", func(ev *kernel.ExitEvent) bool { return ev.TGID == h.pid })
 	if exit.Signal != syscall.SIGKILL || exit.ExitCode != 0 {
 		t.Errorf("exit: signal %v code %d, want SIGKILL", exit.Signal, exit.ExitCode)
 	}
 	// The group teardown's SIGKILL to each thread is not reported as a delivery.
-	if d := e.col.all(func(ev event.Event) bool {
-		x, ok := ev.(*event.SignalDeliverEvent)
+	if d := e.col.all(func(ev kernel.Event) bool {
+		x, ok := ev.(*kernel.SignalDeliverEvent)
 		return ok && x.TGID == h.pid && x.Signal == syscall.SIGKILL
 	}); len(d) != 0 {
 		t.Errorf("got %d SIGKILL deliveries for a group teardown", len(d))
@@ -685,22 +685,22 @@ func TestSIGTERMFromKnownSender(t *testing.T) {
 	sender.wait(t)
 	target.wait(t)
 
-	sig := wait(t, e.col, "SIGTERM generated", func(ev *event.SignalEvent) bool {
+	sig := wait(t, e.col, "SIGTERM generated", func(ev *kernel.SignalEvent) bool {
 		return ev.TargetTGID == target.pid && ev.Signal == syscall.SIGTERM
 	})
 	if sig.TGID != sender.pid || sig.Comm != truncComm(filepath.Base(e.self)) || sig.CgroupID != cgid(t, dir) || !sig.SenderWatched {
 		t.Errorf("sender: tgid %d comm %q cgroup %d watched %v; want %d", sig.TGID, sig.Comm, sig.CgroupID, sig.SenderWatched, sender.pid)
 	}
-	if sig.Code != event.SIUser || sig.Result != event.SignalDelivered || sig.Disposition != event.DispositionHandler {
+	if sig.Code != kernel.SIUser || sig.Result != kernel.SignalDelivered || sig.Disposition != kernel.DispositionHandler {
 		t.Errorf("SIGTERM: code %d result %s disposition %s; want user, delivered, handler", sig.Code, sig.Result, sig.Disposition)
 	}
-	del := wait(t, e.col, "SIGTERM delivered", func(ev *event.SignalDeliverEvent) bool {
+	del := wait(t, e.col, "SIGTERM delivered", func(ev *kernel.SignalDeliverEvent) bool {
 		return ev.TGID == target.pid && ev.Signal == syscall.SIGTERM
 	})
-	if del.Disposition != event.DispositionHandler || del.Code != event.SIUser {
+	if del.Disposition != kernel.DispositionHandler || del.Code != kernel.SIUser {
 		t.Errorf("delivery: disposition %s code %d", del.Disposition, del.Code)
 	}
-	exit := wait(t, e.col, "target exit", func(ev *event.ExitEvent) bool { return ev.TGID == target.pid })
+	exit := wait(t, e.col, "target exit", func(ev *kernel.ExitEvent) bool { return ev.TGID == target.pid })
 	if exit.ExitCode != 0 || exit.Signal != 0 {
 		t.Errorf("handled SIGTERM should exit 0: %+v", exit)
 	}
@@ -714,10 +714,10 @@ func TestSIGTERMIgnored(t *testing.T) {
 	if err := syscall.Kill(int(h.pid), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	sig := wait(t, e.col, "SIGTERM generated", func(ev *event.SignalEvent) bool {
+	sig := wait(t, e.col, "SIGTERM generated", func(ev *kernel.SignalEvent) bool {
 		return ev.TargetTGID == h.pid && ev.Signal == syscall.SIGTERM
 	})
-	if sig.Disposition != event.DispositionIgnored || sig.Result != event.SignalIgnored {
+	if sig.Disposition != kernel.DispositionIgnored || sig.Result != kernel.SignalIgnored {
 		t.Errorf("ignored SIGTERM: disposition %s result %s", sig.Disposition, sig.Result)
 	}
 	// Still alive: no delivery, no exit. Prove it with a later event.
@@ -725,15 +725,15 @@ func TestSIGTERMIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.wait(t)
-	exit := wait(t, e.col, "exit", func(ev *event.ExitEvent) bool { return ev.TGID == h.pid })
+	exit := wait(t, e.col, "exit", func(ev *kernel.ExitEvent) bool { return ev.TGID == h.pid })
 	if exit.Signal != syscall.SIGKILL {
 		t.Errorf("exit signal %v, want SIGKILL", exit.Signal)
 	}
-	if d := e.col.find(func(ev event.Event) bool {
-		x, ok := ev.(*event.SignalDeliverEvent)
+	if d := e.col.find(func(ev kernel.Event) bool {
+		x, ok := ev.(*kernel.SignalDeliverEvent)
 		return ok && x.TGID == h.pid && x.Signal == syscall.SIGTERM
 	}); d != nil {
-		t.Errorf("an ignored SIGTERM was delivered: %s", event.Format(d))
+		t.Errorf("an ignored SIGTERM was delivered: %s", kernel.Format(d))
 	}
 }
 
@@ -746,18 +746,18 @@ func TestSIGTERMDefaultDisposition(t *testing.T) {
 		t.Skipf("no sleep binary: %v", err)
 	}
 	h := e.start(t, []string{dir}, sleep, "1000")
-	wait(t, e.col, "exec", func(ev *event.ExecEvent) bool { return ev.TGID == h.pid && ev.Filename == sleep })
+	wait(t, e.col, "exec", func(ev *kernel.ExecEvent) bool { return ev.TGID == h.pid && ev.Filename == sleep })
 	if err := syscall.Kill(int(h.pid), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	h.wait(t)
-	sig := wait(t, e.col, "SIGTERM generated", func(ev *event.SignalEvent) bool {
+	sig := wait(t, e.col, "SIGTERM generated", func(ev *kernel.SignalEvent) bool {
 		return ev.TargetTGID == h.pid && ev.Signal == syscall.SIGTERM
 	})
-	if sig.Disposition != event.DispositionDefault || sig.Result != event.SignalDelivered {
+	if sig.Disposition != kernel.DispositionDefault || sig.Result != kernel.SignalDelivered {
 		t.Errorf("SIGTERM: disposition %s result %s", sig.Disposition, sig.Result)
 	}
-	exit := wait(t, e.col, "exit", func(ev *event.ExitEvent) bool { return ev.TGID == h.pid })
+	exit := wait(t, e.col, "exit", func(ev *kernel.ExitEvent) bool { return ev.TGID == h.pid })
 	if exit.Signal != syscall.SIGTERM {
 		t.Errorf("exit signal %v, want SIGTERM", exit.Signal)
 	}
@@ -832,8 +832,8 @@ func TestOOMKill(t *testing.T) {
 	h.wait(t)
 	id := cgid(t, dirs[0])
 
-	oom := wait(t, e.col, "OOM kill", func(ev *event.OOMEvent) bool { return ev.VictimTGID == h.pid })
-	if !oom.VictimKnown || oom.VictimCgroupID != id || oom.VictimComm != truncComm(filepath.Base(e.self)) || oom.Origin&event.OriginTarget == 0 {
+	oom := wait(t, e.col, "OOM kill", func(ev *kernel.OOMEvent) bool { return ev.VictimTGID == h.pid })
+	if !oom.VictimKnown || oom.VictimCgroupID != id || oom.VictimComm != truncComm(filepath.Base(e.self)) || oom.Origin&kernel.OriginTarget == 0 {
 		t.Errorf("OOM: known %v cgroup %d (want %d) comm %q origin %s", oom.VictimKnown, oom.VictimCgroupID, id, oom.VictimComm, oom.Origin)
 	}
 	// Which path the program takes is a CO-RE relocation against the
@@ -853,18 +853,18 @@ func TestOOMKill(t *testing.T) {
 		}
 		t.Logf("KERNEL-PATH oom-rss=unknown (mark_victim has no memory figures in the kernel's BTF; added in 6.8), as the event says")
 	}
-	kill := wait(t, e.col, "the OOM killer's SIGKILL", func(ev *event.SignalEvent) bool {
+	kill := wait(t, e.col, "the OOM killer's SIGKILL", func(ev *kernel.SignalEvent) bool {
 		return ev.TargetTGID == h.pid && ev.Signal == syscall.SIGKILL
 	})
-	if kill.Code != event.SIKernel || kill.TargetCgroupID != id {
+	if kill.Code != kernel.SIKernel || kill.TargetCgroupID != id {
 		t.Errorf("OOM SIGKILL: code %d target cgroup %d", kill.Code, kill.TargetCgroupID)
 	}
 	checkOOMMemcgs(t, oom, memcgs, 0)
-	exit := wait(t, e.col, "exit", func(ev *event.ExitEvent) bool { return ev.TGID == h.pid })
+	exit := wait(t, e.col, "exit", func(ev *kernel.ExitEvent) bool { return ev.TGID == h.pid })
 	if exit.Signal != syscall.SIGKILL {
 		t.Errorf("exit: signal %v, want SIGKILL", exit.Signal)
 	}
-	t.Logf("OOM: %s", event.Format(oom))
+	t.Logf("OOM: %s", kernel.Format(oom))
 }
 
 // TestOOMKillParentLimit: the limit that runs out is the parent's (a pod's,
@@ -875,15 +875,15 @@ func TestOOMKillParentLimit(t *testing.T) {
 	dirs, memcgs := e.nestedMemoryCgroup(t, "oomparent", 32<<20, true)
 	h := e.start(t, dirs, "alloc", "512")
 	h.wait(t)
-	oom := wait(t, e.col, "OOM kill", func(ev *event.OOMEvent) bool { return ev.VictimTGID == h.pid })
+	oom := wait(t, e.col, "OOM kill", func(ev *kernel.OOMEvent) bool { return ev.VictimTGID == h.pid })
 	checkOOMMemcgs(t, oom, memcgs, 1)
-	t.Logf("OOM: %s", event.Format(oom))
+	t.Logf("OOM: %s", kernel.Format(oom))
 }
 
 // checkOOMMemcgs checks an OOM event's memory cgroups against the test's
 // (innermost first): the same cgroups at consecutive levels, and OOMs
 // counted on memcgs[limited] only.
-func checkOOMMemcgs(t *testing.T, oom *event.OOMEvent, memcgs []string, limited int) {
+func checkOOMMemcgs(t *testing.T, oom *kernel.OOMEvent, memcgs []string, limited int) {
 	t.Helper()
 	if len(oom.Memcgs) < len(memcgs)+1 {
 		t.Fatalf("OOM: %d memory cgroups read, want at least %d (the test's and their ancestors): %+v", len(oom.Memcgs), len(memcgs)+1, oom.Memcgs)
@@ -950,10 +950,10 @@ func TestKernelPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.wait(t)
-	mk := wait(t, e.col, "mkdir", func(ev *event.CgroupEvent) bool { return ev.Type == event.EventCgroupMkdir && ev.Path == rel })
-	gen := wait(t, e.col, "SIGTERM generated", func(ev *event.SignalEvent) bool { return ev.TargetTGID == h.pid && ev.Signal == syscall.SIGTERM })
-	del := wait(t, e.col, "SIGTERM delivered", func(ev *event.SignalDeliverEvent) bool { return ev.TGID == h.pid && ev.Signal == syscall.SIGTERM })
-	if mk.Origin&event.OriginWatched == 0 || gen.Origin&event.OriginTarget == 0 || gen.SenderWatched || del.Origin&event.OriginWatched == 0 {
+	mk := wait(t, e.col, "mkdir", func(ev *kernel.CgroupEvent) bool { return ev.Type == kernel.EventCgroupMkdir && ev.Path == rel })
+	gen := wait(t, e.col, "SIGTERM generated", func(ev *kernel.SignalEvent) bool { return ev.TargetTGID == h.pid && ev.Signal == syscall.SIGTERM })
+	del := wait(t, e.col, "SIGTERM delivered", func(ev *kernel.SignalDeliverEvent) bool { return ev.TGID == h.pid && ev.Signal == syscall.SIGTERM })
+	if mk.Origin&kernel.OriginWatched == 0 || gen.Origin&kernel.OriginTarget == 0 || gen.SenderWatched || del.Origin&kernel.OriginWatched == 0 {
 		t.Errorf("cgroup filter: mkdir origin %s, signal origin %s sender watched %v, delivery origin %s", mk.Origin, gen.Origin, gen.SenderWatched, del.Origin)
 	}
 	paths, err := e.p.Paths()
@@ -997,10 +997,10 @@ func TestCgroupMkdirRmdir(t *testing.T) {
 	if err := unix.Rmdir(dir); err != nil {
 		t.Fatal(err)
 	}
-	mk := wait(t, e.col, "cgroup_mkdir", func(ev *event.CgroupEvent) bool { return ev.Type == event.EventCgroupMkdir && ev.Path == rel })
-	rm := wait(t, e.col, "cgroup_rmdir", func(ev *event.CgroupEvent) bool { return ev.Type == event.EventCgroupRmdir && ev.Path == rel })
-	for _, ev := range []*event.CgroupEvent{mk, rm} {
-		if ev.ID != id || ev.Level != 2 || ev.HierarchyID != e.layout.HierarchyID() || ev.TGID != uint32(os.Getpid()) || ev.Origin&event.OriginWatched == 0 {
+	mk := wait(t, e.col, "cgroup_mkdir", func(ev *kernel.CgroupEvent) bool { return ev.Type == kernel.EventCgroupMkdir && ev.Path == rel })
+	rm := wait(t, e.col, "cgroup_rmdir", func(ev *kernel.CgroupEvent) bool { return ev.Type == kernel.EventCgroupRmdir && ev.Path == rel })
+	for _, ev := range []*kernel.CgroupEvent{mk, rm} {
+		if ev.ID != id || ev.Level != 2 || ev.HierarchyID != e.layout.HierarchyID() || ev.TGID != uint32(os.Getpid()) || ev.Origin&kernel.OriginWatched == 0 {
 			t.Errorf("%s: id %d (want %d) level %d hierarchy %d tgid %d origin %s", ev.Type, ev.ID, id, ev.Level, ev.HierarchyID, ev.TGID, ev.Origin)
 		}
 	}
@@ -1015,13 +1015,13 @@ func TestRootCreatedAfterLoad(t *testing.T) {
 		t.Fatalf("AddRoot of a missing root: %v, want os.ErrNotExist", err)
 	}
 	mkCgroup(t, e.dir(late))
-	wait(t, e.col, "mkdir of the root", func(ev *event.CgroupEvent) bool { return ev.Type == event.EventCgroupMkdir && ev.Path == late })
+	wait(t, e.col, "mkdir of the root", func(ev *kernel.CgroupEvent) bool { return ev.Type == kernel.EventCgroupMkdir && ev.Path == late })
 	// The root is now watched: a process below it is reported.
 	dir := e.dir(late + "/c")
 	mkCgroup(t, dir)
 	h := e.start(t, []string{dir}, "exit", "0")
 	h.wait(t)
-	wait(t, e.col, "exec under the late root", func(ev *event.ExecEvent) bool { return ev.TGID == h.pid && ev.CgroupID == cgid(t, dir) })
+	wait(t, e.col, "exec under the late root", func(ev *kernel.ExecEvent) bool { return ev.TGID == h.pid && ev.CgroupID == cgid(t, dir) })
 }
 
 // TestCNIPluginRun runs a real CNI plugin with the CNI variables after the
@@ -1055,17 +1055,17 @@ func TestCNIPluginRun(t *testing.T) {
 				t.Fatalf("run %s: %v", plugin, err)
 			}
 			pid := uint32(cmd.Process.Pid)
-			exe := wait(t, e.col, "CNI exec", func(ev *event.ExecEvent) bool { return ev.TGID == pid })
-			want := event.CNIRun{Command: "VERSION", ContainerID: containerID, IfName: "eth0", NetNS: "/var/run/netns/cni-1234", Args: cniArgs,
+			exe := wait(t, e.col, "CNI exec", func(ev *kernel.ExecEvent) bool { return ev.TGID == pid })
+			want := kernel.CNIRun{Command: "VERSION", ContainerID: containerID, IfName: "eth0", NetNS: "/var/run/netns/cni-1234", Args: cniArgs,
 				PodNamespace: "shop", PodName: "cart-7d9f", PodUID: "0b6e0b3c-1f2d-4a5b-9c8d-7e6f5a4b3c2d", InfraContainerID: containerID}
 			if exe.CNI == nil || *exe.CNI != want {
 				t.Fatalf("CNI run: got %+v, want %+v", exe.CNI, want)
 			}
-			if exe.Filename != plugin || exe.Origin&event.OriginCNI == 0 || exe.Origin&event.OriginWatched != 0 {
+			if exe.Filename != plugin || exe.Origin&kernel.OriginCNI == 0 || exe.Origin&kernel.OriginWatched != 0 {
 				t.Errorf("CNI exec: filename %q origin %s", exe.Filename, exe.Origin)
 			}
-			exit := wait(t, e.col, "CNI plugin exit", func(ev *event.ExitEvent) bool { return ev.TGID == pid })
-			if exit.ExitCode != 0 || exit.Origin&event.OriginCNI == 0 {
+			exit := wait(t, e.col, "CNI plugin exit", func(ev *kernel.ExitEvent) bool { return ev.TGID == pid })
+			if exit.ExitCode != 0 || exit.Origin&kernel.OriginCNI == 0 {
 				t.Errorf("CNI exit: %+v", exit)
 			}
 			t.Logf("plugin said %s", strings.TrimSpace(string(out)))
@@ -1083,11 +1083,11 @@ func TestRuntimeProcessFollowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := uint32(cmd.Process.Pid)
-	exe := wait(t, e.col, "runtime exec", func(ev *event.ExecEvent) bool { return ev.TGID == pid })
-	if exe.Comm != "runc" || exe.Origin != event.OriginRuntime {
+	exe := wait(t, e.col, "runtime exec", func(ev *kernel.ExecEvent) bool { return ev.TGID == pid })
+	if exe.Comm != "runc" || exe.Origin != kernel.OriginRuntime {
 		t.Errorf("runtime exec: comm %q origin %s", exe.Comm, exe.Origin)
 	}
-	wait(t, e.col, "runtime exit", func(ev *event.ExitEvent) bool { return ev.TGID == pid && ev.Origin&event.OriginRuntime != 0 })
+	wait(t, e.col, "runtime exit", func(ev *kernel.ExitEvent) bool { return ev.TGID == pid && ev.Origin&kernel.OriginRuntime != 0 })
 }
 
 func copyFile(t *testing.T, from, to string) {
@@ -1115,13 +1115,13 @@ func TestUnwatchedProcessIsFiltered(t *testing.T) {
 	dir := e.dir(e.cgroup(t, "marker"))
 	h := e.start(t, []string{dir}, "exit", "0")
 	h.wait(t)
-	wait(t, e.col, "marker exit", func(ev *event.ExitEvent) bool { return ev.TGID == h.pid })
-	if got := e.col.all(func(ev event.Event) bool {
+	wait(t, e.col, "marker exit", func(ev *kernel.ExitEvent) bool { return ev.TGID == h.pid })
+	if got := e.col.all(func(ev kernel.Event) bool {
 		hd := ev.Hdr()
 		return hd.TGID == outside || hd.PPID == outside
 	}); len(got) != 0 {
 		for _, ev := range got {
-			t.Errorf("unwatched process reported: %s", event.Format(ev))
+			t.Errorf("unwatched process reported: %s", kernel.Format(ev))
 		}
 	}
 }
@@ -1175,14 +1175,14 @@ func testLostEvents(t *testing.T, dedupe bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for typ, want := range map[event.EventType]uint64{event.EventExec: n + 1, event.EventFork: n, event.EventExit: n + 1} {
+	for typ, want := range map[kernel.EventType]uint64{kernel.EventExec: n + 1, kernel.EventFork: n, kernel.EventExit: n + 1} {
 		got := c[typ].Emitted + c[typ].Lost
 		if got != want {
 			t.Errorf("%s: emitted %d + lost %d = %d, want %d", typ, c[typ].Emitted, c[typ].Lost, got, want)
 		}
 	}
-	if c[event.EventExec].Lost == 0 {
-		t.Errorf("a 4 KiB ring buffer held %d exec events: nothing lost?", c[event.EventExec].Emitted)
+	if c[kernel.EventExec].Lost == 0 {
+		t.Errorf("a 4 KiB ring buffer held %d exec events: nothing lost?", c[kernel.EventExec].Emitted)
 	}
 	// What was emitted is in the ring buffer: every exec, fork and exit
 	// record is the storm's (the helper or a child it forked), and there are
@@ -1193,7 +1193,7 @@ func testLostEvents(t *testing.T, dedupe bool) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	read := map[event.EventType]uint64{}
+	read := map[kernel.EventType]uint64{}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	for {
@@ -1203,14 +1203,14 @@ func testLostEvents(t *testing.T, dedupe bool) {
 		}
 		hd := ev.Hdr()
 		read[hd.Type]++
-		if hd.Type != event.EventExec && hd.Type != event.EventFork && hd.Type != event.EventExit {
+		if hd.Type != kernel.EventExec && hd.Type != kernel.EventFork && hd.Type != kernel.EventExit {
 			continue
 		}
 		if hd.TGID != h.pid && hd.PPID != h.pid {
-			t.Errorf("a process not of the storm was counted: %s", event.Format(ev))
+			t.Errorf("a process not of the storm was counted: %s", kernel.Format(ev))
 		}
 	}
-	for _, typ := range []event.EventType{event.EventExec, event.EventFork, event.EventExit} {
+	for _, typ := range []kernel.EventType{kernel.EventExec, kernel.EventFork, kernel.EventExit} {
 		if read[typ] != c[typ].Emitted {
 			t.Errorf("%s: %d records in the ring buffer, %d counted as emitted", typ, read[typ], c[typ].Emitted)
 		}
@@ -1232,11 +1232,11 @@ func TestCgroupV1MemoryMode(t *testing.T) {
 	dir := e.dir(rel)
 	h := e.start(t, []string{dir}, "exit", "5")
 	h.wait(t)
-	exit := wait(t, e.col, "exit in a v1 cgroup", func(ev *event.ExitEvent) bool { return ev.TGID == h.pid })
+	exit := wait(t, e.col, "exit in a v1 cgroup", func(ev *kernel.ExitEvent) bool { return ev.TGID == h.pid })
 	if exit.CgroupID != cgid(t, dir) || exit.ExitCode != 5 {
 		t.Errorf("v1 exit: cgroup %d (want %d) code %d", exit.CgroupID, cgid(t, dir), exit.ExitCode)
 	}
-	mk := wait(t, e.col, "v1 mkdir", func(ev *event.CgroupEvent) bool { return ev.Type == event.EventCgroupMkdir && ev.Path == rel })
+	mk := wait(t, e.col, "v1 mkdir", func(ev *kernel.CgroupEvent) bool { return ev.Type == kernel.EventCgroupMkdir && ev.Path == rel })
 	if mk.HierarchyID != uint32(l.MemoryHierarchyID) {
 		t.Errorf("v1 mkdir: hierarchy %d, want %d", mk.HierarchyID, l.MemoryHierarchyID)
 	}

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact/kernel"
+
 	"github.com/podchron/podchron/internal/probe/event"
 
 	"github.com/cilium/ebpf/ringbuf"
@@ -21,7 +23,7 @@ import (
 type Source interface {
 	// Next blocks until the next event. It returns io.EOF once the source
 	// is closed or exhausted, or ctx's error once ctx is done.
-	Next(ctx context.Context) (event.Event, error)
+	Next(ctx context.Context) (kernel.Event, error)
 	Close() error
 }
 
@@ -57,7 +59,7 @@ func (p *Probes) NewSource() (*RingSource, error) {
 func (s *RingSource) Decoder() *event.Decoder { return s.dec }
 
 // Next returns the next decoded event.
-func (s *RingSource) Next(ctx context.Context) (event.Event, error) {
+func (s *RingSource) Next(ctx context.Context) (kernel.Event, error) {
 	// A cancelled context unblocks the reader by closing it.
 	if ctx != s.ctx {
 		if s.stop != nil {
@@ -122,12 +124,12 @@ func (s *RingSource) Close() error {
 
 // SliceSource replays a fixed list of events.
 type SliceSource struct {
-	Events []event.Event
+	Events []kernel.Event
 	i      int
 }
 
 // Next returns the next event, io.EOF at the end.
-func (s *SliceSource) Next(ctx context.Context) (event.Event, error) {
+func (s *SliceSource) Next(ctx context.Context) (kernel.Event, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

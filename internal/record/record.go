@@ -12,11 +12,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
+
 	"github.com/podchron/podchron/internal/redact"
 
 	"github.com/podchron/podchron/internal/correlate"
-	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 )
 
 // Version is the format version written in each file's header line.
@@ -283,22 +284,22 @@ func decode(l line) (correlate.Input, error) {
 	return in, nil
 }
 
-func newKernelEvent(typ string) (event.Event, error) {
+func newKernelEvent(typ string) (kernel.Event, error) {
 	switch typ {
-	case event.EventExec.String():
-		return &event.ExecEvent{}, nil
-	case event.EventFork.String():
-		return &event.ForkEvent{}, nil
-	case event.EventExit.String():
-		return &event.ExitEvent{}, nil
-	case event.EventSignalGenerate.String():
-		return &event.SignalEvent{}, nil
-	case event.EventSignalDeliver.String():
-		return &event.SignalDeliverEvent{}, nil
-	case event.EventOOMKill.String():
-		return &event.OOMEvent{}, nil
-	case event.EventCgroupMkdir.String(), event.EventCgroupRmdir.String():
-		return &event.CgroupEvent{}, nil
+	case kernel.EventExec.String():
+		return &kernel.ExecEvent{}, nil
+	case kernel.EventFork.String():
+		return &kernel.ForkEvent{}, nil
+	case kernel.EventExit.String():
+		return &kernel.ExitEvent{}, nil
+	case kernel.EventSignalGenerate.String():
+		return &kernel.SignalEvent{}, nil
+	case kernel.EventSignalDeliver.String():
+		return &kernel.SignalDeliverEvent{}, nil
+	case kernel.EventOOMKill.String():
+		return &kernel.OOMEvent{}, nil
+	case kernel.EventCgroupMkdir.String(), kernel.EventCgroupRmdir.String():
+		return &kernel.CgroupEvent{}, nil
 	}
 	return nil, fmt.Errorf("unknown kernel event type %q", typ)
 }
@@ -320,7 +321,7 @@ func RedactInput(in correlate.Input, p redact.Policy) correlate.Input {
 	}
 	switch {
 	case in.Kernel != nil:
-		if e, ok := in.Kernel.(*event.ExecEvent); ok && len(e.Args) > 0 {
+		if e, ok := in.Kernel.(*kernel.ExecEvent); ok && len(e.Args) > 0 {
 			c := *e
 			c.Args = p.Args(e.Args)
 			in.Kernel = &c

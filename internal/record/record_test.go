@@ -10,25 +10,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
+
 	"github.com/podchron/podchron/internal/redact"
 
 	"github.com/podchron/podchron/internal/correlate"
-	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 )
 
 func TestRoundTrip(t *testing.T) {
 	t0 := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
 	grace := int64(3)
 	del := t0.Add(5 * time.Second)
-	hdr := event.Header{Type: event.EventExec, Origin: event.OriginCNI, Time: t0, BootNS: 42, CgroupID: 7, TGID: 100, PID: 100, PPID: 1, Comm: "bridge"}
+	hdr := kernel.Header{Type: kernel.EventExec, Origin: kernel.OriginCNI, Time: t0, BootNS: 42, CgroupID: 7, TGID: 100, PID: 100, PPID: 1, Comm: "bridge"}
 	inputs := []correlate.Input{
 		{Time: t0, Start: &correlate.Start{At: t0, NodeName: "node-1"}},
-		{Time: t0, Kernel: &event.ExecEvent{Header: hdr, Filename: "/opt/cni/bin/bridge", Args: []string{"bridge"},
-			CNI: &event.CNIRun{Command: "ADD", ContainerID: "abc", PodUID: "u1"}}},
-		{Time: t0, Kernel: &event.ExitEvent{Header: event.Header{Type: event.EventExit, Time: t0, TGID: 100}, Signal: syscall.SIGKILL, RawStatus: 9}},
-		{Time: t0, Kernel: &event.SignalEvent{Header: event.Header{Type: event.EventSignalGenerate, Time: t0, TGID: 5}, Signal: syscall.SIGTERM, Result: event.SignalIgnored, Disposition: event.DispositionIgnored, TargetTGID: 9}},
-		{Time: t0, Kernel: &event.CgroupEvent{Header: event.Header{Type: event.EventCgroupRmdir, Time: t0}, ID: 9, Level: 3, Path: "/kubepods/pod1"}},
+		{Time: t0, Kernel: &kernel.ExecEvent{Header: hdr, Filename: "/opt/cni/bin/bridge", Args: []string{"bridge"},
+			CNI: &kernel.CNIRun{Command: "ADD", ContainerID: "abc", PodUID: "u1"}}},
+		{Time: t0, Kernel: &kernel.ExitEvent{Header: kernel.Header{Type: kernel.EventExit, Time: t0, TGID: 100}, Signal: syscall.SIGKILL, RawStatus: 9}},
+		{Time: t0, Kernel: &kernel.SignalEvent{Header: kernel.Header{Type: kernel.EventSignalGenerate, Time: t0, TGID: 5}, Signal: syscall.SIGTERM, Result: kernel.SignalIgnored, Disposition: kernel.DispositionIgnored, TargetTGID: 9}},
+		{Time: t0, Kernel: &kernel.CgroupEvent{Header: kernel.Header{Type: kernel.EventCgroupRmdir, Time: t0}, ID: 9, Level: 3, Path: "/kubepods/pod1"}},
 		{Time: t0, Runtime: &cri.Event{Type: cri.EventRuntimeAvailable, At: t0, Gap: &cri.Gap{Since: t0, Until: t0.Add(time.Second), Err: errors.New("connection refused")}}},
 		{Time: t0, Runtime: &cri.Event{Type: cri.EventContainerExited, At: t0, Container: &cri.Container{ID: "c1", Name: "app", ExitCode: 137, Reason: "OOMKilled"}}},
 		{Time: t0, Pod: &correlate.PodInfo{UID: "u1", Name: "web", Namespace: "shop", CreatedAt: t0, DeletionTimestamp: &del, DeletionGracePeriodSeconds: &grace,
@@ -110,7 +111,7 @@ func TestReadsVersion1(t *testing.T) {
 // pod spec's exec hooks and probes. The caller's input is not modified.
 func TestCommandLinesRedactedInRecords(t *testing.T) {
 	secret := []string{"app", "--password=hunter2"}
-	exec := &event.ExecEvent{Header: event.Header{Type: event.EventExec}, Args: secret}
+	exec := &kernel.ExecEvent{Header: kernel.Header{Type: kernel.EventExec}, Args: secret}
 	ins := []correlate.Input{
 		{Kernel: exec},
 		{Proc: &correlate.ProcSeen{PID: 7, Args: secret}},

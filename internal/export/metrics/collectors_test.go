@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -19,11 +19,11 @@ func TestProbeCollectorError(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	fail := true
-	c := NewProbeCollector(func() (map[event.EventType]event.Counter, error) {
+	c := NewProbeCollector(func() (map[kernel.EventType]kernel.Counter, error) {
 		if fail {
 			return nil, errors.New("read counters for exec: bad map")
 		}
-		return map[event.EventType]event.Counter{event.EventExec: {Emitted: 5, Lost: 1}}, nil
+		return map[kernel.EventType]kernel.Counter{kernel.EventExec: {Emitted: 5, Lost: 1}}, nil
 	}, log)
 
 	want := `
@@ -44,8 +44,8 @@ podchron_probe_up 0
 	}
 
 	fail = false
-	if got := testutil.CollectAndCount(c, "podchron_probe_events_total"); got != len(event.EventTypes()) {
-		t.Errorf("%d event type series, want %d (every type, 0 if unseen)", got, len(event.EventTypes()))
+	if got := testutil.CollectAndCount(c, "podchron_probe_events_total"); got != len(kernel.EventTypes()) {
+		t.Errorf("%d event type series, want %d (every type, 0 if unseen)", got, len(kernel.EventTypes()))
 	}
 	if !strings.Contains(logs.String(), "readable again") {
 		t.Errorf("recovery not logged:\n%s", logs.String())
@@ -67,10 +67,10 @@ func TestProbeCollectorNilFunc(t *testing.T) {
 }
 
 func TestProbeCollectorUnknownType(t *testing.T) {
-	c := NewProbeCollector(func() (map[event.EventType]event.Counter, error) {
-		return map[event.EventType]event.Counter{event.EventType(42): {Emitted: 7}}, nil
+	c := NewProbeCollector(func() (map[kernel.EventType]kernel.Counter, error) {
+		return map[kernel.EventType]kernel.Counter{kernel.EventType(42): {Emitted: 7}}, nil
 	}, discard)
-	if got := testutil.CollectAndCount(c, "podchron_probe_events_total"); got != len(event.EventTypes())+1 {
+	if got := testutil.CollectAndCount(c, "podchron_probe_events_total"); got != len(kernel.EventTypes())+1 {
 		t.Errorf("%d series, want the known types and event(42)", got)
 	}
 }

@@ -15,8 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact/kernel"
+
 	"github.com/podchron/podchron/internal/correlate"
-	"github.com/podchron/podchron/internal/probe/event"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -87,13 +88,13 @@ func fixture(t *testing.T) (*prometheus.Registry, *Health) {
 	rec.StuckTerminating("batch", job, false)
 	rec.StuckTerminating("batch", job, false) // unmatched: stays 0
 
-	counters := func() (map[event.EventType]event.Counter, error) {
-		return map[event.EventType]event.Counter{
-			event.EventExec:           {Emitted: 1200, Lost: 3},
-			event.EventFork:           {Emitted: 900},
-			event.EventExit:           {Emitted: 1100},
-			event.EventSignalGenerate: {Emitted: 40},
-			event.EventOOMKill:        {Emitted: 2},
+	counters := func() (map[kernel.EventType]kernel.Counter, error) {
+		return map[kernel.EventType]kernel.Counter{
+			kernel.EventExec:           {Emitted: 1200, Lost: 3},
+			kernel.EventFork:           {Emitted: 900},
+			kernel.EventExit:           {Emitted: 1100},
+			kernel.EventSignalGenerate: {Emitted: 40},
+			kernel.EventOOMKill:        {Emitted: 2},
 		}, nil
 	}
 	spans := &fakeSpanStats{exported: 77, dropped: map[string]uint64{"queue_full": 5, "export_error": 1}}

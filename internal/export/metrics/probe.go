@@ -6,14 +6,14 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/podchron/podchron/internal/probe/event"
+	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // CountersFunc reads the kernel probes' per-type counters:
 // (*probe.Probes).Counters in the daemon, a fake in tests.
-type CountersFunc func() (map[event.EventType]event.Counter, error)
+type CountersFunc func() (map[kernel.EventType]kernel.Counter, error)
 
 var (
 	probeEventsDesc = prometheus.NewDesc("podchron_probe_events_total",
@@ -60,7 +60,7 @@ func (c *ProbeCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(probeUpDesc, prometheus.GaugeValue, 1)
-	types := event.EventTypes()
+	types := kernel.EventTypes()
 	for t := range counters {
 		if !slices.Contains(types, t) {
 			types = append(types, t)
@@ -76,9 +76,9 @@ func (c *ProbeCollector) Collect(ch chan<- prometheus.Metric) {
 
 // readCounters calls read, logging a failure at warning level once per run
 // of failures so a broken map does not flood the log at every scrape.
-func (c *ProbeCollector) readCounters() (map[event.EventType]event.Counter, error) {
+func (c *ProbeCollector) readCounters() (map[kernel.EventType]kernel.Counter, error) {
 	var (
-		counters map[event.EventType]event.Counter
+		counters map[kernel.EventType]kernel.Counter
 		err      error
 	)
 	if c.read == nil {

@@ -1,3 +1,8 @@
+// Package event decodes the eBPF programs' ring-buffer records into the
+// kernel facts of internal/fact/kernel; it holds the bpf2go bindings
+// generated from bpf/ (committed, with every C enum) and an encoder for
+// tests. It builds on any OS; loading the programs is internal/probe's
+// (Linux).
 package event
 
 import (
@@ -8,6 +13,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/podchron/podchron/internal/fact/kernel"
 )
 
 // ErrShortEvent means a record was smaller than its type's struct.
@@ -55,10 +62,10 @@ func cbytes(a []int8) []byte {
 
 func cstr(a []int8) string { return string(cbytes(a)) }
 
-func (d *Decoder) header(h *PodchronEventHeader) Header {
-	return Header{
-		Type:     EventType(h.Type),
-		Origin:   Origin(h.Origin),
+func (d *Decoder) header(h *PodchronEventHeader) kernel.Header {
+	return kernel.Header{
+		Type:     kernel.EventType(h.Type),
+		Origin:   kernel.Origin(h.Origin),
 		Time:     d.Clock.Wall(h.KtimeNs),
 		BootNS:   h.KtimeNs,
 		CgroupID: h.CgroupId,
@@ -83,27 +90,27 @@ func (d *Decoder) comm(a []int8) string {
 }
 
 // Decode decodes one ring buffer record.
-func (d *Decoder) Decode(raw []byte) (Event, error) {
+func (d *Decoder) Decode(raw []byte) (kernel.Event, error) {
 	h, err := view[PodchronEventHeader](raw)
 	if err != nil {
 		return nil, err
 	}
-	switch EventType(h.Type) {
-	case EventExec:
+	switch kernel.EventType(h.Type) {
+	case kernel.EventExec:
 		return d.exec(raw)
-	case EventFork:
+	case kernel.EventFork:
 		r, err := view[PodchronForkEvent](raw)
 		if err != nil {
 			return nil, err
 		}
-		return &ForkEvent{Header: d.header(&r.Hdr), ChildTGID: r.ChildTgid, ChildPID: r.ChildPid}, nil
-	case EventExit:
+		return &kernel.ForkEvent{Header: d.header(&r.Hdr), ChildTGID: r.ChildTgid, ChildPID: r.ChildPid}, nil
+	case kernel.EventExit:
 		r, err := view[PodchronExitEvent](raw)
 		if err != nil {
 			return nil, err
 		}
 		st := syscall.WaitStatus(r.ExitCode)
-		e := &ExitEvent{
+		e := &kernel.ExitEvent{
 			Header:     d.header(&r.Hdr),
 			RawStatus:  r.ExitCode,
 			Start:      d.Clock.Wall(r.StartNs),
@@ -116,43 +123,43 @@ func (d *Decoder) Decode(raw []byte) (Event, error) {
 			e.ExitCode = st.ExitStatus()
 		}
 		return e, nil
-	case EventSignalGenerate:
+	case kernel.EventSignalGenerate:
 		r, err := view[PodchronSignalEvent](raw)
 		if err != nil {
 			return nil, err
 		}
-		return &SignalEvent{
+		return &kernel.SignalEvent{
 			Header:         d.header(&r.Hdr),
 			Signal:         syscall.Signal(r.Sig),
 			Code:           r.Code,
-			Result:         SignalResult(r.Result),
+			Result:         kernel.SignalResult(r.Result),
 			Group:          r.Group != 0,
 			TargetTGID:     r.TargetTgid,
 			TargetPID:      r.TargetPid,
 			TargetCgroupID: r.TargetCgroupId,
 			TargetComm:     cstr(r.TargetComm[:]),
-			Disposition:    Disposition(r.Disposition),
+			Disposition:    kernel.Disposition(r.Disposition),
 			TargetNSInit:   has(r.TargetFlags, PodchronSignalTargetFlagsSIGNAL_TARGET_NS_INIT),
 			SenderWatched:  has(r.TargetFlags, PodchronSignalTargetFlagsSIGNAL_SENDER_WATCHED),
 		}, nil
-	case EventSignalDeliver:
+	case kernel.EventSignalDeliver:
 		r, err := view[PodchronSignalDeliverEvent](raw)
 		if err != nil {
 			return nil, err
 		}
-		return &SignalDeliverEvent{
+		return &kernel.SignalDeliverEvent{
 			Header:      d.header(&r.Hdr),
 			Signal:      syscall.Signal(r.Sig),
 			Code:        r.Code,
-			Disposition: Disposition(r.Disposition),
+			Disposition: kernel.Disposition(r.Disposition),
 			SAFlags:     r.SaFlags,
 		}, nil
-	case EventOOMKill:
+	case kernel.EventOOMKill:
 		r, err := view[PodchronOomEvent](raw)
 		if err != nil {
 			return nil, err
 		}
-		e := &OOMEvent{
+		e := &kernel.OOMEvent{
 			Header:         d.header(&r.Hdr),
 			VictimTGID:     r.VictimTgid,
 			VictimKnown:    has(r.Flags, PodchronOomFlagsOOM_F_VICTIM_KNOWN),
@@ -166,15 +173,15 @@ func (d *Decoder) Decode(raw []byte) (Event, error) {
 			OOMScoreAdj:    r.OomScoreAdj,
 		}
 		for i := 0; has(r.Flags, PodchronOomFlagsOOM_F_MEMCG) && i < int(r.MemcgCount) && i < len(r.MemcgId); i++ {
-			e.Memcgs = append(e.Memcgs, MemcgOOMs{ID: r.MemcgId[i], Level: r.MemcgLevel[i], OOMs: r.MemcgOom[i]})
+			e.Memcgs = append(e.Memcgs, kernel.MemcgOOMs{ID: r.MemcgId[i], Level: r.MemcgLevel[i], OOMs: r.MemcgOom[i]})
 		}
 		return e, nil
-	case EventCgroupMkdir, EventCgroupRmdir:
+	case kernel.EventCgroupMkdir, kernel.EventCgroupRmdir:
 		r, err := view[PodchronCgroupEvent](raw)
 		if err != nil {
 			return nil, err
 		}
-		return &CgroupEvent{
+		return &kernel.CgroupEvent{
 			Header:      d.header(&r.Hdr),
 			ID:          r.Id,
 			Level:       r.Level,
@@ -185,12 +192,12 @@ func (d *Decoder) Decode(raw []byte) (Event, error) {
 	return nil, fmt.Errorf("%w: %d", ErrUnknownEvent, h.Type)
 }
 
-func (d *Decoder) exec(raw []byte) (Event, error) {
+func (d *Decoder) exec(raw []byte) (kernel.Event, error) {
 	r, err := view[PodchronExecEvent](raw)
 	if err != nil {
 		return nil, err
 	}
-	e := &ExecEvent{
+	e := &kernel.ExecEvent{
 		Header:        d.header(&r.Hdr),
 		Filename:      cstr(r.Filename[:]),
 		ArgsTruncated: has(r.Flags, PodchronExecFlagsEXEC_F_ARGS_TRUNCATED),
@@ -237,19 +244,19 @@ func splitArgs(b []byte) []string {
 // cniFromEnv picks the CNI_* variables out of a plugin's environment, or
 // returns nil when CNI_COMMAND is not among them (a binary in a CNI
 // directory run by hand). Nothing else of the environment is kept.
-func cniFromEnv(c *PodchronCniEnv) *CNIRun {
+func cniFromEnv(c *PodchronCniEnv) *kernel.CNIRun {
 	data := cbytesN(c.Data[:min(int(c.Size), len(c.Data))])
-	r := &CNIRun{}
+	r := &kernel.CNIRun{}
 	if has(c.Flags, PodchronCniEnvFlagsCNI_ENV_F_SPLIT) && len(data) == len(c.Data) {
 		// Two halves of a longer environment: the variables cut at either
 		// half's edges are partial and skipped.
 		half := len(data) / 2
-		r.setFromEnv(dropPartial(data[:half], false, true))
-		r.setFromEnv(dropPartial(data[half:], true, false))
+		setCNIFromEnv(r, dropPartial(data[:half], false, true))
+		setCNIFromEnv(r, dropPartial(data[half:], true, false))
 	} else {
-		r.setFromEnv(data)
+		setCNIFromEnv(r, data)
 	}
-	return r.done()
+	return cniDone(r)
 }
 
 // dropPartial removes a variable cut at the start (head) and one cut at the
@@ -272,9 +279,9 @@ func dropPartial(b []byte, head, tail bool) []byte {
 	return b
 }
 
-// setFromEnv sets the fields named by the CNI_* variables of a
+// setCNIFromEnv sets the fields named by the CNI_* variables of a
 // NUL-separated environment.
-func (r *CNIRun) setFromEnv(env []byte) {
+func setCNIFromEnv(r *kernel.CNIRun, env []byte) {
 	for v := range bytes.SplitSeq(env, []byte{0}) {
 		rest, ok := bytes.CutPrefix(v, []byte("CNI_"))
 		if !ok {
@@ -299,16 +306,16 @@ func (r *CNIRun) setFromEnv(env []byte) {
 	}
 }
 
-func (r *CNIRun) done() *CNIRun {
+func cniDone(r *kernel.CNIRun) *kernel.CNIRun {
 	if r.Command == "" {
 		return nil
 	}
-	r.parseArgs()
+	parseCNIArgs(r)
 	return r
 }
 
-// parseArgs reads the Kubernetes keys out of CNI_ARGS ("K1=V1;K2=V2").
-func (r *CNIRun) parseArgs() {
+// parseCNIArgs reads the Kubernetes keys out of CNI_ARGS ("K1=V1;K2=V2").
+func parseCNIArgs(r *kernel.CNIRun) {
 	for kv := range strings.SplitSeq(r.Args, ";") {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {

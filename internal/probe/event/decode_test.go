@@ -8,14 +8,49 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/podchron/podchron/internal/fact/kernel"
 )
 
 // Every event type of the C enum (the generated constants) has a Go name
 // and decodes: a type added in events.h without its Go side fails here.
 func TestEveryCEventTypeIsKnown(t *testing.T) {
-	for typ := EventType(1); typ < eventTypeMax; typ++ {
+	for typ := kernel.EventType(1); typ < kernel.EventType(PodchronEventTypeEVENT_TYPE_MAX); typ++ {
 		if name := typ.String(); name == "" || strings.HasPrefix(name, "event(") {
 			t.Errorf("event type %d of events.h has no Go name (%q)", typ, name)
+		}
+	}
+	if got, want := len(kernel.EventTypes()), int(PodchronEventTypeEVENT_TYPE_MAX)-1; got != want {
+		t.Errorf("kernel.EventTypes() has %d types, events.h %d", got, want)
+	}
+}
+
+// The fact package spells the C enums' values out (it imports no generated
+// code); they must be the values bpf2go generated from bpf/include/events.h.
+func TestFactEnumsAreTheCEnums(t *testing.T) {
+	pairs := []struct {
+		name      string
+		fact, gen uint32
+	}{
+		{"EVENT_EXEC", uint32(kernel.EventExec), uint32(PodchronEventTypeEVENT_EXEC)},
+		{"EVENT_FORK", uint32(kernel.EventFork), uint32(PodchronEventTypeEVENT_FORK)},
+		{"EVENT_EXIT", uint32(kernel.EventExit), uint32(PodchronEventTypeEVENT_EXIT)},
+		{"EVENT_SIGNAL_GENERATE", uint32(kernel.EventSignalGenerate), uint32(PodchronEventTypeEVENT_SIGNAL_GENERATE)},
+		{"EVENT_SIGNAL_DELIVER", uint32(kernel.EventSignalDeliver), uint32(PodchronEventTypeEVENT_SIGNAL_DELIVER)},
+		{"EVENT_OOM_KILL", uint32(kernel.EventOOMKill), uint32(PodchronEventTypeEVENT_OOM_KILL)},
+		{"EVENT_CGROUP_MKDIR", uint32(kernel.EventCgroupMkdir), uint32(PodchronEventTypeEVENT_CGROUP_MKDIR)},
+		{"EVENT_CGROUP_RMDIR", uint32(kernel.EventCgroupRmdir), uint32(PodchronEventTypeEVENT_CGROUP_RMDIR)},
+		{"ORIGIN_WATCHED", uint32(kernel.OriginWatched), uint32(PodchronEventOriginORIGIN_WATCHED)},
+		{"ORIGIN_RUNTIME", uint32(kernel.OriginRuntime), uint32(PodchronEventOriginORIGIN_RUNTIME)},
+		{"ORIGIN_CNI", uint32(kernel.OriginCNI), uint32(PodchronEventOriginORIGIN_CNI)},
+		{"ORIGIN_TARGET", uint32(kernel.OriginTarget), uint32(PodchronEventOriginORIGIN_TARGET)},
+		{"DISPOSITION_DEFAULT", uint32(kernel.DispositionDefault), uint32(PodchronSignalDispositionDISPOSITION_DEFAULT)},
+		{"DISPOSITION_IGNORED", uint32(kernel.DispositionIgnored), uint32(PodchronSignalDispositionDISPOSITION_IGNORED)},
+		{"DISPOSITION_HANDLER", uint32(kernel.DispositionHandler), uint32(PodchronSignalDispositionDISPOSITION_HANDLER)},
+	}
+	for _, p := range pairs {
+		if p.fact != p.gen {
+			t.Errorf("%s: internal/fact/kernel has %d, events.h %d", p.name, p.fact, p.gen)
 		}
 	}
 }
@@ -49,7 +84,7 @@ var cniTestEnv = []string{"PATH=/usr/bin:/bin", "HOME=/root",
 // appended the way the kernel program copies it (flags: cni_env's).
 func execRecord(env []byte, envFlags uint32) []byte {
 	var r PodchronExecEvent
-	r.Hdr = PodchronEventHeader{Type: uint32(EventExec), Origin: uint32(OriginCNI), KtimeNs: 1e9, CgroupId: 42, Tgid: 100, Pid: 100, Ppid: 1}
+	r.Hdr = PodchronEventHeader{Type: uint32(kernel.EventExec), Origin: uint32(kernel.OriginCNI), KtimeNs: 1e9, CgroupId: 42, Tgid: 100, Pid: 100, Ppid: 1}
 	setStr(r.Hdr.Comm[:], "bridge")
 	setStr(r.Filename[:], "/opt/cni/bin/bridge")
 	args := "/opt/cni/bin/bridge\x00--verbose\x00"
@@ -72,7 +107,7 @@ func envBlock(vars ...string) []byte {
 	return []byte(strings.Join(vars, "\x00") + "\x00")
 }
 
-var wantCNI = CNIRun{Command: "ADD", ContainerID: "abc123", IfName: "eth0", NetNS: "/var/run/netns/cni-1",
+var wantCNI = kernel.CNIRun{Command: "ADD", ContainerID: "abc123", IfName: "eth0", NetNS: "/var/run/netns/cni-1",
 	Args: cniTestArgs, PodNamespace: "ns", PodName: "web-0", PodUID: "u-1", InfraContainerID: "abc123"}
 
 func TestDecodeExecWithCNI(t *testing.T) {
@@ -80,7 +115,7 @@ func TestDecodeExecWithCNI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := ev.(*ExecEvent)
+	e := ev.(*kernel.ExecEvent)
 	if e.Filename != "/opt/cni/bin/bridge" || !slices.Equal(e.Args, []string{"/opt/cni/bin/bridge", "--verbose"}) || e.Comm != "bridge" || e.CgroupID != 42 {
 		t.Fatalf("exec: %+v", e)
 	}
@@ -105,7 +140,7 @@ func TestDecodeExecWithSplitCNIEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ev.(*ExecEvent).CNI; got == nil || *got != wantCNI {
+	if got := ev.(*kernel.ExecEvent).CNI; got == nil || *got != wantCNI {
 		t.Fatalf("cni: %+v, want %+v", got, wantCNI)
 	}
 }
@@ -122,7 +157,7 @@ func TestDecodeExecInCNIDirWithoutCNICommand(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if e := ev.(*ExecEvent); e.CNI != nil || e.Filename != "/opt/cni/bin/bridge" {
+		if e := ev.(*kernel.ExecEvent); e.CNI != nil || e.Filename != "/opt/cni/bin/bridge" {
 			t.Errorf("%s: %+v, CNI %+v", name, e, e.CNI)
 		}
 	}
@@ -140,12 +175,12 @@ func TestDecodeExit(t *testing.T) {
 		{0x80 | 11, 0, syscall.SIGSEGV, true},
 		{0, 0, 0, false},
 	} {
-		r := PodchronExitEvent{Hdr: PodchronEventHeader{Type: uint32(EventExit), Tgid: 7}, ExitCode: tc.status, StartNs: 5}
+		r := PodchronExitEvent{Hdr: PodchronEventHeader{Type: uint32(kernel.EventExit), Tgid: 7}, ExitCode: tc.status, StartNs: 5}
 		ev, err := NewDecoder(bootClock{}).Decode(raw(&r))
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := ev.(*ExitEvent)
+		e := ev.(*kernel.ExitEvent)
 		if e.ExitCode != tc.code || e.Signal != tc.sig || e.CoreDumped != tc.core {
 			t.Errorf("status %#x: got code %d sig %v core %v", tc.status, e.ExitCode, e.Signal, e.CoreDumped)
 		}
@@ -161,7 +196,7 @@ func TestDecodeRejectsBadRecords(t *testing.T) {
 	if _, err := d.Decode(raw(&h)); !errors.Is(err, ErrUnknownEvent) {
 		t.Errorf("unknown type: %v", err)
 	}
-	h.Type = uint32(EventSignalGenerate)
+	h.Type = uint32(kernel.EventSignalGenerate)
 	if _, err := d.Decode(raw(&h)); !errors.Is(err, ErrShortEvent) {
 		t.Errorf("truncated signal: %v", err)
 	}
@@ -188,8 +223,8 @@ func BenchmarkDecode(b *testing.B) {
 	d := NewDecoder(bootClock{})
 	exec := execRecord(nil, 0)
 	cni := execRecord(envBlock(cniTestEnv...), 0)
-	exit := raw(&PodchronExitEvent{Hdr: PodchronEventHeader{Type: uint32(EventExit), Tgid: 7}, ExitCode: 3 << 8})
-	sig := raw(&PodchronSignalEvent{Hdr: PodchronEventHeader{Type: uint32(EventSignalGenerate), Tgid: 7}, Sig: 15})
+	exit := raw(&PodchronExitEvent{Hdr: PodchronEventHeader{Type: uint32(kernel.EventExit), Tgid: 7}, ExitCode: 3 << 8})
+	sig := raw(&PodchronSignalEvent{Hdr: PodchronEventHeader{Type: uint32(kernel.EventSignalGenerate), Tgid: 7}, Sig: 15})
 	for _, bc := range []struct {
 		name string
 		rec  []byte

@@ -2,17 +2,19 @@ package event
 
 import (
 	"unsafe"
+
+	"github.com/podchron/podchron/internal/fact/kernel"
 )
 
 // EncodeForTest builds the raw ring buffer record the kernel would send for
 // ev, so benchmarks and tests elsewhere can drive the decoder. Times are not
 // encoded (the decoder stamps them from BootNS).
-func EncodeForTest(ev Event) []byte {
+func EncodeForTest(ev kernel.Event) []byte {
 	h := ev.Hdr()
 	hdr := PodchronEventHeader{Type: uint32(h.Type), Origin: uint32(h.Origin), KtimeNs: h.BootNS, CgroupId: h.CgroupID, Tgid: h.TGID, Pid: h.PID, Ppid: h.PPID}
 	putStr(hdr.Comm[:], h.Comm)
 	switch e := ev.(type) {
-	case *ExecEvent:
+	case *kernel.ExecEvent:
 		r := PodchronExecEvent{Hdr: hdr}
 		putStr(r.Filename[:], e.Filename)
 		n := 0
@@ -37,9 +39,9 @@ func EncodeForTest(ev Event) []byte {
 		var c PodchronCniEnv
 		c.Size = uint32(putBytes(c.Data[:], env))
 		return append(bytesOf(&r), bytesOf(&c)...)
-	case *ForkEvent:
+	case *kernel.ForkEvent:
 		return bytesOf(&PodchronForkEvent{Hdr: hdr, ChildTgid: e.ChildTGID, ChildPid: e.ChildPID})
-	case *ExitEvent:
+	case *kernel.ExitEvent:
 		st := e.RawStatus
 		if st == 0 {
 			st = uint32(e.ExitCode)<<8 | uint32(e.Signal)
@@ -49,13 +51,13 @@ func EncodeForTest(ev Event) []byte {
 			r.Flags |= uint32(PodchronExitFlagsEXIT_F_NS_INIT)
 		}
 		return bytesOf(&r)
-	case *SignalEvent:
+	case *kernel.SignalEvent:
 		r := PodchronSignalEvent{Hdr: hdr, Sig: uint32(e.Signal), Code: e.Code, Result: int32(e.Result), TargetTgid: e.TargetTGID, TargetPid: e.TargetPID, TargetCgroupId: e.TargetCgroupID, Disposition: uint32(e.Disposition)}
 		putStr(r.TargetComm[:], e.TargetComm)
 		return bytesOf(&r)
-	case *SignalDeliverEvent:
+	case *kernel.SignalDeliverEvent:
 		return bytesOf(&PodchronSignalDeliverEvent{Hdr: hdr, Sig: uint32(e.Signal), Code: e.Code, Disposition: uint32(e.Disposition)})
-	case *OOMEvent:
+	case *kernel.OOMEvent:
 		r := PodchronOomEvent{Hdr: hdr, VictimTgid: e.VictimTGID, VictimCgroupId: e.VictimCgroupID}
 		putStr(r.VictimComm[:], e.VictimComm)
 		for i, m := range e.Memcgs {
@@ -67,7 +69,7 @@ func EncodeForTest(ev Event) []byte {
 			r.MemcgCount = uint32(i + 1)
 		}
 		return bytesOf(&r)
-	case *CgroupEvent:
+	case *kernel.CgroupEvent:
 		r := PodchronCgroupEvent{Hdr: hdr, Id: e.ID, Level: e.Level, HierarchyId: e.HierarchyID}
 		putStr(r.Path[:], e.Path)
 		return bytesOf(&r)

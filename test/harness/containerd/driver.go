@@ -13,7 +13,8 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/podchron/podchron/internal/cri"
+	criclient "github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 )
 
 // QoS classes (kubelet cgroupfs layout: guaranteed pods sit directly under
@@ -398,24 +399,24 @@ func (h *Harness) TeardownPod(ctx context.Context, podID string, grace time.Dura
 			continue
 		}
 		if ct.State == cri.StateRunning || ct.State == cri.StateCreated {
-			if err := h.StopContainer(ctx, ct.ID, grace); err != nil && !cri.IsNotFound(err) {
+			if err := h.StopContainer(ctx, ct.ID, grace); err != nil && !criclient.IsNotFound(err) {
 				errs = append(errs, err)
 			}
 		}
-		if err := h.RemoveContainer(ctx, ct.ID); err != nil && !cri.IsNotFound(err) {
+		if err := h.RemoveContainer(ctx, ct.ID); err != nil && !criclient.IsNotFound(err) {
 			errs = append(errs, err)
 		}
 	}
-	if err := h.StopPodSandbox(ctx, podID); err != nil && !cri.IsNotFound(err) {
+	if err := h.StopPodSandbox(ctx, podID); err != nil && !criclient.IsNotFound(err) {
 		errs = append(errs, err)
 	}
-	if err := h.RemovePodSandbox(ctx, podID); err != nil && !cri.IsNotFound(err) {
+	if err := h.RemovePodSandbox(ctx, podID); err != nil && !criclient.IsNotFound(err) {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
 
-func (h *Harness) removeAllPods(ctx context.Context, c *cri.Client) error {
+func (h *Harness) removeAllPods(ctx context.Context, c *criclient.Client) error {
 	sbs, err := c.ListSandboxes(ctx)
 	if err != nil {
 		return fmt.Errorf("list sandboxes for cleanup: %w", err)

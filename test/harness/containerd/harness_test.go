@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact/cri"
 	"github.com/podchron/podchron/test/harness/containerd"
 )
 

@@ -1,9 +1,11 @@
-// Package event holds podchron's kernel events as Go values: their types,
-// the decoder of the eBPF programs' ring buffer records (the bpf2go bindings
-// generated from bpf/, with every C enum), their text and JSON forms, and an
-// encoder for tests. It builds on any OS; loading the programs is
-// internal/probe's (Linux).
-package event
+// Package kernel holds the facts the kernel reports, as Go values: the
+// event types, their text and JSON forms. It imports nothing heavier than
+// the standard library, so the lifecycle model can depend on it; decoding
+// the eBPF programs' ring-buffer records into these values is
+// internal/probe/event's, loading the programs internal/probe's (Linux).
+// The numeric values are the C enums' of bpf/include/events.h;
+// internal/probe/event's tests check them against the generated bindings.
+package kernel
 
 import (
 	"fmt"
@@ -15,17 +17,18 @@ import (
 // EventType mirrors enum event_type in bpf/include/events.h.
 type EventType uint32
 
-// The values are the C enum's, as bpf2go generated them.
+// The values are the C enum's (checked against bpf2go's bindings by
+// internal/probe/event's tests).
 const (
-	EventExec           = EventType(PodchronEventTypeEVENT_EXEC)
-	EventFork           = EventType(PodchronEventTypeEVENT_FORK)
-	EventExit           = EventType(PodchronEventTypeEVENT_EXIT)
-	EventSignalGenerate = EventType(PodchronEventTypeEVENT_SIGNAL_GENERATE)
-	EventSignalDeliver  = EventType(PodchronEventTypeEVENT_SIGNAL_DELIVER)
-	EventOOMKill        = EventType(PodchronEventTypeEVENT_OOM_KILL)
-	EventCgroupMkdir    = EventType(PodchronEventTypeEVENT_CGROUP_MKDIR)
-	EventCgroupRmdir    = EventType(PodchronEventTypeEVENT_CGROUP_RMDIR)
-	eventTypeMax        = EventType(PodchronEventTypeEVENT_TYPE_MAX)
+	EventExec           = EventType(1)
+	EventFork           = EventType(2)
+	EventExit           = EventType(3)
+	EventSignalGenerate = EventType(4)
+	EventSignalDeliver  = EventType(5)
+	EventOOMKill        = EventType(6)
+	EventCgroupMkdir    = EventType(7)
+	EventCgroupRmdir    = EventType(8)
+	eventTypeMax        = EventType(9)
 )
 
 var eventTypeNames = [...]string{
@@ -60,10 +63,10 @@ type Origin uint32
 
 // Origins, bits of the C enum event_origin.
 const (
-	OriginWatched = Origin(PodchronEventOriginORIGIN_WATCHED) // task in a watched cgroup subtree
-	OriginRuntime = Origin(PodchronEventOriginORIGIN_RUNTIME) // container runtime process
-	OriginCNI     = Origin(PodchronEventOriginORIGIN_CNI)     // CNI plugin run
-	OriginTarget  = Origin(PodchronEventOriginORIGIN_TARGET)  // the signal's target or the OOM victim is watched
+	OriginWatched = Origin(1) // task in a watched cgroup subtree
+	OriginRuntime = Origin(2) // container runtime process
+	OriginCNI     = Origin(4) // CNI plugin run
+	OriginTarget  = Origin(8) // the signal's target or the OOM victim is watched
 )
 
 func (o Origin) String() string {
@@ -182,9 +185,9 @@ type Disposition uint32
 
 // Dispositions, as the C enum signal_disposition.
 const (
-	DispositionDefault = Disposition(PodchronSignalDispositionDISPOSITION_DEFAULT)
-	DispositionIgnored = Disposition(PodchronSignalDispositionDISPOSITION_IGNORED)
-	DispositionHandler = Disposition(PodchronSignalDispositionDISPOSITION_HANDLER)
+	DispositionDefault = Disposition(0)
+	DispositionIgnored = Disposition(1)
+	DispositionHandler = Disposition(2)
 )
 
 func (d Disposition) String() string {
