@@ -78,7 +78,7 @@ test-load: build runc-upstream ## under background CPU load (test/load; root): t
 
 # The model, record/replay and the exporters build on any OS: only the probe
 # loader (internal/probe, //go:build linux) is Linux's.
-PORTABLE_PKGS := ./internal/correlate/... ./internal/record/... ./internal/export/... ./internal/probe/event/... ./internal/names/... ./internal/redact/...
+PORTABLE_PKGS := ./internal/correlate/... ./internal/fact/... ./internal/span/... ./internal/measure/... ./internal/record/... ./internal/export/... ./internal/probe/event/... ./internal/names/... ./internal/redact/...
 portable: ## build the portable packages for darwin (no Linux-only code in them)
 	GOOS=darwin GOARCH=arm64 $(GO) build $(PORTABLE_PKGS)
 

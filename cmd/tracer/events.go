@@ -11,9 +11,10 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/podchron/podchron/internal/fact"
+
 	"github.com/podchron/podchron/internal/fact/kernel"
 
-	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/record"
 
 	"github.com/podchron/podchron/internal/probe"
@@ -82,7 +83,7 @@ func runEvents(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		received++
-		if err := emit(record.RedactInput(correlate.Input{Kernel: ev}, argsPolicy).Kernel); err != nil {
+		if err := emit(record.RedactInput(fact.Input{Kernel: ev}, argsPolicy).Kernel); err != nil {
 			return fmt.Errorf("write event: %w", err)
 		}
 	}

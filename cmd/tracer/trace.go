@@ -13,6 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/podchron/podchron/internal/correlate"
@@ -56,7 +59,7 @@ func (f *traceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.cluster, "cluster-name", os.Getenv("K8S_CLUSTER_NAME"), "k8s.cluster.name on every span (default $K8S_CLUSTER_NAME; empty: none)")
 	fs.Var(&f.podLabels, "pod-label", "a pod label to export as k8s.pod.label.<key> (repeatable; none by default)")
 	fs.StringVar(&f.nsInclude, "namespace-include", "", "trace only pods of namespaces matching this regular expression (whole name; empty: all)")
-	fs.StringVar(&f.nsExclude, "namespace-exclude", "", "do not trace pods of namespaces matching this regular expression (whole name); a pod annotated "+correlate.OptOutAnnotation+`: "false" is never traced`)
+	fs.StringVar(&f.nsExclude, "namespace-exclude", "", "do not trace pods of namespaces matching this regular expression (whole name); a pod annotated "+fact.OptOutAnnotation+`: "false" is never traced`)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for the API server (default: in-cluster, else $KUBECONFIG)")
 	fs.BoolVar(&f.noAPI, "no-api", false, "do not use the API server (kernel and runtime facts only)")
 	fs.StringVar(&f.runtime, "runtime-endpoint", "", "CRI socket (default: auto-detect containerd, CRI-O)")
@@ -86,7 +89,7 @@ func (f *traceFlags) checkOutput() error {
 
 // sinks builds where spans go: OTLP when an endpoint is configured, else the
 // console timeline. The returned stop flushes them.
-func sinks(ctx context.Context, f *traceFlags, stdout io.Writer, log *slog.Logger) (correlate.Sink, metrics.SpanStats, func(context.Context), error) {
+func sinks(ctx context.Context, f *traceFlags, stdout io.Writer, log *slog.Logger) (span.Sink, metrics.SpanStats, func(context.Context), error) {
 	if otlp.Configured() {
 		exp, err := otlp.New(ctx, otlp.Config{NodeName: f.node, ServiceVersion: version, Logger: log})
 		if err != nil {
@@ -100,7 +103,7 @@ func sinks(ctx context.Context, f *traceFlags, stdout io.Writer, log *slog.Logge
 		}, nil
 	}
 	if f.output == "none" {
-		return correlate.SinkFunc(func(correlate.Span) {}), nil, func(context.Context) {}, nil
+		return span.SinkFunc(func(span.Span) {}), nil, func(context.Context) {}, nil
 	}
 	format, err := console.ParseFormat(f.output)
 	if err != nil {
@@ -229,7 +232,7 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 	sources := map[string]pipeline.Source{}
 	// The sources that report progress: the model waits for them (and
 	// only for them), so how late each is does not change the spans.
-	progress := []string{correlate.SourceKernel}
+	progress := []string{fact.SourceKernel}
 	var runtimeKick chan struct{}
 	if !f.noRuntime {
 		// Each poll's changes, then the poll's time as the runtime's
@@ -237,7 +240,7 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 		// forward.
 		runtimeKick = make(chan struct{}, 1)
 		sources[pipeline.SourceRuntime] = pipeline.CRI(cri.WatchConfig{Endpoint: f.runtime, Logger: log, Kick: runtimeKick}, progressEvery)
-		progress = append(progress, correlate.SourceRuntime)
+		progress = append(progress, fact.SourceRuntime)
 	} else {
 		health.SetReady(pipeline.SourceRuntime, false, "disabled by --no-runtime")
 	}
@@ -245,13 +248,13 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 		if w, err := apiWatcher(&f, log); err != nil {
 			log.Warn("no API server: tracing from kernel and runtime facts only (traces are marked degraded)", "err", err)
 			health.SetReady(pipeline.SourceAPI, false, err.Error())
-			seed = append(seed, correlate.Input{Time: time.Now(), API: &correlate.APIStatus{Available: false, Since: time.Now(), Err: err.Error()}})
+			seed = append(seed, fact.Input{Time: time.Now(), API: &fact.APIStatus{Available: false, Since: time.Now(), Err: err.Error()}})
 		} else {
 			// The watcher stamps each fact as it sends it: nothing in
 			// flight is progress (less a margin for a fact stamped but
 			// not yet handed over).
-			sources[pipeline.SourceAPI] = pipeline.WithProgress(correlate.SourceAPI, w.Run, progressEvery, 50*time.Millisecond, nil)
-			progress = append(progress, correlate.SourceAPI)
+			sources[pipeline.SourceAPI] = pipeline.WithProgress(fact.SourceAPI, w.Run, progressEvery, 50*time.Millisecond, nil)
+			progress = append(progress, fact.SourceAPI)
 		}
 	} else {
 		health.SetReady(pipeline.SourceAPI, false, "disabled by --no-api")
@@ -297,7 +300,7 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 }
 
 // progressEvery is how often the runtime and API sources report progress
-// (the model waits for it: see correlate.Progress).
+// (the model waits for it: see fact.Progress).
 const progressEvery = 100 * time.Millisecond
 
 // apiWatcher is the API server source: this node's pods and their Events.

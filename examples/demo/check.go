@@ -13,22 +13,22 @@ import (
 	"sync"
 	"time"
 
-	"github.com/podchron/podchron/internal/names"
+	"github.com/podchron/podchron/internal/span"
 
-	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/names"
 )
 
 // collector keeps every span the tracer printed, by pod name.
 type collector struct {
 	mu    sync.Mutex
-	spans []correlate.Span
+	spans []span.Span
 	bad   []string // lines that were not spans
 	seen  chan struct{}
 }
 
 func newCollector() *collector { return &collector{seen: make(chan struct{}, 1)} }
 
-func (c *collector) add(s correlate.Span) {
+func (c *collector) add(s span.Span) {
 	c.mu.Lock()
 	c.spans = append(c.spans, s)
 	c.mu.Unlock()
@@ -38,10 +38,10 @@ func (c *collector) add(s correlate.Span) {
 	}
 }
 
-func (c *collector) all() []correlate.Span {
+func (c *collector) all() []span.Span {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]correlate.Span(nil), c.spans...)
+	return append([]span.Span(nil), c.spans...)
 }
 
 // waitRoot waits until the pod's root span ("pod": the pod is gone) arrived.
@@ -62,7 +62,7 @@ func (c *collector) waitRoot(pod string, timeout time.Duration) bool {
 	}
 }
 
-func res(s correlate.Span, k string) string {
+func res(s span.Span, k string) string {
 	for _, a := range s.Resource {
 		if a.Key == k {
 			return fmt.Sprint(a.Value)
@@ -71,7 +71,7 @@ func res(s correlate.Span, k string) string {
 	return ""
 }
 
-func podOf(s correlate.Span) string {
+func podOf(s span.Span) string {
 	return res(s, names.K8sNamespaceName) + "/" + res(s, names.K8sPodName)
 }
 
@@ -148,8 +148,8 @@ func eq(a, b []string) bool {
 	return true
 }
 
-func named(all []correlate.Span, name string) []correlate.Span {
-	var out []correlate.Span
+func named(all []span.Span, name string) []span.Span {
+	var out []span.Span
 	for _, s := range all {
 		if s.Name == name {
 			out = append(out, s)
@@ -168,8 +168,8 @@ type verdict struct {
 }
 
 // check holds one pod's spans against what the scenario did.
-func check(all []correlate.Span, w podWant) verdict {
-	var spans []correlate.Span
+func check(all []span.Span, w podWant) verdict {
+	var spans []span.Span
 	for _, s := range all {
 		if podOf(s) == w.pod {
 			spans = append(spans, s)

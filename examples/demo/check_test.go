@@ -6,18 +6,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/export/console"
 )
 
-func loadSpans(t *testing.T, path string) []correlate.Span {
+func loadSpans(t *testing.T, path string) []span.Span {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var out []correlate.Span
+	var out []span.Span
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/probe/event"
@@ -29,15 +32,15 @@ type node struct {
 	spans  int
 }
 
-func newNode(pods int, sinks ...correlate.Sink) *node {
+func newNode(pods int, sinks ...span.Sink) *node {
 	n := &node{t: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC), next: 1000}
-	n.c = correlate.New(correlate.Config{NodeName: "bench", Sink: correlate.SinkFunc(func(sp correlate.Span) {
+	n.c = correlate.New(correlate.Config{NodeName: "bench", Sink: span.SinkFunc(func(sp span.Span) {
 		n.spans++
 		for _, s := range sinks {
 			s.Emit(sp)
 		}
 	})})
-	n.c.Handle(correlate.Input{Time: n.t, Start: &correlate.Start{At: n.t}})
+	n.c.Handle(fact.Input{Time: n.t, Start: &fact.Start{At: n.t}})
 	for i := 0; i < pods; i++ {
 		uid := fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)
 		sb := fmt.Sprintf("%064x", 2*i+1)
@@ -47,9 +50,9 @@ func newNode(pods int, sinks ...correlate.Sink) *node {
 		n.handle(&kernel.CgroupEvent{Header: kernel.Header{Type: kernel.EventCgroupMkdir, Time: n.t}, ID: id, Level: 3, Path: podPath})
 		n.handle(&kernel.CgroupEvent{Header: kernel.Header{Type: kernel.EventCgroupMkdir, Time: n.t}, ID: id + 1, Level: 4, Path: podPath + "/" + sb})
 		n.handle(&kernel.CgroupEvent{Header: kernel.Header{Type: kernel.EventCgroupMkdir, Time: n.t}, ID: id + 2, Level: 4, Path: podPath + "/" + ctr})
-		n.c.Handle(correlate.Input{Time: n.t, Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: n.t,
+		n.c.Handle(fact.Input{Time: n.t, Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: n.t,
 			Sandbox: &cri.Sandbox{ID: sb, PodUID: uid, PodName: "pod-" + strconv.Itoa(i), PodNamespace: "bench", CreatedAt: n.t}}})
-		n.c.Handle(correlate.Input{Time: n.t, Runtime: &cri.Event{Type: cri.EventContainerCreated, At: n.t,
+		n.c.Handle(fact.Input{Time: n.t, Runtime: &cri.Event{Type: cri.EventContainerCreated, At: n.t,
 			Container: &cri.Container{ID: ctr, SandboxID: sb, Name: "app", PodUID: uid, CreatedAt: n.t}}})
 		n.cgroup = append(n.cgroup, id+2)
 		// The container's init.
@@ -61,7 +64,7 @@ func newNode(pods int, sinks ...correlate.Sink) *node {
 func (n *node) handle(ev kernel.Event) {
 	n.t = n.t.Add(time.Microsecond)
 	ev.Hdr().Time = n.t
-	n.c.Handle(correlate.Input{Time: n.t, Kernel: ev})
+	n.c.Handle(fact.Input{Time: n.t, Kernel: ev})
 }
 
 func (n *node) exec(pod int, ppid uint32) uint32 {
@@ -89,7 +92,7 @@ func BenchmarkCorrelateKernelEvent(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		n.c.Handle(correlate.Input{Time: ev.Hdr().Time, Kernel: ev})
+		n.c.Handle(fact.Input{Time: ev.Hdr().Time, Kernel: ev})
 		i++
 	}
 }

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
@@ -48,7 +51,7 @@ const (
 )
 
 // addRootEvent puts an event on the pod's root span, within its cap.
-func (p *pod) addRootEvent(ev SpanEvent) int {
+func (p *pod) addRootEvent(ev span.SpanEvent) int {
 	if len(p.rootEvents) >= maxRootEvents {
 		p.rootFolded++
 		return -1
@@ -67,7 +70,7 @@ func (p *pod) addReadyEvidence(t time.Time) {
 
 // addK8sEvent keeps an Event (the latest version of each object) among the
 // pod's latest ones, in the order they were last updated.
-func (p *pod) addK8sEvent(ev *K8sEvent) {
+func (p *pod) addK8sEvent(ev *fact.K8sEvent) {
 	for i, old := range p.k8sEvents {
 		if old.UID == ev.UID && ev.UID != "" {
 			p.k8sEvents = append(p.k8sEvents[:i], p.k8sEvents[i+1:]...)
@@ -108,9 +111,9 @@ func (ct *container) addSignal(rec signalRec) {
 }
 
 // foldedSignals is the event that counts the signal records not kept.
-func (ct *container) foldedSignals(at time.Time) (SpanEvent, int) {
+func (ct *container) foldedSignals(at time.Time) (span.SpanEvent, int) {
 	var total int
-	var attrs []Attr
+	var attrs []span.Attr
 	for _, k := range sortedSignalKeys(ct.signalsFolded) {
 		n := ct.signalsFolded[k]
 		total += n
@@ -118,9 +121,9 @@ func (ct *container) foldedSignals(at time.Time) (SpanEvent, int) {
 		if k.toInit {
 			name += ".init"
 		}
-		attrs = append(attrs, Int(name, int64(n)))
+		attrs = append(attrs, span.Int(name, int64(n)))
 	}
-	return SpanEvent{Name: names.EventSignalsFolded, Time: at, Attrs: attrs}, total
+	return span.SpanEvent{Name: names.EventSignalsFolded, Time: at, Attrs: attrs}, total
 }
 
 func sortedSignalKeys(m map[signalKey]int) []signalKey {
@@ -143,7 +146,7 @@ func boolInt(b bool) int {
 }
 
 // addProbeFail records a failed probe (the kubelet's Unhealthy event).
-func (ct *container) addProbeFail(ev SpanEvent) {
+func (ct *container) addProbeFail(ev span.SpanEvent) {
 	if len(ct.probeFails) >= maxProbeFails {
 		ct.probeFailsFolded++
 		return
@@ -169,12 +172,12 @@ func (ct *container) sessionSpanAllowed(kind string) bool {
 
 // pendingEvent is a Kubernetes event for a pod not known yet.
 type pendingEvent struct {
-	ev *K8sEvent
+	ev *fact.K8sEvent
 	at time.Time
 }
 
 // holdEvent keeps an Event whose pod the model has not seen yet.
-func (c *Correlator) holdEvent(ev *K8sEvent) {
+func (c *Correlator) holdEvent(ev *fact.K8sEvent) {
 	if c.pendingN >= maxPendingEvents {
 		c.miss("event_buffer_full")
 		return

@@ -8,11 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
 
-	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/fact/cri"
 )
 
@@ -85,7 +87,7 @@ func neverReadyPod(s *sim, probes int) {
 	s.info.InitContainers = nil
 	s.sandboxUp()
 	s.container("app", "c0ffee02", 0)
-	s.info.Statuses = []correlate.ContainerStatus{{Name: "app", State: correlate.ContainerState{Running: &correlate.Running{StartedAt: s.now}}}}
+	s.info.Statuses = []fact.ContainerStatus{{Name: "app", State: fact.ContainerState{Running: &fact.Running{StartedAt: s.now}}}}
 	s.pod()
 	for i := 0; i < probes; i++ {
 		s.at(10 * time.Second)
@@ -94,7 +96,7 @@ func neverReadyPod(s *sim, probes int) {
 		s.exit("app", pr, 1, 0)
 		if i%6 == 0 {
 			s.event("Unhealthy", "app", "Readiness probe failed: cat: can't open '/tmp/ready'")
-			s.in(correlate.Input{Losses: &correlate.Losses{Lost: 1}})
+			s.in(fact.Input{Losses: &fact.Losses{Lost: 1}})
 		}
 		if i%30 == 0 {
 			s.tick(0)
@@ -136,10 +138,10 @@ func TestLossReportsMergeIntoEpisodes(t *testing.T) {
 	s.startup()
 	for range 50 {
 		s.at(time.Second)
-		s.in(correlate.Input{Losses: &correlate.Losses{Lost: 2}})
+		s.in(fact.Input{Losses: &fact.Losses{Lost: 2}})
 	}
 	s.at(time.Minute)
-	s.in(correlate.Input{Losses: &correlate.Losses{Lost: 1}})
+	s.in(fact.Input{Losses: &fact.Losses{Lost: 1}})
 	s.c.Flush()
 	var eps []int64
 	for _, e := range s.one("pod").Events {
@@ -247,7 +249,7 @@ func BenchmarkNeverReadyPod30Days(b *testing.B) {
 func BenchmarkPodEndAmongManyProcesses(b *testing.B) {
 	for b.Loop() {
 		s := newSim(&testing.T{})
-		n := newNode(110, correlate.SinkFunc(func(sp correlate.Span) { s.spans = append(s.spans, sp) }))
+		n := newNode(110, span.SinkFunc(func(sp span.Span) { s.spans = append(s.spans, sp) }))
 		for p := 0; p < 100_000; p++ {
 			n.exec(p%110, uint32(1000+p%110))
 		}

@@ -9,17 +9,19 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
 )
 
 // cause explains why a container's init process ended.
-func (c *Correlator) cause(ct *container) (names.Cause, []Attr) {
+func (c *Correlator) cause(ct *container) (names.Cause, []span.Attr) {
 	p := ct.pod
-	var attrs []Attr
+	var attrs []span.Attr
 	if ct.unknownExit {
-		return names.CauseUnknown, []Attr{String(names.Message, "removed before its exit was seen (kernel events lost or the tracer started late)")}
+		return names.CauseUnknown, []span.Attr{span.String(names.Message, "removed before its exit was seen (kernel events lost or the tracer started late)")}
 	}
 	// The OOM kill is the cause when it killed the init (the kernel's view),
 	// or when the runtime says OOMKilled and the kernel saw no OOM kill at
@@ -27,13 +29,13 @@ func (c *Correlator) cause(ct *container) (names.Cause, []Attr) {
 	// enough: it says OOMKilled for a child's OOM kill too.
 	if ct.oom != nil || ct.reason == "OOMKilled" && len(ct.ooms) == 0 {
 		if ct.oom != nil {
-			attrs = append(attrs, Int(names.OOMVictimPID, int64(ct.oom.VictimTGID)),
-				String(names.OOMVictimComm, ct.oom.VictimComm), String(names.OOMScope, ct.oomScope))
+			attrs = append(attrs, span.Int(names.OOMVictimPID, int64(ct.oom.VictimTGID)),
+				span.String(names.OOMVictimComm, ct.oom.VictimComm), span.String(names.OOMScope, ct.oomScope))
 			if ct.oomMemcg != "" {
-				attrs = append(attrs, String(names.OOMMemcg, ct.oomMemcg))
+				attrs = append(attrs, span.String(names.OOMMemcg, ct.oomMemcg))
 			}
 			if ct.oom.HasRSS {
-				attrs = append(attrs, Int(names.OOMAnonRSSKB, int64(ct.oom.AnonRSSKB)))
+				attrs = append(attrs, span.Int(names.OOMAnonRSSKB, int64(ct.oom.AnonRSSKB)))
 			}
 		}
 		return names.CauseOOMKilled, attrs
@@ -54,7 +56,7 @@ func (c *Correlator) cause(ct *container) (names.Cause, []Attr) {
 		if stop := ct.stopSignal(); stop != nil && stop.at.Before(ct.exitAt) && gracefulExit(ct.exitCode, stop.sig) {
 			// The app handled the stop signal and exited the way shells and
 			// many runtimes report it (128+signal): a graceful stop.
-			return names.CauseCompleted, []Attr{String(names.Message, fmt.Sprintf("exit code %d after %s from the %s: a graceful stop",
+			return names.CauseCompleted, []span.Attr{span.String(names.Message, fmt.Sprintf("exit code %d after %s from the %s: a graceful stop",
 				ct.exitCode, kernel.SignalName(stop.sig), stop.senderKind))}
 		}
 		return names.CauseError, nil
@@ -64,12 +66,12 @@ func (c *Correlator) cause(ct *container) (names.Cause, []Attr) {
 		sig = ct.signalOf(syscall.SIGTERM)
 	}
 	if sig != nil {
-		attrs = append(attrs, String(names.SignalSenderKind, string(sig.senderKind)),
-			String(names.SignalSenderComm, sig.senderComm), Int(names.SignalSenderPID, int64(sig.senderPID)))
+		attrs = append(attrs, span.String(names.SignalSenderKind, string(sig.senderKind)),
+			span.String(names.SignalSenderComm, sig.senderComm), span.Int(names.SignalSenderPID, int64(sig.senderPID)))
 	}
 	if p != nil {
 		if ev := p.recentEvent("Killing", ct.name, ct.startedAtOr(), ct.exitAt); ev != nil && containsLiveness(ev.Message) {
-			return names.CauseLivenessRestart, append(attrs, String(names.Message, ev.Message))
+			return names.CauseLivenessRestart, append(attrs, span.String(names.Message, ev.Message))
 		}
 		if p.info != nil && p.info.Reason == "Evicted" || p.recentEvent("Evicted", "", ct.startedAtOr(), ct.exitAt) != nil {
 			return names.CauseEvicted, attrs
@@ -114,23 +116,23 @@ func gracefulExit(code int, sig syscall.Signal) bool {
 // Killing event says so, or, without it (events lag, or no API server), the
 // runtime's SIGTERM came right after a failed liveness probe seen in the
 // kernel while the pod was not being deleted.
-func (c *Correlator) livenessCause(ct *container) (names.Cause, []Attr) {
+func (c *Correlator) livenessCause(ct *container) (names.Cause, []span.Attr) {
 	p := ct.pod
 	if p == nil {
 		return "", nil
 	}
 	term := ct.stopSignal()
-	var attrs []Attr
+	var attrs []span.Attr
 	if term != nil {
-		attrs = append(attrs, String(names.SignalSenderKind, string(term.senderKind)),
-			String(names.SignalSenderComm, term.senderComm), Int(names.SignalSenderPID, int64(term.senderPID)))
+		attrs = append(attrs, span.String(names.SignalSenderKind, string(term.senderKind)),
+			span.String(names.SignalSenderComm, term.senderComm), span.Int(names.SignalSenderPID, int64(term.senderPID)))
 	}
 	if ev := p.recentEvent("Killing", ct.name, ct.startedAtOr(), ct.exitAt); ev != nil {
 		switch {
 		case strings.Contains(ev.Message, "failed startup probe"):
-			return names.CauseStartupProbeRestart, append(attrs, String(names.Message, ev.Message))
+			return names.CauseStartupProbeRestart, append(attrs, span.String(names.Message, ev.Message))
 		case containsLiveness(ev.Message):
-			return names.CauseLivenessRestart, append(attrs, String(names.Message, ev.Message))
+			return names.CauseLivenessRestart, append(attrs, span.String(names.Message, ev.Message))
 		}
 	}
 	if term == nil || (term.senderKind != names.SenderRuntime && term.senderKind != names.SenderKubelet) || p.info != nil && p.info.DeletionTimestamp != nil {
@@ -140,13 +142,13 @@ func (c *Correlator) livenessCause(ct *container) (names.Cause, []Attr) {
 	// before it ever counted as started.
 	if gap := term.at.Sub(ct.lastStartupFail); !ct.lastStartupFail.IsZero() && gap >= 0 && gap < livenessKillWindow &&
 		(ct.lastLivenessFail.IsZero() || ct.lastStartupFail.After(ct.lastLivenessFail)) {
-		return names.CauseStartupProbeRestart, append(attrs, String(names.Message, "stopped by the runtime right after a failed startup probe"))
+		return names.CauseStartupProbeRestart, append(attrs, span.String(names.Message, "stopped by the runtime right after a failed startup probe"))
 	}
 	if ct.lastLivenessFail.IsZero() {
 		return "", nil
 	}
 	if gap := term.at.Sub(ct.lastLivenessFail); gap >= 0 && gap < livenessKillWindow {
-		return names.CauseLivenessRestart, append(attrs, String(names.Message, "stopped by the runtime right after a failed liveness probe"))
+		return names.CauseLivenessRestart, append(attrs, span.String(names.Message, "stopped by the runtime right after a failed liveness probe"))
 	}
 	return "", nil
 }

@@ -5,11 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
 
-	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/fact/cri"
 )
 
@@ -24,7 +26,7 @@ func TestReadyBeforeProbeExitIsSeen(t *testing.T) {
 	s.pod()
 	s.cond("PodScheduled")
 	s.mkdir(8000, "/kubepods/burstable/pod"+s.uid)
-	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop", CreatedAt: s.now}}})
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop", CreatedAt: s.now}}})
 	s.at(100 * time.Millisecond)
 	s.container("app", "c0ffee02", 0)
 	s.at(400 * time.Millisecond)
@@ -35,13 +37,13 @@ func TestReadyBeforeProbeExitIsSeen(t *testing.T) {
 	// Ready=True with the second truncated, seen (10 ms later) before the
 	// probe's exit event, which trails in the ring buffer.
 	s.at(10 * time.Millisecond)
-	s.info.Conditions = append(s.info.Conditions, correlate.Condition{Type: "Ready", Status: "True", LastTransitionTime: exitAt.Truncate(time.Second)})
+	s.info.Conditions = append(s.info.Conditions, fact.Condition{Type: "Ready", Status: "True", LastTransitionTime: exitAt.Truncate(time.Second)})
 	s.pod()
 	if len(s.find(names.SpanPodStartup)) != 0 {
 		t.Fatal("start-up emitted before the kernel's view could settle")
 	}
 	s.at(50 * time.Millisecond)
-	s.in(correlate.Input{Kernel: &kernel.ExitEvent{Header: kernel.Header{Type: kernel.EventExit, Origin: kernel.OriginWatched,
+	s.in(fact.Input{Kernel: &kernel.ExitEvent{Header: kernel.Header{Type: kernel.EventExit, Origin: kernel.OriginWatched,
 		CgroupID: s.cg["app"], TGID: pr, PID: pr, Time: exitAt}}})
 	// The next (passing) probe, still within the settle time: not start-up.
 	s.at(time.Second)
@@ -124,7 +126,7 @@ func TestForcedDeletionLingers(t *testing.T) {
 		CNI: &kernel.CNIRun{Command: "DEL", ContainerID: "sb1", IfName: "eth0", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop"}})
 	s.at(5 * time.Millisecond)
 	s.kernel(&kernel.ExitEvent{Header: kernel.Header{Type: kernel.EventExit, Origin: kernel.OriginCNI, TGID: cni, PID: cni}})
-	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventSandboxRemoved, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid}}})
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventSandboxRemoved, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid}}})
 	s.tick(2 * time.Second)
 	s.one("pod")
 	del2 := s.one("cni.DEL bridge")
@@ -141,7 +143,7 @@ func TestRuncInitIsNotTheContainerInit(t *testing.T) {
 			s := newSim(t)
 			s.pod()
 			s.mkdir(8000, "/kubepods/burstable/pod"+s.uid)
-			s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop", CreatedAt: s.now}}})
+			s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop", CreatedAt: s.now}}})
 			s.cg["app"] = 9100
 			s.ids["app"] = "c0ffee09"
 			s.mkdir(9100, "/kubepods/burstable/pod"+s.uid+"/c0ffee09")
@@ -183,7 +185,7 @@ func TestShutdownLeavesLivePodsToTheNextTracer(t *testing.T) {
 		t.Errorf("Shutdown emitted a running container: %v", got)
 	}
 	s.c.Flush()
-	if root := s.one("pod"); root.Status != correlate.StatusUnset {
+	if root := s.one("pod"); root.Status != span.StatusUnset {
 		t.Errorf("Flush: root %+v", root)
 	}
 }

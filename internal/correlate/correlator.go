@@ -30,6 +30,10 @@ package correlate
 import (
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/measure"
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/correlate/cgroupid"
 	"github.com/podchron/podchron/internal/fact/cri"
 	"github.com/podchron/podchron/internal/redact"
@@ -38,8 +42,8 @@ import (
 // Config configures a Correlator.
 type Config struct {
 	NodeName string
-	Sink     Sink
-	Observer Observer
+	Sink     span.Sink
+	Observer measure.Observer
 	// CgroupRoots are extra kubepods root names (besides kubepods and
 	// kubepods.slice), e.g. a test's custom root.
 	CgroupRoots []string
@@ -79,7 +83,7 @@ type Correlator struct {
 
 	now        time.Time
 	timersAt   time.Time // when timers next run
-	started    time.Time // tracer start (Input.Start), zero if unknown
+	started    time.Time // tracer start (fact.Input.Start), zero if unknown
 	apiUp      bool
 	apiKnown   bool
 	apiReason  string
@@ -118,10 +122,10 @@ type Correlator struct {
 // New returns a Correlator.
 func New(cfg Config) *Correlator {
 	if cfg.Observer == nil {
-		cfg.Observer = NopObserver{}
+		cfg.Observer = measure.NopObserver{}
 	}
 	if cfg.Sink == nil {
-		cfg.Sink = SinkFunc(func(Span) {})
+		cfg.Sink = span.SinkFunc(func(span.Span) {})
 	}
 	if cfg.StuckAfter == 0 {
 		cfg.StuckAfter = 30 * time.Second
@@ -162,13 +166,13 @@ func (c *Correlator) miss(reason string) {
 // Handle feeds one input through the model. Inputs come in arrival order;
 // while sources report progress they are handled in the order of their
 // sources' own times (see order.go).
-func (c *Correlator) Handle(in Input) {
+func (c *Correlator) Handle(in fact.Input) {
 	c.stats.Inputs++
 	c.sequence(in)
 }
 
 // apply handles one input at its time.
-func (c *Correlator) apply(in Input) {
+func (c *Correlator) apply(in fact.Input) {
 	if in.Time.After(c.now) {
 		c.now = in.Time
 	}

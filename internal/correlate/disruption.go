@@ -3,6 +3,8 @@ package correlate
 import (
 	"syscall"
 
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/names"
 )
 
@@ -53,7 +55,7 @@ func (p *pod) disruption() (reason, message string, ok bool) {
 
 // disruptionCause names a run's end by the pod's disruption, when the run
 // ended during the pod's termination.
-func (ct *container) disruptionCause() (names.Cause, []Attr) {
+func (ct *container) disruptionCause() (names.Cause, []span.Attr) {
 	p := ct.pod
 	if p == nil || p.terminating.IsZero() || ct.exitAt.Before(p.terminating) {
 		return "", nil
@@ -66,13 +68,13 @@ func (ct *container) disruptionCause() (names.Cause, []Attr) {
 	if cause == "" {
 		cause = causeDisrupted
 	}
-	attrs := []Attr{String(names.DisruptionReason, reason)}
+	attrs := []span.Attr{span.String(names.DisruptionReason, reason)}
 	if msg != "" {
-		attrs = append(attrs, String(names.Message, msg))
+		attrs = append(attrs, span.String(names.Message, msg))
 	}
 	if stop := ct.stopSignal(); stop != nil {
-		attrs = append(attrs, String(names.SignalSenderKind, string(stop.senderKind)),
-			String(names.SignalSenderComm, stop.senderComm), Int(names.SignalSenderPID, int64(stop.senderPID)))
+		attrs = append(attrs, span.String(names.SignalSenderKind, string(stop.senderKind)),
+			span.String(names.SignalSenderComm, stop.senderComm), span.Int(names.SignalSenderPID, int64(stop.senderPID)))
 	}
 	return cause, attrs
 }

@@ -5,11 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
 
-	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/fact/cri"
 )
 
@@ -29,7 +31,7 @@ func TestDisruptionReasonOnTerminationAndCause(t *testing.T) {
 			s := newSim(t)
 			app := s.startup()
 			s.at(time.Second)
-			s.info.Conditions = append(s.info.Conditions, correlate.Condition{Type: "DisruptionTarget", Status: "True",
+			s.info.Conditions = append(s.info.Conditions, fact.Condition{Type: "DisruptionTarget", Status: "True",
 				Reason: tc.reason, Message: "disrupted for the test", LastTransitionTime: s.now})
 			s.pod()
 			s.deleteNow()
@@ -48,7 +50,7 @@ func TestDisruptionReasonOnTerminationAndCause(t *testing.T) {
 			s.tick(3 * time.Second)
 			run := s.one(names.SpanContainerRun)
 			if run.Attr(names.ExitCause) != tc.cause || run.Attr(names.DisruptionReason) != tc.reason ||
-				(run.Status == correlate.StatusError) != tc.wantErr {
+				(run.Status == span.StatusError) != tc.wantErr {
 				t.Errorf("run: %s %v", run.Status, run.Attrs)
 			}
 			if term := s.one(names.SpanPodTermination); term.Attr(names.TerminationReason) != tc.reason {

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
@@ -18,10 +20,10 @@ import (
 // same span IDs and never reuses one for another span.
 func ctKey(kind string, ct *container) string { return kind + "/" + ct.id }
 
-func containerAttrs(ct *container) []Attr {
-	a := []Attr{String(names.K8sContainerName, ct.name), String(names.ContainerID, ct.id)}
+func containerAttrs(ct *container) []span.Attr {
+	a := []span.Attr{span.String(names.K8sContainerName, ct.name), span.String(names.ContainerID, ct.id)}
 	if ct.attempt > 0 {
-		a = append(a, Int(names.K8sContainerRestartCount, int64(ct.attempt)))
+		a = append(a, span.Int(names.K8sContainerRestartCount, int64(ct.attempt)))
 	}
 	image := ct.image
 	if ct.pod != nil && ct.name != "" {
@@ -31,24 +33,24 @@ func containerAttrs(ct *container) []Attr {
 	}
 	a = append(a, imageAttrs(image)...)
 	if ct.runtime.Name != "" {
-		a = append(a, String(names.ContainerRuntimeName, ct.runtime.Name))
+		a = append(a, span.String(names.ContainerRuntimeName, ct.runtime.Name))
 		if ct.runtime.Version != "" {
-			a = append(a, String(names.ContainerRuntimeVersion, ct.runtime.Version))
+			a = append(a, span.String(names.ContainerRuntimeVersion, ct.runtime.Version))
 		}
 	}
 	return a
 }
 
 // imageAttrs are container.image.name and .tags for an image reference.
-func imageAttrs(ref string) []Attr {
+func imageAttrs(ref string) []span.Attr {
 	name, tag := splitImage(ref)
 	switch {
 	case name == "":
 		return nil
 	case tag == "":
-		return []Attr{String(names.ContainerImageName, name)}
+		return []span.Attr{span.String(names.ContainerImageName, name)}
 	}
-	return []Attr{String(names.ContainerImageName, name), Strings(names.ContainerImageTags, tag)}
+	return []span.Attr{span.String(names.ContainerImageName, name), span.Strings(names.ContainerImageTags, tag)}
 }
 
 // splitImage splits an image reference into its name and tag:
@@ -78,52 +80,52 @@ func (c *Correlator) runSpan(ct *container) {
 	c.observer(p).ContainerExit(ns, string(cause))
 
 	attrs := containerAttrs(ct)
-	attrs = append(attrs, String(names.ExitCause, string(cause)), Int(names.ProcessPID, int64(ct.initPID)))
+	attrs = append(attrs, span.String(names.ExitCause, string(cause)), span.Int(names.ProcessPID, int64(ct.initPID)))
 	if ct.exitSignal != 0 {
-		attrs = append(attrs, String(names.SignalName, kernel.SignalName(ct.exitSignal)))
+		attrs = append(attrs, span.String(names.SignalName, kernel.SignalName(ct.exitSignal)))
 	} else {
-		attrs = append(attrs, Int(names.ProcessExitCode, int64(ct.exitCode)))
+		attrs = append(attrs, span.Int(names.ProcessExitCode, int64(ct.exitCode)))
 	}
 	if len(ct.initArgs) > 0 {
-		attrs = append(attrs, Strings(names.ProcessCommandArgs, ct.initArgs...))
+		attrs = append(attrs, span.Strings(names.ProcessCommandArgs, ct.initArgs...))
 	}
 	attrs = append(attrs, cattrs...)
-	status := StatusOK
+	status := span.StatusOK
 	msg := ""
 	if isDisruptionCause(cause) && ct.disruptionGraceful() {
 		// Made to go, and went in time: not the container's failure.
 	} else if cause != names.CauseCompleted && !(cause == names.CauseKilledByRuntime && !p.terminating.IsZero() && ct.exitSignal == syscall.SIGTERM) {
-		status = StatusError
+		status = span.StatusError
 		msg = string(cause)
 	}
-	var events []SpanEvent
+	var events []span.SpanEvent
 	for _, s := range ct.signals {
 		events = append(events, signalEvent(s))
 	}
 	if len(ct.signalsFolded) > 0 {
 		ev, n := ct.foldedSignals(ct.exitAt)
 		events = append(events, ev)
-		attrs = append(attrs, Int(names.SignalsFolded, int64(n)))
+		attrs = append(attrs, span.Int(names.SignalsFolded, int64(n)))
 	}
 	if ct.probeFailsFolded > 0 {
-		attrs = append(attrs, Int(names.ProbeFailuresFolded, int64(ct.probeFailsFolded)))
+		attrs = append(attrs, span.Int(names.ProbeFailuresFolded, int64(ct.probeFailsFolded)))
 	}
 	for _, kind := range sortedKeys(ct.sessionsFolded) {
-		attrs = append(attrs, Int(names.SessionsFoldedPrefix+kind, int64(ct.sessionsFolded[kind])))
+		attrs = append(attrs, span.Int(names.SessionsFoldedPrefix+kind, int64(ct.sessionsFolded[kind])))
 	}
 	for _, o := range ct.ooms {
-		a := []Attr{Int(names.OOMVictimPID, int64(o.ev.VictimTGID)), String(names.OOMScope, o.scope)}
+		a := []span.Attr{span.Int(names.OOMVictimPID, int64(o.ev.VictimTGID)), span.String(names.OOMScope, o.scope)}
 		if o.memcg != "" {
-			a = append(a, String(names.OOMMemcg, o.memcg))
+			a = append(a, span.String(names.OOMMemcg, o.memcg))
 		}
 		if o.ev != ct.oom {
 			// A child of the container, not its init: the run went on.
-			a = append(a, String(names.OOMVictimComm, o.ev.VictimComm))
+			a = append(a, span.String(names.OOMVictimComm, o.ev.VictimComm))
 		}
-		events = append(events, SpanEvent{Name: names.EventOOMKill, Time: o.ev.Time, Attrs: a})
+		events = append(events, span.SpanEvent{Name: names.EventOOMKill, Time: o.ev.Time, Attrs: a})
 	}
 	if ct.oomsFolded > 0 {
-		attrs = append(attrs, Int(names.OOMKillsFolded, int64(ct.oomsFolded)))
+		attrs = append(attrs, span.Int(names.OOMKillsFolded, int64(ct.oomsFolded)))
 	}
 	events = append(events, ct.probeFails...)
 
@@ -133,7 +135,7 @@ func (c *Correlator) runSpan(ct *container) {
 		name, parent = names.SpanContainerInit, c.startupID(p)
 	}
 	key := ctKey(name, ct)
-	c.emit(p, Span{SpanID: p.spanID(key), Parent: parent, Name: name, Start: start, End: ct.exitAt,
+	c.emit(p, span.Span{SpanID: p.spanID(key), Parent: parent, Name: name, Start: start, End: ct.exitAt,
 		Status: status, StatusMessage: msg, Attrs: attrs, Events: events})
 }
 
@@ -153,7 +155,7 @@ func (c *Correlator) stopSpan(ct *container) {
 	}
 	attrs := containerAttrs(ct)
 	sigkill := kill != nil && (kill.senderKind == names.SenderRuntime || kill.senderKind == names.SenderKubelet)
-	attrs = append(attrs, Bool(names.Sigkill, sigkill))
+	attrs = append(attrs, span.Bool(names.Sigkill, sigkill))
 	if term != nil {
 		disp := term.disposition.String()
 		if term.result == kernel.SignalIgnored {
@@ -161,21 +163,21 @@ func (c *Correlator) stopSpan(ct *container) {
 		} else if d, ok := ct.delivered[term.sig]; ok {
 			disp = d.String()
 		}
-		attrs = append(attrs, String(names.SignalName, kernel.SignalName(term.sig)), String(names.SignalDisposition, disp),
-			String(names.SignalSenderKind, string(term.senderKind)), String(names.SignalSenderComm, term.senderComm),
-			Int(names.SignalSenderPID, int64(term.senderPID)))
+		attrs = append(attrs, span.String(names.SignalName, kernel.SignalName(term.sig)), span.String(names.SignalDisposition, disp),
+			span.String(names.SignalSenderKind, string(term.senderKind)), span.String(names.SignalSenderComm, term.senderComm),
+			span.Int(names.SignalSenderPID, int64(term.senderPID)))
 		if term.nsInit && term.disposition == kernel.DispositionDefault {
-			attrs = append(attrs, Bool(names.SignalPIDNSInit, true))
+			attrs = append(attrs, span.Bool(names.SignalPIDNSInit, true))
 		}
 	}
-	status, msg := StatusOK, ""
+	status, msg := span.StatusOK, ""
 	if sigkill {
-		status = StatusError
+		status = span.StatusError
 		msg = "killed with SIGKILL after the grace period"
 		if p.grace > 0 && term != nil {
 			msg = fmt.Sprintf("SIGKILL %.1fs after %s (grace period %s)", kill.at.Sub(term.at).Seconds(), kernel.SignalName(term.sig), p.grace)
 		}
-		attrs = append(attrs, Bool(names.GracePeriodOverrun, true))
+		attrs = append(attrs, span.Bool(names.GracePeriodOverrun, true))
 		if !p.terminating.IsZero() && !start.Before(p.terminating) {
 			// The pod's termination overran; a stop before it (a liveness
 			// restart) overran only that stop.
@@ -184,26 +186,26 @@ func (c *Correlator) stopSpan(ct *container) {
 		c.observer(p).GracePeriodOverrun(p.namespace())
 	}
 	if p.grace > 0 {
-		attrs = append(attrs, Float(names.GracePeriodSeconds, p.grace.Seconds()))
+		attrs = append(attrs, span.Float(names.GracePeriodSeconds, p.grace.Seconds()))
 	}
 	d := ct.exitAt.Sub(start)
 	c.observer(p).ContainerStop(p.namespace(), d, sigkill, p.trace.String())
 	key := ctKey(names.SpanContainerStop, ct)
-	c.emit(p, Span{SpanID: p.spanID(key), Parent: c.terminationParent(p), Name: names.SpanContainerStop,
+	c.emit(p, span.Span{SpanID: p.spanID(key), Parent: c.terminationParent(p), Name: names.SpanContainerStop,
 		Start: start, End: ct.exitAt, Status: status, StatusMessage: msg, Attrs: attrs})
 }
 
-func signalEvent(s signalRec) SpanEvent {
-	a := []Attr{String(names.SignalName, kernel.SignalName(s.sig)), String(names.SignalSenderKind, string(s.senderKind)),
-		String(names.SignalSenderComm, s.senderComm), Int(names.SignalSenderPID, int64(s.senderPID)),
-		String(names.SignalResult, s.result.String()), String(names.SignalDisposition, s.disposition.String())}
+func signalEvent(s signalRec) span.SpanEvent {
+	a := []span.Attr{span.String(names.SignalName, kernel.SignalName(s.sig)), span.String(names.SignalSenderKind, string(s.senderKind)),
+		span.String(names.SignalSenderComm, s.senderComm), span.Int(names.SignalSenderPID, int64(s.senderPID)),
+		span.String(names.SignalResult, s.result.String()), span.String(names.SignalDisposition, s.disposition.String())}
 	if !s.toInit {
-		a = append(a, Bool(names.SignalToChild, true))
+		a = append(a, span.Bool(names.SignalToChild, true))
 	}
 	if s.pidnsTeardown {
-		a = append(a, String(names.Message, "PID namespace teardown: the kernel kills what its init left behind"))
+		a = append(a, span.String(names.Message, "PID namespace teardown: the kernel kills what its init left behind"))
 	}
-	return SpanEvent{Name: "signal " + kernel.SignalName(s.sig), Time: s.at, Attrs: a}
+	return span.SpanEvent{Name: "signal " + kernel.SignalName(s.sig), Time: s.at, Attrs: a}
 }
 
 // sessionSpan emits a hook or probe span for an exec session.
@@ -235,26 +237,26 @@ func (c *Correlator) sessionSpan(ct *container, s *session, e *kernel.ExitEvent)
 	default:
 		name = names.SpanContainerExec
 	}
-	attrs := append(containerAttrs(ct), Int(names.ProcessPID, int64(s.pid)), Strings(names.ProcessCommandArgs, s.args...))
-	status := StatusOK
+	attrs := append(containerAttrs(ct), span.Int(names.ProcessPID, int64(s.pid)), span.Strings(names.ProcessCommandArgs, s.args...))
+	status := span.StatusOK
 	result := names.ProbeSuccess
 	if e.Signal != 0 {
-		attrs = append(attrs, String(names.SignalName, kernel.SignalName(e.Signal)))
-		status, result = StatusError, names.ProbeKilled
+		attrs = append(attrs, span.String(names.SignalName, kernel.SignalName(e.Signal)))
+		status, result = span.StatusError, names.ProbeKilled
 	} else {
-		attrs = append(attrs, Int(names.ProcessExitCode, int64(e.ExitCode)))
+		attrs = append(attrs, span.Int(names.ProcessExitCode, int64(e.ExitCode)))
 		if e.ExitCode != 0 {
-			status, result = StatusError, names.ProbeFailure
+			status, result = span.StatusError, names.ProbeFailure
 		}
 	}
 	if len(name) > 6 && name[:6] == "probe." {
-		attrs = append(attrs, String(names.ProbeType, name[6:]), String(names.ProbeResult, result))
+		attrs = append(attrs, span.String(names.ProbeType, name[6:]), span.String(names.ProbeResult, result))
 	}
 	if !ct.sessionSpanAllowed(name) {
 		return // over the cap: counted on the run (podchron.sessions.folded.<kind>)
 	}
 	key := fmt.Sprintf("%s/%s/%d@%d", name, ct.id, s.pid, s.start.UnixNano())
-	c.emit(p, Span{SpanID: p.spanID(key), Parent: parent, Name: name, Start: s.start, End: e.Time, Status: status, Attrs: attrs})
+	c.emit(p, span.Span{SpanID: p.spanID(key), Parent: parent, Name: name, Start: s.start, End: e.Time, Status: status, Attrs: attrs})
 }
 
 // backoff emits the wait between a container's previous run and this one
@@ -280,10 +282,10 @@ func (c *Correlator) backoff(ct *container) {
 	}
 	ct.backoffDone = true
 	wait := start.Sub(prev.exitAt)
-	attrs := append(containerAttrs(ct), Float(names.BackoffSeconds, wait.Seconds()))
+	attrs := append(containerAttrs(ct), span.Float(names.BackoffSeconds, wait.Seconds()))
 	if ev := p.recentEvent("BackOff", ct.name, prev.exitAt, start); ev != nil {
-		attrs = append(attrs, String(names.Message, ev.Message))
+		attrs = append(attrs, span.String(names.Message, ev.Message))
 	}
-	c.emit(p, Span{SpanID: p.spanID(ctKey("backoff", ct)), Parent: c.rootID(p), Name: names.SpanContainerBackoff,
-		Start: prev.exitAt, End: start, Status: StatusOK, Attrs: attrs})
+	c.emit(p, span.Span{SpanID: p.spanID(ctKey("backoff", ct)), Parent: c.rootID(p), Name: names.SpanContainerBackoff,
+		Start: prev.exitAt, End: start, Status: span.StatusOK, Attrs: attrs})
 }

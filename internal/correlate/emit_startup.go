@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
@@ -26,7 +28,7 @@ func (c *Correlator) emitStartup(p *pod, end time.Time, out startupOutcome) {
 	id := c.startupID(p)
 	// Scheduling.
 	if sched, ok := p.condition("PodScheduled"); ok && p.info != nil {
-		c.emit(p, Span{SpanID: p.spanID("scheduling"), Parent: id, Name: names.SpanPodScheduling, Start: p.info.CreatedAt, End: sched, Status: StatusOK})
+		c.emit(p, span.Span{SpanID: p.spanID("scheduling"), Parent: id, Name: names.SpanPodScheduling, Start: p.info.CreatedAt, End: sched, Status: span.StatusOK})
 	}
 	// The sandbox and its network.
 	if !p.sandboxCreated.IsZero() {
@@ -37,16 +39,16 @@ func (c *Correlator) emitStartup(p *pod, end time.Time, out startupOutcome) {
 				end = ct.initExec
 			}
 		}
-		var sattrs []Attr
+		var sattrs []span.Attr
 		if p.sandboxID != "" {
-			sattrs = append(sattrs, String(names.ContainerID, p.sandboxID))
+			sattrs = append(sattrs, span.String(names.ContainerID, p.sandboxID))
 		}
 		for _, r := range p.cniAdd {
 			if r.done {
 				c.emit(p, c.cniSpan(p, r, sbID))
 			}
 		}
-		c.emit(p, Span{SpanID: sbID, Parent: id, Name: names.SpanPodSandbox, Start: p.sandboxCreated, End: end, Status: StatusOK, Attrs: sattrs})
+		c.emit(p, span.Span{SpanID: sbID, Parent: id, Name: names.SpanPodSandbox, Start: p.sandboxCreated, End: end, Status: span.StatusOK, Attrs: sattrs})
 	}
 	// Image pulls.
 	for _, name := range sortedKeys(p.pulls) {
@@ -68,53 +70,53 @@ func (c *Correlator) emitStartup(p *pod, end time.Time, out startupOutcome) {
 		}
 		attrs := containerAttrs(ct)
 		if len(ct.initArgs) > 0 {
-			attrs = append(attrs, Strings(names.ProcessCommandArgs, ct.initArgs...), Int(names.ProcessPID, int64(ct.initPID)))
+			attrs = append(attrs, span.Strings(names.ProcessCommandArgs, ct.initArgs...), span.Int(names.ProcessPID, int64(ct.initPID)))
 		}
-		c.emit(p, Span{SpanID: p.spanID(ctKey("start", ct)), Parent: id, Name: names.SpanContainerStart, Start: s, End: e, Status: StatusOK, Attrs: attrs})
+		c.emit(p, span.Span{SpanID: p.spanID(ctKey("start", ct)), Parent: id, Name: names.SpanContainerStart, Start: s, End: e, Status: span.StatusOK, Attrs: attrs})
 	}
-	attrs := []Attr{String(names.OwnerKind, p.ownerKind())}
-	status, msg := StatusOK, ""
+	attrs := []span.Attr{span.String(names.OwnerKind, p.ownerKind())}
+	status, msg := span.StatusOK, ""
 	if out.failure != "" {
-		status, msg = StatusError, out.failure
-		attrs = append(attrs, String(names.StartupOutcome, out.outcome))
+		status, msg = span.StatusError, out.failure
+		attrs = append(attrs, span.String(names.StartupOutcome, out.outcome))
 		if out.container != "" {
-			attrs = append(attrs, String(names.K8sContainerName, out.container))
+			attrs = append(attrs, span.String(names.K8sContainerName, out.container))
 		}
 		if out.reason != "" {
-			attrs = append(attrs, String(names.WaitingReason, out.reason))
+			attrs = append(attrs, span.String(names.WaitingReason, out.reason))
 		}
 	} else {
 		if out.outcome != "" {
-			attrs = append(attrs, String(names.StartupOutcome, out.outcome))
+			attrs = append(attrs, span.String(names.StartupOutcome, out.outcome))
 		}
 		c.observer(p).PodStartup(p.namespace(), p.ownerKind(), ready.Sub(start), p.trace.String())
 		c.startupPhases(p, ready)
 	}
-	c.emit(p, Span{SpanID: id, Parent: c.rootID(p), Name: names.SpanPodStartup, Start: start, End: ready, Status: status,
+	c.emit(p, span.Span{SpanID: id, Parent: c.rootID(p), Name: names.SpanPodStartup, Start: start, End: ready, Status: status,
 		StatusMessage: msg, Attrs: attrs})
 }
 
-func (c *Correlator) cniSpan(p *pod, r *cniRun, parent SpanID) Span {
-	attrs := []Attr{String(names.CNIPlugin, r.plugin), String(names.CNICommand, r.command),
-		String(names.ContainerID, r.containerID), Int(names.ProcessPID, int64(r.pid))}
+func (c *Correlator) cniSpan(p *pod, r *cniRun, parent span.SpanID) span.Span {
+	attrs := []span.Attr{span.String(names.CNIPlugin, r.plugin), span.String(names.CNICommand, r.command),
+		span.String(names.ContainerID, r.containerID), span.Int(names.ProcessPID, int64(r.pid))}
 	if r.ifname != "" {
-		attrs = append(attrs, String(names.CNIIfName, r.ifname))
+		attrs = append(attrs, span.String(names.CNIIfName, r.ifname))
 	}
 	if r.netns != "" {
-		attrs = append(attrs, String(names.CNINetNS, r.netns))
+		attrs = append(attrs, span.String(names.CNINetNS, r.netns))
 	}
-	status := StatusOK
+	status := span.StatusOK
 	if r.signal != 0 {
-		attrs = append(attrs, String(names.SignalName, kernel.SignalName(r.signal)))
-		status = StatusError
+		attrs = append(attrs, span.String(names.SignalName, kernel.SignalName(r.signal)))
+		status = span.StatusError
 	} else {
-		attrs = append(attrs, Int(names.ProcessExitCode, int64(r.exitCode)))
+		attrs = append(attrs, span.Int(names.ProcessExitCode, int64(r.exitCode)))
 		if r.exitCode != 0 {
-			status = StatusError
+			status = span.StatusError
 		}
 	}
 	key := fmt.Sprintf("cni/%s/%s/%d@%d", r.command, r.plugin, r.pid, r.start.UnixNano())
-	return Span{SpanID: p.spanID(key), Parent: parent, Name: names.SpanCNIPrefix + r.command + " " + r.plugin,
+	return span.Span{SpanID: p.spanID(key), Parent: parent, Name: names.SpanCNIPrefix + r.command + " " + r.plugin,
 		Start: r.start, End: r.end, Status: status, Attrs: attrs}
 }
 
@@ -139,16 +141,16 @@ func refineReady(cond, seen time.Time, evidence []time.Time) time.Time {
 }
 
 // pullSpan is an image pull: Pulling to Pulled, or to its last failure.
-func (c *Correlator) pullSpan(p *pod, pl *pull, parent SpanID) Span {
-	attrs := []Attr{String(names.K8sContainerName, pl.container)}
+func (c *Correlator) pullSpan(p *pod, pl *pull, parent span.SpanID) span.Span {
+	attrs := []span.Attr{span.String(names.K8sContainerName, pl.container)}
 	attrs = append(attrs, imageAttrs(p.image(pl.container))...)
-	end, status, msg := pl.end, StatusOK, ""
+	end, status, msg := pl.end, span.StatusOK, ""
 	if !pl.end.IsZero() {
-		attrs = append(attrs, String(names.Message, pl.message))
+		attrs = append(attrs, span.String(names.Message, pl.message))
 	} else {
-		end, status, msg = pl.failedAt, StatusError, pl.failure
+		end, status, msg = pl.failedAt, span.StatusError, pl.failure
 		if pl.reason != "" {
-			attrs = append(attrs, String(names.WaitingReason, pl.reason))
+			attrs = append(attrs, span.String(names.WaitingReason, pl.reason))
 			msg = pl.reason + ": " + pl.failure
 		}
 	}
@@ -161,7 +163,7 @@ func (c *Correlator) pullSpan(p *pod, pl *pull, parent SpanID) Span {
 	if end.Before(start) {
 		end = start
 	}
-	return Span{SpanID: p.spanID("pull/" + pl.container), Parent: parent, Name: names.SpanContainerImagePull, Start: start, End: end,
+	return span.Span{SpanID: p.spanID("pull/" + pl.container), Parent: parent, Name: names.SpanContainerImagePull, Start: start, End: end,
 		Status: status, StatusMessage: msg, Attrs: attrs}
 }
 

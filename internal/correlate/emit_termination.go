@@ -6,27 +6,27 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/podchron/podchron/internal/measure"
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/names"
 )
 
 // Span keys: stable names for a pod's spans (ids derive from them).
 const (
-	keyRoot        = "root"
+	keyRoot        = span.RootKey
 	keyStartup     = "startup"
 	keyTermination = "termination"
 )
 
-func (c *Correlator) rootID(p *pod) SpanID { return p.spanID(keyRoot) }
+func (c *Correlator) rootID(p *pod) span.SpanID { return p.spanID(keyRoot) }
 
-// RootSpanID is the ID of the root span ("pod") of a pod's trace.
-func RootSpanID(t TraceID) SpanID { return SpanIDFor(t, keyRoot) }
+func (c *Correlator) startupID(p *pod) span.SpanID { return p.spanID(keyStartup) }
 
-func (c *Correlator) startupID(p *pod) SpanID { return p.spanID(keyStartup) }
-
-func (c *Correlator) terminationID(p *pod) SpanID { return p.spanID(keyTermination) }
+func (c *Correlator) terminationID(p *pod) span.SpanID { return p.spanID(keyTermination) }
 
 // terminationParent is the parent for spans of the pod's ending.
-func (c *Correlator) terminationParent(p *pod) SpanID {
+func (c *Correlator) terminationParent(p *pod) span.SpanID {
 	if p.terminating.IsZero() {
 		return c.rootID(p)
 	}
@@ -34,34 +34,34 @@ func (c *Correlator) terminationParent(p *pod) SpanID {
 }
 
 func (c *Correlator) terminationSpan(p *pod, at time.Time, unfinished string) {
-	attrs := []Attr{String(names.OwnerKind, p.ownerKind())}
+	attrs := []span.Attr{span.String(names.OwnerKind, p.ownerKind())}
 	if !p.deletedAt.IsZero() {
-		attrs = append(attrs, Float(names.GracePeriodSeconds, p.grace.Seconds()))
+		attrs = append(attrs, span.Float(names.GracePeriodSeconds, p.grace.Seconds()))
 	}
 	if p.forced {
-		attrs = append(attrs, Bool(names.TerminationForced, true))
+		attrs = append(attrs, span.Bool(names.TerminationForced, true))
 	}
 	if reason, m, ok := p.disruption(); ok {
-		attrs = append(attrs, String(names.TerminationReason, reason))
+		attrs = append(attrs, span.String(names.TerminationReason, reason))
 		if m != "" {
-			attrs = append(attrs, String(names.Message, m))
+			attrs = append(attrs, span.String(names.Message, m))
 		}
 	} else if p.terminationReason != "" {
-		attrs = append(attrs, String(names.TerminationReason, p.terminationReason))
+		attrs = append(attrs, span.String(names.TerminationReason, p.terminationReason))
 	} else if p.info != nil && p.info.Reason != "" {
-		attrs = append(attrs, String(names.TerminationReason, p.info.Reason))
+		attrs = append(attrs, span.String(names.TerminationReason, p.info.Reason))
 	}
-	attrs = append(attrs, Bool(names.GracePeriodOverrun, p.overrun))
-	status, msg := StatusOK, ""
+	attrs = append(attrs, span.Bool(names.GracePeriodOverrun, p.overrun))
+	status, msg := span.StatusOK, ""
 	if p.overrun {
-		status, msg = StatusError, "grace period overrun: a container was killed with SIGKILL"
+		status, msg = span.StatusError, "grace period overrun: a container was killed with SIGKILL"
 	}
 	if p.stuck {
-		attrs = append(attrs, Bool(names.TerminationStuck, true))
-		status, msg = StatusError, fmt.Sprintf("stuck terminating: gone %.1fs after the deadline", at.Sub(p.deadline).Seconds())
+		attrs = append(attrs, span.Bool(names.TerminationStuck, true))
+		status, msg = span.StatusError, fmt.Sprintf("stuck terminating: gone %.1fs after the deadline", at.Sub(p.deadline).Seconds())
 	}
 	if unfinished != "" {
-		status, msg = StatusUnset, "still terminating: "+unfinished
+		status, msg = span.StatusUnset, "still terminating: "+unfinished
 	}
 	// Cleanup: from the last container exit to the pod being gone.
 	var lastExit time.Time
@@ -72,14 +72,14 @@ func (c *Correlator) terminationSpan(p *pod, at time.Time, unfinished string) {
 	}
 	lastExit = latest(lastExit, p.terminating)
 	if !lastExit.IsZero() && at.After(lastExit) {
-		c.emit(p, Span{SpanID: p.spanID("cleanup"), Parent: c.terminationID(p), Name: names.SpanPodCleanup, Start: lastExit, End: at, Status: StatusOK,
-			Attrs: []Attr{Int(names.CNIDelRuns, int64(len(p.cniDel)))}})
+		c.emit(p, span.Span{SpanID: p.spanID("cleanup"), Parent: c.terminationID(p), Name: names.SpanPodCleanup, Start: lastExit, End: at, Status: span.StatusOK,
+			Attrs: []span.Attr{span.Int(names.CNIDelRuns, int64(len(p.cniDel)))}})
 	}
 	d := at.Sub(p.terminating)
 	if unfinished == "" {
 		c.observer(p).PodTermination(p.namespace(), p.ownerKind(), d, p.overrun, p.trace.String())
 	}
-	c.emit(p, Span{SpanID: c.terminationID(p), Parent: c.rootID(p), Name: names.SpanPodTermination, Start: p.terminating, End: at,
+	c.emit(p, span.Span{SpanID: c.terminationID(p), Parent: c.rootID(p), Name: names.SpanPodTermination, Start: p.terminating, End: at,
 		Status: status, StatusMessage: msg, Attrs: attrs})
 }
 
@@ -93,29 +93,29 @@ func (c *Correlator) rootSpan(p *pod, at time.Time, unfinished string) {
 	for _, ct := range p.containers {
 		start = earliest(start, ct.startedAtOr())
 	}
-	attrs := []Attr{String(names.OwnerKind, p.ownerKind())}
+	attrs := []span.Attr{span.String(names.OwnerKind, p.ownerKind())}
 	if p.info != nil {
 		if p.info.OwnerName != "" {
-			attrs = append(attrs, String(names.OwnerName, p.info.OwnerName))
+			attrs = append(attrs, span.String(names.OwnerName, p.info.OwnerName))
 		}
 		if p.info.QOSClass != "" {
-			attrs = append(attrs, String(names.QoSClass, p.info.QOSClass))
+			attrs = append(attrs, span.String(names.QoSClass, p.info.QOSClass))
 		}
 		if p.info.Phase != "" {
-			attrs = append(attrs, String(names.K8sPodStatusPhase, p.info.Phase))
+			attrs = append(attrs, span.String(names.K8sPodStatusPhase, p.info.Phase))
 		}
 	}
-	status, msg := StatusOK, ""
+	status, msg := span.StatusOK, ""
 	if unfinished != "" {
-		status, msg = StatusUnset, "pod still alive: "+unfinished
+		status, msg = span.StatusUnset, "pod still alive: "+unfinished
 	}
 	if p.stuck {
-		attrs = append(attrs, Bool(names.TerminationStuck, true))
+		attrs = append(attrs, span.Bool(names.TerminationStuck, true))
 	}
 	if p.rootFolded > 0 {
-		attrs = append(attrs, Int(names.EventsFolded, int64(p.rootFolded)))
+		attrs = append(attrs, span.Int(names.EventsFolded, int64(p.rootFolded)))
 	}
-	c.emit(p, Span{SpanID: c.rootID(p), Name: names.SpanPod, Start: start, End: at, Status: status, StatusMessage: msg,
+	c.emit(p, span.Span{SpanID: c.rootID(p), Name: names.SpanPod, Start: start, End: at, Status: status, StatusMessage: msg,
 		Attrs: attrs, Events: p.rootEvents})
 }
 
@@ -124,17 +124,17 @@ func (c *Correlator) rootSpan(p *pod, at time.Time, unfinished string) {
 // what it waits for, sent at once (the termination and the root come when
 // the pod is gone, maybe days later).
 func (c *Correlator) stuckSpan(p *pod) {
-	attrs := []Attr{Float(names.PastDeadlineSeconds, c.now.Sub(p.deadline).Seconds())}
+	attrs := []span.Attr{span.Float(names.PastDeadlineSeconds, c.now.Sub(p.deadline).Seconds())}
 	why := "waiting for the API object to go (a finalizer?)"
 	if left := c.lingering(p); left != "" {
-		attrs = append(attrs, String(names.LingeringContainers, left))
+		attrs = append(attrs, span.String(names.LingeringContainers, left))
 		why = "containers still running: " + left
 	}
-	c.emit(p, Span{SpanID: p.spanID("termination.stuck"), Parent: c.terminationID(p), Name: names.SpanPodTerminationStuck,
-		Start: p.deadline, End: c.now, Status: StatusError, StatusMessage: "stuck terminating: " + why, Attrs: attrs})
+	c.emit(p, span.Span{SpanID: p.spanID("termination.stuck"), Parent: c.terminationID(p), Name: names.SpanPodTerminationStuck,
+		Start: p.deadline, End: c.now, Status: span.StatusError, StatusMessage: "stuck terminating: " + why, Attrs: attrs})
 }
 
 // podRef names a pod for measurements that point at it.
-func (c *Correlator) podRef(p *pod) PodRef {
-	return PodRef{Name: p.name(), UID: p.uid, TraceID: p.trace.String()}
+func (c *Correlator) podRef(p *pod) measure.PodRef {
+	return measure.PodRef{Name: p.name(), UID: p.uid, TraceID: p.trace.String()}
 }

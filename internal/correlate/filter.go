@@ -3,15 +3,13 @@ package correlate
 import (
 	"fmt"
 	"regexp"
-)
 
-// OptOutAnnotation is the pod annotation that, set to "false", keeps a pod out of the traces
-// and metrics.
-const OptOutAnnotation = "podchron.io/trace"
+	"github.com/podchron/podchron/internal/measure"
+)
 
 // Filter decides which pods are traced: a pod in a namespace that Include
 // does not match, or that Exclude matches, or that opts out
-// (OptOutAnnotation), gives no span and no metric. The model still follows
+// (fact.OptOutAnnotation), gives no span and no metric. The model still follows
 // it (its processes, its cgroups), so nothing else is confused by it. A
 // pod whose namespace is not known yet (no API server, no runtime word) is
 // traced.
@@ -59,9 +57,9 @@ func (c *Correlator) traced(p *pod) bool {
 }
 
 // observer is where a pod's measurements go: nowhere for a pod not traced.
-func (c *Correlator) observer(p *pod) Observer {
+func (c *Correlator) observer(p *pod) measure.Observer {
 	if !c.traced(p) {
-		return NopObserver{}
+		return measure.NopObserver{}
 	}
 	return c.cfg.Observer
 }

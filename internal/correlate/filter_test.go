@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/fact/cri"
 )
@@ -32,7 +34,7 @@ func TestFilterDropsSpansAndMetrics(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.c = correlate.New(correlate.Config{NodeName: "node-a", Observer: s.o, StuckAfter: 10 * time.Second, Filter: f,
-				Sink: correlate.SinkFunc(func(sp correlate.Span) { s.spans = append(s.spans, sp) })})
+				Sink: span.SinkFunc(func(sp span.Span) { s.spans = append(s.spans, sp) })})
 			s.info.OptOut = tc.optOut
 			app := s.startup()
 			s.at(time.Second)

@@ -11,6 +11,9 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/correlate"
@@ -25,7 +28,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden from the reco
 // variants the model must survive: kernel exits missing, and the tracer
 // starting in the middle of the pod's life.
 
-func load(t *testing.T, path string) []correlate.Input {
+func load(t *testing.T, path string) []fact.Input {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -39,9 +42,9 @@ func load(t *testing.T, path string) []correlate.Input {
 	return out
 }
 
-func replay(inputs []correlate.Input) []correlate.Span {
-	var spans []correlate.Span
-	c := correlate.New(correlate.Config{Sink: correlate.SinkFunc(func(s correlate.Span) { spans = append(spans, s) })})
+func replay(inputs []fact.Input) []span.Span {
+	var spans []span.Span
+	c := correlate.New(correlate.Config{Sink: span.SinkFunc(func(s span.Span) { spans = append(spans, s) })})
 	for _, in := range inputs {
 		c.Handle(in)
 	}
@@ -51,9 +54,9 @@ func replay(inputs []correlate.Input) []correlate.Span {
 
 // render prints the span trees, children under parents, times relative to
 // each trace's root.
-func render(spans []correlate.Span) string {
-	byTrace := map[correlate.TraceID][]correlate.Span{}
-	var traces []correlate.TraceID
+func render(spans []span.Span) string {
+	byTrace := map[span.TraceID][]span.Span{}
+	var traces []span.TraceID
 	for _, s := range spans {
 		if _, ok := byTrace[s.TraceID]; !ok {
 			traces = append(traces, s.TraceID)
@@ -63,8 +66,8 @@ func render(spans []correlate.Span) string {
 	var b strings.Builder
 	for _, tid := range traces {
 		ss := byTrace[tid]
-		var root *correlate.Span
-		children := map[correlate.SpanID][]correlate.Span{}
+		var root *span.Span
+		children := map[span.SpanID][]span.Span{}
 		for i := range ss {
 			if ss[i].Parent.IsZero() {
 				root = &ss[i]
@@ -77,15 +80,15 @@ func render(spans []correlate.Span) string {
 			continue
 		}
 		fmt.Fprintf(&b, "trace %s\n", tid)
-		var walk func(s correlate.Span, depth int)
-		walk = func(s correlate.Span, depth int) {
+		var walk func(s span.Span, depth int)
+		walk = func(s span.Span, depth int) {
 			fmt.Fprintf(&b, "%s%s +%dms %dms %s", strings.Repeat("  ", depth), s.Name,
 				s.Start.Sub(root.Start).Milliseconds(), s.Duration().Milliseconds(), s.Status)
 			if s.StatusMessage != "" {
 				fmt.Fprintf(&b, " %q", s.StatusMessage)
 			}
 			b.WriteString("\n")
-			attrs := append([]correlate.Attr(nil), s.Attrs...)
+			attrs := append([]span.Attr(nil), s.Attrs...)
 			sort.SliceStable(attrs, func(i, j int) bool { return attrs[i].Key < attrs[j].Key })
 			for _, a := range attrs {
 				fmt.Fprintf(&b, "%s  | %s=%v\n", strings.Repeat("  ", depth), a.Key, a.Value)
@@ -117,8 +120,8 @@ func render(spans []correlate.Span) string {
 
 // withoutInitExits drops the kernel's exit events of container processes:
 // the runtime's view must still close each container's run.
-func withoutInitExits(in []correlate.Input) []correlate.Input {
-	var out []correlate.Input
+func withoutInitExits(in []fact.Input) []fact.Input {
+	var out []fact.Input
 	for _, x := range in {
 		if e, ok := x.Kernel.(*kernel.ExitEvent); ok && e.Origin&kernel.OriginWatched != 0 {
 			continue
@@ -131,7 +134,7 @@ func withoutInitExits(in []correlate.Input) []correlate.Input {
 // midLife starts the stream at the first SIGTERM: what came before is only
 // known as a start-up scan would find it (cgroups that exist, processes that
 // live).
-func midLife(in []correlate.Input) []correlate.Input {
+func midLife(in []fact.Input) []fact.Input {
 	cut := -1
 	for i, x := range in {
 		if s, ok := x.Kernel.(*kernel.SignalEvent); ok && s.Signal == syscall.SIGTERM {
@@ -143,10 +146,10 @@ func midLife(in []correlate.Input) []correlate.Input {
 		return nil
 	}
 	at := in[cut].Time
-	var start correlate.Start
+	var start fact.Start
 	cgroups := map[uint64]string{}
 	var order []uint64
-	procs := map[uint32]*correlate.ProcSeen{}
+	procs := map[uint32]*fact.ProcSeen{}
 	for _, x := range in[:cut] {
 		switch {
 		case x.Start != nil:
@@ -165,19 +168,19 @@ func midLife(in []correlate.Input) []correlate.Input {
 			}
 		case *kernel.ExecEvent:
 			if e.Origin&kernel.OriginWatched != 0 {
-				procs[e.TGID] = &correlate.ProcSeen{PID: e.TGID, PPID: e.PPID, CgroupID: e.CgroupID, Comm: e.Comm, Args: e.Args, Started: e.Time}
+				procs[e.TGID] = &fact.ProcSeen{PID: e.TGID, PPID: e.PPID, CgroupID: e.CgroupID, Comm: e.Comm, Args: e.Args, Started: e.Time}
 			}
 		case *kernel.ExitEvent:
 			delete(procs, e.TGID)
 		}
 	}
 	start.At = at
-	out := []correlate.Input{{Time: at, Start: &start}}
+	out := []fact.Input{{Time: at, Start: &start}}
 	seen := map[uint64]bool{}
 	for _, id := range order {
 		if p, ok := cgroups[id]; ok && !seen[id] {
 			seen[id] = true
-			out = append(out, correlate.Input{Time: at, Cgroup: &correlate.CgroupSeen{ID: id, Path: p}})
+			out = append(out, fact.Input{Time: at, Cgroup: &fact.CgroupSeen{ID: id, Path: p}})
 		}
 	}
 	pids := make([]int, 0, len(procs))
@@ -186,7 +189,7 @@ func midLife(in []correlate.Input) []correlate.Input {
 	}
 	sort.Ints(pids)
 	for _, pid := range pids {
-		out = append(out, correlate.Input{Time: at, Proc: procs[uint32(pid)]})
+		out = append(out, fact.Input{Time: at, Proc: procs[uint32(pid)]})
 	}
 	for _, x := range in[cut:] {
 		if x.Runtime != nil && x.Runtime.Phase == "initial" {
@@ -201,8 +204,8 @@ func midLife(in []correlate.Input) []correlate.Input {
 // (as recorded, kernel exits missing, tracer started mid-life), by name.
 type recordedRun struct {
 	base     string
-	inputs   []correlate.Input
-	variants map[string][]correlate.Input // by suffix
+	inputs   []fact.Input
+	variants map[string][]fact.Input // by suffix
 }
 
 func recorded(t *testing.T) []recordedRun {
@@ -214,7 +217,7 @@ func recorded(t *testing.T) []recordedRun {
 	var runs []recordedRun
 	for _, f := range files {
 		inputs := load(t, f)
-		variants := map[string][]correlate.Input{
+		variants := map[string][]fact.Input{
 			"":                 inputs,
 			"-no-kernel-exits": withoutInitExits(inputs),
 		}

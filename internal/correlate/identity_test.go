@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
@@ -84,7 +87,7 @@ func TestContainerInitAcrossRuntimes(t *testing.T) {
 			t.Run(name+"/cri-"+criView, func(t *testing.T) {
 				s := newSim(t)
 				s.mkdir(8000, "/kubepods/burstable/pod"+s.uid)
-				s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now,
+				s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now,
 					Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop", CreatedAt: s.now}}})
 				s.at(50 * time.Millisecond)
 				const id = "c0ffee99"
@@ -111,7 +114,7 @@ func TestContainerInitAcrossRuntimes(t *testing.T) {
 					if withPID && (criView == "before" || criView == "after") {
 						c.PID = int(pids["I"])
 					}
-					s.in(correlate.Input{Runtime: &cri.Event{Type: typ, At: s.now, Container: c}})
+					s.in(fact.Input{Runtime: &cri.Event{Type: typ, At: s.now, Container: c}})
 				}
 				if criView == "before" || criView == "args-only" {
 					ctr(cri.EventContainerCreated, true)
@@ -176,14 +179,14 @@ func TestContainerInitAcrossRuntimes(t *testing.T) {
 func TestContainerRunningARuntimeBinary(t *testing.T) {
 	s := newSim(t)
 	s.mkdir(8000, "/kubepods/burstable/pod"+s.uid)
-	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now,
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now,
 		Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid, PodName: "ci", PodNamespace: "build", CreatedAt: s.now}}})
 	s.cg["app"] = 9100
 	s.ids["app"] = "c0ffee98"
 	s.mkdir(9100, "/kubepods/burstable/pod"+s.uid+"/c0ffee98")
 	s.pid++
 	pid := s.pid
-	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventContainerCreated, At: s.now, Container: &cri.Container{ID: "c0ffee98",
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventContainerCreated, At: s.now, Container: &cri.Container{ID: "c0ffee98",
 		SandboxID: "sb1", Name: "app", PodUID: s.uid, CreatedAt: s.now, PID: int(pid), Args: []string{"runc", "--version"}}}})
 	s.at(10 * time.Millisecond)
 	s.kernel(&kernel.ExecEvent{Header: kernel.Header{Type: kernel.EventExec, Origin: kernel.OriginWatched, CgroupID: 9100, TGID: pid, PID: pid, PPID: 3000, Comm: "runc"},
@@ -231,7 +234,7 @@ func TestEventFromAnotherNamespaceIgnored(t *testing.T) {
 			s := newSim(t)
 			app := s.startup()
 			s.at(time.Second)
-			s.in(correlate.Input{Event: &correlate.K8sEvent{UID: "ev-kill", PodUID: s.uid, Namespace: ns, Reason: "Killing", Container: "app",
+			s.in(fact.Input{Event: &fact.K8sEvent{UID: "ev-kill", PodUID: s.uid, Namespace: ns, Reason: "Killing", Container: "app",
 				Message: "Container app failed liveness probe, will be restarted", FirstTime: s.now, LastTime: s.now, Count: 1}})
 			s.at(10 * time.Millisecond)
 			s.gracefulStop("app", app, 30*time.Millisecond)
@@ -248,22 +251,22 @@ func TestEventFromAnotherNamespaceIgnored(t *testing.T) {
 // init is the one whose parent is outside the container.
 func TestStartupScanPicksInitByTree(t *testing.T) {
 	s := newSim(t)
-	s.in(correlate.Input{Start: &correlate.Start{At: s.now, NodeName: "node-a"}})
+	s.in(fact.Input{Start: &fact.Start{At: s.now, NodeName: "node-a"}})
 	podPath := "/kubepods/burstable/pod" + s.uid
-	s.in(correlate.Input{Cgroup: &correlate.CgroupSeen{ID: 8000, Path: podPath}})
-	s.in(correlate.Input{Cgroup: &correlate.CgroupSeen{ID: 9100, Path: podPath + "/c0ffee97"}})
+	s.in(fact.Input{Cgroup: &fact.CgroupSeen{ID: 8000, Path: podPath}})
+	s.in(fact.Input{Cgroup: &fact.CgroupSeen{ID: 9100, Path: podPath + "/c0ffee97"}})
 	s.cg["app"], s.ids["app"] = 9100, "c0ffee97"
 	started := s.now.Add(-time.Hour)
 	// PID order: the worker (child, after a wrap) first, then the init, then
 	// the worker's own child.
-	for _, ps := range []correlate.ProcSeen{
+	for _, ps := range []fact.ProcSeen{
 		{PID: 210, PPID: 35000, CgroupID: 9100, Comm: "worker", Args: []string{"worker"}, Started: started.Add(time.Minute)},
 		{PID: 35000, PPID: 3000, CgroupID: 9100, Comm: "supervisor", Args: []string{"supervisor", "--serve"}, Started: started},
 		{PID: 36000, PPID: 210, CgroupID: 9100, Comm: "sh", Args: []string{"sh"}, Started: started.Add(2 * time.Minute)},
 	} {
-		s.in(correlate.Input{Proc: &ps})
+		s.in(fact.Input{Proc: &ps})
 	}
-	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventContainerCreated, At: s.now, Container: &cri.Container{ID: "c0ffee97",
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventContainerCreated, At: s.now, Container: &cri.Container{ID: "c0ffee97",
 		SandboxID: "sb1", Name: "app", PodUID: s.uid, CreatedAt: started, StartedAt: started}}})
 	s.at(time.Second)
 	s.exit("app", 36000, 0, 0)
@@ -295,10 +298,10 @@ func TestSpanIDsStableAcrossTracerRestart(t *testing.T) {
 	s.c.Shutdown()
 	// A new tracer instance: it finds the pod's cgroups and goes on.
 	s.c = correlate.New(correlate.Config{NodeName: "node-a", StuckAfter: 10 * time.Second,
-		Sink: correlate.SinkFunc(func(sp correlate.Span) { s.spans = append(s.spans, sp) })})
-	s.in(correlate.Input{Start: &correlate.Start{At: s.now, NodeName: "node-a"}})
+		Sink: span.SinkFunc(func(sp span.Span) { s.spans = append(s.spans, sp) })})
+	s.in(fact.Input{Start: &fact.Start{At: s.now, NodeName: "node-a"}})
 	podPath := "/kubepods/burstable/pod" + s.uid
-	s.in(correlate.Input{Cgroup: &correlate.CgroupSeen{ID: 8000, Path: podPath}})
+	s.in(fact.Input{Cgroup: &fact.CgroupSeen{ID: 8000, Path: podPath}})
 	s.pod()
 	s.at(10 * time.Second)
 	app2 := s.container("app", "c0ffee12", 1)
@@ -313,7 +316,7 @@ func TestSpanIDsStableAcrossTracerRestart(t *testing.T) {
 	if runs[1].SpanID == first.SpanID {
 		t.Errorf("the second attempt's run reuses the first one's span ID %s", first.SpanID)
 	}
-	seen := map[correlate.SpanID]string{}
+	seen := map[span.SpanID]string{}
 	for _, sp := range s.spans {
 		if other, dup := seen[sp.SpanID]; dup {
 			t.Errorf("span ID %s of %s already used by %s", sp.SpanID, sp.Name, other)
@@ -352,7 +355,7 @@ func TestOverrunBelongsToItsTermination(t *testing.T) {
 	s.pod()
 	s.tick(3 * time.Second)
 	term := s.one(names.SpanPodTermination)
-	if term.Attr(names.GracePeriodOverrun) != false || term.Status == correlate.StatusError {
+	if term.Attr(names.GracePeriodOverrun) != false || term.Status == span.StatusError {
 		t.Errorf("a clean deletion after a liveness restart's SIGKILL: %s %v", term.Status, term.Attrs)
 	}
 }
@@ -369,13 +372,13 @@ func TestPostStartHookBeforeTheInitsExec(t *testing.T) {
 	s.cg["app"], s.ids["app"] = 9100, id
 	s.mkdir(9100, "/kubepods/burstable/pod"+s.uid+"/"+id)
 	cmd := []string{"/app", "app"}
-	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventContainerCreated, At: s.now,
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventContainerCreated, At: s.now,
 		Container: &cri.Container{ID: id, SandboxID: "sb1", Name: "app", PodUID: s.uid, CreatedAt: s.now, Args: cmd}}})
 	s.at(10 * time.Millisecond)
 	hook := s.exec("app", 3001, "sh", "-c", "echo warm")
 	s.at(5 * time.Millisecond)
 	app := s.exec("app", 3000, cmd...)
-	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventContainerStarted, At: s.now,
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventContainerStarted, At: s.now,
 		Container: &cri.Container{ID: id, SandboxID: "sb1", Name: "app", PodUID: s.uid, StartedAt: s.now, PID: int(app), Args: cmd}}})
 	s.at(30 * time.Millisecond)
 	s.exit("app", hook, 0, 0)

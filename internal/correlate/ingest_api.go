@@ -8,10 +8,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/names"
 )
 
-func (c *Correlator) podInfo(info *PodInfo) {
+func (c *Correlator) podInfo(info *fact.PodInfo) {
 	if c.cfg.NodeName != "" && info.NodeName != "" && info.NodeName != c.cfg.NodeName {
 		return
 	}
@@ -49,7 +52,7 @@ func (c *Correlator) podInfo(info *PodInfo) {
 	p.noteWaiting()
 	c.podSeen(p)
 	// Learn container names and init-ness from the spec.
-	for _, st := range append(append([]ContainerStatus(nil), info.InitStatuses...), info.Statuses...) {
+	for _, st := range append(append([]fact.ContainerStatus(nil), info.InitStatuses...), info.Statuses...) {
 		if st.ContainerID == "" {
 			continue
 		}
@@ -117,7 +120,7 @@ func (p *pod) firstStop() time.Time {
 // so a pod created at 12:00:00.900 no longer seems to wait 0.9 s longer for
 // its sandbox. Facts older than the tracer keep their API times. The Ready
 // condition is sharpened from the kernel instead (refineReady).
-func (c *Correlator) sharpenAPITimes(p *pod, info *PodInfo) {
+func (c *Correlator) sharpenAPITimes(p *pod, info *fact.PodInfo) {
 	sharpen := func(key string, t time.Time) time.Time {
 		if t.IsZero() {
 			return t
@@ -142,7 +145,7 @@ func (c *Correlator) sharpenAPITimes(p *pod, info *PodInfo) {
 		deadline := requested.Add(grace)
 		info.DeletionTimestamp = &deadline
 	}
-	conds := make([]Condition, len(info.Conditions))
+	conds := make([]fact.Condition, len(info.Conditions))
 	copy(conds, info.Conditions)
 	for i, cd := range conds {
 		if cd.Type == "PodScheduled" && cd.Status == "True" {
@@ -152,7 +155,7 @@ func (c *Correlator) sharpenAPITimes(p *pod, info *PodInfo) {
 	info.Conditions = conds
 }
 
-func (c *Correlator) k8sEvent(ev *K8sEvent) {
+func (c *Correlator) k8sEvent(ev *fact.K8sEvent) {
 	if cfg, ok := c.mirrors[ev.PodUID]; ok {
 		cp := *ev
 		cp.PodUID = cfg
@@ -223,19 +226,19 @@ func (c *Correlator) k8sEvent(ev *K8sEvent) {
 	case "Unhealthy":
 		for _, ct := range p.containers {
 			if ct.name == ev.Container && !ct.exited {
-				ct.addProbeFail(SpanEvent{Name: "probe failed", Time: ev.LastTime,
-					Attrs: []Attr{String(names.ProbeType, probeType(ev.Message)), String(names.Message, ev.Message)}})
+				ct.addProbeFail(span.SpanEvent{Name: "probe failed", Time: ev.LastTime,
+					Attrs: []span.Attr{span.String(names.ProbeType, probeType(ev.Message)), span.String(names.Message, ev.Message)}})
 			}
 		}
 	}
-	attrs := []Attr{String(names.K8sEventReason, ev.Reason), String(names.Message, ev.Message)}
+	attrs := []span.Attr{span.String(names.K8sEventReason, ev.Reason), span.String(names.Message, ev.Message)}
 	if ev.Container != "" {
-		attrs = append(attrs, String(names.K8sContainerName, ev.Container))
+		attrs = append(attrs, span.String(names.K8sContainerName, ev.Container))
 	}
 	if ev.Count > 1 {
-		attrs = append(attrs, Int(names.K8sEventCount, int64(ev.Count)))
+		attrs = append(attrs, span.Int(names.K8sEventCount, int64(ev.Count)))
 	}
-	p.addRootEvent(SpanEvent{Name: "k8s." + ev.Reason, Time: ev.LastTime, Attrs: attrs})
+	p.addRootEvent(span.SpanEvent{Name: "k8s." + ev.Reason, Time: ev.LastTime, Attrs: attrs})
 }
 
 func probeType(msg string) string {
@@ -250,7 +253,7 @@ func probeType(msg string) string {
 	return "unknown"
 }
 
-func (c *Correlator) apiStatus(st *APIStatus) {
+func (c *Correlator) apiStatus(st *fact.APIStatus) {
 	c.apiKnown = true
 	c.apiUp = st.Available
 	reason := st.Err
@@ -259,15 +262,15 @@ func (c *Correlator) apiStatus(st *APIStatus) {
 	}
 	c.apiReason = reason
 	if st.Available {
-		c.sourceUp(SourceAPI, st.Since)
+		c.sourceUp(fact.SourceAPI, st.Since)
 	} else {
-		c.sourceDown(SourceAPI, "apiserver unavailable: "+reason, st.Since)
+		c.sourceDown(fact.SourceAPI, "apiserver unavailable: "+reason, st.Since)
 	}
 }
 
 // recentEvent finds the last Kubernetes event with a reason for a container
 // in [from, to].
-func (p *pod) recentEvent(reason, container string, from, to time.Time) *K8sEvent {
+func (p *pod) recentEvent(reason, container string, from, to time.Time) *fact.K8sEvent {
 	for i := len(p.k8sEvents) - 1; i >= 0; i-- {
 		ev := p.k8sEvents[i]
 		if ev.Reason != reason || (container != "" && ev.Container != "" && ev.Container != container) {

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
@@ -98,7 +101,7 @@ func (c *Correlator) cgroupRemoved(id uint64, path string, at time.Time) {
 	}
 }
 
-func (c *Correlator) procSeen(ps *ProcSeen) {
+func (c *Correlator) procSeen(ps *fact.ProcSeen) {
 	ct := c.byCgroup(ps.CgroupID)
 	if ct == nil {
 		return
@@ -195,7 +198,7 @@ func (c *Correlator) sessionKind(ct *container, args []string) string {
 	if spec == nil {
 		return names.SessionExec
 	}
-	match := func(h *Handler) bool {
+	match := func(h *fact.Handler) bool {
 		return h != nil && h.Kind == "exec" && len(h.Exec) > 0 && argsMatch(h.Exec, args)
 	}
 	switch {
@@ -350,12 +353,12 @@ func (c *Correlator) losses(n uint64) {
 		// One event per loss episode: reports close together add up.
 		if p.lossEvent >= 0 && c.now.Sub(p.lossLast) <= lossEpisodeGap {
 			p.lossEpisode += n
-			p.rootEvents[p.lossEvent].Attrs = []Attr{Int(names.EventsLost, int64(p.lossEpisode)),
-				String(names.LossUntil, c.now.UTC().Format(time.RFC3339Nano))}
+			p.rootEvents[p.lossEvent].Attrs = []span.Attr{span.Int(names.EventsLost, int64(p.lossEpisode)),
+				span.String(names.LossUntil, c.now.UTC().Format(time.RFC3339Nano))}
 		} else {
 			p.lossEpisode = n
-			p.lossEvent = p.addRootEvent(SpanEvent{Name: names.EventsLost, Time: c.now,
-				Attrs: []Attr{Int(names.EventsLost, int64(n))}})
+			p.lossEvent = p.addRootEvent(span.SpanEvent{Name: names.EventsLost, Time: c.now,
+				Attrs: []span.Attr{span.Int(names.EventsLost, int64(n))}})
 		}
 		p.lossLast = c.now
 	}

@@ -5,8 +5,10 @@
 package correlate
 
 import (
+	"github.com/podchron/podchron/internal/fact"
 	"github.com/podchron/podchron/internal/fact/cri"
 	"github.com/podchron/podchron/internal/names"
+	"github.com/podchron/podchron/internal/span"
 )
 
 func (c *Correlator) runtime(ev *cri.Event) {
@@ -17,7 +19,7 @@ func (c *Correlator) runtime(ev *cri.Event) {
 		if ev.Gap != nil {
 			since = ev.Gap.Since
 		}
-		c.sourceDown(SourceRuntime, "runtime unavailable", since)
+		c.sourceDown(fact.SourceRuntime, "runtime unavailable", since)
 		return
 	case cri.EventRuntimeAvailable:
 		c.runtimeGap = nil
@@ -26,12 +28,12 @@ func (c *Correlator) runtime(ev *cri.Event) {
 			until = ev.Gap.Until
 			for _, p := range c.pods {
 				if !p.firstSeen.After(until) {
-					p.addRootEvent(SpanEvent{Name: names.EventRuntimeGap, Time: ev.Gap.Since,
-						Attrs: []Attr{String(names.GapUntil, until.UTC().Format("2006-01-02T15:04:05.000Z07:00"))}})
+					p.addRootEvent(span.SpanEvent{Name: names.EventRuntimeGap, Time: ev.Gap.Since,
+						Attrs: []span.Attr{span.String(names.GapUntil, until.UTC().Format("2006-01-02T15:04:05.000Z07:00"))}})
 				}
 			}
 		}
-		c.sourceUp(SourceRuntime, until)
+		c.sourceUp(fact.SourceRuntime, until)
 		return
 	}
 	if sb := ev.Sandbox; sb != nil && ev.Container == nil {

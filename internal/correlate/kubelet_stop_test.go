@@ -5,11 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
 
-	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/fact/cri"
 )
 
@@ -48,7 +50,7 @@ func TestTerminationByActiveDeadline(t *testing.T) {
 // the sidecar's SIGTERM death is not an error.
 func TestJobWithSidecarCompletes(t *testing.T) {
 	s := newSim(t)
-	s.info.InitContainers = []correlate.ContainerSpec{{Name: "proxy", Sidecar: true}}
+	s.info.InitContainers = []fact.ContainerSpec{{Name: "proxy", Sidecar: true}}
 	s.info.OwnerKind = "Job"
 	s.info.RestartPolicy = "Never"
 	s.info.Containers[0].Readiness = nil
@@ -72,11 +74,11 @@ func TestJobWithSidecarCompletes(t *testing.T) {
 	s.rmdir(8000, "/kubepods/burstable/pod"+s.uid)
 	s.tick(3 * time.Second)
 	term := s.one(names.SpanPodTermination)
-	if !term.Start.Equal(stopAt) || term.Attr(names.TerminationReason) != "Completed" || term.Status == correlate.StatusError {
+	if !term.Start.Equal(stopAt) || term.Attr(names.TerminationReason) != "Completed" || term.Status == span.StatusError {
 		t.Errorf("termination %s (sidecar stop %s): %s %v", term.Start, stopAt, term.Status, term.Attrs)
 	}
 	for _, run := range s.find(names.SpanContainerRun) {
-		if run.Status == correlate.StatusError {
+		if run.Status == span.StatusError {
 			t.Errorf("run of %v is an error: %v", run.Attr(names.K8sContainerName), run.Attrs)
 		}
 	}
@@ -95,11 +97,11 @@ func TestStaticPodOneTrace(t *testing.T) {
 	s.at(time.Second)
 	gone := s.info
 	gone.Deleted = true
-	s.in(correlate.Input{Pod: &gone})
+	s.in(fact.Input{Pod: &gone})
 	s.at(time.Second)
 	s.info.UID = "mirror-uid-2"
 	s.pod()
-	s.in(correlate.Input{Event: &correlate.K8sEvent{UID: "ev-mirror", PodUID: "mirror-uid-2", Namespace: "kube-system", Reason: "Unhealthy",
+	s.in(fact.Input{Event: &fact.K8sEvent{UID: "ev-mirror", PodUID: "mirror-uid-2", Namespace: "kube-system", Reason: "Unhealthy",
 		Container: "app", Message: "Liveness probe failed", FirstTime: s.now, LastTime: s.now, Count: 1}})
 	s.event("Killing", "app", "Stopping container app")
 	s.tick(time.Minute)
@@ -113,7 +115,7 @@ func TestStaticPodOneTrace(t *testing.T) {
 	s.tick(3 * time.Second)
 	root := s.one("pod")
 	for _, sp := range s.spans {
-		if sp.TraceID != correlate.TraceIDForPod(s.uid) {
+		if sp.TraceID != span.TraceIDForPod(s.uid) {
 			t.Errorf("%s in another trace", sp.Name)
 		}
 	}
@@ -164,7 +166,7 @@ func TestKubeletEvictionAndNodeShutdown(t *testing.T) {
 			s.exit("app", app, 0, 0)
 			s.at(100 * time.Millisecond)
 			s.info.Phase, s.info.Reason, s.info.Message = "Failed", tc.reason, tc.message
-			s.info.Conditions = append(s.info.Conditions, correlate.Condition{Type: "DisruptionTarget", Status: "True",
+			s.info.Conditions = append(s.info.Conditions, fact.Condition{Type: "DisruptionTarget", Status: "True",
 				Reason: "TerminationByKubelet", Message: tc.message, LastTransitionTime: s.now})
 			s.pod()
 			s.cri(cri.EventContainerExited, "app", 0, "Completed")
@@ -176,7 +178,7 @@ func TestKubeletEvictionAndNodeShutdown(t *testing.T) {
 				t.Errorf("termination %s (stop %s): %v", term.Start, stopAt, term.Attrs)
 			}
 			run := s.one(names.SpanContainerRun)
-			if run.Attr(names.ExitCause) != "evicted" || run.Status == correlate.StatusError {
+			if run.Attr(names.ExitCause) != "evicted" || run.Status == span.StatusError {
 				t.Errorf("run: %s %v", run.Status, run.Attrs)
 			}
 			s.one("pod")

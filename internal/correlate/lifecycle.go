@@ -4,6 +4,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/names"
 )
 
@@ -156,8 +158,8 @@ func (c *Correlator) maybeStarted(p *pod) {
 		if t, ok := p.condition("Ready"); ok && !p.gaveUpAt.IsZero() && !p.lateReady {
 			// Ready after the model gave up on the start-up: say when.
 			p.lateReady = true
-			p.addRootEvent(SpanEvent{Name: names.EventReadyAfterStartupGaveUp, Time: t,
-				Attrs: []Attr{Float(names.StartupSeconds, t.Sub(p.startupStart()).Seconds())}})
+			p.addRootEvent(span.SpanEvent{Name: names.EventReadyAfterStartupGaveUp, Time: t,
+				Attrs: []span.Attr{span.Float(names.StartupSeconds, t.Sub(p.startupStart()).Seconds())}})
 		}
 		return
 	}
@@ -243,8 +245,8 @@ func (c *Correlator) maybeGone(p *pod, at time.Time) {
 		gone = c.lingering(p) == ""
 		if !gone && p.apiGoneAt.IsZero() {
 			p.apiGoneAt = at
-			p.addRootEvent(SpanEvent{Name: names.EventAPIObjectDeleted, Time: at,
-				Attrs: []Attr{String(names.LingeringContainers, c.lingering(p))}})
+			p.addRootEvent(span.SpanEvent{Name: names.EventAPIObjectDeleted, Time: at,
+				Attrs: []span.Attr{span.String(names.LingeringContainers, c.lingering(p))}})
 		}
 	case p.info == nil || (c.apiKnown && !c.apiUp):
 		gone = !p.sandboxRemoved.IsZero() || !p.cgroupRemoved.IsZero()
@@ -303,8 +305,8 @@ func (c *Correlator) finishPod(p *pod, at time.Time, unfinished string) {
 	// Containers still running (no exit seen): close them as unfinished.
 	for _, ct := range p.containers {
 		if !ct.sandbox && !ct.exited && !ct.startedAtOr().IsZero() && unfinished != "" {
-			c.emit(p, Span{SpanID: p.spanID(ctKey(names.SpanContainerRun, ct)), Parent: c.rootID(p), Name: names.SpanContainerRun,
-				Start: ct.startedAtOr(), End: at, Status: StatusUnset, StatusMessage: "still running: " + unfinished, Attrs: containerAttrs(ct)})
+			c.emit(p, span.Span{SpanID: p.spanID(ctKey(names.SpanContainerRun, ct)), Parent: c.rootID(p), Name: names.SpanContainerRun,
+				Start: ct.startedAtOr(), End: at, Status: span.StatusUnset, StatusMessage: "still running: " + unfinished, Attrs: containerAttrs(ct)})
 		}
 	}
 	if !p.terminating.IsZero() {

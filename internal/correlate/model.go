@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/fact/cri"
@@ -61,7 +63,7 @@ type container struct {
 	oomMemcg         string           // the cgroup whose limit ran out
 	ooms             []oomRec         // every OOM kill in the container (init or not), capped
 	oomsFolded       int
-	probeFails       []SpanEvent
+	probeFails       []span.SpanEvent
 
 	backoffDone  bool
 	unknownExit  bool

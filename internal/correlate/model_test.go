@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/measure"
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
@@ -20,7 +24,7 @@ import (
 // stuck terminations, degraded mode.
 
 type obs struct {
-	correlate.NopObserver
+	measure.NopObserver
 	calls []string
 }
 
@@ -38,7 +42,7 @@ func (o *obs) GracePeriodOverrun(ns string) { o.calls = append(o.calls, "overrun
 func (o *obs) ContainerExit(ns, cause string) {
 	o.calls = append(o.calls, "exit "+ns+" "+cause)
 }
-func (o *obs) StuckTerminating(ns string, _ correlate.PodRef, stuck bool) {
+func (o *obs) StuckTerminating(ns string, _ measure.PodRef, stuck bool) {
 	o.calls = append(o.calls, fmt.Sprintf("stuck %s %v", ns, stuck))
 }
 func (o *obs) ContainerStop(ns string, d time.Duration, sigkill bool, _ string) {
@@ -50,20 +54,20 @@ type sim struct {
 	t     *testing.T
 	c     *correlate.Correlator
 	o     *obs
-	spans []correlate.Span
+	spans []span.Span
 	now   time.Time
 	uid   string
-	info  correlate.PodInfo
+	info  fact.PodInfo
 	cg    map[string]uint64 // container name -> cgroup id
 	ids   map[string]string // container name -> container id
 	pid   uint32
 	// capture, when set, gets every input the scenario feeds (see
 	// timing_test.go: the scenarios replayed as streams).
-	capture *[]correlate.Input
+	capture *[]fact.Input
 }
 
 // simCapture is given to every new sim (nil: no capture).
-var simCapture *[]correlate.Input
+var simCapture *[]fact.Input
 
 const podUID = "0b6e0b3c-1f2d-4a5b-9c8d-7e6f5a4b3c2d"
 
@@ -71,22 +75,22 @@ func newSim(t *testing.T) *sim {
 	s := &sim{t: t, o: &obs{}, now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC), uid: podUID,
 		cg: map[string]uint64{}, ids: map[string]string{}, pid: 4000, capture: simCapture}
 	s.c = correlate.New(correlate.Config{NodeName: "node-a", Observer: s.o, StuckAfter: 10 * time.Second,
-		Sink: correlate.SinkFunc(func(sp correlate.Span) { s.spans = append(s.spans, sp) })})
-	s.info = correlate.PodInfo{UID: podUID, Name: "web-7d9f", Namespace: "shop", NodeName: "node-a", OwnerKind: "ReplicaSet",
+		Sink: span.SinkFunc(func(sp span.Span) { s.spans = append(s.spans, sp) })})
+	s.info = fact.PodInfo{UID: podUID, Name: "web-7d9f", Namespace: "shop", NodeName: "node-a", OwnerKind: "ReplicaSet",
 		OwnerName: "web-7d9f", QOSClass: "Burstable", CreatedAt: s.now, TerminationGracePeriodSeconds: 3, Phase: "Pending",
-		InitContainers: []correlate.ContainerSpec{{Name: "migrate"}},
-		Containers: []correlate.ContainerSpec{{Name: "app",
-			PostStart: &correlate.Handler{Kind: "exec", Exec: []string{"sh", "-c", "echo warm"}},
-			PreStop:   &correlate.Handler{Kind: "exec", Exec: []string{"sleep", "1"}},
-			Readiness: &correlate.ProbeSpec{Handler: correlate.Handler{Kind: "exec", Exec: []string{"cat", "/tmp/ready"}}},
-			Liveness:  &correlate.ProbeSpec{Handler: correlate.Handler{Kind: "exec", Exec: []string{"true"}}},
+		InitContainers: []fact.ContainerSpec{{Name: "migrate"}},
+		Containers: []fact.ContainerSpec{{Name: "app",
+			PostStart: &fact.Handler{Kind: "exec", Exec: []string{"sh", "-c", "echo warm"}},
+			PreStop:   &fact.Handler{Kind: "exec", Exec: []string{"sleep", "1"}},
+			Readiness: &fact.ProbeSpec{Handler: fact.Handler{Kind: "exec", Exec: []string{"cat", "/tmp/ready"}}},
+			Liveness:  &fact.ProbeSpec{Handler: fact.Handler{Kind: "exec", Exec: []string{"true"}}},
 		}}}
 	return s
 }
 
 func (s *sim) at(d time.Duration) { s.now = s.now.Add(d) }
 
-func (s *sim) in(x correlate.Input) {
+func (s *sim) in(x fact.Input) {
 	x.Time = s.now
 	if s.capture != nil {
 		*s.capture = append(*s.capture, x)
@@ -96,18 +100,18 @@ func (s *sim) in(x correlate.Input) {
 
 func (s *sim) kernel(ev kernel.Event) {
 	ev.Hdr().Time = s.now
-	s.in(correlate.Input{Kernel: ev})
+	s.in(fact.Input{Kernel: ev})
 }
 
-func (s *sim) pod() { cp := s.info; s.in(correlate.Input{Pod: &cp}) }
+func (s *sim) pod() { cp := s.info; s.in(fact.Input{Pod: &cp}) }
 
 func (s *sim) cond(typ string) {
-	s.info.Conditions = append(s.info.Conditions, correlate.Condition{Type: typ, Status: "True", LastTransitionTime: s.now})
+	s.info.Conditions = append(s.info.Conditions, fact.Condition{Type: typ, Status: "True", LastTransitionTime: s.now})
 	s.pod()
 }
 
 func (s *sim) event(reason, container, msg string) {
-	s.in(correlate.Input{Event: &correlate.K8sEvent{UID: fmt.Sprintf("ev-%d", s.now.UnixNano()), PodUID: s.uid, Reason: reason,
+	s.in(fact.Input{Event: &fact.K8sEvent{UID: fmt.Sprintf("ev-%d", s.now.UnixNano()), PodUID: s.uid, Reason: reason,
 		Container: container, Message: msg, FirstTime: s.now, LastTime: s.now, Count: 1}})
 }
 
@@ -121,11 +125,11 @@ func (s *sim) container(name string, id string, attempt uint32) uint32 {
 	s.cg[name] = cgid
 	s.ids[name] = id
 	s.mkdir(cgid, "/kubepods/burstable/pod"+s.uid+"/"+id)
-	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventContainerCreated, At: s.now,
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventContainerCreated, At: s.now,
 		Container: &cri.Container{ID: id, SandboxID: "sb1", Name: name, Attempt: attempt, PodUID: s.uid, CreatedAt: s.now}}})
 	s.at(20 * time.Millisecond)
 	pid := s.exec(name, 1, "/app", name)
-	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventContainerStarted, At: s.now,
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventContainerStarted, At: s.now,
 		Container: &cri.Container{ID: id, SandboxID: "sb1", Name: name, Attempt: attempt, PodUID: s.uid, StartedAt: s.now}}})
 	return pid
 }
@@ -156,13 +160,13 @@ func (s *sim) gracefulStop(name string, pid uint32, d time.Duration) {
 }
 
 func (s *sim) cri(typ cri.EventType, name string, code int32, reason string) {
-	s.in(correlate.Input{Runtime: &cri.Event{Type: typ, At: s.now,
+	s.in(fact.Input{Runtime: &cri.Event{Type: typ, At: s.now,
 		Container: &cri.Container{ID: s.ids[name], SandboxID: "sb1", Name: name, PodUID: s.uid, ExitCode: code, Reason: reason, FinishedAt: s.now}}})
 }
 
 func (s *sim) tick(d time.Duration) {
 	s.at(d)
-	s.in(correlate.Input{Tick: true})
+	s.in(fact.Input{Tick: true})
 }
 
 // startup drives a pod to Ready: scheduling, sandbox and CNI, an init
@@ -173,7 +177,7 @@ func (s *sim) startup() uint32 {
 	s.at(100 * time.Millisecond)
 	s.cond("PodScheduled")
 	s.mkdir(8000, "/kubepods/burstable/pod"+s.uid)
-	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop", CreatedAt: s.now}}})
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop", CreatedAt: s.now}}})
 	s.at(10 * time.Millisecond)
 	s.pid++
 	cni := s.pid
@@ -205,8 +209,8 @@ func (s *sim) startup() uint32 {
 	return app
 }
 
-func (s *sim) find(name string) []correlate.Span {
-	var out []correlate.Span
+func (s *sim) find(name string) []span.Span {
+	var out []span.Span
 	for _, sp := range s.spans {
 		if sp.Name == name {
 			out = append(out, sp)
@@ -215,7 +219,7 @@ func (s *sim) find(name string) []correlate.Span {
 	return out
 }
 
-func (s *sim) one(name string) correlate.Span {
+func (s *sim) one(name string) span.Span {
 	s.t.Helper()
 	f := s.find(name)
 	if len(f) != 1 {
@@ -224,7 +228,7 @@ func (s *sim) one(name string) correlate.Span {
 	return f[0]
 }
 
-func (s *sim) byID(id correlate.SpanID) string {
+func (s *sim) byID(id span.SpanID) string {
 	for _, sp := range s.spans {
 		if sp.SpanID == id {
 			return sp.Name
@@ -292,7 +296,7 @@ func TestTerminationOverrun(t *testing.T) {
 	s.pod()
 
 	term := s.one(names.SpanPodTermination)
-	if term.Start != del.Add(-3*time.Second) || term.Attr(names.GracePeriodOverrun) != true || term.Status != correlate.StatusError {
+	if term.Start != del.Add(-3*time.Second) || term.Attr(names.GracePeriodOverrun) != true || term.Status != span.StatusError {
 		t.Errorf("termination: start %s status %s attrs %v", term.Start, term.Status, term.Attrs)
 	}
 	stop := s.one(names.SpanContainerStop)
@@ -361,7 +365,7 @@ func TestStuckTermination(t *testing.T) {
 	// Visible now, while stuck: an interim span in the pod's trace, from
 	// the end of the grace period, naming what still runs.
 	stuck := s.one(names.SpanPodTerminationStuck)
-	if stuck.Status != correlate.StatusError || !stuck.Start.Equal(del) || stuck.Attr(names.LingeringContainers) != "app" ||
+	if stuck.Status != span.StatusError || !stuck.Start.Equal(del) || stuck.Attr(names.LingeringContainers) != "app" ||
 		!strings.Contains(stuck.StatusMessage, "containers still running: app") {
 		t.Errorf("stuck span: %+v", stuck)
 	}
@@ -372,7 +376,7 @@ func TestStuckTermination(t *testing.T) {
 	s.info.Deleted = true
 	s.pod()
 	term := s.one(names.SpanPodTermination)
-	if term.Attr(names.TerminationStuck) != true || term.Status != correlate.StatusError {
+	if term.Attr(names.TerminationStuck) != true || term.Status != span.StatusError {
 		t.Errorf("termination: %+v", term)
 	}
 	if !strings.Contains(strings.Join(s.o.calls, ";"), "stuck shop false") {
@@ -382,7 +386,7 @@ func TestStuckTermination(t *testing.T) {
 
 func TestEvictionAndDegraded(t *testing.T) {
 	s := newSim(t)
-	s.in(correlate.Input{API: &correlate.APIStatus{Available: false, Err: "connection refused"}})
+	s.in(fact.Input{API: &fact.APIStatus{Available: false, Err: "connection refused"}})
 	app := s.startup()
 	s.info.Reason = "Evicted"
 	s.pod()
@@ -402,7 +406,7 @@ func TestEvictionAndDegraded(t *testing.T) {
 func TestLossesMarkLivePods(t *testing.T) {
 	s := newSim(t)
 	app := s.startup()
-	s.in(correlate.Input{Losses: &correlate.Losses{Lost: 42}})
+	s.in(fact.Input{Losses: &fact.Losses{Lost: 42}})
 	s.exit("app", app, 0, syscall.SIGTERM)
 	s.info.Deleted = true
 	s.pod()

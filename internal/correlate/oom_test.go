@@ -6,11 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
 
-	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/fact/cri"
 )
 
@@ -124,10 +125,10 @@ func TestOOMKillOfAChildIsNotTheRunsCause(t *testing.T) {
 	s.pod()
 	s.tick(3 * time.Second)
 	run := s.one(names.SpanContainerRun)
-	if run.Attr(names.ExitCause) != "completed" || run.Status == correlate.StatusError {
+	if run.Attr(names.ExitCause) != "completed" || run.Status == span.StatusError {
 		t.Errorf("run: %s %v", run.Status, run.Attrs)
 	}
-	var ev *correlate.SpanEvent
+	var ev *span.SpanEvent
 	for i := range run.Events {
 		if run.Events[i].Name == names.EventOOMKill {
 			ev = &run.Events[i]

@@ -4,6 +4,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+
 	"github.com/podchron/podchron/internal/fact/cri"
 )
 
@@ -60,11 +62,11 @@ const (
 
 func slotOf(src string) int {
 	switch src {
-	case SourceAPI:
+	case fact.SourceAPI:
 		return slotAPI
-	case SourceKernel:
+	case fact.SourceKernel:
 		return slotKernel
-	case SourceRuntime:
+	case fact.SourceRuntime:
 		return slotRuntime
 	case sourceTracer:
 		return slotTracer
@@ -75,7 +77,7 @@ func slotOf(src string) int {
 // sourceState is what the sequencer knows of one source.
 type sourceState struct {
 	tracked bool      // reports progress (declared, or has reported)
-	mark    time.Time // latest Progress.Until
+	mark    time.Time // latest fact.Progress.Until
 	markAt  time.Time // arrival time of that mark (or of the declaration)
 	down    bool      // reported unavailable
 	lastKey time.Time // keys never decrease within a source
@@ -87,12 +89,12 @@ type sequencer struct {
 	pending  []pendingInput // pending[head:], sorted by (key, slot, seq)
 	head     int
 	seq      uint64
-	arrived  time.Time // latest arrival time (Input.Time)
+	arrived  time.Time // latest arrival time (fact.Input.Time)
 	grid     time.Time // the next timer point of the model's clock
 }
 
 type pendingInput struct {
-	in   Input
+	in   fact.Input
 	slot int
 	key  time.Time
 	seq  uint64
@@ -100,7 +102,7 @@ type pendingInput struct {
 
 // inputSlot tells the source an input comes from (slotNone for the
 // tracer's own start, start-up scan and ticks, and for progress).
-func inputSlot(in Input) int {
+func inputSlot(in fact.Input) int {
 	switch {
 	case in.Losses != nil:
 		// Read by the tracer from the kernel's counters, at its time.
@@ -139,7 +141,7 @@ func (s *sequencer) watermark() (w time.Time, ok bool) {
 }
 
 // key is the input's time in its source's own order.
-func (s *sequencer) key(in Input, slot int) time.Time {
+func (s *sequencer) key(in fact.Input, slot int) time.Time {
 	var k time.Time
 	switch {
 	case in.Kernel != nil:
@@ -206,7 +208,7 @@ func (s *sequencer) ready(p pendingInput) bool {
 
 // noteArrival tracks what an input says about its source's state (marks,
 // availability) as soon as it arrives.
-func (s *sequencer) noteArrival(in Input) {
+func (s *sequencer) noteArrival(in fact.Input) {
 	if in.Time.After(s.arrived) {
 		s.arrived = in.Time
 	}
@@ -241,7 +243,7 @@ func (s *sequencer) noteArrival(in Input) {
 
 // sequence takes an input in arrival order and handles what is due, in key
 // order.
-func (c *Correlator) sequence(in Input) {
+func (c *Correlator) sequence(in fact.Input) {
 	s := &c.seq
 	s.noteArrival(in)
 	if !s.sequencing() {

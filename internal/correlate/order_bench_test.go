@@ -4,7 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/fact"
+
 	"github.com/podchron/podchron/internal/probe"
 )
 
@@ -15,7 +16,7 @@ import (
 // own mark every 250. One op is one event.
 func BenchmarkSequencedKernelEvent(b *testing.B) {
 	n := newNode(110)
-	n.c.Handle(correlate.Input{Time: n.t, Start: &correlate.Start{At: n.t, Progress: []string{correlate.SourceKernel, correlate.SourceRuntime}}})
+	n.c.Handle(fact.Input{Time: n.t, Start: &fact.Start{At: n.t, Progress: []string{fact.SourceKernel, fact.SourceRuntime}}})
 	recs := rawChurn(n)
 	dec := probe.NewDecoder()
 	t := n.t
@@ -29,13 +30,13 @@ func BenchmarkSequencedKernelEvent(b *testing.B) {
 		}
 		t = t.Add(time.Microsecond)
 		ev.Hdr().Time = t
-		n.c.Handle(correlate.Input{Time: t, Kernel: ev})
+		n.c.Handle(fact.Input{Time: t, Kernel: ev})
 		i++
 		if i%250 == 0 {
-			n.c.Handle(correlate.Input{Time: t, Progress: &correlate.Progress{Source: correlate.SourceKernel, Until: t}})
+			n.c.Handle(fact.Input{Time: t, Progress: &fact.Progress{Source: fact.SourceKernel, Until: t}})
 		}
 		if i%5000 == 0 {
-			n.c.Handle(correlate.Input{Time: t, Progress: &correlate.Progress{Source: correlate.SourceRuntime, Until: t}})
+			n.c.Handle(fact.Input{Time: t, Progress: &fact.Progress{Source: fact.SourceRuntime, Until: t}})
 		}
 	}
 }

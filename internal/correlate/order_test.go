@@ -4,6 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/fact/cri"
 )
@@ -14,8 +17,8 @@ import (
 
 // withoutProgress is in without progress marks and without the start's
 // promise of them: a stream as recorded before progress existed.
-func withoutProgress(in []correlate.Input) []correlate.Input {
-	var out []correlate.Input
+func withoutProgress(in []fact.Input) []fact.Input {
+	var out []fact.Input
 	for _, x := range in {
 		if x.Progress != nil {
 			continue
@@ -32,16 +35,16 @@ func withoutProgress(in []correlate.Input) []correlate.Input {
 
 // runtimeDownAfterFirstPoll: the runtime answers its first poll, then is
 // unreachable for the rest of the stream (its later facts and marks lost).
-func runtimeDownAfterFirstPoll(in []correlate.Input) []correlate.Input {
-	var out []correlate.Input
+func runtimeDownAfterFirstPoll(in []fact.Input) []fact.Input {
+	var out []fact.Input
 	polled, down := false, false
 	for _, x := range in {
-		if down && correlate.SourceRuntime == sourceOf(x) {
+		if down && fact.SourceRuntime == sourceOf(x) {
 			continue
 		}
-		if polled && !down && sourceOf(x) != correlate.SourceRuntime {
+		if polled && !down && sourceOf(x) != fact.SourceRuntime {
 			down = true
-			out = append(out, correlate.Input{Time: x.Time, Runtime: &cri.Event{Type: cri.EventRuntimeUnavailable, At: x.Time, Observed: x.Time,
+			out = append(out, fact.Input{Time: x.Time, Runtime: &cri.Event{Type: cri.EventRuntimeUnavailable, At: x.Time, Observed: x.Time,
 				Gap: &cri.Gap{Since: x.Time}}})
 		}
 		if x.Runtime != nil {
@@ -54,14 +57,14 @@ func runtimeDownAfterFirstPoll(in []correlate.Input) []correlate.Input {
 
 // runtimeSilentAfterFirstPoll: the runtime answers its first poll, then
 // hangs without saying so: nothing more from it, not even an error.
-func runtimeSilentAfterFirstPoll(in []correlate.Input) []correlate.Input {
-	var out []correlate.Input
+func runtimeSilentAfterFirstPoll(in []fact.Input) []fact.Input {
+	var out []fact.Input
 	polled, silent := false, false
 	for _, x := range in {
-		if silent && sourceOf(x) == correlate.SourceRuntime {
+		if silent && sourceOf(x) == fact.SourceRuntime {
 			continue
 		}
-		if polled && sourceOf(x) != correlate.SourceRuntime {
+		if polled && sourceOf(x) != fact.SourceRuntime {
 			silent = true
 		}
 		if x.Runtime != nil {
@@ -97,8 +100,8 @@ func TestProgressRuntimeSilent(t *testing.T) {
 			// Time passes on (ticks) beyond the stale limit.
 			end := marked[len(marked)-1].Time
 			for d := 500 * time.Millisecond; d <= 12*time.Second; d += 500 * time.Millisecond {
-				marked = append(marked, correlate.Input{Time: end.Add(d), Tick: true},
-					correlate.Input{Time: end.Add(d), Progress: &correlate.Progress{Source: correlate.SourceKernel, Until: end.Add(d)}})
+				marked = append(marked, fact.Input{Time: end.Add(d), Tick: true},
+					fact.Input{Time: end.Add(d), Progress: &fact.Progress{Source: fact.SourceKernel, Until: end.Add(d)}})
 			}
 			plain := withoutProgress(marked)
 			want := render(replay(plain))
@@ -123,7 +126,7 @@ func TestProgressLatency(t *testing.T) {
 			var now time.Time
 			worst := time.Duration(0)
 			var worstName string
-			c := correlate.New(correlate.Config{Sink: correlate.SinkFunc(func(s correlate.Span) {
+			c := correlate.New(correlate.Config{Sink: span.SinkFunc(func(s span.Span) {
 				if lag := now.Sub(s.End); lag > worst {
 					worst, worstName = lag, s.Name
 				}
@@ -142,8 +145,8 @@ func TestProgressLatency(t *testing.T) {
 
 // livePolls adds the runtime's polls that found nothing new (a recording
 // keeps only changes): a mark every interval, between the polls that did.
-func livePolls(in []correlate.Input, every time.Duration) []correlate.Input {
-	var out []correlate.Input
+func livePolls(in []fact.Input, every time.Duration) []fact.Input {
+	var out []fact.Input
 	var next, last time.Time
 	var obs []time.Time // Observed of the recorded polls, in order
 	for _, x := range in {
@@ -162,12 +165,12 @@ func livePolls(in []correlate.Input, every time.Duration) []correlate.Input {
 				obs = obs[1:]
 			}
 			if len(obs) == 0 || obs[0].After(next) {
-				out = append(out, correlate.Input{Time: next.Add(5 * time.Millisecond), Progress: &correlate.Progress{Source: correlate.SourceRuntime, Until: next}})
+				out = append(out, fact.Input{Time: next.Add(5 * time.Millisecond), Progress: &fact.Progress{Source: fact.SourceRuntime, Until: next}})
 				last = next
 			}
 			next = next.Add(every)
 		}
-		if x.Progress != nil && x.Progress.Source == correlate.SourceRuntime {
+		if x.Progress != nil && x.Progress.Source == fact.SourceRuntime {
 			last = x.Progress.Until
 		}
 		out = append(out, x)
@@ -179,16 +182,16 @@ func livePolls(in []correlate.Input, every time.Duration) []correlate.Input {
 // makes at its default settings: at each 500 ms tick, complete up to the
 // previous tick less 250 ms (pipeline.Config.KernelDrain), kept honest
 // against the kernel events still to come.
-func defaultKernelMarks(in []correlate.Input) []correlate.Input {
+func defaultKernelMarks(in []fact.Input) []fact.Input {
 	const tick, drain = 500 * time.Millisecond, 250 * time.Millisecond
-	var out []correlate.Input
+	var out []fact.Input
 	var next time.Time
 	var end time.Time
 	for _, x := range in {
-		if x.Progress != nil && x.Progress.Source == correlate.SourceKernel && x.Progress.Until.Before(end) {
+		if x.Progress != nil && x.Progress.Source == fact.SourceKernel && x.Progress.Until.Before(end) {
 			continue
 		}
-		if x.Progress != nil && x.Progress.Source == correlate.SourceKernel {
+		if x.Progress != nil && x.Progress.Source == fact.SourceKernel {
 			out = append(out, x) // the end of the stream
 			continue
 		}
@@ -196,7 +199,7 @@ func defaultKernelMarks(in []correlate.Input) []correlate.Input {
 			next = x.Time.Add(tick)
 		}
 		for !next.After(x.Time) {
-			out = append(out, correlate.Input{Time: next, Progress: &correlate.Progress{Source: correlate.SourceKernel, Until: next.Add(-tick - drain)}})
+			out = append(out, fact.Input{Time: next, Progress: &fact.Progress{Source: fact.SourceKernel, Until: next.Add(-tick - drain)}})
 			next = next.Add(tick)
 		}
 		end = x.Time
@@ -209,8 +212,8 @@ func defaultKernelMarks(in []correlate.Input) []correlate.Input {
 		if x.Kernel != nil && (earliest.IsZero() || x.Kernel.Hdr().Time.Before(earliest)) {
 			earliest = x.Kernel.Hdr().Time
 		}
-		if p := x.Progress; p != nil && p.Source == correlate.SourceKernel && !earliest.IsZero() && !p.Until.Before(earliest) {
-			out[i].Progress = &correlate.Progress{Source: p.Source, Until: earliest.Add(-time.Nanosecond)}
+		if p := x.Progress; p != nil && p.Source == fact.SourceKernel && !earliest.IsZero() && !p.Until.Before(earliest) {
+			out[i].Progress = &fact.Progress{Source: p.Source, Until: earliest.Add(-time.Nanosecond)}
 		}
 	}
 	return out

@@ -6,11 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
 
-	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/fact/cri"
 )
 
@@ -24,10 +26,10 @@ func TestDegradedClearsWhenTheSourceRecovers(t *testing.T) {
 	}
 	s.at(time.Second)
 	down := s.now
-	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventRuntimeUnavailable, At: down, Gap: &cri.Gap{Since: down}}})
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventRuntimeUnavailable, At: down, Gap: &cri.Gap{Since: down}}})
 	s.at(2 * time.Second)
 	up := s.now
-	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventRuntimeAvailable, At: up, Gap: &cri.Gap{Since: down, Until: up}}})
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventRuntimeAvailable, At: up, Gap: &cri.Gap{Since: down, Until: up}}})
 	// The first run overlapped the outage.
 	s.at(time.Second)
 	s.exit("app", app, 1, 0)
@@ -53,11 +55,11 @@ func TestDegradedClearsWhenTheSourceRecovers(t *testing.T) {
 		t.Errorf("back-off after recovery degraded: %v", bo.Attrs)
 	}
 	// The API server goes away for good: what ends afterwards is degraded.
-	s.in(correlate.Input{API: &correlate.APIStatus{Available: false, Since: s.now, Err: "connection refused"}})
+	s.in(fact.Input{API: &fact.APIStatus{Available: false, Since: s.now, Err: "connection refused"}})
 	s.at(time.Second)
 	s.signal("app", app2, syscall.SIGTERM, "runc", kernel.SignalDelivered, kernel.DispositionHandler)
 	s.tick(time.Second)
-	var root correlate.Span
+	var root span.Span
 	s.c.Flush()
 	for _, sp := range s.spans {
 		if sp.Name == "pod" {

@@ -5,14 +5,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/names"
 )
 
 // pod is everything known about one pod (by UID).
 type pod struct {
 	uid   string
-	trace TraceID
-	info  *PodInfo // latest from the API server, nil without one
+	trace span.TraceID
+	info  *fact.PodInfo // latest from the API server, nil without one
 
 	firstSeen    time.Time
 	observedFrom time.Time // set when the tracer started after the pod
@@ -38,8 +41,8 @@ type pod struct {
 	containers []*container // in order of appearance
 	pulls      map[string]*pull
 	events     map[string]int32 // k8s event UID -> count seen (dedupe)
-	k8sEvents  []*K8sEvent      // kept for causes (Killing, Unhealthy, Evicted)
-	rootEvents []SpanEvent
+	k8sEvents  []*fact.K8sEvent // kept for causes (Killing, Unhealthy, Evicted)
+	rootEvents []span.SpanEvent
 
 	startupDone   bool
 	startupSettle time.Time
@@ -65,7 +68,7 @@ type pod struct {
 	// runtime to name their sandbox (sandbox.go).
 	resandboxes []*resandbox
 	// lastWaiting: each container's last telling waiting reason (startup.go).
-	lastWaiting map[string]Waiting
+	lastWaiting map[string]fact.Waiting
 	pendingCNI  []*cniRun
 	// terminationReason: why a termination without an API deletion began
 	// (DeadlineExceeded, Evicted, Completed, ...).
@@ -105,7 +108,7 @@ func (c *Correlator) pod(uid string, at time.Time) *pod {
 	}
 	p := &pod{
 		uid:       uid,
-		trace:     TraceIDForPod(uid),
+		trace:     span.TraceIDForPod(uid),
 		firstSeen: at,
 		pulls:     map[string]*pull{},
 		events:    map[string]int32{},
@@ -177,7 +180,7 @@ func (p *pod) ownerKind() string {
 }
 
 // spec returns the container's spec from the API, if known.
-func (p *pod) spec(name string) (*ContainerSpec, bool) {
+func (p *pod) spec(name string) (*fact.ContainerSpec, bool) {
 	if p.info == nil {
 		return nil, false
 	}
@@ -257,28 +260,28 @@ func (p *pod) mainContainersDone() bool {
 }
 
 // resource is the OTel resource of every span in the pod's trace.
-func (c *Correlator) resource(p *pod) []Attr {
-	r := []Attr{String(names.K8sPodUID, p.uid)}
+func (c *Correlator) resource(p *pod) []span.Attr {
+	r := []span.Attr{span.String(names.K8sPodUID, p.uid)}
 	if p.info != nil && p.info.ConfigUID != "" && p.info.UID != p.uid {
 		// A static pod: its own UID above, its mirror object's here.
-		r = append(r, String(names.PodMirrorUID, p.info.UID))
+		r = append(r, span.String(names.PodMirrorUID, p.info.UID))
 	}
 	if n := p.name(); n != "" {
-		r = append(r, String(names.K8sPodName, n))
+		r = append(r, span.String(names.K8sPodName, n))
 	}
 	if ns := p.namespace(); ns != "" {
-		r = append(r, String(names.K8sNamespaceName, ns))
+		r = append(r, span.String(names.K8sNamespaceName, ns))
 	}
 	if c.cfg.NodeName != "" {
-		r = append(r, String(names.K8sNodeName, c.cfg.NodeName))
+		r = append(r, span.String(names.K8sNodeName, c.cfg.NodeName))
 	}
 	if c.cfg.ClusterName != "" {
-		r = append(r, String(names.K8sClusterName, c.cfg.ClusterName))
+		r = append(r, span.String(names.K8sClusterName, c.cfg.ClusterName))
 	}
 	if p.info != nil {
 		r = append(r, ownerResource(p.info)...)
 		for _, k := range sortedKeys(p.info.Labels) {
-			r = append(r, String(names.K8sPodLabelPrefix+k, p.info.Labels[k]))
+			r = append(r, span.String(names.K8sPodLabelPrefix+k, p.info.Labels[k]))
 		}
 	}
 	return r
@@ -288,19 +291,19 @@ func (c *Correlator) resource(p *pod) []Attr {
 // keys: k8s.replicaset.*, and k8s.deployment.name when the ReplicaSet's
 // name is a Deployment's plus the pod's template hash; k8s.statefulset.*,
 // k8s.daemonset.*, k8s.job.*. (A Job's CronJob is not in the pod's object.)
-func ownerResource(info *PodInfo) []Attr {
-	var r []Attr
+func ownerResource(info *fact.PodInfo) []span.Attr {
+	var r []span.Attr
 	add := func(nameKey, uidKey string) {
-		r = append(r, String(nameKey, info.OwnerName))
+		r = append(r, span.String(nameKey, info.OwnerName))
 		if info.OwnerUID != "" && uidKey != "" {
-			r = append(r, String(uidKey, info.OwnerUID))
+			r = append(r, span.String(uidKey, info.OwnerUID))
 		}
 	}
 	switch info.OwnerKind {
 	case "ReplicaSet":
 		add(names.K8sReplicaSetName, names.K8sReplicaSetUID)
 		if h := info.TemplateHash; h != "" && strings.HasSuffix(info.OwnerName, "-"+h) {
-			r = append(r, String(names.K8sDeploymentName, strings.TrimSuffix(info.OwnerName, "-"+h)))
+			r = append(r, span.String(names.K8sDeploymentName, strings.TrimSuffix(info.OwnerName, "-"+h)))
 		}
 	case "StatefulSet":
 		add(names.K8sStatefulSetName, names.K8sStatefulSetUID)
@@ -312,10 +315,10 @@ func ownerResource(info *PodInfo) []Attr {
 	return r
 }
 
-func (p *pod) spanID(key string) SpanID { return SpanIDFor(p.trace, key) }
+func (p *pod) spanID(key string) span.SpanID { return span.SpanIDFor(p.trace, key) }
 
 // emit sends a span once.
-func (c *Correlator) emit(p *pod, s Span) {
+func (c *Correlator) emit(p *pod, s span.Span) {
 	key := s.SpanID.String()
 	if p.emitted[key] {
 		return
@@ -328,19 +331,19 @@ func (c *Correlator) emit(p *pod, s Span) {
 	s.TraceID = p.trace
 	s.Resource = c.resource(p)
 	if p.eventsLost > 0 {
-		s.Attrs = append(s.Attrs, Int(names.EventsLost, int64(p.eventsLost)))
+		s.Attrs = append(s.Attrs, span.Int(names.EventsLost, int64(p.eventsLost)))
 	}
 	if d := c.degradedDuring(s.Start, s.End); d != "" {
-		s.Attrs = append(s.Attrs, String(names.Degraded, d))
+		s.Attrs = append(s.Attrs, span.String(names.Degraded, d))
 	}
 	if !p.observedFrom.IsZero() {
-		s.Attrs = append(s.Attrs, String(names.ObservedFrom, p.observedFrom.UTC().Format(time.RFC3339Nano)))
+		s.Attrs = append(s.Attrs, span.String(names.ObservedFrom, p.observedFrom.UTC().Format(time.RFC3339Nano)))
 	}
 	if s.End.Before(s.Start) {
 		s.End = s.Start
 	}
-	if s.Status == StatusError {
-		s.Attrs = append(s.Attrs, String(names.ErrorType, errorType(s)))
+	if s.Status == span.StatusError {
+		s.Attrs = append(s.Attrs, span.String(names.ErrorType, errorType(s)))
 	}
 	s.Attrs = c.commandArgs(s.Attrs)
 	c.stats.SpansEmitted++
@@ -381,7 +384,7 @@ func latest(ts ...time.Time) time.Time {
 // span's own cause or reason when it has one (an exit cause, a start-up
 // outcome, a waiting reason, a probe result), else "_OTHER" (semconv's
 // fallback).
-func errorType(s Span) string {
+func errorType(s span.Span) string {
 	for _, k := range []string{names.ExitCause, names.StartupOutcome, names.WaitingReason, names.ProbeResult} {
 		if v, ok := s.Attr(k).(string); ok && v != "" {
 			return v
@@ -397,14 +400,14 @@ func errorType(s Span) string {
 
 // commandArgs applies Config.Args to a span's command line: the one place
 // argv leaves the model.
-func (c *Correlator) commandArgs(attrs []Attr) []Attr {
+func (c *Correlator) commandArgs(attrs []span.Attr) []span.Attr {
 	for i := 0; i < len(attrs); i++ {
 		if attrs[i].Key != names.ProcessCommandArgs {
 			continue
 		}
 		args, _ := attrs[i].Value.([]string)
 		if kept := c.cfg.Args.Args(args); len(kept) > 0 {
-			attrs[i] = Strings(names.ProcessCommandArgs, kept...)
+			attrs[i] = span.Strings(names.ProcessCommandArgs, kept...)
 		} else {
 			attrs = append(attrs[:i], attrs[i+1:]...)
 			i--

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/names"
 
 	"github.com/podchron/podchron/internal/correlate"
@@ -70,10 +73,10 @@ func TestPodSeenOncePerPod(t *testing.T) {
 // known, and not again.
 func TestPodSeenRuntimeBeforeAPI(t *testing.T) {
 	s := newSim(t)
-	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now,
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now,
 		Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop", CreatedAt: s.now}}})
 	s.at(time.Second)
-	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventContainerCreated, At: s.now,
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventContainerCreated, At: s.now,
 		Container: &cri.Container{ID: "c0ffee02", SandboxID: "sb1", Name: "app", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop", CreatedAt: s.now}}})
 	if got := s.o.seen(); !slices.Equal(got, []string{"seen shop none"}) {
 		t.Fatalf("after the runtime's facts: PodSeen calls %q, want one for shop none", got)
@@ -86,7 +89,7 @@ func TestPodSeenRuntimeBeforeAPI(t *testing.T) {
 	// A pod the API server knows without an owner stays at none: no call.
 	s2 := newSim(t)
 	s2.info.OwnerKind = ""
-	s2.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s2.now,
+	s2.in(fact.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s2.now,
 		Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s2.uid, PodName: "web-7d9f", PodNamespace: "shop", CreatedAt: s2.now}}})
 	s2.pod()
 	if got := s2.o.seen(); !slices.Equal(got, []string{"seen shop none"}) {
@@ -102,7 +105,7 @@ func TestPodSeenReplays(t *testing.T) {
 	for _, run := range recorded(t) {
 		base, inputs, variants := run.base, run.inputs, run.variants
 		// Without the runtime's facts, only the CNI runs name the namespace.
-		var noRuntime []correlate.Input
+		var noRuntime []fact.Input
 		for _, x := range inputs {
 			if x.Runtime == nil {
 				noRuntime = append(noRuntime, x)
@@ -113,7 +116,7 @@ func TestPodSeenReplays(t *testing.T) {
 			t.Run(base+suffix, func(t *testing.T) {
 				o := &obs{}
 				var want []string
-				c := correlate.New(correlate.Config{Observer: o, Sink: correlate.SinkFunc(func(s correlate.Span) {
+				c := correlate.New(correlate.Config{Observer: o, Sink: span.SinkFunc(func(s span.Span) {
 					if !s.Parent.IsZero() {
 						return
 					}

@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podchron/podchron/internal/names"
+	"github.com/podchron/podchron/internal/fact"
 
-	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/names"
 )
 
 // The Kubernetes docs' pattern: a startup probe and a liveness probe with
@@ -20,8 +20,8 @@ func TestStartupAndLivenessShareACommand(t *testing.T) {
 		s := newSim(t)
 		s.info.InitContainers = nil
 		s.info.Containers[0].Readiness = nil
-		s.info.Containers[0].Startup = &correlate.ProbeSpec{Handler: correlate.Handler{Kind: "exec", Exec: check}}
-		s.info.Containers[0].Liveness = &correlate.ProbeSpec{Handler: correlate.Handler{Kind: "exec", Exec: check}}
+		s.info.Containers[0].Startup = &fact.ProbeSpec{Handler: fact.Handler{Kind: "exec", Exec: check}}
+		s.info.Containers[0].Liveness = &fact.ProbeSpec{Handler: fact.Handler{Kind: "exec", Exec: check}}
 		s.sandboxUp()
 		app := s.container("app", "c0ffee02", 0)
 		return s, app
@@ -50,8 +50,8 @@ func TestStartupAndLivenessShareACommand(t *testing.T) {
 		s, app := setup(t)
 		probeRun(s, 0)
 		started := true
-		s.info.Statuses = []correlate.ContainerStatus{{Name: "app", Started: &started, Ready: true,
-			State: correlate.ContainerState{Running: &correlate.Running{StartedAt: s.now}}}}
+		s.info.Statuses = []fact.ContainerStatus{{Name: "app", Started: &started, Ready: true,
+			State: fact.ContainerState{Running: &fact.Running{StartedAt: s.now}}}}
 		s.pod()
 		s.cond("Ready")
 		s.tick(2 * time.Second)

@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/podchron/podchron/internal/names"
+	"github.com/podchron/podchron/internal/span"
 
-	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/names"
 )
 
 // Streams recorded by test/runtime on other runtimes and kept for what
@@ -40,7 +40,7 @@ func TestRuntimeSetupSignalsAreNotTheContainers(t *testing.T) {
 func TestContainerStartWaitsForTheExec(t *testing.T) {
 	for _, f := range []string{"container-start-no-args-ignored-sigterm@runc.jsonl", "container-start-no-args-oom-killed@runc.jsonl"} {
 		t.Run(f, func(t *testing.T) {
-			var start *correlate.Span
+			var start *span.Span
 			spans := replay(load(t, "testdata/runtimes/"+f))
 			for i, sp := range spans {
 				if sp.Name == names.SpanContainerStart {

@@ -3,6 +3,8 @@ package correlate
 import (
 	"time"
 
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/names"
 )
 
@@ -28,8 +30,8 @@ func (c *Correlator) sandboxChanged(p *pod, id string, created time.Time) {
 	p.sandboxID = id
 	c.bySandbox[id] = p
 	p.sandboxStopped, p.sandboxRemoved = time.Time{}, time.Time{}
-	p.addRootEvent(SpanEvent{Name: names.EventSandboxChanged, Time: created,
-		Attrs: []Attr{String(names.SandboxOldID, old), String(names.ContainerID, id)}})
+	p.addRootEvent(span.SpanEvent{Name: names.EventSandboxChanged, Time: created,
+		Attrs: []span.Attr{span.String(names.SandboxOldID, old), span.String(names.ContainerID, id)}})
 	if !p.startupDone {
 		return // the start-up's sandbox span covers both
 	}
@@ -79,7 +81,7 @@ func (c *Correlator) emitResandboxes(p *pod, force bool) {
 				c.emit(p, c.cniSpan(p, r, id))
 			}
 		}
-		c.emit(p, Span{SpanID: id, Parent: c.rootID(p), Name: names.SpanPodSandbox, Start: rs.created, End: end, Status: StatusOK,
-			Attrs: []Attr{String(names.ContainerID, rs.id), Bool(names.SandboxRecreated, true)}})
+		c.emit(p, span.Span{SpanID: id, Parent: c.rootID(p), Name: names.SpanPodSandbox, Start: rs.created, End: end, Status: span.StatusOK,
+			Attrs: []span.Attr{span.String(names.ContainerID, rs.id), span.Bool(names.SandboxRecreated, true)}})
 	}
 }

@@ -5,11 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
 
-	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/fact/cri"
 )
 
@@ -35,11 +37,11 @@ func TestSandboxChanged(t *testing.T) {
 	s.at(40 * time.Millisecond)
 	s.kernel(&kernel.ExitEvent{Header: kernel.Header{Type: kernel.EventExit, Origin: kernel.OriginCNI, TGID: cni, PID: cni}})
 	s.at(100 * time.Millisecond)
-	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now, Sandbox: &cri.Sandbox{ID: "sb2", PodUID: s.uid,
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now, Sandbox: &cri.Sandbox{ID: "sb2", PodUID: s.uid,
 		PodName: "web-7d9f", PodNamespace: "shop", CreatedAt: created}}})
 	app2 := s.container("app", "c0ffee12", 1)
 	s.tick(3 * time.Second)
-	var recreated *correlate.Span
+	var recreated *span.Span
 	for i, sp := range s.find(names.SpanPodSandbox) {
 		if sp.Attr(names.SandboxRecreated) == true {
 			recreated = &s.find(names.SpanPodSandbox)[i]
@@ -65,7 +67,7 @@ func TestSandboxChanged(t *testing.T) {
 	s.pod()
 	s.info.Deleted = true
 	s.pod()
-	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventSandboxRemoved, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid}}})
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventSandboxRemoved, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid}}})
 	s.tick(3 * time.Second)
 	if len(s.find("pod")) != 0 {
 		t.Fatal("the old sandbox's removal ended the pod while its new container runs")

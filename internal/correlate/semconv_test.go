@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/fact/cri"
 	"github.com/podchron/podchron/internal/names"
 )
@@ -42,7 +43,7 @@ func TestSemconvResourceAndErrorType(t *testing.T) {
 		t.Errorf("successful pod.startup has error.type %v", v)
 	}
 	run := s.one(names.SpanContainerRun)
-	if run.Status != correlate.StatusError || run.Attr(names.ErrorType) != string(names.CauseOOMKilled) {
+	if run.Status != span.StatusError || run.Attr(names.ErrorType) != string(names.CauseOOMKilled) {
 		t.Errorf("run: status %s, error.type %v, want error oom_killed", run.Status, run.Attr(names.ErrorType))
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+
 	"github.com/podchron/podchron/internal/names"
 )
 
@@ -98,7 +100,7 @@ func (p *pod) blockedOn() (container, reason, message string) {
 	if p.info == nil {
 		return "", "", ""
 	}
-	all := append(append([]ContainerStatus(nil), p.info.InitStatuses...), p.info.Statuses...)
+	all := append(append([]fact.ContainerStatus(nil), p.info.InitStatuses...), p.info.Statuses...)
 	for _, st := range all {
 		if w := st.State.Waiting; w != nil && telling(w.Reason) {
 			return st.Name, w.Reason, w.Message
@@ -118,7 +120,7 @@ func (p *pod) blockedOn() (container, reason, message string) {
 	}
 	for _, st := range all {
 		if t := st.State.Terminated; t != nil && t.ExitCode != 0 {
-			return st.Name, "Terminated", fmt.Sprintf("%s (exit code %d)", t.Reason, t.ExitCode)
+			return st.Name, "fact.Terminated", fmt.Sprintf("%s (exit code %d)", t.Reason, t.ExitCode)
 		}
 	}
 	for _, st := range p.info.Statuses {
@@ -145,10 +147,10 @@ func (p *pod) noteWaiting() {
 	if p.info == nil {
 		return
 	}
-	for _, st := range append(append([]ContainerStatus(nil), p.info.InitStatuses...), p.info.Statuses...) {
+	for _, st := range append(append([]fact.ContainerStatus(nil), p.info.InitStatuses...), p.info.Statuses...) {
 		if w := st.State.Waiting; w != nil && telling(w.Reason) {
 			if p.lastWaiting == nil {
-				p.lastWaiting = map[string]Waiting{}
+				p.lastWaiting = map[string]fact.Waiting{}
 			}
 			p.lastWaiting[st.Name] = *w
 		}

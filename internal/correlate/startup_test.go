@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
@@ -17,7 +20,7 @@ import (
 // withStartupTimeout gives the sim's model a give-up time.
 func withStartupTimeout(s *sim, d time.Duration) {
 	s.c = correlate.New(correlate.Config{NodeName: "node-a", Observer: s.o, StuckAfter: 10 * time.Second, StartupTimeout: d,
-		Sink: correlate.SinkFunc(func(sp correlate.Span) { s.spans = append(s.spans, sp) })})
+		Sink: span.SinkFunc(func(sp span.Span) { s.spans = append(s.spans, sp) })})
 }
 
 // sandboxUp: the pod scheduled, its sandbox and network up.
@@ -26,7 +29,7 @@ func (s *sim) sandboxUp() {
 	s.at(100 * time.Millisecond)
 	s.cond("PodScheduled")
 	s.mkdir(8000, "/kubepods/burstable/pod"+s.uid)
-	s.in(correlate.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop", CreatedAt: s.now}}})
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop", CreatedAt: s.now}}})
 	s.at(10 * time.Millisecond)
 	s.pid++
 	cni := s.pid
@@ -37,11 +40,11 @@ func (s *sim) sandboxUp() {
 }
 
 func (s *sim) waiting(init bool, name, reason, msg string) {
-	st := correlate.ContainerStatus{Name: name, State: correlate.ContainerState{Waiting: &correlate.Waiting{Reason: reason, Message: msg}}}
+	st := fact.ContainerStatus{Name: name, State: fact.ContainerState{Waiting: &fact.Waiting{Reason: reason, Message: msg}}}
 	if init {
-		s.info.InitStatuses = []correlate.ContainerStatus{st}
+		s.info.InitStatuses = []fact.ContainerStatus{st}
 	} else {
-		s.info.Statuses = []correlate.ContainerStatus{st}
+		s.info.Statuses = []fact.ContainerStatus{st}
 	}
 	s.pod()
 }
@@ -76,19 +79,19 @@ func TestStartupImagePullFailure(t *testing.T) {
 	s.deleteNow()
 	s.tick(time.Second)
 	st := s.one(names.SpanPodStartup)
-	if st.Status != correlate.StatusError || !st.End.Equal(delAt) || st.Attr(names.WaitingReason) != "ImagePullBackOff" ||
+	if st.Status != span.StatusError || !st.End.Equal(delAt) || st.Attr(names.WaitingReason) != "ImagePullBackOff" ||
 		st.Attr(names.K8sContainerName) != "app" || st.Attr(names.StartupOutcome) != "terminated" ||
 		!strings.Contains(st.StatusMessage, "ImagePullBackOff") {
 		t.Errorf("start-up: %s %q end %s (deleted %s) %v", st.Status, st.StatusMessage, st.End, delAt, st.Attrs)
 	}
 	pl := s.one(names.SpanContainerImagePull)
-	if pl.Status != correlate.StatusError || pl.Parent != st.SpanID || !pl.Start.Equal(pullStart) || pl.End.Before(failAt) ||
+	if pl.Status != span.StatusError || pl.Parent != st.SpanID || !pl.Start.Equal(pullStart) || pl.End.Before(failAt) ||
 		pl.Attr(names.ContainerImageName) != "registry.invalid/app" || !slices.Equal(pl.Attr(names.ContainerImageTags).([]string), []string{"1"}) ||
 		!strings.Contains(pl.StatusMessage, "no such host") {
 		t.Errorf("pull: %s %q %s–%s %v", pl.Status, pl.StatusMessage, pl.Start, pl.End, pl.Attrs)
 	}
 	for _, name := range []string{names.SpanPodSandbox, "cni.ADD bridge", names.SpanPodScheduling} {
-		if sp := s.one(name); sp.Status == correlate.StatusError {
+		if sp := s.one(name); sp.Status == span.StatusError {
 			t.Errorf("%s: %s", name, sp.Status)
 		}
 	}
@@ -110,7 +113,7 @@ func TestStartupGivesUpOnConfigError(t *testing.T) {
 	s.tick(31 * time.Second)
 	s.tick(time.Second)
 	st := s.one(names.SpanPodStartup)
-	if st.Status != correlate.StatusError || st.Attr(names.StartupOutcome) != "gave_up" ||
+	if st.Status != span.StatusError || st.Attr(names.StartupOutcome) != "gave_up" ||
 		st.Attr(names.WaitingReason) != "CreateContainerConfigError" || !strings.Contains(st.StatusMessage, `configmap "settings" not found`) {
 		t.Errorf("start-up: %s %q %v", st.Status, st.StatusMessage, st.Attrs)
 	}
@@ -140,7 +143,7 @@ func TestStartupReadinessNeverPasses(t *testing.T) {
 	s.info.InitContainers = nil
 	s.sandboxUp()
 	s.container("app", "c0ffee02", 0)
-	s.info.Statuses = []correlate.ContainerStatus{{Name: "app", State: correlate.ContainerState{Running: &correlate.Running{StartedAt: s.now}}}}
+	s.info.Statuses = []fact.ContainerStatus{{Name: "app", State: fact.ContainerState{Running: &fact.Running{StartedAt: s.now}}}}
 	s.pod()
 	for range 8 {
 		s.at(10 * time.Second)
@@ -150,7 +153,7 @@ func TestStartupReadinessNeverPasses(t *testing.T) {
 		s.tick(0)
 	}
 	st := s.one(names.SpanPodStartup)
-	if st.Status != correlate.StatusError || st.Attr(names.WaitingReason) != "NotReady" || st.Attr(names.K8sContainerName) != "app" {
+	if st.Status != span.StatusError || st.Attr(names.WaitingReason) != "NotReady" || st.Attr(names.K8sContainerName) != "app" {
 		t.Errorf("start-up: %s %q %v", st.Status, st.StatusMessage, st.Attrs)
 	}
 	if len(s.find(names.SpanContainerStart)) != 1 {
@@ -174,7 +177,7 @@ func TestStartupJobCompletesBeforeReady(t *testing.T) {
 	s.pod()
 	s.tick(2 * time.Second)
 	st := s.one(names.SpanPodStartup)
-	if st.Status == correlate.StatusError || st.Attr(names.StartupOutcome) != "completed" || !st.End.Equal(exitAt) {
+	if st.Status == span.StatusError || st.Attr(names.StartupOutcome) != "completed" || !st.End.Equal(exitAt) {
 		t.Errorf("start-up: %s %q end %s (exit %s) %v", st.Status, st.StatusMessage, st.End, exitAt, st.Attrs)
 	}
 	if run := s.one(names.SpanContainerRun); run.Attr(names.ExitCause) != "completed" {
@@ -210,10 +213,10 @@ func TestReadyThenDeletedWhileSettling(t *testing.T) {
 	s.at(200 * time.Millisecond)
 	s.deleteNow()
 	s.info.Conditions = s.info.Conditions[:len(s.info.Conditions)-1]
-	s.info.Conditions = append(s.info.Conditions, correlate.Condition{Type: "Ready", Status: "False", LastTransitionTime: s.now})
+	s.info.Conditions = append(s.info.Conditions, fact.Condition{Type: "Ready", Status: "False", LastTransitionTime: s.now})
 	s.pod()
 	s.tick(3 * time.Second)
-	if st := s.one(names.SpanPodStartup); st.Status == correlate.StatusError {
+	if st := s.one(names.SpanPodStartup); st.Status == span.StatusError {
 		t.Errorf("start-up: %s %q", st.Status, st.StatusMessage)
 	}
 }
@@ -226,7 +229,7 @@ func TestPullSpanInsideThePod(t *testing.T) {
 	s.info.CreatedAt = s.now
 	pulled := s.now.Truncate(time.Second)
 	s.pod()
-	s.in(correlate.Input{Event: &correlate.K8sEvent{UID: "ev-pull", PodUID: s.uid, Reason: "Pulled", Container: "app",
+	s.in(fact.Input{Event: &fact.K8sEvent{UID: "ev-pull", PodUID: s.uid, Reason: "Pulled", Container: "app",
 		Message: `Container image "busybox" already present on machine`, FirstTime: pulled, LastTime: pulled, Count: 1}})
 	s.startup()
 	s.tick(3 * time.Second)

@@ -5,11 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
 
-	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/fact/cri"
 )
 
@@ -46,15 +47,15 @@ func TestStopSignalAndGracefulExitCodes(t *testing.T) {
 			s.pod()
 			s.tick(3 * time.Second)
 			run := s.one(names.SpanContainerRun)
-			if run.Attr(names.ExitCause) != "completed" || run.Status == correlate.StatusError {
+			if run.Attr(names.ExitCause) != "completed" || run.Status == span.StatusError {
 				t.Errorf("run: %s %v", run.Status, run.Attrs)
 			}
 			stop := s.one(names.SpanContainerStop)
 			if !stop.Start.Equal(sigAt) || !stop.End.Equal(exitAt) || stop.Attr(names.SignalName) != kernel.SignalName(tc.sig) ||
-				stop.Attr(names.SignalDisposition) != "handler" || stop.Status == correlate.StatusError {
+				stop.Attr(names.SignalDisposition) != "handler" || stop.Status == span.StatusError {
 				t.Errorf("stop %s–%s (signal at %s): %s %v", stop.Start, stop.End, sigAt, stop.Status, stop.Attrs)
 			}
-			if term := s.one(names.SpanPodTermination); term.Status == correlate.StatusError {
+			if term := s.one(names.SpanPodTermination); term.Status == span.StatusError {
 				t.Errorf("termination: %s %s", term.Status, term.StatusMessage)
 			}
 		})

@@ -5,6 +5,8 @@ package correlate
 import (
 	"time"
 
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/names"
 )
 
@@ -57,8 +59,8 @@ func (c *Correlator) tick() {
 		}
 		if c.now.Sub(p.deadline) > c.cfg.StuckAfter {
 			p.stuck = true
-			p.addRootEvent(SpanEvent{Name: names.EventStuckTerminating, Time: c.now,
-				Attrs: []Attr{Float(names.PastDeadlineSeconds, c.now.Sub(p.deadline).Seconds())}})
+			p.addRootEvent(span.SpanEvent{Name: names.EventStuckTerminating, Time: c.now,
+				Attrs: []span.Attr{span.Float(names.PastDeadlineSeconds, c.now.Sub(p.deadline).Seconds())}})
 			c.stuckSpan(p)
 			c.observer(p).StuckTerminating(p.namespace(), c.podRef(p), true)
 		}

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/names"
 )
@@ -31,14 +34,14 @@ const timingSkew = 5 * time.Second
 
 // sourceOf names the source an input comes from; "" for the pipeline's own
 // inputs (the start-up scan, ticks), which are not delayed.
-func sourceOf(in correlate.Input) string {
+func sourceOf(in fact.Input) string {
 	switch {
 	case in.Kernel != nil:
-		return correlate.SourceKernel
+		return fact.SourceKernel
 	case in.Runtime != nil:
-		return correlate.SourceRuntime
+		return fact.SourceRuntime
 	case in.Pod != nil, in.Event != nil, in.API != nil:
-		return correlate.SourceAPI
+		return fact.SourceAPI
 	case in.Progress != nil:
 		return in.Progress.Source
 	}
@@ -58,7 +61,7 @@ const kernelDrain = 100 * time.Millisecond
 // the API watch, after each fact and at each tick, has handed over what it
 // had. At the end, every source keeps going: all are complete to the end
 // plus pad, and ticks let pad pass.
-func withProgress(in []correlate.Input, pad time.Duration) []correlate.Input {
+func withProgress(in []fact.Input, pad time.Duration) []fact.Input {
 	// earliest kernel fact time from i on
 	nextKernel := make([]time.Time, len(in)+1)
 	for i := len(in) - 1; i >= 0; i-- {
@@ -69,15 +72,15 @@ func withProgress(in []correlate.Input, pad time.Duration) []correlate.Input {
 			}
 		}
 	}
-	var out []correlate.Input
+	var out []fact.Input
 	var hasAPI, hasRuntime bool
 	var last time.Time
 	for _, x := range in {
-		hasAPI = hasAPI || sourceOf(x) == correlate.SourceAPI
-		hasRuntime = hasRuntime || sourceOf(x) == correlate.SourceRuntime
+		hasAPI = hasAPI || sourceOf(x) == fact.SourceAPI
+		hasRuntime = hasRuntime || sourceOf(x) == fact.SourceRuntime
 	}
 	mark := func(at time.Time, src string, until time.Time) {
-		out = append(out, correlate.Input{Time: at, Progress: &correlate.Progress{Source: src, Until: until}})
+		out = append(out, fact.Input{Time: at, Progress: &fact.Progress{Source: src, Until: until}})
 	}
 	syntheticRuntime := true
 	for _, x := range in {
@@ -89,12 +92,12 @@ func withProgress(in []correlate.Input, pad time.Duration) []correlate.Input {
 	for i, x := range in {
 		if x.Start != nil {
 			st := *x.Start
-			st.Progress = []string{correlate.SourceKernel}
+			st.Progress = []string{fact.SourceKernel}
 			if hasRuntime {
-				st.Progress = append(st.Progress, correlate.SourceRuntime)
+				st.Progress = append(st.Progress, fact.SourceRuntime)
 			}
 			if hasAPI {
-				st.Progress = append(st.Progress, correlate.SourceAPI)
+				st.Progress = append(st.Progress, fact.SourceAPI)
 			}
 			x.Start = &st
 		}
@@ -108,14 +111,14 @@ func withProgress(in []correlate.Input, pad time.Duration) []correlate.Input {
 			}
 			if until.After(kernelMark) {
 				kernelMark = until
-				mark(x.Time, correlate.SourceKernel, until)
+				mark(x.Time, fact.SourceKernel, until)
 			}
 			if hasAPI {
-				mark(x.Time, correlate.SourceAPI, x.Time)
+				mark(x.Time, fact.SourceAPI, x.Time)
 			}
 			if syntheticRuntime {
 				// Changes reported at once: polled at every tick.
-				mark(x.Time, correlate.SourceRuntime, x.Time)
+				mark(x.Time, fact.SourceRuntime, x.Time)
 			}
 		case x.Runtime != nil:
 			obs := x.Runtime.Observed
@@ -127,20 +130,20 @@ func withProgress(in []correlate.Input, pad time.Duration) []correlate.Input {
 					continue // the poll's changes go on
 				}
 			}
-			mark(x.Time, correlate.SourceRuntime, obs)
-		case sourceOf(x) == correlate.SourceAPI:
-			mark(x.Time, correlate.SourceAPI, x.Time)
+			mark(x.Time, fact.SourceRuntime, obs)
+		case sourceOf(x) == fact.SourceAPI:
+			mark(x.Time, fact.SourceAPI, x.Time)
 		}
 	}
 	end := last.Add(time.Millisecond)
-	mark(end, correlate.SourceKernel, end.Add(pad))
+	mark(end, fact.SourceKernel, end.Add(pad))
 	if hasRuntime {
-		mark(end, correlate.SourceRuntime, end.Add(pad))
+		mark(end, fact.SourceRuntime, end.Add(pad))
 	}
 	if hasAPI {
-		mark(end, correlate.SourceAPI, end.Add(pad))
+		mark(end, fact.SourceAPI, end.Add(pad))
 	}
-	return append(out, correlate.Input{Time: end.Add(pad), Tick: true})
+	return append(out, fact.Input{Time: end.Add(pad), Tick: true})
 }
 
 // schedule is how late each source's inputs arrive.
@@ -183,9 +186,9 @@ func lagging(ss []schedule, src string) []schedule {
 // delayed replays in under s: each source's inputs arrive later (their
 // Time moves, their facts do not), interleaved by arrival; the pipeline's
 // own inputs keep their times; ticks go on until every input has arrived.
-func delayed(in []correlate.Input, s schedule) []correlate.Input {
+func delayed(in []fact.Input, s schedule) []fact.Input {
 	type item struct {
-		in   correlate.Input
+		in   fact.Input
 		rank int
 		seq  int
 	}
@@ -215,7 +218,7 @@ func delayed(in []correlate.Input, s schedule) []correlate.Input {
 	// delayed one arrived.
 	if len(in) > 0 {
 		for t := in[len(in)-1].Time.Add(250 * time.Millisecond); !t.After(end); t = t.Add(250 * time.Millisecond) {
-			items = append(items, item{correlate.Input{Time: t, Tick: true}, 0, len(items)})
+			items = append(items, item{fact.Input{Time: t, Tick: true}, 0, len(items)})
 		}
 	}
 	sort.SliceStable(items, func(i, j int) bool {
@@ -228,14 +231,14 @@ func delayed(in []correlate.Input, s schedule) []correlate.Input {
 		}
 		return a.seq < b.seq
 	})
-	out := make([]correlate.Input, len(items))
+	out := make([]fact.Input, len(items))
 	for i, it := range items {
 		out[i] = it.in
 	}
 	return out
 }
 
-var allSources = []string{correlate.SourceKernel, correlate.SourceRuntime, correlate.SourceAPI}
+var allSources = []string{fact.SourceKernel, fact.SourceRuntime, fact.SourceAPI}
 
 // schedules: the extreme fixed cases (one source timingSkew late, the
 // others on time), then seeded random ones.
@@ -244,7 +247,7 @@ func schedules(seeds int) []schedule {
 	if *timingSeed == 0 {
 		out = append(out, schedule{name: "on-time"})
 		for _, late := range allSources {
-			for _, order := range [][]string{allSources, {correlate.SourceAPI, correlate.SourceRuntime, correlate.SourceKernel}} {
+			for _, order := range [][]string{allSources, {fact.SourceAPI, fact.SourceRuntime, fact.SourceKernel}} {
 				ties := map[string]int{}
 				for i, s := range order {
 					ties[s] = i
@@ -375,9 +378,9 @@ var timingScenarios = []struct {
 	{"pidns-teardown", TestPIDNamespaceTeardownIsNamed},
 }
 
-func captureScenario(t *testing.T, run func(*testing.T)) []correlate.Input {
+func captureScenario(t *testing.T, run func(*testing.T)) []fact.Input {
 	t.Helper()
-	var in []correlate.Input
+	var in []fact.Input
 	simCapture = &in
 	defer func() { simCapture = nil }()
 	if !t.Run("as-written", run) {
@@ -388,26 +391,26 @@ func captureScenario(t *testing.T, run func(*testing.T)) []correlate.Input {
 	}
 	// The tracer starts, the API server's watch is up (as the watcher
 	// reports once synced), unless the scenario says otherwise.
-	head := []correlate.Input{{Time: in[0].Time, Start: &correlate.Start{At: in[0].Time.Add(-time.Minute), NodeName: "node-a"}}}
+	head := []fact.Input{{Time: in[0].Time, Start: &fact.Start{At: in[0].Time.Add(-time.Minute), NodeName: "node-a"}}}
 	if in[0].API == nil {
-		head = append(head, correlate.Input{Time: in[0].Time, API: &correlate.APIStatus{Available: true, Since: in[0].Time}})
+		head = append(head, fact.Input{Time: in[0].Time, API: &fact.APIStatus{Available: true, Since: in[0].Time}})
 	}
 	// The tracer's ticks, every 500 ms.
 	out := head
 	next := in[0].Time.Add(tracerTick)
 	for _, x := range in {
 		for ; next.Before(x.Time); next = next.Add(tracerTick) {
-			out = append(out, correlate.Input{Time: next, Tick: true})
+			out = append(out, fact.Input{Time: next, Tick: true})
 		}
 		out = append(out, x)
 	}
 	return out
 }
 
-func replaySim(inputs []correlate.Input) []correlate.Span {
-	var spans []correlate.Span
+func replaySim(inputs []fact.Input) []span.Span {
+	var spans []span.Span
 	c := correlate.New(correlate.Config{NodeName: "node-a", StuckAfter: 10 * time.Second,
-		Sink: correlate.SinkFunc(func(s correlate.Span) { spans = append(spans, s) })})
+		Sink: span.SinkFunc(func(s span.Span) { spans = append(spans, s) })})
 	for _, in := range inputs {
 		c.Handle(in)
 	}
@@ -430,7 +433,7 @@ func TestTimingIndependenceScenarios(t *testing.T) {
 			// sequencer slots), not always as the scenario listed them.
 			// The kernel and the runtime late, in any way, against the
 			// API server's watch.
-			if failed := compareSchedules(t, marked, want, leading(schedules(*timingSeeds), correlate.SourceAPI)); len(failed) > 0 {
+			if failed := compareSchedules(t, marked, want, leading(schedules(*timingSeeds), fact.SourceAPI)); len(failed) > 0 {
 				t.Errorf("%d schedules give other spans (rerun one with -run 'TestTimingIndependenceScenarios/%s$' -timing-seed N for seed-N): %s",
 					len(failed), sc.name, strings.Join(failed, " "))
 			}
@@ -448,7 +451,7 @@ func TestTimingIndependenceScenarios(t *testing.T) {
 				// the API's own order tied to the node's clock (the
 				// kubelet's status writes and events carry their time
 				// only in whole seconds): not done.
-				lag := lagging(schedules(*timingSeeds), correlate.SourceAPI)
+				lag := lagging(schedules(*timingSeeds), fact.SourceAPI)
 				failed := compareSchedules(nil, marked, want, lag)
 				t.Skipf("API watch late against the kernel and runtime: %d of %d schedules give other spans (see the comment for why): %s",
 					len(failed), len(lag), strings.Join(firstN(failed, 6), " "))
@@ -460,7 +463,7 @@ func TestTimingIndependenceScenarios(t *testing.T) {
 // compareSchedules replays marked under each schedule and returns the names
 // of those whose spans differ from want (the first difference reported on t,
 // when t is not nil).
-func compareSchedules(t *testing.T, marked []correlate.Input, want string, ss []schedule) []string {
+func compareSchedules(t *testing.T, marked []fact.Input, want string, ss []schedule) []string {
 	var failed []string
 	for _, s := range ss {
 		got := render(replaySim(delayed(marked, s)))
@@ -529,7 +532,7 @@ func TestTimingIndependenceRecordedWithProgress(t *testing.T) {
 }
 
 // checkHonest: after a source's mark, its facts are not older than the mark.
-func checkHonest(t *testing.T, in []correlate.Input) {
+func checkHonest(t *testing.T, in []fact.Input) {
 	t.Helper()
 	marks := map[string]time.Time{}
 	for i, x := range in {
@@ -541,9 +544,9 @@ func checkHonest(t *testing.T, in []correlate.Input) {
 		var at time.Time
 		switch {
 		case x.Kernel != nil:
-			src, at = correlate.SourceKernel, x.Kernel.Hdr().Time
+			src, at = fact.SourceKernel, x.Kernel.Hdr().Time
 		case x.Runtime != nil:
-			src, at = correlate.SourceRuntime, x.Runtime.Observed
+			src, at = fact.SourceRuntime, x.Runtime.Observed
 		default:
 			continue
 		}
@@ -555,17 +558,17 @@ func checkHonest(t *testing.T, in []correlate.Input) {
 
 // keepGoing is a recorded stream whose sources go on after it ends: each
 // declared source complete to the end plus pad, and time passing.
-func keepGoing(in []correlate.Input, pad time.Duration) []correlate.Input {
-	out := append([]correlate.Input(nil), in...)
+func keepGoing(in []fact.Input, pad time.Duration) []fact.Input {
+	out := append([]fact.Input(nil), in...)
 	end := in[len(in)-1].Time.Add(time.Millisecond)
 	for _, x := range in {
 		if x.Start != nil {
 			for _, src := range x.Start.Progress {
-				out = append(out, correlate.Input{Time: end, Progress: &correlate.Progress{Source: src, Until: end.Add(pad)}})
+				out = append(out, fact.Input{Time: end, Progress: &fact.Progress{Source: src, Until: end.Add(pad)}})
 			}
 		}
 	}
-	return append(out, correlate.Input{Time: end.Add(pad), Tick: true})
+	return append(out, fact.Input{Time: end.Add(pad), Tick: true})
 }
 
 // With the kernel reporting progress, the start-up ends as soon as the
@@ -578,7 +581,7 @@ func TestStartupOutWhenReadyIsHandled(t *testing.T) {
 	marked := withProgress(in, timingPad)
 	var readyAt, now, out time.Time
 	c := correlate.New(correlate.Config{NodeName: "node-a", StuckAfter: 10 * time.Second,
-		Sink: correlate.SinkFunc(func(s correlate.Span) {
+		Sink: span.SinkFunc(func(s span.Span) {
 			if s.Name == names.SpanPodStartup && out.IsZero() {
 				out = now
 			}

@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/fact"
+
 	"github.com/podchron/podchron/internal/fact/cri"
 )
 
@@ -19,14 +20,14 @@ func TestSourceHealthFromInputs(t *testing.T) {
 		got = append(got, name+" "+map[bool]string{true: "up", false: "down"}[ok]+" "+reason)
 	}}
 	since := time.Date(2026, 11, 24, 7, 0, 0, 0, time.UTC)
-	for _, in := range []correlate.Input{
+	for _, in := range []fact.Input{
 		{Runtime: &cri.Event{Type: cri.EventContainerCreated}},
 		{Runtime: &cri.Event{Type: cri.EventContainerStarted}},
 		{Runtime: &cri.Event{Type: cri.EventRuntimeUnavailable, Gap: &cri.Gap{Since: since, Err: errRefused}}},
 		{Runtime: &cri.Event{Type: cri.EventRuntimeUnavailable, Gap: &cri.Gap{Since: since, Err: errRefused}}},
 		{Runtime: &cri.Event{Type: cri.EventRuntimeAvailable}},
-		{API: &correlate.APIStatus{Available: false, Err: "forbidden"}},
-		{API: &correlate.APIStatus{Available: true}},
+		{API: &fact.APIStatus{Available: false, Err: "forbidden"}},
+		{API: &fact.APIStatus{Available: true}},
 		{Kernel: nil, Tick: true},
 	} {
 		h.observe(in)

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+
 	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/fact/cri"
@@ -24,7 +26,7 @@ import (
 )
 
 // Source produces inputs until ctx is done (or it fails).
-type Source func(ctx context.Context, out chan<- correlate.Input) error
+type Source func(ctx context.Context, out chan<- fact.Input) error
 
 // Config wires a pipeline.
 type Config struct {
@@ -34,7 +36,7 @@ type Config struct {
 	Counters func() (map[kernel.EventType]kernel.Counter, error)
 	// Seed produces the start-up inputs (existing cgroups and processes)
 	// before any live input is handled.
-	Seed []correlate.Input
+	Seed []fact.Input
 	// Sources are the other live sources (runtime, API server).
 	Sources map[string]Source
 	// Correlator consumes the stream.
@@ -54,10 +56,10 @@ type Config struct {
 	// server's reachability, the runtime's gaps), mirrored from the inputs.
 	SourceState func(name string, ok bool, reason string)
 	Logger      *slog.Logger
-	// Progress names the sources that report progress (correlate.Progress):
+	// Progress names the sources that report progress (fact.Progress):
 	// the model then waits for them, so how late each one is does not change
 	// the spans. It is written into the seed's Start input. The pipeline
-	// reports the kernel's itself (correlate.SourceKernel); other sources
+	// reports the kernel's itself (fact.SourceKernel); other sources
 	// send theirs (RuntimeSource, WithProgress).
 	Progress []string
 	// KernelDrain is subtracted from the kernel's progress: events are
@@ -99,7 +101,7 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.KernelDrain = 100 * time.Millisecond
 	}
 	log := cfg.Logger
-	kernelProgress := cfg.Kernel != nil && slices.Contains(cfg.Progress, correlate.SourceKernel)
+	kernelProgress := cfg.Kernel != nil && slices.Contains(cfg.Progress, fact.SourceKernel)
 	pending := func() int { return 0 }
 	if p, ok := cfg.Kernel.(interface{ Pending() int }); ok {
 		pending = p.Pending
@@ -112,7 +114,7 @@ func Run(ctx context.Context, cfg Config) error {
 	var kernelSent atomic.Uint64
 	var kernelHandled uint64
 	health := sourceHealth{report: cfg.SourceState}
-	handle := func(in correlate.Input) {
+	handle := func(in fact.Input) {
 		health.observe(in)
 		if cfg.Record != nil {
 			if err := cfg.Record.Write(in); err != nil {
@@ -131,7 +133,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if in.Start != nil && len(cfg.Progress) > 0 {
 			st := *in.Start
 			for _, src := range cfg.Progress {
-				if src != correlate.SourceKernel || kernelProgress {
+				if src != fact.SourceKernel || kernelProgress {
 					st.Progress = append(st.Progress, src)
 				}
 			}
@@ -142,7 +144,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	in := make(chan correlate.Input, cfg.Buffer)
+	in := make(chan fact.Input, cfg.Buffer)
 	var wg sync.WaitGroup
 	errc := make(chan error, len(cfg.Sources)+1)
 	start := func(name string, src Source) {
@@ -166,7 +168,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// 0 while it hands an event over.
 	var waiting atomic.Uint64
 	if cfg.Kernel != nil {
-		start(SourceKernel, func(ctx context.Context, out chan<- correlate.Input) error {
+		start(SourceKernel, func(ctx context.Context, out chan<- fact.Input) error {
 			// While events flow, the ring buffer's order is the kernel's
 			// progress: records are read in the order they were reserved,
 			// each stamped just before, so once an event is handed over,
@@ -186,7 +188,7 @@ func Run(ctx context.Context, cfg Config) error {
 					return err
 				}
 				select {
-				case out <- correlate.Input{Time: cfg.Now(), Kernel: ev}:
+				case out <- fact.Input{Time: cfg.Now(), Kernel: ev}:
 					kernelSent.Add(1)
 				case <-ctx.Done():
 					return nil
@@ -200,7 +202,7 @@ func Run(ctx context.Context, cfg Config) error {
 				if until := ev.Hdr().Time.Add(-cfg.KernelDrain); kernelProgress && until.Sub(mark) >= kernelMarkEvery {
 					mark = until
 					select {
-					case out <- correlate.Input{Time: cfg.Now(), Progress: &correlate.Progress{Source: correlate.SourceKernel, Until: until}}:
+					case out <- fact.Input{Time: cfg.Now(), Progress: &fact.Progress{Source: fact.SourceKernel, Until: until}}:
 					case <-ctx.Done():
 						return nil
 					}
@@ -237,7 +239,7 @@ loop:
 						lost += v.Lost
 					}
 					if lost > lastLost {
-						handle(correlate.Input{Time: cfg.Now(), Losses: &correlate.Losses{Lost: lost - lastLost}})
+						handle(fact.Input{Time: cfg.Now(), Losses: &fact.Losses{Lost: lost - lastLost}})
 						log.Warn("kernel events lost: the ring buffer was full", "lost", lost-lastLost, "total", lost)
 					}
 					lastLost = lost
@@ -247,10 +249,10 @@ loop:
 			if kernelProgress {
 				if until, ok := kernelIdle.check(now, waiting.Load(), kernelSent.Load() > kernelHandled, pending); ok && until.After(kernelMark) {
 					kernelMark = until
-					handle(correlate.Input{Time: now, Progress: &correlate.Progress{Source: correlate.SourceKernel, Until: until.Add(-cfg.KernelDrain)}})
+					handle(fact.Input{Time: now, Progress: &fact.Progress{Source: fact.SourceKernel, Until: until.Add(-cfg.KernelDrain)}})
 				}
 			}
-			handle(correlate.Input{Time: now, Tick: true})
+			handle(fact.Input{Time: now, Tick: true})
 		}
 	}
 	cancel()
@@ -314,7 +316,7 @@ func (k *idleCheck) check(now time.Time, wait uint64, unhandled bool, pending fu
 }
 
 // sourceHealth mirrors what the inputs say of their sources' upstreams into
-// Config.SourceState: the API server's status (correlate.APIStatus) and the
+// Config.SourceState: the API server's status (fact.APIStatus) and the
 // runtime's reachability (cri.EventRuntimeUnavailable, then any other
 // runtime event). Only changes are reported.
 type sourceHealth struct {
@@ -322,7 +324,7 @@ type sourceHealth struct {
 	runtime *bool
 }
 
-func (h *sourceHealth) observe(in correlate.Input) {
+func (h *sourceHealth) observe(in fact.Input) {
 	if h.report == nil {
 		return
 	}

@@ -4,7 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/fact"
+
 	criclient "github.com/podchron/podchron/internal/cri"
 	"github.com/podchron/podchron/internal/fact/cri"
 )
@@ -22,11 +23,11 @@ func RuntimeSource(events <-chan cri.Event, latest func() *criclient.Snapshot, e
 	if every <= 0 {
 		every = 250 * time.Millisecond
 	}
-	return func(ctx context.Context, out chan<- correlate.Input) error {
+	return func(ctx context.Context, out chan<- fact.Input) error {
 		t := time.NewTicker(every)
 		defer t.Stop()
 		var mark time.Time
-		send := func(in correlate.Input) bool {
+		send := func(in fact.Input) bool {
 			select {
 			case out <- in:
 				return true
@@ -43,7 +44,7 @@ func RuntimeSource(events <-chan cri.Event, latest func() *criclient.Snapshot, e
 				return true
 			}
 			mark = snap.Time
-			return send(correlate.Input{Time: now(), Progress: &correlate.Progress{Source: correlate.SourceRuntime, Until: mark}})
+			return send(fact.Input{Time: now(), Progress: &fact.Progress{Source: fact.SourceRuntime, Until: mark}})
 		}
 		for {
 			select {
@@ -54,7 +55,7 @@ func RuntimeSource(events <-chan cri.Event, latest func() *criclient.Snapshot, e
 					return nil
 				}
 				e := ev
-				if !send(correlate.Input{Time: now(), Runtime: &e}) || !progress() {
+				if !send(fact.Input{Time: now(), Runtime: &e}) || !progress() {
 					return nil
 				}
 			case <-t.C:
@@ -69,7 +70,7 @@ func RuntimeSource(events <-chan cri.Event, latest func() *criclient.Snapshot, e
 // CRI is the runtime source: the CRI watcher (criclient.Watch) polling the
 // runtime, its changes as inputs and each poll as the runtime's progress.
 func CRI(cfg criclient.WatchConfig, every time.Duration) Source {
-	return func(ctx context.Context, out chan<- correlate.Input) error {
+	return func(ctx context.Context, out chan<- fact.Input) error {
 		evs, w := criclient.Watch(ctx, cfg, 1024)
 		return RuntimeSource(evs, w.Latest, every, nil)(ctx, out)
 	}
@@ -86,10 +87,10 @@ func WithProgress(name string, src Source, every, margin time.Duration, now func
 	if every <= 0 {
 		every = 250 * time.Millisecond
 	}
-	return func(ctx context.Context, out chan<- correlate.Input) error {
+	return func(ctx context.Context, out chan<- fact.Input) error {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		mid := make(chan correlate.Input, 256)
+		mid := make(chan fact.Input, 256)
 		done := make(chan error, 1)
 		go func() { done <- src(ctx, mid) }()
 		t := time.NewTicker(every)
@@ -125,7 +126,7 @@ func WithProgress(name string, src Source, every, margin time.Duration, now func
 				}
 				mark = until
 				select {
-				case out <- correlate.Input{Time: now(), Progress: &correlate.Progress{Source: name, Until: until}}:
+				case out <- fact.Input{Time: now(), Progress: &fact.Progress{Source: name, Until: until}}:
 				case <-ctx.Done():
 					return <-done
 				}

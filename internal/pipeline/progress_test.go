@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+
 	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/correlate"
@@ -34,7 +36,7 @@ func (s *blockingSource) Close() error { return nil }
 // Pending: the ring buffer is drained once every event was returned.
 func (s *blockingSource) Pending() int { return len(s.events) - s.i }
 
-func readAll(t *testing.T, b []byte) []correlate.Input {
+func readAll(t *testing.T, b []byte) []fact.Input {
 	t.Helper()
 	out, err := record.ReadAll(bytes.NewReader(b))
 	if err != nil {
@@ -60,18 +62,18 @@ func TestKernelProgress(t *testing.T) {
 	defer cancel()
 	err = Run(ctx, Config{
 		Kernel:      &blockingSource{events: []kernel.Event{ev(0), ev(time.Millisecond)}},
-		Seed:        []correlate.Input{{Time: t0, Start: &correlate.Start{At: t0}}},
+		Seed:        []fact.Input{{Time: t0, Start: &fact.Start{At: t0}}},
 		Correlator:  correlate.New(correlate.Config{}),
 		Record:      w,
 		Tick:        20 * time.Millisecond,
-		Progress:    []string{correlate.SourceKernel, correlate.SourceAPI},
+		Progress:    []string{fact.SourceKernel, fact.SourceAPI},
 		KernelDrain: 10 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	in := readAll(t, buf.Bytes())
-	if st := in[0].Start; st == nil || len(st.Progress) != 2 || st.Progress[0] != correlate.SourceKernel || st.Progress[1] != correlate.SourceAPI {
+	if st := in[0].Start; st == nil || len(st.Progress) != 2 || st.Progress[0] != fact.SourceKernel || st.Progress[1] != fact.SourceAPI {
 		t.Fatalf("start: %+v", in[0])
 	}
 	var marks int
@@ -82,7 +84,7 @@ func TestKernelProgress(t *testing.T) {
 			continue
 		}
 		marks++
-		if p.Source != correlate.SourceKernel || !p.Until.After(last) || p.Until.After(x.Time.Add(-10*time.Millisecond)) {
+		if p.Source != fact.SourceKernel || !p.Until.After(last) || p.Until.After(x.Time.Add(-10*time.Millisecond)) {
 			t.Errorf("mark %d: %+v at %s (previous %s)", i, p, x.Time, last)
 		}
 		last = p.Until
@@ -113,7 +115,7 @@ func TestRuntimeSourceProgress(t *testing.T) {
 		snap = &criclient.Snapshot{Time: at}
 		mu.Unlock()
 	}
-	out := make(chan correlate.Input, 64)
+	out := make(chan fact.Input, 64)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- RuntimeSource(events, latest, 5*time.Millisecond, nil)(ctx, out) }()
@@ -143,17 +145,17 @@ func TestRuntimeSourceProgress(t *testing.T) {
 // A source stamped as it sends (the API watcher) reports progress while it
 // has nothing in flight.
 func TestWithProgress(t *testing.T) {
-	out := make(chan correlate.Input, 64)
+	out := make(chan fact.Input, 64)
 	ctx, cancel := context.WithCancel(context.Background())
 	t0 := time.Now()
-	src := func(ctx context.Context, out chan<- correlate.Input) error {
-		out <- correlate.Input{Time: time.Now(), API: &correlate.APIStatus{Available: true}}
+	src := func(ctx context.Context, out chan<- fact.Input) error {
+		out <- fact.Input{Time: time.Now(), API: &fact.APIStatus{Available: true}}
 		<-ctx.Done()
 		return nil
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- WithProgress(correlate.SourceAPI, src, 5*time.Millisecond, time.Millisecond, nil)(ctx, out)
+		done <- WithProgress(fact.SourceAPI, src, 5*time.Millisecond, time.Millisecond, nil)(ctx, out)
 	}()
 	time.Sleep(60 * time.Millisecond)
 	cancel()
@@ -170,7 +172,7 @@ func TestWithProgress(t *testing.T) {
 			}
 		case in.Progress != nil:
 			marks++
-			if in.Progress.Source != correlate.SourceAPI || !in.Progress.Until.After(last) || in.Progress.Until.Before(t0) {
+			if in.Progress.Source != fact.SourceAPI || !in.Progress.Until.After(last) || in.Progress.Until.Before(t0) {
 				t.Errorf("mark %+v", in.Progress)
 			}
 			last = in.Progress.Until
@@ -236,10 +238,10 @@ func TestKernelProgressUnderFlood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	flood := func(ctx context.Context, out chan<- correlate.Input) error {
+	flood := func(ctx context.Context, out chan<- fact.Input) error {
 		for ctx.Err() == nil {
 			select {
-			case out <- correlate.Input{Time: time.Now(), Event: &correlate.K8sEvent{UID: "e", PodUID: "p", Reason: "x", Count: 1}}:
+			case out <- fact.Input{Time: time.Now(), Event: &fact.K8sEvent{UID: "e", PodUID: "p", Reason: "x", Count: 1}}:
 			case <-ctx.Done():
 			}
 		}
@@ -249,13 +251,13 @@ func TestKernelProgressUnderFlood(t *testing.T) {
 	defer cancel()
 	err = Run(ctx, Config{
 		Kernel:      &blockingSource{events: []kernel.Event{&kernel.ExitEvent{Header: kernel.Header{Type: kernel.EventExit, Time: t0, TGID: 1}}}},
-		Seed:        []correlate.Input{{Time: t0, Start: &correlate.Start{At: t0}}},
+		Seed:        []fact.Input{{Time: t0, Start: &fact.Start{At: t0}}},
 		Sources:     map[string]Source{"flood": flood},
 		Correlator:  correlate.New(correlate.Config{}),
 		Record:      w,
 		Tick:        20 * time.Millisecond,
 		Buffer:      4,
-		Progress:    []string{correlate.SourceKernel},
+		Progress:    []string{fact.SourceKernel},
 		KernelDrain: 10 * time.Millisecond,
 	})
 	if err != nil {
@@ -301,11 +303,11 @@ func TestKernelProgressWhileEventsFlow(t *testing.T) {
 	defer cancel()
 	err = Run(ctx, Config{
 		Kernel:      flowSource{},
-		Seed:        []correlate.Input{{Time: t0, Start: &correlate.Start{At: t0}}},
+		Seed:        []fact.Input{{Time: t0, Start: &fact.Start{At: t0}}},
 		Correlator:  correlate.New(correlate.Config{}),
 		Record:      w,
 		Tick:        20 * time.Millisecond,
-		Progress:    []string{correlate.SourceKernel},
+		Progress:    []string{fact.SourceKernel},
 		KernelDrain: 10 * time.Millisecond,
 	})
 	if err != nil {
@@ -357,7 +359,7 @@ func TestContainerInitExitKicksTheRuntime(t *testing.T) {
 			defer cancel()
 			err := Run(ctx, Config{
 				Kernel:      &blockingSource{events: tc.evs},
-				Seed:        []correlate.Input{{Time: t0, Start: &correlate.Start{At: t0}}},
+				Seed:        []fact.Input{{Time: t0, Start: &fact.Start{At: t0}}},
 				Correlator:  correlate.New(correlate.Config{}),
 				Tick:        20 * time.Millisecond,
 				RuntimeKick: kick,

@@ -13,15 +13,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+
 	"github.com/podchron/podchron/internal/cgroupfs"
-	"github.com/podchron/podchron/internal/correlate"
 )
 
 // Seed walks the watched cgroup roots and /proc so that pods already running
 // when the tracer starts are known: their cgroups (ids and paths) and their
 // processes. The inputs start with a Start marker.
-func Seed(layout cgroupfs.Layout, roots []string, now time.Time, node string) ([]correlate.Input, error) {
-	out := []correlate.Input{{Time: now, Start: &correlate.Start{At: now, NodeName: node, CgroupRoots: roots}}}
+func Seed(layout cgroupfs.Layout, roots []string, now time.Time, node string) ([]fact.Input, error) {
+	out := []fact.Input{{Time: now, Start: &fact.Start{At: now, NodeName: node, CgroupRoots: roots}}}
 	ids := map[uint64]bool{}
 	pidsIn := map[int]uint64{} // pid -> cgroup id, from each cgroup's cgroup.procs
 	mount := layout.Mount()
@@ -49,7 +50,7 @@ func Seed(layout cgroupfs.Layout, roots []string, now time.Time, node string) ([
 					}
 				}
 			}
-			out = append(out, correlate.Input{Time: now, Cgroup: &correlate.CgroupSeen{ID: id, Path: rel}})
+			out = append(out, fact.Input{Time: now, Cgroup: &fact.CgroupSeen{ID: id, Path: rel}})
 			return nil
 		})
 		if err != nil {
@@ -72,14 +73,14 @@ func Seed(layout cgroupfs.Layout, roots []string, now time.Time, node string) ([
 			continue
 		}
 		ps.CgroupID = id
-		out = append(out, correlate.Input{Time: now, Proc: ps})
+		out = append(out, fact.Input{Time: now, Proc: ps})
 	}
 	return out, nil
 }
 
 var clockTicks = 100 // USER_HZ: 100 on every Linux architecture podchron supports
 
-func readProc(pid int, boot time.Time) (*correlate.ProcSeen, error) {
+func readProc(pid int, boot time.Time) (*fact.ProcSeen, error) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return nil, err
@@ -95,7 +96,7 @@ func readProc(pid int, boot time.Time) (*correlate.ProcSeen, error) {
 	}
 	ppid, _ := strconv.Atoi(f[1])
 	ticks, _ := strconv.ParseInt(f[19], 10, 64)
-	ps := &correlate.ProcSeen{PID: uint32(pid), PPID: uint32(ppid), Comm: string(stat[lp+1 : rp]),
+	ps := &fact.ProcSeen{PID: uint32(pid), PPID: uint32(ppid), Comm: string(stat[lp+1 : rp]),
 		Started: boot.Add(time.Duration(ticks) * time.Second / time.Duration(clockTicks))}
 	if cmd, err := readCmdline(pid); err == nil && len(cmd) > 0 {
 		ps.Args = strings.Split(strings.TrimRight(string(cmd), "\x00"), "\x00")

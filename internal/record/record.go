@@ -12,16 +12,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+
 	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/redact"
 
-	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/fact/cri"
 )
 
 // Version is the format version written in each file's header line.
-// Version 2 added progress lines (correlate.Progress); version 1 files have
+// Version 2 added progress lines (fact.Progress); version 1 files have
 // none and are still read.
 const Version = 2
 
@@ -82,7 +83,7 @@ func NewWriter(w io.Writer) (*Writer, error) {
 }
 
 // Write appends one input.
-func (w *Writer) Write(in correlate.Input) error {
+func (w *Writer) Write(in fact.Input) error {
 	l, err := encode(RedactInput(in, w.args))
 	if err != nil {
 		return err
@@ -110,7 +111,7 @@ func (w *Writer) Count() int {
 	return w.n
 }
 
-func encode(in correlate.Input) (line, error) {
+func encode(in fact.Input) (line, error) {
 	l := line{Time: in.Time}
 	var v any
 	switch {
@@ -186,32 +187,32 @@ func NewReader(r io.Reader) (*Reader, error) {
 }
 
 // Next returns the next input, io.EOF at the end.
-func (r *Reader) Next() (correlate.Input, error) {
+func (r *Reader) Next() (fact.Input, error) {
 	if !r.sc.Scan() {
 		if err := r.sc.Err(); err != nil {
-			return correlate.Input{}, fmt.Errorf("read record line %d: %w", r.line+1, err)
+			return fact.Input{}, fmt.Errorf("read record line %d: %w", r.line+1, err)
 		}
-		return correlate.Input{}, io.EOF
+		return fact.Input{}, io.EOF
 	}
 	r.line++
 	var l line
 	if err := json.Unmarshal(r.sc.Bytes(), &l); err != nil {
-		return correlate.Input{}, fmt.Errorf("record line %d: %w", r.line, err)
+		return fact.Input{}, fmt.Errorf("record line %d: %w", r.line, err)
 	}
 	in, err := decode(l)
 	if err != nil {
-		return correlate.Input{}, fmt.Errorf("record line %d: %w", r.line, err)
+		return fact.Input{}, fmt.Errorf("record line %d: %w", r.line, err)
 	}
 	return in, nil
 }
 
 // ReadAll reads a whole recorded stream.
-func ReadAll(r io.Reader) ([]correlate.Input, error) {
+func ReadAll(r io.Reader) ([]fact.Input, error) {
 	rd, err := NewReader(r)
 	if err != nil {
 		return nil, err
 	}
-	var out []correlate.Input
+	var out []fact.Input
 	for {
 		in, err := rd.Next()
 		if errors.Is(err, io.EOF) {
@@ -224,8 +225,8 @@ func ReadAll(r io.Reader) ([]correlate.Input, error) {
 	}
 }
 
-func decode(l line) (correlate.Input, error) {
-	in := correlate.Input{Time: l.Time}
+func decode(l line) (fact.Input, error) {
+	in := fact.Input{Time: l.Time}
 	var target any
 	switch l.Kind {
 	case "kernel":
@@ -249,28 +250,28 @@ func decode(l line) (correlate.Input, error) {
 		in.Runtime = e
 		return in, nil
 	case "pod":
-		in.Pod = &correlate.PodInfo{}
+		in.Pod = &fact.PodInfo{}
 		target = in.Pod
 	case "event":
-		in.Event = &correlate.K8sEvent{}
+		in.Event = &fact.K8sEvent{}
 		target = in.Event
 	case "api":
-		in.API = &correlate.APIStatus{}
+		in.API = &fact.APIStatus{}
 		target = in.API
 	case "cgroup":
-		in.Cgroup = &correlate.CgroupSeen{}
+		in.Cgroup = &fact.CgroupSeen{}
 		target = in.Cgroup
 	case "proc":
-		in.Proc = &correlate.ProcSeen{}
+		in.Proc = &fact.ProcSeen{}
 		target = in.Proc
 	case "losses":
-		in.Losses = &correlate.Losses{}
+		in.Losses = &fact.Losses{}
 		target = in.Losses
 	case "start":
-		in.Start = &correlate.Start{}
+		in.Start = &fact.Start{}
 		target = in.Start
 	case "progress":
-		in.Progress = &correlate.Progress{}
+		in.Progress = &fact.Progress{}
 		target = in.Progress
 	case "tick":
 		in.Tick = true
@@ -315,7 +316,7 @@ func truncate(s string) string {
 // (copies: in is not modified). Every command line an input can carry goes
 // through the same policy, so a replay still matches the execs against the
 // configured commands.
-func RedactInput(in correlate.Input, p redact.Policy) correlate.Input {
+func RedactInput(in fact.Input, p redact.Policy) fact.Input {
 	if p == redact.Full {
 		return in
 	}
@@ -344,20 +345,20 @@ func RedactInput(in correlate.Input, p redact.Policy) correlate.Input {
 	return in
 }
 
-func redactSpecs(specs []correlate.ContainerSpec, p redact.Policy) []correlate.ContainerSpec {
+func redactSpecs(specs []fact.ContainerSpec, p redact.Policy) []fact.ContainerSpec {
 	if len(specs) == 0 {
 		return specs
 	}
-	out := make([]correlate.ContainerSpec, len(specs))
+	out := make([]fact.ContainerSpec, len(specs))
 	for i, s := range specs {
-		for _, h := range []**correlate.Handler{&s.PostStart, &s.PreStop} {
+		for _, h := range []**fact.Handler{&s.PostStart, &s.PreStop} {
 			if *h != nil && len((*h).Exec) > 0 {
 				c := **h
 				c.Exec = p.Args(c.Exec)
 				*h = &c
 			}
 		}
-		for _, pr := range []**correlate.ProbeSpec{&s.Startup, &s.Liveness, &s.Readiness} {
+		for _, pr := range []**fact.ProbeSpec{&s.Startup, &s.Liveness, &s.Readiness} {
 			if *pr != nil && len((*pr).Exec) > 0 {
 				c := **pr
 				c.Exec = p.Args(c.Exec)

@@ -10,11 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+
 	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/redact"
 
-	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/fact/cri"
 )
 
@@ -23,8 +24,8 @@ func TestRoundTrip(t *testing.T) {
 	grace := int64(3)
 	del := t0.Add(5 * time.Second)
 	hdr := kernel.Header{Type: kernel.EventExec, Origin: kernel.OriginCNI, Time: t0, BootNS: 42, CgroupID: 7, TGID: 100, PID: 100, PPID: 1, Comm: "bridge"}
-	inputs := []correlate.Input{
-		{Time: t0, Start: &correlate.Start{At: t0, NodeName: "node-1"}},
+	inputs := []fact.Input{
+		{Time: t0, Start: &fact.Start{At: t0, NodeName: "node-1"}},
 		{Time: t0, Kernel: &kernel.ExecEvent{Header: hdr, Filename: "/opt/cni/bin/bridge", Args: []string{"bridge"},
 			CNI: &kernel.CNIRun{Command: "ADD", ContainerID: "abc", PodUID: "u1"}}},
 		{Time: t0, Kernel: &kernel.ExitEvent{Header: kernel.Header{Type: kernel.EventExit, Time: t0, TGID: 100}, Signal: syscall.SIGKILL, RawStatus: 9}},
@@ -32,14 +33,14 @@ func TestRoundTrip(t *testing.T) {
 		{Time: t0, Kernel: &kernel.CgroupEvent{Header: kernel.Header{Type: kernel.EventCgroupRmdir, Time: t0}, ID: 9, Level: 3, Path: "/kubepods/pod1"}},
 		{Time: t0, Runtime: &cri.Event{Type: cri.EventRuntimeAvailable, At: t0, Gap: &cri.Gap{Since: t0, Until: t0.Add(time.Second), Err: errors.New("connection refused")}}},
 		{Time: t0, Runtime: &cri.Event{Type: cri.EventContainerExited, At: t0, Container: &cri.Container{ID: "c1", Name: "app", ExitCode: 137, Reason: "OOMKilled"}}},
-		{Time: t0, Pod: &correlate.PodInfo{UID: "u1", Name: "web", Namespace: "shop", CreatedAt: t0, DeletionTimestamp: &del, DeletionGracePeriodSeconds: &grace,
-			Containers: []correlate.ContainerSpec{{Name: "app", PreStop: &correlate.Handler{Kind: "exec", Exec: []string{"sleep", "1"}}}}}},
-		{Time: t0, Event: &correlate.K8sEvent{UID: "e1", PodUID: "u1", Reason: "Killing", Count: 1}},
-		{Time: t0, API: &correlate.APIStatus{Available: false, Forbidden: true, Err: "forbidden"}},
-		{Time: t0, Cgroup: &correlate.CgroupSeen{ID: 9, Path: "/kubepods/pod1"}},
-		{Time: t0, Proc: &correlate.ProcSeen{PID: 3, PPID: 1, CgroupID: 9, Args: []string{"sleep", "1"}}},
-		{Time: t0, Losses: &correlate.Losses{Lost: 12}},
-		{Time: t0, Progress: &correlate.Progress{Source: correlate.SourceRuntime, Until: t0.Add(-time.Second)}},
+		{Time: t0, Pod: &fact.PodInfo{UID: "u1", Name: "web", Namespace: "shop", CreatedAt: t0, DeletionTimestamp: &del, DeletionGracePeriodSeconds: &grace,
+			Containers: []fact.ContainerSpec{{Name: "app", PreStop: &fact.Handler{Kind: "exec", Exec: []string{"sleep", "1"}}}}}},
+		{Time: t0, Event: &fact.K8sEvent{UID: "e1", PodUID: "u1", Reason: "Killing", Count: 1}},
+		{Time: t0, API: &fact.APIStatus{Available: false, Forbidden: true, Err: "forbidden"}},
+		{Time: t0, Cgroup: &fact.CgroupSeen{ID: 9, Path: "/kubepods/pod1"}},
+		{Time: t0, Proc: &fact.ProcSeen{PID: 3, PPID: 1, CgroupID: 9, Args: []string{"sleep", "1"}}},
+		{Time: t0, Losses: &fact.Losses{Lost: 12}},
+		{Time: t0, Progress: &fact.Progress{Source: fact.SourceRuntime, Until: t0.Add(-time.Second)}},
 		{Time: t0, Tick: true},
 	}
 	var buf bytes.Buffer
@@ -112,13 +113,13 @@ func TestReadsVersion1(t *testing.T) {
 func TestCommandLinesRedactedInRecords(t *testing.T) {
 	secret := []string{"app", "--password=hunter2"}
 	exec := &kernel.ExecEvent{Header: kernel.Header{Type: kernel.EventExec}, Args: secret}
-	ins := []correlate.Input{
+	ins := []fact.Input{
 		{Kernel: exec},
-		{Proc: &correlate.ProcSeen{PID: 7, Args: secret}},
+		{Proc: &fact.ProcSeen{PID: 7, Args: secret}},
 		{Runtime: &cri.Event{Type: cri.EventContainerCreated, Container: &cri.Container{ID: "c1", Args: secret}}},
-		{Pod: &correlate.PodInfo{UID: "u", Containers: []correlate.ContainerSpec{{Name: "app",
-			PostStart: &correlate.Handler{Kind: "exec", Exec: secret},
-			Liveness:  &correlate.ProbeSpec{Handler: correlate.Handler{Kind: "exec", Exec: secret}}}}}},
+		{Pod: &fact.PodInfo{UID: "u", Containers: []fact.ContainerSpec{{Name: "app",
+			PostStart: &fact.Handler{Kind: "exec", Exec: secret},
+			Liveness:  &fact.ProbeSpec{Handler: fact.Handler{Kind: "exec", Exec: secret}}}}}},
 	}
 	for _, policy := range []redact.Policy{redact.Redacted, redact.None, redact.Argv0} {
 		var b bytes.Buffer

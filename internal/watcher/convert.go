@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/podchron/podchron/internal/correlate"
 )
 
 // MirrorAnnotation marks a mirror pod: the API server's copy of a static
@@ -41,11 +41,11 @@ const (
 // labels named in labels (an allow-list: labels can be many, and some are
 // not meant to leave the cluster). It is a pure function: the result shares
 // no memory with pod, and all times are UTC.
-func Convert(pod *corev1.Pod, labels ...string) correlate.PodInfo {
+func Convert(pod *corev1.Pod, labels ...string) fact.PodInfo {
 	if pod == nil {
-		return correlate.PodInfo{}
+		return fact.PodInfo{}
 	}
-	info := correlate.PodInfo{
+	info := fact.PodInfo{
 		UID:           string(pod.UID),
 		Name:          pod.Name,
 		Namespace:     pod.Namespace,
@@ -64,7 +64,7 @@ func Convert(pod *corev1.Pod, labels ...string) correlate.PodInfo {
 		info.OwnerKind, info.OwnerName, info.OwnerUID = owner.Kind, owner.Name, string(owner.UID)
 	}
 	info.TemplateHash = pod.Labels["pod-template-hash"]
-	info.OptOut = pod.Annotations[correlate.OptOutAnnotation] == "false"
+	info.OptOut = pod.Annotations[fact.OptOutAnnotation] == "false"
 	for _, k := range labels {
 		if v, ok := pod.Labels[k]; ok {
 			if info.Labels == nil {
@@ -95,9 +95,9 @@ func Convert(pod *corev1.Pod, labels ...string) correlate.PodInfo {
 	}
 
 	if n := len(pod.Status.Conditions); n > 0 {
-		info.Conditions = make([]correlate.Condition, 0, n)
+		info.Conditions = make([]fact.Condition, 0, n)
 		for _, c := range pod.Status.Conditions {
-			info.Conditions = append(info.Conditions, correlate.Condition{
+			info.Conditions = append(info.Conditions, fact.Condition{
 				Type:               string(c.Type),
 				Status:             string(c.Status),
 				LastTransitionTime: utc(c.LastTransitionTime.Time),
@@ -128,14 +128,14 @@ func ownerOf(refs []metav1.OwnerReference) *metav1.OwnerReference {
 	return nil
 }
 
-func convertSpecs(cs []corev1.Container, init bool) []correlate.ContainerSpec {
+func convertSpecs(cs []corev1.Container, init bool) []fact.ContainerSpec {
 	if len(cs) == 0 {
 		return nil
 	}
-	out := make([]correlate.ContainerSpec, 0, len(cs))
+	out := make([]fact.ContainerSpec, 0, len(cs))
 	for i := range cs {
 		c := &cs[i]
-		spec := correlate.ContainerSpec{
+		spec := fact.ContainerSpec{
 			Name:      c.Name,
 			Image:     c.Image,
 			Sidecar:   init && c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways,
@@ -155,28 +155,28 @@ func convertSpecs(cs []corev1.Container, init bool) []correlate.ContainerSpec {
 	return out
 }
 
-func convertLifecycleHandler(h *corev1.LifecycleHandler) *correlate.Handler {
+func convertLifecycleHandler(h *corev1.LifecycleHandler) *fact.Handler {
 	if h == nil {
 		return nil
 	}
 	switch {
 	case h.Exec != nil:
-		return &correlate.Handler{Kind: KindExec, Exec: cloneStrings(h.Exec.Command)}
+		return &fact.Handler{Kind: KindExec, Exec: cloneStrings(h.Exec.Command)}
 	case h.HTTPGet != nil:
-		return &correlate.Handler{Kind: KindHTTPGet}
+		return &fact.Handler{Kind: KindHTTPGet}
 	case h.TCPSocket != nil:
-		return &correlate.Handler{Kind: KindTCPSocket}
+		return &fact.Handler{Kind: KindTCPSocket}
 	case h.Sleep != nil:
-		return &correlate.Handler{Kind: KindSleep}
+		return &fact.Handler{Kind: KindSleep}
 	}
 	return nil
 }
 
-func convertProbe(p *corev1.Probe) *correlate.ProbeSpec {
+func convertProbe(p *corev1.Probe) *fact.ProbeSpec {
 	if p == nil {
 		return nil
 	}
-	ps := &correlate.ProbeSpec{
+	ps := &fact.ProbeSpec{
 		PeriodSeconds:    int32OrDefault(p.PeriodSeconds, defaultProbePeriod),
 		TimeoutSeconds:   int32OrDefault(p.TimeoutSeconds, defaultProbeTimeout),
 		FailureThreshold: int32OrDefault(p.FailureThreshold, defaultProbeFailureThreshold),
@@ -194,15 +194,15 @@ func convertProbe(p *corev1.Probe) *correlate.ProbeSpec {
 	return ps
 }
 
-func convertStatuses(ss []corev1.ContainerStatus) []correlate.ContainerStatus {
+func convertStatuses(ss []corev1.ContainerStatus) []fact.ContainerStatus {
 	if len(ss) == 0 {
 		return nil
 	}
-	out := make([]correlate.ContainerStatus, 0, len(ss))
+	out := make([]fact.ContainerStatus, 0, len(ss))
 	for i := range ss {
 		s := &ss[i]
 		runtime, id := SplitContainerID(s.ContainerID)
-		st := correlate.ContainerStatus{
+		st := fact.ContainerStatus{
 			Name:         s.Name,
 			ContainerID:  id,
 			Runtime:      runtime,
@@ -220,17 +220,17 @@ func convertStatuses(ss []corev1.ContainerStatus) []correlate.ContainerStatus {
 	return out
 }
 
-func convertState(s corev1.ContainerState) correlate.ContainerState {
-	var out correlate.ContainerState
+func convertState(s corev1.ContainerState) fact.ContainerState {
+	var out fact.ContainerState
 	if w := s.Waiting; w != nil {
-		out.Waiting = &correlate.Waiting{Reason: w.Reason, Message: w.Message}
+		out.Waiting = &fact.Waiting{Reason: w.Reason, Message: w.Message}
 	}
 	if r := s.Running; r != nil {
-		out.Running = &correlate.Running{StartedAt: utc(r.StartedAt.Time)}
+		out.Running = &fact.Running{StartedAt: utc(r.StartedAt.Time)}
 	}
 	if t := s.Terminated; t != nil {
 		_, id := SplitContainerID(t.ContainerID)
-		out.Terminated = &correlate.Terminated{
+		out.Terminated = &fact.Terminated{
 			ExitCode:    t.ExitCode,
 			Signal:      t.Signal,
 			Reason:      t.Reason,
@@ -284,12 +284,12 @@ func ContainerFromFieldPath(fp string) string {
 // false when the event is not about a pod. Both the old-style (source,
 // first/lastTimestamp, count) and the events.k8s.io-style (reportingComponent,
 // eventTime, series) fields are understood.
-func ConvertEvent(ev *corev1.Event) (correlate.K8sEvent, bool) {
+func ConvertEvent(ev *corev1.Event) (fact.K8sEvent, bool) {
 	if ev == nil || ev.InvolvedObject.Kind != "Pod" {
-		return correlate.K8sEvent{}, false
+		return fact.K8sEvent{}, false
 	}
 	obj := &ev.InvolvedObject
-	out := correlate.K8sEvent{
+	out := fact.K8sEvent{
 		UID:     string(ev.UID),
 		PodUID:  string(obj.UID),
 		PodName: obj.Name,

@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/podchron/podchron/internal/correlate"
 )
 
 var t0 = time.Date(2025, 3, 14, 9, 26, 53, 0, time.UTC)
@@ -126,8 +126,8 @@ func deploymentPod() *corev1.Pod {
 	}
 }
 
-func deploymentPodInfo() correlate.PodInfo {
-	return correlate.PodInfo{
+func deploymentPodInfo() fact.PodInfo {
+	return fact.PodInfo{
 		UID:                           "0b1f6a2e-1111-4c3b-9d7e-aaaaaaaaaaaa",
 		Name:                          "web-7d9c8b6f5-x2x4k",
 		Namespace:                     "shop",
@@ -140,45 +140,45 @@ func deploymentPodInfo() correlate.PodInfo {
 		CreatedAt:                     tm(0),
 		TerminationGracePeriodSeconds: 45,
 		Phase:                         "Running",
-		Conditions: []correlate.Condition{
+		Conditions: []fact.Condition{
 			{Type: "PodReadyToStartContainers", Status: "True", LastTransitionTime: tm(2)},
 			{Type: "Initialized", Status: "True", LastTransitionTime: tm(9)},
 			{Type: "ContainersReady", Status: "True", LastTransitionTime: tm(15)},
 			{Type: "Ready", Status: "True", LastTransitionTime: tm(15)},
 			{Type: "PodScheduled", Status: "True", LastTransitionTime: tm(0)},
 		},
-		InitContainers: []correlate.ContainerSpec{
+		InitContainers: []fact.ContainerSpec{
 			{Name: "migrate", Image: "registry.example/web-migrate:1.2"},
 			{
 				Name: "envoy", Image: "envoyproxy/envoy:v1.31", Sidecar: true,
-				PreStop: &correlate.Handler{Kind: "sleep"},
-				Startup: &correlate.ProbeSpec{Handler: correlate.Handler{Kind: "httpGet"}, PeriodSeconds: 1, TimeoutSeconds: 1, FailureThreshold: 30},
+				PreStop: &fact.Handler{Kind: "sleep"},
+				Startup: &fact.ProbeSpec{Handler: fact.Handler{Kind: "httpGet"}, PeriodSeconds: 1, TimeoutSeconds: 1, FailureThreshold: 30},
 			},
 		},
-		Containers: []correlate.ContainerSpec{{
+		Containers: []fact.ContainerSpec{{
 			Name: "web", Image: "registry.example/web:1.2",
-			PostStart:        &correlate.Handler{Kind: "exec", Exec: []string{"/bin/sh", "-c", "touch /tmp/started"}},
-			PreStop:          &correlate.Handler{Kind: "exec", Exec: []string{"/bin/sh", "-c", "sleep 10"}},
-			Readiness:        &correlate.ProbeSpec{Handler: correlate.Handler{Kind: "tcpSocket"}, PeriodSeconds: 5, TimeoutSeconds: 2, FailureThreshold: 3},
-			Liveness:         &correlate.ProbeSpec{Handler: correlate.Handler{Kind: "exec", Exec: []string{"cat", "/tmp/healthy"}}, PeriodSeconds: 10, TimeoutSeconds: 1, FailureThreshold: 3},
+			PostStart:        &fact.Handler{Kind: "exec", Exec: []string{"/bin/sh", "-c", "touch /tmp/started"}},
+			PreStop:          &fact.Handler{Kind: "exec", Exec: []string{"/bin/sh", "-c", "sleep 10"}},
+			Readiness:        &fact.ProbeSpec{Handler: fact.Handler{Kind: "tcpSocket"}, PeriodSeconds: 5, TimeoutSeconds: 2, FailureThreshold: 3},
+			Liveness:         &fact.ProbeSpec{Handler: fact.Handler{Kind: "exec", Exec: []string{"cat", "/tmp/healthy"}}, PeriodSeconds: 10, TimeoutSeconds: 1, FailureThreshold: 3},
 			MemoryLimitBytes: 256 << 20,
 		}},
-		InitStatuses: []correlate.ContainerStatus{
+		InitStatuses: []fact.ContainerStatus{
 			{
 				Name: "migrate", ContainerID: "aaa111", Runtime: "containerd", Ready: true, Started: ptr(false),
-				State: correlate.ContainerState{Terminated: &correlate.Terminated{
+				State: fact.ContainerState{Terminated: &fact.Terminated{
 					Reason: "Completed", StartedAt: tm(3), FinishedAt: tm(6), ContainerID: "aaa111",
 				}},
 			},
 			{
 				Name: "envoy", ContainerID: "bbb222", Runtime: "containerd", Ready: true, Started: ptr(true),
-				State: correlate.ContainerState{Running: &correlate.Running{StartedAt: tm(7)}},
+				State: fact.ContainerState{Running: &fact.Running{StartedAt: tm(7)}},
 			},
 		},
-		Statuses: []correlate.ContainerStatus{{
+		Statuses: []fact.ContainerStatus{{
 			Name: "web", ContainerID: "ccc333", Runtime: "containerd", Ready: true, Started: ptr(true), RestartCount: 1,
-			State: correlate.ContainerState{Running: &correlate.Running{StartedAt: tm(12)}},
-			LastState: correlate.ContainerState{Terminated: &correlate.Terminated{
+			State: fact.ContainerState{Running: &fact.Running{StartedAt: tm(12)}},
+			LastState: fact.ContainerState{Terminated: &fact.Terminated{
 				ExitCode: 137, Reason: "Error", StartedAt: tm(9), FinishedAt: tm(11), ContainerID: "ddd444",
 			}},
 		}},
@@ -189,7 +189,7 @@ func TestConvert(t *testing.T) {
 	tests := []struct {
 		name string
 		pod  func() *corev1.Pod
-		want func() correlate.PodInfo
+		want func() fact.PodInfo
 	}{
 		{
 			name: "deployment pod with init container, sidecar, hooks and probes",
@@ -224,15 +224,15 @@ func TestConvert(t *testing.T) {
 					},
 				}
 			},
-			want: func() correlate.PodInfo {
-				return correlate.PodInfo{
+			want: func() fact.PodInfo {
+				return fact.PodInfo{
 					UID: "mirror-uid", Name: "etcd-node-a", Namespace: "kube-system", NodeName: "node-a",
 					OwnerKind: "Node", OwnerName: "node-a", QOSClass: "Burstable", Static: true, ConfigUID: "0f1e2d",
 					CreatedAt: tm(0), TerminationGracePeriodSeconds: 30, Phase: "Running",
-					Containers: []correlate.ContainerSpec{{Name: "etcd", Image: "registry.k8s.io/etcd:3.5.15-0"}},
-					Statuses: []correlate.ContainerStatus{{
+					Containers: []fact.ContainerSpec{{Name: "etcd", Image: "registry.k8s.io/etcd:3.5.15-0"}},
+					Statuses: []fact.ContainerStatus{{
 						Name: "etcd", ContainerID: "e7c0ffee", Runtime: "cri-o", Ready: true, Started: ptr(true),
-						State: correlate.ContainerState{Running: &correlate.Running{StartedAt: tm(1)}},
+						State: fact.ContainerState{Running: &fact.Running{StartedAt: tm(1)}},
 					}},
 				}
 			},
@@ -249,11 +249,11 @@ func TestConvert(t *testing.T) {
 				})
 				return p
 			},
-			want: func() correlate.PodInfo {
+			want: func() fact.PodInfo {
 				i := deploymentPodInfo()
 				i.DeletionTimestamp = ptr(tm(100))
 				i.DeletionGracePeriodSeconds = ptr[int64](45)
-				i.Conditions = append(i.Conditions, correlate.Condition{
+				i.Conditions = append(i.Conditions, fact.Condition{
 					Type: "DisruptionTarget", Status: "True", LastTransitionTime: tm(55),
 					Reason: "TerminationByKubelet", Message: "pod was terminated in response to imminent node shutdown",
 				})
@@ -304,31 +304,31 @@ func TestConvert(t *testing.T) {
 					},
 				}
 			},
-			want: func() correlate.PodInfo {
-				return correlate.PodInfo{
+			want: func() fact.PodInfo {
+				return fact.PodInfo{
 					UID: "job-pod-uid", Name: "batch-28492731-abcde", Namespace: "jobs", NodeName: "node-a",
 					OwnerKind: "Job", OwnerName: "batch-28492731", QOSClass: "BestEffort", CreatedAt: tm(0),
 					TerminationGracePeriodSeconds: 0, Phase: "Failed", Reason: "Evicted",
 					Message: "The node was low on resource: memory.",
-					Containers: []correlate.ContainerSpec{
+					Containers: []fact.ContainerSpec{
 						{Name: "worker", Image: "worker:7", MemoryLimitBytes: 1_000_000_000},
-						{Name: "logger", Image: "logger:1", Liveness: &correlate.ProbeSpec{
-							Handler: correlate.Handler{Kind: "grpc"}, PeriodSeconds: 10, TimeoutSeconds: 1, FailureThreshold: 3,
+						{Name: "logger", Image: "logger:1", Liveness: &fact.ProbeSpec{
+							Handler: fact.Handler{Kind: "grpc"}, PeriodSeconds: 10, TimeoutSeconds: 1, FailureThreshold: 3,
 						}},
 					},
-					Statuses: []correlate.ContainerStatus{
+					Statuses: []fact.ContainerStatus{
 						{
 							Name: "worker", ContainerID: "deadbeef", Runtime: "docker", RestartCount: 3, Started: ptr(false),
-							State: correlate.ContainerState{Terminated: &correlate.Terminated{
+							State: fact.ContainerState{Terminated: &fact.Terminated{
 								ExitCode: 137, Reason: "OOMKilled", StartedAt: tm(10), FinishedAt: tm(20), ContainerID: "deadbeef",
 							}},
-							LastState: correlate.ContainerState{Terminated: &correlate.Terminated{
+							LastState: fact.ContainerState{Terminated: &fact.Terminated{
 								ExitCode: 137, Reason: "OOMKilled", StartedAt: tm(5), FinishedAt: tm(8), ContainerID: "cafe",
 							}},
 						},
 						{
 							Name: "logger", ContainerID: "f00d", Runtime: "docker",
-							State: correlate.ContainerState{Terminated: &correlate.Terminated{
+							State: fact.ContainerState{Terminated: &fact.Terminated{
 								ExitCode: 143, Signal: 15, Reason: "Error", Message: "terminated", StartedAt: tm(1), FinishedAt: tm(21), ContainerID: "f00d",
 							}},
 						},
@@ -351,14 +351,14 @@ func TestConvert(t *testing.T) {
 					},
 				}
 			},
-			want: func() correlate.PodInfo {
-				return correlate.PodInfo{
+			want: func() fact.PodInfo {
+				return fact.PodInfo{
 					UID: "bare-uid", Name: "bare", Namespace: "default", CreatedAt: tm(0),
 					TerminationGracePeriodSeconds: 30, Phase: "Pending",
-					Containers: []correlate.ContainerSpec{{Name: "c", Image: "busybox"}},
-					Statuses: []correlate.ContainerStatus{{
+					Containers: []fact.ContainerSpec{{Name: "c", Image: "busybox"}},
+					Statuses: []fact.ContainerStatus{{
 						Name:  "c",
-						State: correlate.ContainerState{Waiting: &correlate.Waiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image \"busybox\""}},
+						State: fact.ContainerState{Waiting: &fact.Waiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image \"busybox\""}},
 					}},
 				}
 			},
@@ -420,7 +420,7 @@ func TestConvertLocalTimesBecomeUTC(t *testing.T) {
 }
 
 func TestConvertNil(t *testing.T) {
-	if got := Convert(nil); !reflect.DeepEqual(got, correlate.PodInfo{}) {
+	if got := Convert(nil); !reflect.DeepEqual(got, fact.PodInfo{}) {
 		t.Fatalf("Convert(nil) = %+v", got)
 	}
 }
@@ -479,8 +479,8 @@ func kubeletEvent(uid, typ, reason, msg, container string, first, last, count in
 
 func TestConvertEvent(t *testing.T) {
 	const podUID = "0b1f6a2e-1111-4c3b-9d7e-aaaaaaaaaaaa"
-	base := func(uid, typ, reason, msg, source, container string, first, last, count int) correlate.K8sEvent {
-		return correlate.K8sEvent{
+	base := func(uid, typ, reason, msg, source, container string, first, last, count int) fact.K8sEvent {
+		return fact.K8sEvent{
 			UID: "ev-" + uid, PodUID: podUID, PodName: "web-7d9c8b6f5-x2x4k", Namespace: "shop",
 			Type: typ, Reason: reason, Message: msg, Source: source, Container: container,
 			FirstTime: tm(first), LastTime: tm(last), Count: int32(count),
@@ -489,7 +489,7 @@ func TestConvertEvent(t *testing.T) {
 	tests := []struct {
 		name string
 		ev   *corev1.Event
-		want correlate.K8sEvent
+		want fact.K8sEvent
 		ok   bool
 	}{
 		{
@@ -539,7 +539,7 @@ func TestConvertEvent(t *testing.T) {
 				ReportingInstance:   "default-scheduler-control-plane",
 				Action:              "Binding",
 			},
-			want: func() correlate.K8sEvent {
+			want: func() fact.K8sEvent {
 				e := base("7", "Normal", "Scheduled", "Successfully assigned shop/web-7d9c8b6f5-x2x4k to node-a", "default-scheduler", "", 0, 0, 1)
 				e.FirstTime = tm(0).Add(1234 * time.Microsecond)
 				e.LastTime = e.FirstTime
@@ -625,8 +625,8 @@ func TestConvertOwnerAndLabels(t *testing.T) {
 	if none := Convert(p); none.Labels != nil || none.OptOut {
 		t.Errorf("labels %v without an allow-list, opt-out %v without the annotation", none.Labels, none.OptOut)
 	}
-	p.Annotations = map[string]string{correlate.OptOutAnnotation: "false"}
+	p.Annotations = map[string]string{fact.OptOutAnnotation: "false"}
 	if !Convert(p).OptOut {
-		t.Errorf("annotated %s=false: not opted out", correlate.OptOutAnnotation)
+		t.Errorf("annotated %s=false: not opted out", fact.OptOutAnnotation)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -16,8 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/podchron/podchron/internal/correlate"
 )
 
 // eventWindow is an informer on one pod's events.
@@ -234,5 +234,5 @@ func (w *Watcher) onEvent(uid types.UID, obj any, add bool) {
 	}
 	s.sent[ev.UID] = ev.ResourceVersion
 	w.mu.Unlock()
-	w.send(correlate.Input{Event: &k})
+	w.send(fact.Input{Event: &k})
 }

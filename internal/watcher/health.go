@@ -9,9 +9,9 @@ import (
 	"fmt"
 	"io"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"github.com/podchron/podchron/internal/fact"
 
-	"github.com/podchron/podchron/internal/correlate"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // Ready reports whether the pods have been listed and the event windows
@@ -21,11 +21,11 @@ import (
 func (w *Watcher) Ready() bool { return w.ready.Load() }
 
 // Status returns the last API status sent, or ok=false before the first.
-func (w *Watcher) Status() (st correlate.APIStatus, ok bool) {
+func (w *Watcher) Status() (st fact.APIStatus, ok bool) {
 	w.statusMu.Lock()
 	defer w.statusMu.Unlock()
 	if w.emitted == nil {
-		return correlate.APIStatus{}, false
+		return fact.APIStatus{}, false
 	}
 	return *w.emitted, true
 }
@@ -86,7 +86,7 @@ func (w *Watcher) setSynced() {
 // outcomes and sends it if it changed. Before the caches have synced the
 // API server only counts as unavailable (on an error), never as available.
 func (w *Watcher) updateStatusLocked() {
-	var st correlate.APIStatus
+	var st fact.APIStatus
 	var firstErr error
 	for src, err := range w.srcErr {
 		if err == nil {
@@ -118,5 +118,5 @@ func (w *Watcher) updateStatusLocked() {
 	}
 	w.emitted = &st
 	send := st
-	w.send(correlate.Input{API: &send})
+	w.send(fact.Input{API: &send})
 }

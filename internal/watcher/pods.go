@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/podchron/podchron/internal/correlate"
 )
 
 func (w *Watcher) onPod(obj any, deleted bool) {
@@ -61,7 +61,7 @@ func (w *Watcher) onPod(obj any, deleted bool) {
 	}
 	w.mu.Unlock()
 
-	if !w.send(correlate.Input{Pod: &info}) {
+	if !w.send(fact.Input{Pod: &info}) {
 		return
 	}
 	w.mu.Lock()

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,8 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-
-	"github.com/podchron/podchron/internal/correlate"
 )
 
 // The fake clientset ignores field selectors; the harness applies them to
@@ -164,7 +164,7 @@ func TestEventWindowLifecycle(t *testing.T) {
 	if _, err := pods.Update(ctx, withReady(web, true), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor("pod Ready", isPod(web.UID, func(p *correlate.PodInfo) bool { return p.Phase == "Running" }))
+	h.waitFor("pod Ready", isPod(web.UID, func(p *fact.PodInfo) bool { return p.Phase == "Running" }))
 	time.Sleep(50 * time.Millisecond)
 	h.w.wake()
 	if st := h.w.Stats(); st.EventWatches != 1 {
@@ -197,7 +197,7 @@ func TestEventWindowLifecycle(t *testing.T) {
 	if err := pods.Delete(ctx, web.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor("pod deleted", isPod(web.UID, func(p *correlate.PodInfo) bool { return p.Deleted }))
+	h.waitFor("pod deleted", isPod(web.UID, func(p *fact.PodInfo) bool { return p.Deleted }))
 	h.waitWatching("events", 2)
 	killing := testEvent("web.killing", web, "Killing", 1)
 	if _, err := events.Create(ctx, killing, metav1.CreateOptions{}); err != nil {
@@ -244,7 +244,7 @@ func TestEventWindowCap(t *testing.T) {
 	if st := h.w.Stats(); st.EventWatches != 2 {
 		t.Fatalf("Stats = %+v, want 2 windows", st)
 	}
-	if n := h.count(func(in correlate.Input) bool { return in.Event != nil }); n != 2 {
+	if n := h.count(func(in fact.Input) bool { return in.Event != nil }); n != 2 {
 		t.Errorf("%d events sent, want 2:\n%s", n, dump(h.inputs()))
 	}
 	clock.advance(maxHold + time.Second)
@@ -314,7 +314,7 @@ func TestEventWindowStandby(t *testing.T) {
 		if _, err := h.cs.CoreV1().Pods("shop").Update(ctx, withReady(p, true), metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		h.waitFor("Ready", isPod(p.UID, func(pi *correlate.PodInfo) bool { return pi.Phase == "Running" }))
+		h.waitFor("Ready", isPod(p.UID, func(pi *fact.PodInfo) bool { return pi.Phase == "Running" }))
 	}
 	time.Sleep(50 * time.Millisecond)
 	clock.advance(settle + time.Second)

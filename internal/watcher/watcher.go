@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -18,8 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/podchron/podchron/internal/correlate"
 )
 
 // Config configures a Watcher.
@@ -115,7 +115,7 @@ type Watcher struct {
 
 	// ctx and out are set by Run before any informer starts.
 	ctx context.Context
-	out chan<- correlate.Input
+	out chan<- fact.Input
 	// poke asks the reconcile loop to re-evaluate the windows now.
 	poke chan struct{}
 	// winWG tracks the event windows' goroutines.
@@ -130,7 +130,7 @@ type Watcher struct {
 	statusMu sync.Mutex
 	srcErr   [numSources]error
 	synced   bool
-	emitted  *correlate.APIStatus // last APIStatus sent
+	emitted  *fact.APIStatus // last APIStatus sent
 }
 
 // podState is what the watcher keeps about one of the node's pods.
@@ -268,7 +268,7 @@ func New(cfg Config) (*Watcher, error) {
 // Run watches until ctx is done and returns ctx.Err() once every goroutine
 // it started has exited. Sends to out block (until ctx is done): the caller
 // must drain out.
-func (w *Watcher) Run(ctx context.Context, out chan<- correlate.Input) error {
+func (w *Watcher) Run(ctx context.Context, out chan<- fact.Input) error {
 	if out == nil {
 		return errors.New("watcher: nil output channel")
 	}
@@ -310,7 +310,7 @@ func (w *Watcher) waitSynced(ctx context.Context, reg cache.ResourceEventHandler
 }
 
 // send delivers in to out, stamped with the clock, unless ctx is done.
-func (w *Watcher) send(in correlate.Input) bool {
+func (w *Watcher) send(in fact.Input) bool {
 	in.Time = w.clock()
 	select {
 	case w.out <- in:

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,8 +24,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/podchron/podchron/internal/correlate"
 )
 
 const node = "node-a"
@@ -66,7 +66,7 @@ type harness struct {
 	done   chan error
 
 	mu       sync.Mutex
-	got      []correlate.Input
+	got      []fact.Input
 	watchers map[string][]watch.Interface // by resource, as handed to the informers
 
 	// failList/failWatch, when set, make list/watch of that resource fail.
@@ -123,7 +123,7 @@ func newHarnessWith(t *testing.T, clock func() time.Time, mod func(*Config), obj
 func (h *harness) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
-	out := make(chan correlate.Input)
+	out := make(chan fact.Input)
 	collected := make(chan struct{})
 	go func() {
 		defer close(collected)
@@ -159,15 +159,15 @@ func (h *harness) stop() error {
 	}
 }
 
-func (h *harness) inputs() []correlate.Input {
+func (h *harness) inputs() []fact.Input {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]correlate.Input(nil), h.got...)
+	return append([]fact.Input(nil), h.got...)
 }
 
 // waitFor waits until an input matching pred has been emitted and returns
 // the first one.
-func (h *harness) waitFor(what string, pred func(correlate.Input) bool) correlate.Input {
+func (h *harness) waitFor(what string, pred func(fact.Input) bool) fact.Input {
 	h.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -183,7 +183,7 @@ func (h *harness) waitFor(what string, pred func(correlate.Input) bool) correlat
 	}
 }
 
-func (h *harness) count(pred func(correlate.Input) bool) int {
+func (h *harness) count(pred func(fact.Input) bool) int {
 	n := 0
 	for _, in := range h.inputs() {
 		if pred(in) {
@@ -213,7 +213,7 @@ func (h *harness) waitWatching(res string, n int) {
 	}
 }
 
-func dump(ins []correlate.Input) string {
+func dump(ins []fact.Input) string {
 	s := ""
 	for _, in := range ins {
 		switch {
@@ -230,26 +230,26 @@ func dump(ins []correlate.Input) string {
 	return s
 }
 
-func isPod(uid types.UID, f func(*correlate.PodInfo) bool) func(correlate.Input) bool {
-	return func(in correlate.Input) bool {
+func isPod(uid types.UID, f func(*fact.PodInfo) bool) func(fact.Input) bool {
+	return func(in fact.Input) bool {
 		return in.Pod != nil && in.Pod.UID == string(uid) && (f == nil || f(in.Pod))
 	}
 }
 
-func isEvent(uid types.UID, count int32) func(correlate.Input) bool {
-	return func(in correlate.Input) bool {
+func isEvent(uid types.UID, count int32) func(fact.Input) bool {
+	return func(in fact.Input) bool {
 		return in.Event != nil && in.Event.UID == string(uid) && (count == 0 || in.Event.Count == count)
 	}
 }
 
-func aboutPod(uid types.UID) func(correlate.Input) bool {
-	return func(in correlate.Input) bool {
+func aboutPod(uid types.UID) func(fact.Input) bool {
+	return func(in fact.Input) bool {
 		return (in.Pod != nil && in.Pod.UID == string(uid)) || (in.Event != nil && in.Event.PodUID == string(uid))
 	}
 }
 
-func isAPI(available, forbidden bool) func(correlate.Input) bool {
-	return func(in correlate.Input) bool {
+func isAPI(available, forbidden bool) func(fact.Input) bool {
+	return func(in fact.Input) bool {
 		return in.API != nil && in.API.Available == available && in.API.Forbidden == forbidden
 	}
 }
@@ -322,13 +322,13 @@ func TestWatcherPodsAndEvents(t *testing.T) {
 	if _, err := pods.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor("pod with deletionTimestamp", isPod(ours.UID, func(p *correlate.PodInfo) bool {
+	h.waitFor("pod with deletionTimestamp", isPod(ours.UID, func(p *fact.PodInfo) bool {
 		return p.DeletionTimestamp != nil && p.DeletionTimestamp.Equal(tm(100)) && !p.Deleted
 	}))
 	if err := pods.Delete(ctx, ours.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	del := h.waitFor("pod deleted", isPod(ours.UID, func(p *correlate.PodInfo) bool { return p.Deleted })).Pod
+	del := h.waitFor("pod deleted", isPod(ours.UID, func(p *fact.PodInfo) bool { return p.Deleted })).Pod
 	if del.DeletionTimestamp == nil || del.Name != "web-1" {
 		t.Errorf("deleted pod = %+v: want the last known state", del)
 	}
@@ -400,7 +400,7 @@ func TestWatcherEventBeforePod(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
-	if n := h.count(func(in correlate.Input) bool { return in.Event != nil }); n != 0 {
+	if n := h.count(func(in fact.Input) bool { return in.Event != nil }); n != 0 {
 		t.Errorf("%d events sent with no pod of this node known:\n%s", n, dump(h.inputs()))
 	}
 
@@ -453,10 +453,10 @@ func TestWatcherForbidden(t *testing.T) {
 	if h.w.Ready() {
 		t.Error("Ready while forbidden")
 	}
-	if n := h.count(func(in correlate.Input) bool { return in.Pod != nil }); n != 0 {
+	if n := h.count(func(in fact.Input) bool { return in.Pod != nil }); n != 0 {
 		t.Errorf("%d pod inputs while forbidden", n)
 	}
-	if n := h.count(func(in correlate.Input) bool { return in.API != nil }); n != 1 {
+	if n := h.count(func(in fact.Input) bool { return in.API != nil }); n != 1 {
 		t.Errorf("%d API inputs, want 1 (repeated failures are not re-sent):\n%s", n, dump(h.inputs()))
 	}
 	if err := h.stop(); !errors.Is(err, context.Canceled) {
@@ -535,7 +535,7 @@ func TestRunTwice(t *testing.T) {
 	h := newHarness(t, fixedClock())
 	h.start()
 	h.waitFor("API available", isAPI(true, false))
-	if err := h.w.Run(context.Background(), make(chan correlate.Input)); err == nil {
+	if err := h.w.Run(context.Background(), make(chan fact.Input)); err == nil {
 		t.Error("second Run: no error")
 	}
 }
@@ -545,7 +545,7 @@ func TestOnPodTombstone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make(chan correlate.Input, 4)
+	out := make(chan fact.Input, 4)
 	w.ctx, w.out = context.Background(), out
 	pod := testPod("gone", node)
 	pod.DeletionTimestamp = ptr(at(50))
@@ -553,7 +553,7 @@ func TestOnPodTombstone(t *testing.T) {
 	w.onPod(cache.DeletedFinalStateUnknown{Key: "shop/x", Obj: testPod("x", "node-b")}, true)
 	w.onPod(cache.DeletedFinalStateUnknown{Key: "shop/y", Obj: "not a pod"}, true)
 	close(out)
-	var got []correlate.Input
+	var got []fact.Input
 	for in := range out {
 		got = append(got, in)
 	}

@@ -8,11 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/span"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/names"
 	"github.com/podchron/podchron/test/e2e/backends"
 )
@@ -35,7 +37,7 @@ func (e *env) conventionsAndFilters(t *testing.T) {
 	hidden := e.readyPod(t, excludedNamespace, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hidden"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{container("app", sh(gracefulApp)...)}}})
 	quiet := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "quiet",
-		Annotations: map[string]string{correlate.OptOutAnnotation: "false"}},
+		Annotations: map[string]string{fact.OptOutAnnotation: "false"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{container("app", sh(gracefulApp)...)}}})
 	e.deleteAndWait(t, excludedNamespace, hidden.Name)
 	e.deleteAndWait(t, ns, quiet.Name)
@@ -119,7 +121,7 @@ func (e *env) conventionsAndFilters(t *testing.T) {
 	// The filtered pods: no trace, no metric. Their traces would have been
 	// complete before this one (they ended first).
 	for _, p := range []*corev1.Pod{hidden, quiet} {
-		id := correlate.TraceIDForPod(string(p.UID)).String()
+		id := span.TraceIDForPod(string(p.UID)).String()
 		if got, err := e.jaeger.Trace(e.ctx, id); !errors.Is(err, backends.ErrNoTrace) {
 			t.Errorf("pod %s/%s is filtered out, yet Jaeger has its trace (%v): %v", p.Namespace, p.Name, err, got)
 		}

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/span"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,7 +24,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
-	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/test/e2e/backends"
 	"github.com/podchron/podchron/test/e2e/cluster"
 	"github.com/podchron/podchron/test/harness/containerd"
@@ -564,7 +565,7 @@ func (e *env) dumpLogs(t *testing.T) {
 // timeout the test fails with the trace as Jaeger has it.
 func (e *env) trace(t *testing.T, uid string, timeout time.Duration, check func(*backends.Trace) error) *backends.Trace {
 	t.Helper()
-	id := correlate.TraceIDForPod(uid).String()
+	id := span.TraceIDForPod(uid).String()
 	var tr *backends.Trace
 	deadline := time.Now().Add(timeout)
 	for {

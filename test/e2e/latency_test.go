@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/names"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/test/e2e/backends"
 )
 
@@ -70,7 +71,7 @@ func (e *env) spanLatency(t *testing.T) {
 			Containers:                    []corev1.Container{container("app", sh(gracefulApp)...)},
 		}}
 		p := e.createPod(t, ns, pod)
-		traceID := correlate.TraceIDForPod(string(p.UID)).String()
+		traceID := span.TraceIDForPod(string(p.UID)).String()
 		isReady := func() bool {
 			got, err := e.cs.CoreV1().Pods(ns).Get(e.ctx, name, metav1.GetOptions{})
 			return err == nil && podReady(got)

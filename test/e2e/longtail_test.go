@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/names"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/fact/cri"
 	"github.com/podchron/podchron/test/e2e/backends"
 	"github.com/podchron/podchron/test/harness/containerd"
@@ -705,7 +706,7 @@ spec:
 	})
 	report(t, tr)
 	for _, m := range []*corev1.Pod{first, second} {
-		if got, err := e.jaeger.Trace(e.ctx, correlate.TraceIDForPod(string(m.UID)).String()); err == nil && len(got.Spans) > 0 {
+		if got, err := e.jaeger.Trace(e.ctx, span.TraceIDForPod(string(m.UID)).String()); err == nil && len(got.Spans) > 0 {
 			t.Errorf("a second trace under the mirror UID %s: %d spans", m.UID, len(got.Spans))
 		}
 	}

@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/span"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/names"
 	"github.com/podchron/podchron/test/e2e/backends"
 )
@@ -39,7 +40,7 @@ func (e *env) longTrace(t *testing.T) {
 		TerminationGracePeriodSeconds: &grace,
 		Containers:                    []corev1.Container{container("app", sh(gracefulApp)...)},
 	}})
-	traceID := correlate.TraceIDForPod(string(p.UID)).String()
+	traceID := span.TraceIDForPod(string(p.UID)).String()
 
 	// 1. While the pod lives: the start-up's spans, under a root that is
 	// not exported yet.

@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/test/harness/containerd"
 )
 
@@ -33,7 +34,7 @@ const (
 // whole trace.
 type scenario struct {
 	name string // subtest of TestSpanTreesAcrossRuntimes and -record-dir file name
-	run  func(t *testing.T, e *env) []correlate.Span
+	run  func(t *testing.T, e *env) []span.Span
 }
 
 var scenarios = []scenario{gracefulStop, ignoredSIGTERM, oomKilled}
@@ -55,9 +56,9 @@ func matrixRuntimes() []string {
 type result struct {
 	runtime  containerd.Runtime
 	versions containerd.Versions
-	spans    []correlate.Span // nil when the run did not get to the end
-	took     time.Duration    // the whole subtest: harness start, scenario, cleanup
-	status   string           // passed, failed, skipped
+	spans    []span.Span   // nil when the run did not get to the end
+	took     time.Duration // the whole subtest: harness start, scenario, cleanup
+	status   string        // passed, failed, skipped
 }
 
 var results = struct {

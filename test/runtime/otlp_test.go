@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/export/otlp"
 	"github.com/podchron/podchron/test/harness/containerd"
 )
@@ -107,7 +108,7 @@ service:
 		t.Fatalf("flush: %v", err)
 	}
 	want := e.spans.trace(pod.UID)
-	traceID := correlate.TraceIDForPod(pod.UID).String()
+	traceID := span.TraceIDForPod(pod.UID).String()
 	deadline = time.Now().Add(15 * time.Second)
 	for {
 		got := out.String()

@@ -21,6 +21,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/span"
+
 	"github.com/podchron/podchron/internal/names"
 
 	"github.com/podchron/podchron/internal/cgroupfs"
@@ -36,20 +39,20 @@ var recordDir = flag.String("record-dir", "", "write each scenario's input strea
 
 type spans struct {
 	mu  sync.Mutex
-	all []correlate.Span
+	all []span.Span
 }
 
-func (s *spans) Emit(sp correlate.Span) {
+func (s *spans) Emit(sp span.Span) {
 	s.mu.Lock()
 	s.all = append(s.all, sp)
 	s.mu.Unlock()
 }
 
-func (s *spans) trace(uid string) []correlate.Span {
+func (s *spans) trace(uid string) []span.Span {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	id := correlate.TraceIDForPod(uid)
-	var out []correlate.Span
+	id := span.TraceIDForPod(uid)
+	var out []span.Span
 	for _, sp := range s.all {
 		if sp.TraceID == id {
 			out = append(out, sp)
@@ -58,7 +61,7 @@ func (s *spans) trace(uid string) []correlate.Span {
 	return out
 }
 
-func (s *spans) wait(t *testing.T, uid, name string) correlate.Span {
+func (s *spans) wait(t *testing.T, uid, name string) span.Span {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
@@ -71,11 +74,11 @@ func (s *spans) wait(t *testing.T, uid, name string) correlate.Span {
 	}
 	dump(t, s.trace(uid))
 	t.Fatalf("no %q span for pod %s", name, uid)
-	return correlate.Span{}
+	return span.Span{}
 }
 
-func find(all []correlate.Span, name string) []correlate.Span {
-	var out []correlate.Span
+func find(all []span.Span, name string) []span.Span {
+	var out []span.Span
 	for _, sp := range all {
 		if sp.Name == name || strings.HasPrefix(sp.Name, name+" ") {
 			out = append(out, sp)
@@ -84,7 +87,7 @@ func find(all []correlate.Span, name string) []correlate.Span {
 	return out
 }
 
-func dump(t *testing.T, all []correlate.Span) {
+func dump(t *testing.T, all []span.Span) {
 	t.Helper()
 	for _, l := range strings.Split(strings.TrimRight(spansText(all), "\n"), "\n") {
 		t.Log(l)
@@ -93,8 +96,8 @@ func dump(t *testing.T, all []correlate.Span) {
 
 // spansText is one line per span (start order) with every attribute, and
 // one per span event.
-func spansText(all []correlate.Span) string {
-	all = append([]correlate.Span(nil), all...)
+func spansText(all []span.Span) string {
+	all = append([]span.Span(nil), all...)
 	sort.SliceStable(all, func(i, j int) bool { return all[i].Start.Before(all[j].Start) })
 	var b strings.Builder
 	for _, sp := range all {
@@ -122,7 +125,7 @@ type env struct {
 // start runs containerd (with the OCI runtime rt; zero: the harness
 // default), the probes and the pipeline for one scenario. With -record-dir
 // and a scenario name, the input stream is recorded as <scenario>.jsonl.
-func start(t *testing.T, rt containerd.Runtime, scenario string, extra ...correlate.Sink) *env {
+func start(t *testing.T, rt containerd.Runtime, scenario string, extra ...span.Sink) *env {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (BPF, containerd)")
@@ -145,9 +148,9 @@ func start(t *testing.T, rt containerd.Runtime, scenario string, extra ...correl
 		t.Fatal(err)
 	}
 	sp := &spans{}
-	var sink correlate.Sink = sp
+	var sink span.Sink = sp
 	if len(extra) > 0 {
-		sink = correlate.SinkFunc(func(s correlate.Span) {
+		sink = span.SinkFunc(func(s span.Span) {
 			sp.Emit(s)
 			for _, x := range extra {
 				x.Emit(s)
@@ -188,7 +191,7 @@ func start(t *testing.T, rt containerd.Runtime, scenario string, extra ...correl
 			// As the tracer does: the kernel and the runtime report
 			// progress, so the model handles their facts in time order
 			// however late either arrives.
-			Progress: []string{correlate.SourceKernel, correlate.SourceRuntime},
+			Progress: []string{fact.SourceKernel, fact.SourceRuntime},
 		})
 	}()
 	t.Cleanup(func() {
@@ -216,7 +219,7 @@ func criSource(endpoint string, kick <-chan struct{}) pipeline.Source {
 
 // gracefulPod runs a pod whose container handles SIGTERM, stops it the way
 // a kubelet does and returns the pod and its root span.
-func (e *env) gracefulPod(t *testing.T, name string) (*containerd.Pod, correlate.Span) {
+func (e *env) gracefulPod(t *testing.T, name string) (*containerd.Pod, span.Span) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -244,12 +247,12 @@ func TestGracefulStop(t *testing.T) { runOnRuntimes(t, gracefulStop) }
 
 var gracefulStop = scenario{name: "graceful-stop", run: runGracefulStop}
 
-func runGracefulStop(t *testing.T, e *env) []correlate.Span {
+func runGracefulStop(t *testing.T, e *env) []span.Span {
 	pod, root := e.gracefulPod(t, "graceful")
 	all := e.spans.trace(pod.UID)
 	dump(t, all)
 
-	if root.Parent != (correlate.SpanID{}) || root.Duration() <= 0 {
+	if root.Parent != (span.SpanID{}) || root.Duration() <= 0 {
 		t.Errorf("root: %+v", root)
 	}
 	adds := find(all, "cni.ADD")
@@ -288,7 +291,7 @@ func runGracefulStop(t *testing.T, e *env) []correlate.Span {
 		t.Errorf("termination: %+v", term)
 	}
 	for _, sp := range all {
-		if sp.TraceID != correlate.TraceIDForPod(pod.UID) {
+		if sp.TraceID != span.TraceIDForPod(pod.UID) {
 			t.Errorf("%s in another trace", sp.Name)
 		}
 	}
@@ -301,7 +304,7 @@ func TestIgnoredSIGTERM(t *testing.T) { runOnRuntimes(t, ignoredSIGTERM) }
 
 var ignoredSIGTERM = scenario{name: "ignored-sigterm", run: runIgnoredSIGTERM}
 
-func runIgnoredSIGTERM(t *testing.T, e *env) []correlate.Span {
+func runIgnoredSIGTERM(t *testing.T, e *env) []span.Span {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	pod, err := e.h.RunPodSandbox(ctx, containerd.PodSpec{Name: "stubborn", Namespace: "shop"})
@@ -327,7 +330,7 @@ func runIgnoredSIGTERM(t *testing.T, e *env) []correlate.Span {
 		t.Fatalf("want 1 stop span, got %d", len(stop))
 	}
 	s := stop[0]
-	if s.Attr(names.SignalDisposition) != "ignored" || s.Attr(names.Sigkill) != true || s.Status != correlate.StatusError {
+	if s.Attr(names.SignalDisposition) != "ignored" || s.Attr(names.Sigkill) != true || s.Status != span.StatusError {
 		t.Errorf("stop: status %s attrs %v", s.Status, s.Attrs)
 	}
 	if d := s.Duration(); d < 1900*time.Millisecond || d > 5*time.Second {
@@ -349,7 +352,7 @@ func TestOOMKilled(t *testing.T) { runOnRuntimes(t, oomKilled) }
 
 var oomKilled = scenario{name: "oom-killed", run: runOOMKilled}
 
-func runOOMKilled(t *testing.T, e *env) []correlate.Span {
+func runOOMKilled(t *testing.T, e *env) []span.Span {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	pod, err := e.h.RunPodSandbox(ctx, containerd.PodSpec{Name: "hungry", Namespace: "batch"})
@@ -379,7 +382,7 @@ func runOOMKilled(t *testing.T, e *env) []correlate.Span {
 	// scenario): the container's own limit is the one that ran out.
 	memcg, _ := run.Attr(names.OOMMemcg).(string)
 	if run.Attr(names.ExitCause) != "oom_killed" || run.Attr(names.OOMScope) != "container" ||
-		!strings.HasSuffix(memcg, "/"+id) || run.Status != correlate.StatusError {
+		!strings.HasSuffix(memcg, "/"+id) || run.Status != span.StatusError {
 		t.Errorf("run: status %s attrs %v", run.Status, run.Attrs)
 	}
 	var oomEvent bool

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/podchron/podchron/internal/names"
+	"github.com/podchron/podchron/internal/span"
 
-	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/names"
 )
 
 // TestSpanTreesAcrossRuntimes: for every scenario, the normalized span
@@ -121,8 +121,8 @@ type treeNode struct {
 
 // spanTree builds the normalized tree(s) of one pod's spans; spans whose
 // parent is not among them hang at the top level, marked.
-func spanTree(all []correlate.Span) []*treeNode {
-	nodes := make(map[correlate.SpanID]*treeNode, len(all))
+func spanTree(all []span.Span) []*treeNode {
+	nodes := make(map[span.SpanID]*treeNode, len(all))
 	for _, sp := range all {
 		nodes[sp.SpanID] = &treeNode{line: spanLine(sp), events: eventLines(sp)}
 	}
@@ -143,7 +143,7 @@ func spanTree(all []correlate.Span) []*treeNode {
 	return roots
 }
 
-func spanLine(sp correlate.Span) string {
+func spanLine(sp span.Span) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s [%s", sp.Name, sp.Status)
 	if sp.StatusMessage != "" {
@@ -154,9 +154,9 @@ func spanLine(sp correlate.Span) string {
 	return b.String()
 }
 
-func eventLines(sp correlate.Span) []string {
+func eventLines(sp span.Span) []string {
 	var out []string
-	evs := append([]correlate.SpanEvent(nil), sp.Events...)
+	evs := append([]span.SpanEvent(nil), sp.Events...)
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Time.Before(evs[j].Time) })
 	for _, ev := range evs {
 		out = append(out, "• "+ev.Name+attrString(ev.Attrs))
@@ -164,7 +164,7 @@ func eventLines(sp correlate.Span) []string {
 	return out
 }
 
-func attrString(attrs []correlate.Attr) string {
+func attrString(attrs []span.Attr) string {
 	var kv []string
 	for _, a := range attrs {
 		if volatileAttr(a.Key) {

@@ -5,32 +5,32 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podchron/podchron/internal/names"
+	"github.com/podchron/podchron/internal/span"
 
-	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/names"
 )
 
 // treeFixture is a small pod trace: root, sandbox with two CNI runs (in
 // the given order), a run with a signal event.
-func treeFixture(pid int64, cause string, cniOrder ...string) []correlate.Span {
-	tr := correlate.TraceIDForPod("uid-" + cause)
-	id := func(k string) correlate.SpanID { return correlate.SpanIDFor(tr, k) }
+func treeFixture(pid int64, cause string, cniOrder ...string) []span.Span {
+	tr := span.TraceIDForPod("uid-" + cause)
+	id := func(k string) span.SpanID { return span.SpanIDFor(tr, k) }
 	t0 := time.Unix(int64(pid), 0)
-	spans := []correlate.Span{
-		{TraceID: tr, SpanID: id("root"), Name: names.SpanPod, Start: t0, End: t0.Add(time.Second), Status: correlate.StatusOK},
-		{TraceID: tr, SpanID: id("sandbox"), Parent: id("root"), Name: names.SpanPodSandbox, Start: t0, Status: correlate.StatusOK,
-			Attrs: []correlate.Attr{correlate.String(names.ContainerID, "abc"+cause)}},
-		{TraceID: tr, SpanID: id("run"), Parent: id("root"), Name: names.SpanContainerRun, Start: t0, Status: correlate.StatusError,
+	spans := []span.Span{
+		{TraceID: tr, SpanID: id("root"), Name: names.SpanPod, Start: t0, End: t0.Add(time.Second), Status: span.StatusOK},
+		{TraceID: tr, SpanID: id("sandbox"), Parent: id("root"), Name: names.SpanPodSandbox, Start: t0, Status: span.StatusOK,
+			Attrs: []span.Attr{span.String(names.ContainerID, "abc"+cause)}},
+		{TraceID: tr, SpanID: id("run"), Parent: id("root"), Name: names.SpanContainerRun, Start: t0, Status: span.StatusError,
 			StatusMessage: "SIGKILL 2.0s after SIGTERM",
-			Attrs: []correlate.Attr{correlate.String(names.ExitCause, cause), correlate.Int(names.ProcessPID, pid),
-				correlate.String(names.SignalSenderComm, "runc"), correlate.String(names.SignalSenderKind, "runtime")},
-			Events: []correlate.SpanEvent{{Name: "signal SIGTERM", Time: t0.Add(time.Millisecond),
-				Attrs: []correlate.Attr{correlate.Int(names.SignalSenderPID, pid+1), correlate.String(names.SignalSenderKind, "runtime")}}}},
+			Attrs: []span.Attr{span.String(names.ExitCause, cause), span.Int(names.ProcessPID, pid),
+				span.String(names.SignalSenderComm, "runc"), span.String(names.SignalSenderKind, "runtime")},
+			Events: []span.SpanEvent{{Name: "signal SIGTERM", Time: t0.Add(time.Millisecond),
+				Attrs: []span.Attr{span.Int(names.SignalSenderPID, pid+1), span.String(names.SignalSenderKind, "runtime")}}}},
 	}
 	for _, p := range cniOrder {
-		spans = append(spans, correlate.Span{TraceID: tr, SpanID: id("cni/" + p), Parent: id("sandbox"), Name: "cni.ADD " + p,
-			Start: t0, Status: correlate.StatusOK, Attrs: []correlate.Attr{correlate.String(names.CNIPlugin, p),
-				correlate.Int(names.ProcessPID, pid+7), correlate.Int(names.ProcessExitCode, 0)}})
+		spans = append(spans, span.Span{TraceID: tr, SpanID: id("cni/" + p), Parent: id("sandbox"), Name: "cni.ADD " + p,
+			Start: t0, Status: span.StatusOK, Attrs: []span.Attr{span.String(names.CNIPlugin, p),
+				span.Int(names.ProcessPID, pid+7), span.Int(names.ProcessExitCode, 0)}})
 	}
 	return spans
 }

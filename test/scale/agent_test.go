@@ -16,10 +16,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
+
 	"google.golang.org/protobuf/encoding/protowire"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/watcher"
 )
 
@@ -88,7 +89,7 @@ func runAgent(node string) int {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out := make(chan correlate.Input, 1024)
+	out := make(chan fact.Input, 1024)
 	var podIn, evIn, foreign atomic.Uint64
 	var wg sync.WaitGroup
 	wg.Go(func() {

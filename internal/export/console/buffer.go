@@ -10,23 +10,23 @@ import (
 	"sort"
 	"time"
 
-	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/span"
 )
 
 // traceState is what the text printer keeps for one pod.
 type traceState struct {
-	id      correlate.TraceID
-	root    correlate.SpanID
-	pending map[correlate.SpanID]correlate.Span
-	printed map[correlate.SpanID]int // depth of printed spans
-	base    time.Time                // offset origin, set at the first print
-	res     []correlate.Attr
+	id      span.TraceID
+	root    span.SpanID
+	pending map[span.SpanID]span.Span
+	printed map[span.SpanID]int // depth of printed spans
+	base    time.Time           // offset origin, set at the first print
+	res     []span.Attr
 	phases  int
 	spans   int
 	elem    *list.Element
 }
 
-func (p *Printer) state(s *correlate.Span) *traceState {
+func (p *Printer) state(s *span.Span) *traceState {
 	ts, ok := p.traces[s.TraceID]
 	if ok {
 		p.lru.MoveToBack(ts.elem)
@@ -38,8 +38,8 @@ func (p *Printer) state(s *correlate.Span) *traceState {
 	ts = &traceState{
 		id:      s.TraceID,
 		root:    p.cfg.RootSpanID(s.TraceID),
-		pending: make(map[correlate.SpanID]correlate.Span),
-		printed: make(map[correlate.SpanID]int),
+		pending: make(map[span.SpanID]span.Span),
+		printed: make(map[span.SpanID]int),
 		res:     s.Resource,
 	}
 	ts.elem = p.lru.PushBack(ts)
@@ -54,7 +54,7 @@ func (p *Printer) state(s *correlate.Span) *traceState {
 	return ts
 }
 
-func (p *Printer) emitText(s correlate.Span) {
+func (p *Printer) emitText(s span.Span) {
 	ts := p.state(&s)
 	ts.spans++
 	switch {
@@ -111,14 +111,14 @@ func (p *Printer) dropTrace(ts *traceState, why string) {
 
 // take removes s's buffered descendants from the buffer and returns them
 // as a tree: children by parent, each list in display order.
-func (p *Printer) take(ts *traceState, top correlate.SpanID) map[correlate.SpanID][]correlate.Span {
-	children := map[correlate.SpanID][]correlate.Span{}
+func (p *Printer) take(ts *traceState, top span.SpanID) map[span.SpanID][]span.Span {
+	children := map[span.SpanID][]span.Span{}
 	for _, c := range ts.pending {
 		children[c.Parent] = append(children[c.Parent], c)
 	}
-	tree := map[correlate.SpanID][]correlate.Span{}
-	var walk func(id correlate.SpanID)
-	walk = func(id correlate.SpanID) {
+	tree := map[span.SpanID][]span.Span{}
+	var walk func(id span.SpanID)
+	walk = func(id span.SpanID) {
 		kids := children[id]
 		if len(kids) == 0 {
 			return
@@ -135,7 +135,7 @@ func (p *Printer) take(ts *traceState, top correlate.SpanID) map[correlate.SpanI
 	return tree
 }
 
-func sortSpans(ss []correlate.Span) {
+func sortSpans(ss []span.Span) {
 	sort.Slice(ss, func(i, j int) bool {
 		a, b := ss[i], ss[j]
 		if !a.Start.Equal(b.Start) {
@@ -153,7 +153,7 @@ func sortSpans(ss []correlate.Span) {
 
 // setBase fixes the pod's offset origin at the earliest start known at its
 // first print.
-func (ts *traceState) setBase(spans ...correlate.Span) {
+func (ts *traceState) setBase(spans ...span.Span) {
 	if !ts.base.IsZero() {
 		return
 	}

@@ -19,7 +19,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/span"
 )
 
 // Format selects the output format.
@@ -60,8 +60,8 @@ type Config struct {
 	MaxTraces int
 	// RootSpanID gives a trace's root span id, so that phase spans (the
 	// root's children) are known before the root itself arrives. Default:
-	// correlate.SpanIDFor(t, "root").
-	RootSpanID func(correlate.TraceID) correlate.SpanID
+	// span.SpanIDFor(t, "root").
+	RootSpanID func(span.TraceID) span.SpanID
 	// Verbose renders every span attribute in text mode, not only the key
 	// ones.
 	Verbose bool
@@ -79,14 +79,14 @@ type Stats struct {
 	PendingTraces int    // pods with state now
 }
 
-// Printer is a correlate.Sink that writes a timeline or JSON lines to w.
+// Printer is a span.Sink that writes a timeline or JSON lines to w.
 // Emit is safe for concurrent use.
 type Printer struct {
 	w   io.Writer
 	cfg Config
 
 	mu      sync.Mutex
-	traces  map[correlate.TraceID]*traceState
+	traces  map[span.TraceID]*traceState
 	lru     *list.List // of *traceState, least recently active first
 	pending int
 	stats   Stats
@@ -106,12 +106,12 @@ func New(w io.Writer, cfg Config) *Printer {
 		cfg.MaxTraces = DefaultMaxTraces
 	}
 	if cfg.RootSpanID == nil {
-		cfg.RootSpanID = correlate.RootSpanID
+		cfg.RootSpanID = span.RootSpanID
 	}
 	p := &Printer{
 		w:      w,
 		cfg:    cfg,
-		traces: make(map[correlate.TraceID]*traceState),
+		traces: make(map[span.TraceID]*traceState),
 		lru:    list.New(),
 	}
 	p.enc = json.NewEncoder(&p.buf)
@@ -121,7 +121,7 @@ func New(w io.Writer, cfg Config) *Printer {
 
 // Emit prints s, or buffers it until its phase is complete. A buffered span
 // keeps s's slices: the caller must not modify them after Emit.
-func (p *Printer) Emit(s correlate.Span) {
+func (p *Printer) Emit(s span.Span) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stats.Spans++
@@ -172,4 +172,4 @@ func (p *Printer) flushBuf() {
 
 // ---- JSON ----
 
-var _ correlate.Sink = (*Printer)(nil)
+var _ span.Sink = (*Printer)(nil)

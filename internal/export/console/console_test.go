@@ -13,9 +13,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/podchron/podchron/internal/names"
+	"github.com/podchron/podchron/internal/span"
 
-	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/names"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -41,7 +41,7 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-func render(format Format, spans []correlate.Span) (*Printer, []byte) {
+func render(format Format, spans []span.Span) (*Printer, []byte) {
 	var buf bytes.Buffer
 	p := New(&buf, Config{Format: format})
 	for _, s := range spans {
@@ -130,12 +130,12 @@ func TestOrphansPrintedWithRoot(t *testing.T) {
 	var buf bytes.Buffer
 	p := New(&buf, Config{})
 	// A child whose phase span never comes, then the root.
-	p.Emit(b.span("x/child", "x", names.SpanContainerBackoff, 1, 11, correlate.StatusUnset,
-		correlate.Float(names.BackoffSeconds, 10), correlate.String(names.K8sContainerName, "app")))
+	p.Emit(b.span("x/child", "x", names.SpanContainerBackoff, 1, 11, span.StatusUnset,
+		span.Float(names.BackoffSeconds, 10), span.String(names.K8sContainerName, "app")))
 	if buf.Len() != 0 {
 		t.Fatal("orphan printed early")
 	}
-	p.Emit(b.span("root", "", "pod", 0, 12, correlate.StatusOK))
+	p.Emit(b.span("root", "", "pod", 0, 12, span.StatusOK))
 	out := buf.String()
 	if !strings.Contains(out, "spans without a finished phase") || !strings.Contains(out, "container.backoff container=app backoff=10s") {
 		t.Errorf("orphan not printed at root:\n%s", out)
@@ -149,8 +149,8 @@ func TestLateChildPrintedUnderItsPhase(t *testing.T) {
 	b := newPod("uid-late", "ns", "late-0", "n1")
 	var buf bytes.Buffer
 	p := New(&buf, Config{})
-	p.Emit(b.span("startup", "root", names.SpanPodStartup, 0, 5, correlate.StatusOK))
-	p.Emit(b.span("startup/late", "startup", "probe.readiness", 4, 4.5, correlate.StatusOK))
+	p.Emit(b.span("startup", "root", names.SpanPodStartup, 0, 5, span.StatusOK))
+	p.Emit(b.span("startup/late", "startup", "probe.readiness", 4, 4.5, span.StatusOK))
 	out := buf.String()
 	if !strings.Contains(out, "late span of an earlier phase") || !strings.Contains(out, "    probe.readiness") {
 		t.Errorf("late child:\n%s", out)
@@ -167,7 +167,7 @@ func TestEvictionBoundsBuffer(t *testing.T) {
 	for i := range 20 {
 		b := newPod(fmt.Sprint("uid-", i), "ns", fmt.Sprint("pod-", i), "n1")
 		for j := range 3 {
-			p.Emit(b.span(fmt.Sprint("c", j), "phase", names.SpanContainerStart, float64(j), float64(j)+1, correlate.StatusOK))
+			p.Emit(b.span(fmt.Sprint("c", j), "phase", names.SpanContainerStart, float64(j), float64(j)+1, span.StatusOK))
 		}
 		st := p.Stats()
 		if st.PendingSpans > 10 || st.PendingTraces > 3 {
@@ -199,13 +199,13 @@ func TestLongLivedPodKeepsOrigin(t *testing.T) {
 	var buf bytes.Buffer
 	p := New(&buf, Config{MaxPendingSpans: 2})
 	old := newPod("uid-old", "ns", "old-0", "n1")
-	p.Emit(old.span("startup", "root", names.SpanPodStartup, 0, 1, correlate.StatusOK))
+	p.Emit(old.span("startup", "root", names.SpanPodStartup, 0, 1, span.StatusOK))
 	for i := range 5 {
 		b := newPod(fmt.Sprint("uid-", i), "ns", fmt.Sprint("pod-", i), "n1")
-		p.Emit(b.span("c", "phase", names.SpanContainerStart, 0, 1, correlate.StatusOK))
+		p.Emit(b.span("c", "phase", names.SpanContainerStart, 0, 1, span.StatusOK))
 	}
 	buf.Reset()
-	p.Emit(old.span("termination", "root", names.SpanPodTermination, 100, 101, correlate.StatusOK))
+	p.Emit(old.span("termination", "root", names.SpanPodTermination, 100, 101, span.StatusOK))
 	if !strings.Contains(buf.String(), "+100.000s") {
 		t.Errorf("offset origin lost:\n%s", buf.String())
 	}
@@ -223,10 +223,10 @@ func TestConcurrentEmit(t *testing.T) {
 					defer wg.Done()
 					b := newPod(fmt.Sprint("uid-g", g), "ns", fmt.Sprint("g-", g), "n1")
 					for i := range 50 {
-						p.Emit(b.span(fmt.Sprint("c", i), "phase", names.SpanContainerStart, 0, 1, correlate.StatusOK))
+						p.Emit(b.span(fmt.Sprint("c", i), "phase", names.SpanContainerStart, 0, 1, span.StatusOK))
 					}
-					p.Emit(b.span("phase", "root", names.SpanPodStartup, 0, 2, correlate.StatusOK))
-					p.Emit(b.span("root", "", "pod", 0, 3, correlate.StatusOK))
+					p.Emit(b.span("phase", "root", names.SpanPodStartup, 0, 2, span.StatusOK))
+					p.Emit(b.span("root", "", "pod", 0, 3, span.StatusOK))
 				}()
 			}
 			wg.Wait()
@@ -293,8 +293,8 @@ func TestJSONOddValues(t *testing.T) {
 	var buf bytes.Buffer
 	p := New(&buf, Config{Format: FormatJSON})
 	s := lifecycle()[0]
-	s.Attrs = []correlate.Attr{
-		correlate.Float("nan", nan()), {Key: "weird", Value: struct{ A int }{1}}, correlate.Strings("empty"),
+	s.Attrs = []span.Attr{
+		span.Float("nan", nan()), {Key: "weird", Value: struct{ A int }{1}}, span.Strings("empty"),
 	}
 	p.Emit(s)
 	var m struct {

@@ -4,9 +4,9 @@ import (
 	"math"
 	"time"
 
-	"github.com/podchron/podchron/internal/names"
+	"github.com/podchron/podchron/internal/span"
 
-	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/names"
 )
 
 var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
@@ -20,26 +20,26 @@ func at(sec float64) time.Time {
 // spanBuilder builds one pod's spans with ids from stable keys, the way the
 // correlator does.
 type spanBuilder struct {
-	tid correlate.TraceID
-	res []correlate.Attr
+	tid span.TraceID
+	res []span.Attr
 }
 
 func newPod(uid, ns, name, node string) *spanBuilder {
 	return &spanBuilder{
-		tid: correlate.TraceIDForPod(uid),
-		res: []correlate.Attr{
-			correlate.String(names.K8sPodUID, uid),
-			correlate.String(names.K8sPodName, name),
-			correlate.String(names.K8sNamespaceName, ns),
-			correlate.String(names.K8sNodeName, node),
+		tid: span.TraceIDForPod(uid),
+		res: []span.Attr{
+			span.String(names.K8sPodUID, uid),
+			span.String(names.K8sPodName, name),
+			span.String(names.K8sNamespaceName, ns),
+			span.String(names.K8sNodeName, node),
 		},
 	}
 }
 
-func (b *spanBuilder) id(key string) correlate.SpanID { return correlate.SpanIDFor(b.tid, key) }
+func (b *spanBuilder) id(key string) span.SpanID { return span.SpanIDFor(b.tid, key) }
 
-func (b *spanBuilder) span(key, parent, name string, start, end float64, st correlate.Status, attrs ...correlate.Attr) correlate.Span {
-	s := correlate.Span{
+func (b *spanBuilder) span(key, parent, name string, start, end float64, st span.Status, attrs ...span.Attr) span.Span {
+	s := span.Span{
 		TraceID: b.tid, SpanID: b.id(key), Name: name,
 		Start: at(start), End: at(end), Status: st, Attrs: attrs, Resource: b.res,
 	}
@@ -49,8 +49,8 @@ func (b *spanBuilder) span(key, parent, name string, start, end float64, st corr
 	return s
 }
 
-func ev(name string, sec float64, attrs ...correlate.Attr) correlate.SpanEvent {
-	return correlate.SpanEvent{Name: name, Time: at(sec), Attrs: attrs}
+func ev(name string, sec float64, attrs ...span.Attr) span.SpanEvent {
+	return span.SpanEvent{Name: name, Time: at(sec), Attrs: attrs}
 }
 
 // lifecycle is a realistic emission order for two pods on one node: web
@@ -59,16 +59,16 @@ func ev(name string, sec float64, attrs ...correlate.Attr) correlate.SpanEvent {
 // SIGTERM ignored, SIGKILL at the end of the grace period (overrun), CNI
 // DEL. A second pod, seen from mid-life with a degraded source, completes
 // in between.
-func lifecycle() []correlate.Span {
+func lifecycle() []span.Span {
 	web := newPod("6f1c2e3a-0b1d-4c5e-8f90-a1b2c3d4e5f6", "default", "web-7d4b9c8f6-x2k9p", "worker-1")
 	dns := newPod("0c9d8e7f-1111-2222-3333-444455556666", "kube-system", "coredns-5d78c9869d-4kq2z", "worker-1")
-	ok, unset, bad := correlate.StatusOK, correlate.StatusUnset, correlate.StatusError
-	S, I, B := correlate.String, correlate.Int, correlate.Bool
+	ok, unset, bad := span.StatusOK, span.StatusUnset, span.StatusError
+	S, I, B := span.String, span.Int, span.Bool
 	app := S(names.K8sContainerName, "app")
 	appID := S(names.ContainerID, "3f9a1c2b7d8e4f60a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718")
 
-	var out []correlate.Span
-	add := func(s correlate.Span) { out = append(out, s) }
+	var out []span.Span
+	add := func(s span.Span) { out = append(out, s) }
 
 	// --- web: startup, children first ---
 	add(web.span("startup/scheduling", "startup", names.SpanPodScheduling, 0, 0.045, ok))
@@ -80,17 +80,17 @@ func lifecycle() []correlate.Span {
 		add(web.span("startup/sandbox/cni/"+c.plugin, "startup/sandbox", "cni.ADD "+c.plugin, c.start, c.end, ok,
 			S(names.CNIPlugin, c.plugin), S(names.CNICommand, "ADD"),
 			I(names.ProcessExitCode, 0), I(names.ProcessPID, c.pid+int64(i)),
-			correlate.Strings(names.ProcessCommandArgs, "/opt/cni/bin/"+c.plugin)))
+			span.Strings(names.ProcessCommandArgs, "/opt/cni/bin/"+c.plugin)))
 	}
 	add(web.span("startup/sandbox", "startup", names.SpanPodSandbox, 0.060, 0.910, ok))
 	add(web.span("container/init-db/0/init", "startup", names.SpanContainerInit, 0.920, 1.900, ok,
 		S(names.K8sContainerName, "init-db"), I(names.ProcessPID, 31410),
-		correlate.Strings(names.ProcessCommandArgs, "sh", "-c", "until nc -z db 5432; do sleep 0.2; done"),
+		span.Strings(names.ProcessCommandArgs, "sh", "-c", "until nc -z db 5432; do sleep 0.2; done"),
 		I(names.ProcessExitCode, 0), S(names.ExitCause, "completed")))
 	add(web.span("container/app/0/pull", "startup", names.SpanContainerImagePull, 1.910, 2.950, ok, app))
 	add(web.span("container/app/0/start", "startup", names.SpanContainerStart, 2.960, 3.120, ok, app, appID, I(names.ProcessPID, 31502)))
 	add(web.span("container/app/0/poststart", "startup", names.SpanContainerPostStart, 3.120, 3.400, ok, app,
-		correlate.Strings(names.ProcessCommandArgs, "/bin/warmup", "--cache")))
+		span.Strings(names.ProcessCommandArgs, "/bin/warmup", "--cache")))
 	p1 := web.span("container/app/0/probe/readiness/1", "startup", "probe.readiness", 4.000, 4.015, bad, app,
 		S(names.ProbeType, "readiness"), S(names.ProbeResult, "failure"))
 	p1.StatusMessage = "HTTP probe failed with statuscode: 503"
@@ -112,7 +112,7 @@ func lifecycle() []correlate.Span {
 
 	// --- web: termination, children first ---
 	add(web.span("termination/prestop/app", "termination", names.SpanContainerPreStop, 600.010, 605.020, ok, app,
-		correlate.Strings(names.ProcessCommandArgs, "sleep", "5"), I(names.ProcessExitCode, 0)))
+		span.Strings(names.ProcessCommandArgs, "sleep", "5"), I(names.ProcessExitCode, 0)))
 	stop := web.span("termination/stop/app", "termination", names.SpanContainerStop, 605.020, 630.012, bad, app,
 		S(names.SignalName, "SIGTERM"), S(names.SignalDisposition, "ignored"),
 		S(names.SignalSenderKind, "runtime"), S(names.SignalSenderComm, "containerd-shim"),
@@ -120,7 +120,7 @@ func lifecycle() []correlate.Span {
 		I(names.GracePeriodSeconds, 30), B(names.GracePeriodOverrun, true), B(names.Sigkill, true),
 		I(names.ProcessExitCode, 137), S(names.ExitCause, "killed_by_runtime"))
 	stop.StatusMessage = "grace period overrun: SIGKILL after 30s"
-	stop.Events = []correlate.SpanEvent{
+	stop.Events = []span.SpanEvent{
 		ev("SIGTERM", 605.020, S(names.SignalName, "SIGTERM"), S(names.SignalDisposition, "ignored"),
 			S(names.SignalSenderKind, "runtime"), S(names.SignalSenderComm, "containerd-shim"),
 			I(names.SignalSenderPID, 2211)),

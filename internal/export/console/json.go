@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/span"
 )
 
 type jsonSpan struct {
@@ -32,7 +32,7 @@ type jsonEvent struct {
 	Attrs map[string]any `json:"attrs"`
 }
 
-func (p *Printer) writeJSON(s *correlate.Span) {
+func (p *Printer) writeJSON(s *span.Span) {
 	js := jsonSpan{
 		TraceID:       s.TraceID.String(),
 		SpanID:        s.SpanID.String(),
@@ -62,7 +62,7 @@ func (p *Printer) writeJSON(s *correlate.Span) {
 // (so that the strings sort as the times do).
 func fmtTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000000Z07:00") }
 
-func jsonAttrs(as []correlate.Attr) map[string]any {
+func jsonAttrs(as []span.Attr) map[string]any {
 	m := make(map[string]any, len(as))
 	for _, a := range as {
 		m[a.Key] = jsonValue(a.Value)

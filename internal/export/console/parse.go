@@ -8,20 +8,20 @@ import (
 	"sort"
 	"time"
 
-	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/span"
 )
 
 // ParseJSON turns one line of the JSON output (FormatJSON) back into the
 // span the model emitted (attribute values: string, int64, float64, bool,
 // []string; attributes sorted by key, since JSON objects have no order).
-func ParseJSON(line []byte) (correlate.Span, error) {
+func ParseJSON(line []byte) (span.Span, error) {
 	var js jsonSpan
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.UseNumber()
 	if err := dec.Decode(&js); err != nil {
-		return correlate.Span{}, err
+		return span.Span{}, err
 	}
-	var s correlate.Span
+	var s span.Span
 	var err error
 	if err = hexID(s.TraceID[:], js.TraceID); err != nil {
 		return s, fmt.Errorf("trace_id: %w", err)
@@ -43,9 +43,9 @@ func ParseJSON(line []byte) (correlate.Span, error) {
 	}
 	switch js.Status {
 	case "ok":
-		s.Status = correlate.StatusOK
+		s.Status = span.StatusOK
 	case "error":
-		s.Status = correlate.StatusError
+		s.Status = span.StatusError
 	}
 	s.Attrs, s.Resource = attrs(js.Attrs), attrs(js.Resource)
 	for _, ev := range js.Events {
@@ -53,7 +53,7 @@ func ParseJSON(line []byte) (correlate.Span, error) {
 		if err != nil {
 			return s, err
 		}
-		s.Events = append(s.Events, correlate.SpanEvent{Name: ev.Name, Time: t, Attrs: attrs(ev.Attrs)})
+		s.Events = append(s.Events, span.SpanEvent{Name: ev.Name, Time: t, Attrs: attrs(ev.Attrs)})
 	}
 	return s, nil
 }
@@ -70,15 +70,15 @@ func hexID(dst []byte, s string) error {
 	return nil
 }
 
-func attrs(m map[string]any) []correlate.Attr {
+func attrs(m map[string]any) []span.Attr {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	out := make([]correlate.Attr, 0, len(keys))
+	out := make([]span.Attr, 0, len(keys))
 	for _, k := range keys {
-		out = append(out, correlate.Attr{Key: k, Value: attrValue(m[k])})
+		out = append(out, span.Attr{Key: k, Value: attrValue(m[k])})
 	}
 	return out
 }

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/podchron/podchron/internal/names"
+	"github.com/podchron/podchron/internal/span"
 
-	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/names"
 )
 
 func (p *Printer) header(ts *traceState, what string) {
@@ -34,7 +34,7 @@ func (p *Printer) header(ts *traceState, what string) {
 	b.WriteByte('\n')
 }
 
-func (p *Printer) printBlock(ts *traceState, top correlate.Span, depth int, note string) {
+func (p *Printer) printBlock(ts *traceState, top span.Span, depth int, note string) {
 	ts.setBase(top)
 	tree := p.take(ts, top.SpanID)
 	what := top.Name
@@ -45,7 +45,7 @@ func (p *Printer) printBlock(ts *traceState, top correlate.Span, depth int, note
 	p.printTree(ts, top, depth, tree)
 }
 
-func (p *Printer) printTree(ts *traceState, s correlate.Span, depth int, tree map[correlate.SpanID][]correlate.Span) {
+func (p *Printer) printTree(ts *traceState, s span.Span, depth int, tree map[span.SpanID][]span.Span) {
 	p.line(ts, &s, depth)
 	ts.printed[s.SpanID] = depth
 	for _, c := range tree[s.SpanID] {
@@ -56,7 +56,7 @@ func (p *Printer) printTree(ts *traceState, s correlate.Span, depth int, tree ma
 // printOrphans prints buffered spans whose phase never came: every span
 // whose parent is not buffered starts a tree.
 func (p *Printer) printOrphans(ts *traceState, why string) {
-	var tops []correlate.Span
+	var tops []span.Span
 	for _, s := range ts.pending {
 		if _, ok := ts.pending[s.Parent]; !ok {
 			tops = append(tops, s)
@@ -80,7 +80,7 @@ func (p *Printer) printOrphans(ts *traceState, why string) {
 	}
 	// Cycles (a span its own ancestor) leave spans no tree reached.
 	if len(ts.pending) > 0 {
-		rest := make([]correlate.Span, 0, len(ts.pending))
+		rest := make([]span.Span, 0, len(ts.pending))
 		for _, s := range ts.pending {
 			rest = append(rest, s)
 		}
@@ -94,7 +94,7 @@ func (p *Printer) printOrphans(ts *traceState, why string) {
 }
 
 // finish prints what is left of a pod and its summary line.
-func (p *Printer) finish(ts *traceState, root correlate.Span) {
+func (p *Printer) finish(ts *traceState, root span.Span) {
 	if len(root.Resource) > 0 {
 		ts.res = root.Resource
 	}
@@ -139,21 +139,21 @@ func plural(n int, word string) string {
 	return strconv.Itoa(n) + " " + word + "s"
 }
 
-func statusWord(s correlate.Status) string {
+func statusWord(s span.Status) string {
 	switch s {
-	case correlate.StatusOK:
+	case span.StatusOK:
 		return "ok"
-	case correlate.StatusError:
+	case span.StatusError:
 		return "ERROR"
 	}
 	return "unset"
 }
 
-func statusCol(s correlate.Status) string {
+func statusCol(s span.Status) string {
 	switch s {
-	case correlate.StatusOK:
+	case span.StatusOK:
 		return "ok"
-	case correlate.StatusError:
+	case span.StatusError:
 		return "ERR"
 	}
 	return ""
@@ -161,12 +161,12 @@ func statusCol(s correlate.Status) string {
 
 // line prints one span: offset, duration, status, indented name, key
 // attributes; then its events.
-func (p *Printer) line(ts *traceState, s *correlate.Span, depth int) {
+func (p *Printer) line(ts *traceState, s *span.Span, depth int) {
 	b := &p.buf
 	fmt.Fprintf(b, "  %9s %9s  %-3s  %s%s", fmtOffset(s.Start.Sub(ts.base)), fmtDur(s.Duration()),
 		statusCol(s.Status), strings.Repeat("  ", depth), s.Name)
 	b.WriteString(p.attrText(s))
-	if s.Status == correlate.StatusError && s.StatusMessage != "" {
+	if s.Status == span.StatusError && s.StatusMessage != "" {
 		b.WriteString(" error=")
 		b.WriteString(strconv.Quote(s.StatusMessage))
 	} else if s.StatusMessage != "" {
@@ -179,7 +179,7 @@ func (p *Printer) line(ts *traceState, s *correlate.Span, depth int) {
 	}
 }
 
-func (p *Printer) eventLine(ts *traceState, ev *correlate.SpanEvent, depth int) {
+func (p *Printer) eventLine(ts *traceState, ev *span.SpanEvent, depth int) {
 	b := &p.buf
 	fmt.Fprintf(b, "  %9s %9s  %-3s  %s• %s", fmtOffset(ev.Time.Sub(ts.base)), "", "",
 		strings.Repeat("  ", depth), ev.Name)
@@ -187,7 +187,7 @@ func (p *Printer) eventLine(ts *traceState, ev *correlate.SpanEvent, depth int) 
 	b.WriteByte('\n')
 }
 
-func (p *Printer) attrText(s *correlate.Span) string {
+func (p *Printer) attrText(s *span.Span) string {
 	return renderAttrs(s.Attrs, s.Name, p.cfg.Verbose)
 }
 
@@ -227,7 +227,7 @@ var hidden = map[string]bool{
 	names.SignalSenderKind: true, names.SignalSenderComm: true, names.SignalSenderPID: true,
 }
 
-func renderAttrs(attrs []correlate.Attr, name string, verbose bool) string {
+func renderAttrs(attrs []span.Attr, name string, verbose bool) string {
 	if len(attrs) == 0 {
 		return ""
 	}
@@ -390,7 +390,7 @@ func fmtDur(d time.Duration) string {
 	return d.Round(100 * time.Millisecond).String()
 }
 
-func resAttr(res []correlate.Attr, k string) string {
+func resAttr(res []span.Attr, k string) string {
 	for _, a := range res {
 		if a.Key == k {
 			if s, ok := a.Value.(string); ok {
@@ -402,7 +402,7 @@ func resAttr(res []correlate.Attr, k string) string {
 	return ""
 }
 
-func podName(res []correlate.Attr) string {
+func podName(res []span.Attr) string {
 	ns, name := resAttr(res, names.K8sNamespaceName), resAttr(res, names.K8sPodName)
 	switch {
 	case name == "":

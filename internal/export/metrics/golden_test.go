@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podchron/podchron/internal/fact/kernel"
+	"github.com/podchron/podchron/internal/measure"
 
-	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -78,9 +78,9 @@ func fixture(t *testing.T) (*prometheus.Registry, *Health) {
 	rec.CorrelationMiss("unknown_cgroup")
 	rec.CorrelationMiss("unknown_cgroup")
 	rec.CorrelationMiss("pod_not_found")
-	web0 := correlate.PodRef{Name: "web-0", UID: "uid-web-0", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"}
-	web1 := correlate.PodRef{Name: "web-1", UID: "uid-web-1", TraceID: "00f067aa0ba902b7a3ce929d0e0e4736"}
-	job := correlate.PodRef{Name: "job-x", UID: "uid-job-x", TraceID: "11f067aa0ba902b7a3ce929d0e0e4736"}
+	web0 := measure.PodRef{Name: "web-0", UID: "uid-web-0", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"}
+	web1 := measure.PodRef{Name: "web-1", UID: "uid-web-1", TraceID: "00f067aa0ba902b7a3ce929d0e0e4736"}
+	job := measure.PodRef{Name: "job-x", UID: "uid-job-x", TraceID: "11f067aa0ba902b7a3ce929d0e0e4736"}
 	rec.StuckTerminating("default", web0, true)
 	rec.StuckTerminating("default", web1, true)
 	rec.StuckTerminating("default", web1, false)

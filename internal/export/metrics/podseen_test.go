@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/podchron/podchron/internal/measure"
 
-	"github.com/podchron/podchron/internal/correlate"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // series gathers c and returns the series of one metric by their labels
@@ -110,17 +110,17 @@ func TestPodSeenCreatesAlertSeriesAtZero(t *testing.T) {
 // balances entries and exits afterwards.
 func TestPodSeenKeepsStuckCount(t *testing.T) {
 	rec := NewRecorder(Limits{})
-	rec.StuckTerminating("shop", correlate.PodRef{}, true)
+	rec.StuckTerminating("shop", measure.PodRef{}, true)
 	rec.PodSeen("shop", "StatefulSet")
 	wantSeries(t, rec, "podchron_pods_terminating_stuck", map[string]float64{"namespace=shop": 1})
 	rec.PodSeen("batch", "Job")
-	rec.StuckTerminating("batch", correlate.PodRef{}, false) // unmatched: stays 0
-	rec.StuckTerminating("batch", correlate.PodRef{}, true)
-	rec.StuckTerminating("shop", correlate.PodRef{}, false)
+	rec.StuckTerminating("batch", measure.PodRef{}, false) // unmatched: stays 0
+	rec.StuckTerminating("batch", measure.PodRef{}, true)
+	rec.StuckTerminating("shop", measure.PodRef{}, false)
 	rec.PodSeen("shop", "StatefulSet")
 	wantSeries(t, rec, "podchron_pods_terminating_stuck", map[string]float64{"namespace=shop": 0, "namespace=batch": 1})
-	rec.StuckTerminating("batch", correlate.PodRef{}, false)
-	rec.StuckTerminating("batch", correlate.PodRef{}, false)
+	rec.StuckTerminating("batch", measure.PodRef{}, false)
+	rec.StuckTerminating("batch", measure.PodRef{}, false)
 	wantSeries(t, rec, "podchron_pods_terminating_stuck", map[string]float64{"namespace=shop": 0, "namespace=batch": 0})
 }
 

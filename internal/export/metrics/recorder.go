@@ -5,9 +5,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/podchron/podchron/internal/measure"
+
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/names"
 )
 
@@ -67,7 +68,7 @@ func (l Limits) withDefaults() Limits {
 }
 
 // Recorder turns the lifecycle model's measurements into Prometheus metrics.
-// It implements correlate.Observer and prometheus.Collector: register it on
+// It implements measure.Observer and prometheus.Collector: register it on
 // the daemon's registry. It is safe for concurrent use.
 type Recorder struct {
 	startup          *prometheus.HistogramVec
@@ -98,7 +99,7 @@ type Recorder struct {
 	stuckInfo *prometheus.GaugeVec
 }
 
-var _ correlate.Observer = (*Recorder)(nil)
+var _ measure.Observer = (*Recorder)(nil)
 
 // zeroExitCauses are the container exit causes whose
 // podchron_container_exits_total series PodSeen creates at zero in every
@@ -260,7 +261,7 @@ func (r *Recorder) observeTrace(h *prometheus.HistogramVec, metric string, d tim
 	o.Observe(d.Seconds())
 }
 
-// PodSeen implements correlate.Observer. It creates, at zero, the series of
+// PodSeen implements measure.Observer. It creates, at zero, the series of
 // the pod's namespace that alerts compute increase() over: a counter series
 // that first appears at 1 has no earlier sample, so increase() never sees
 // its first event. Only labels already bounded by the limiters are used, and
@@ -290,17 +291,17 @@ func (r *Recorder) PodSeen(namespace, ownerKind string) {
 	}
 }
 
-// PodStartup implements correlate.Observer.
+// PodStartup implements measure.Observer.
 func (r *Recorder) PodStartup(namespace, ownerKind string, d time.Duration, traceID string) {
 	r.observeTrace(r.startup, histPodStartup, d, traceID, r.namespace.value(namespace), r.ownerKind.value(ownerKind))
 }
 
-// PodStartupPhase implements correlate.Observer.
+// PodStartupPhase implements measure.Observer.
 func (r *Recorder) PodStartupPhase(namespace, phase string, d time.Duration, traceID string) {
 	r.observeTrace(r.startupPhase, histPodStartupPhase, d, traceID, r.namespace.value(namespace), r.phase.value(phase))
 }
 
-// PodTermination implements correlate.Observer. Every termination is
+// PodTermination implements measure.Observer. Every termination is
 // counted; only non-negative durations are observed.
 func (r *Recorder) PodTermination(namespace, ownerKind string, d time.Duration, overrun bool, traceID string) {
 	ns, kind := r.namespace.value(namespace), r.ownerKind.value(ownerKind)
@@ -308,27 +309,27 @@ func (r *Recorder) PodTermination(namespace, ownerKind string, d time.Duration, 
 	r.observeTrace(r.termination, histPodTermination, d, traceID, ns, kind)
 }
 
-// ContainerStop implements correlate.Observer.
+// ContainerStop implements measure.Observer.
 func (r *Recorder) ContainerStop(namespace string, d time.Duration, sigkill bool, traceID string) {
 	r.observeTrace(r.containerStop, histContainerStop, d, traceID, r.namespace.value(namespace), boolLabel(sigkill))
 }
 
-// GracePeriodOverrun implements correlate.Observer.
+// GracePeriodOverrun implements measure.Observer.
 func (r *Recorder) GracePeriodOverrun(namespace string) {
 	r.overruns.WithLabelValues(r.namespace.value(namespace)).Inc()
 }
 
-// ContainerExit implements correlate.Observer.
+// ContainerExit implements measure.Observer.
 func (r *Recorder) ContainerExit(namespace, cause string) {
 	r.exits.WithLabelValues(r.namespace.value(namespace), r.cause.value(cause)).Inc()
 }
 
-// OOMKill implements correlate.Observer.
+// OOMKill implements measure.Observer.
 func (r *Recorder) OOMKill(namespace, scope string) {
 	r.oomKills.WithLabelValues(r.namespace.value(namespace), r.scope.value(scope)).Inc()
 }
 
-// CNICall implements correlate.Observer. The plugin and command's ok and
+// CNICall implements measure.Observer. The plugin and command's ok and
 // error series are both created with their first run, so that the first
 // failure after successful runs is an increase from zero (a failing first
 // run still shows only as a new series).
@@ -339,12 +340,12 @@ func (r *Recorder) CNICall(plugin, command, result string, d time.Duration) {
 	r.observe(r.cni, histCNI, d, p, cmd, r.result.value(result))
 }
 
-// Signal implements correlate.Observer.
+// Signal implements measure.Observer.
 func (r *Recorder) Signal(signal, senderKind string) {
 	r.signals.WithLabelValues(r.signal.value(signal), r.sender.value(senderKind)).Inc()
 }
 
-// CorrelationMiss implements correlate.Observer.
+// CorrelationMiss implements measure.Observer.
 func (r *Recorder) CorrelationMiss(reason string) {
 	r.misses.WithLabelValues(r.missReason.value(reason)).Inc()
 }
@@ -353,14 +354,14 @@ func (r *Recorder) CorrelationMiss(reason string) {
 // podchron_pod_stuck_terminating_info.
 const MaxStuckPods = 20
 
-// StuckTerminating implements correlate.Observer. The gauge counts entries
+// StuckTerminating implements measure.Observer. The gauge counts entries
 // minus exits per namespace and never goes below zero: an exit without a
 // matching entry (say, podchron restarted while the pod was stuck) is ignored.
 //
 // Each stuck pod also gets a podchron_pod_stuck_terminating_info series that
 // leads to it (name, UID, trace ID), for at most MaxStuckPods pods at once:
 // the alert's way to the pod, at a bounded cost.
-func (r *Recorder) StuckTerminating(namespace string, pod correlate.PodRef, stuck bool) {
+func (r *Recorder) StuckTerminating(namespace string, pod measure.PodRef, stuck bool) {
 	ns := r.namespace.value(namespace)
 	r.stuckMu.Lock()
 	defer r.stuckMu.Unlock()

@@ -9,11 +9,12 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/podchron/podchron/internal/measure"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/names"
 )
 
@@ -59,7 +60,7 @@ func TestCardinalityGuard(t *testing.T) {
 		rec.CNICall("plugin"+s, "CMD"+s, "result"+s, time.Millisecond)
 		rec.Signal("SIG"+s, "sender"+s)
 		rec.CorrelationMiss("reason" + s)
-		rec.StuckTerminating(ns, correlate.PodRef{Name: "p" + s, UID: "u" + s, TraceID: "t" + s}, true)
+		rec.StuckTerminating(ns, measure.PodRef{Name: "p" + s, UID: "u" + s, TraceID: "t" + s}, true)
 	}
 
 	// The most values each label may take: its cap, its known values and
@@ -222,13 +223,13 @@ func TestStuckGaugeNeverNegative(t *testing.T) {
 		{true, 1},
 	}
 	for i, s := range steps {
-		rec.StuckTerminating("default", correlate.PodRef{}, s.stuck)
+		rec.StuckTerminating("default", measure.PodRef{}, s.stuck)
 		if got := stuckValue(t, rec, "default"); got != s.want {
 			t.Fatalf("step %d (stuck=%v): gauge %v, want %v", i, s.stuck, got, s.want)
 		}
 	}
 	// No series for a namespace that only ever left.
-	rec.StuckTerminating("never-entered", correlate.PodRef{}, false)
+	rec.StuckTerminating("never-entered", measure.PodRef{}, false)
 	if got := testutil.CollectAndCount(rec, "podchron_pods_terminating_stuck"); got != 1 {
 		t.Errorf("%d stuck series, want 1", got)
 	}
@@ -247,13 +248,13 @@ func TestStuckGaugeModel(t *testing.T) {
 		return ns
 	}
 	// Admit a and b first, so folding is deterministic.
-	rec.StuckTerminating("a", correlate.PodRef{}, false)
-	rec.StuckTerminating("b", correlate.PodRef{}, false)
+	rec.StuckTerminating("a", measure.PodRef{}, false)
+	rec.StuckTerminating("b", measure.PodRef{}, false)
 	model := map[string]float64{}
 	for i := range 2000 {
 		ns := namespaces[rng.IntN(len(namespaces))]
 		stuck := rng.IntN(2) == 0
-		rec.StuckTerminating(ns, correlate.PodRef{}, stuck)
+		rec.StuckTerminating(ns, measure.PodRef{}, stuck)
 		l := label(ns)
 		if stuck {
 			model[l]++
@@ -275,9 +276,9 @@ func TestStuckGaugeConcurrent(t *testing.T) {
 			defer wg.Done()
 			ns := fmt.Sprintf("ns%d", g%2)
 			for range 500 {
-				rec.StuckTerminating(ns, correlate.PodRef{}, true)
-				rec.StuckTerminating(ns, correlate.PodRef{}, false)
-				rec.StuckTerminating(ns, correlate.PodRef{}, false) // unmatched
+				rec.StuckTerminating(ns, measure.PodRef{}, true)
+				rec.StuckTerminating(ns, measure.PodRef{}, false)
+				rec.StuckTerminating(ns, measure.PodRef{}, false) // unmatched
 			}
 		}()
 	}

@@ -7,16 +7,16 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/podchron/podchron/internal/span"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-
-	"github.com/podchron/podchron/internal/correlate"
 )
 
 func (e *Exporter) run() {
 	defer close(e.done)
-	batch := make([]correlate.Span, 0, e.cfg.BatchSize)
+	batch := make([]span.Span, 0, e.cfg.BatchSize)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	timerOn := false
@@ -73,7 +73,7 @@ func (e *Exporter) run() {
 
 // export sends one batch, retrying with backoff until it succeeds, its
 // retry time runs out, or Shutdown's context ends.
-func (e *Exporter) export(batch []correlate.Span) {
+func (e *Exporter) export(batch []span.Span) {
 	if e.ctx.Err() != nil {
 		// Shutdown's context is over: do not even try.
 		e.dropShutdown.Add(uint64(len(batch)))
@@ -144,7 +144,7 @@ func jitter(d time.Duration) time.Duration {
 // convert builds the SDK spans of a batch. Spans of the same pod share one
 // merged resource: the merge is done once per distinct pod resource and
 // cached (the cache is cleared when it grows past the queue size).
-func (e *Exporter) convert(batch []correlate.Span) []sdktrace.ReadOnlySpan {
+func (e *Exporter) convert(batch []span.Span) []sdktrace.ReadOnlySpan {
 	if e.resCache == nil || len(e.resCache) > e.cfg.QueueSize {
 		e.resCache = make(map[attribute.Distinct]*resource.Resource)
 	}
@@ -155,7 +155,7 @@ func (e *Exporter) convert(batch []correlate.Span) []sdktrace.ReadOnlySpan {
 	return out
 }
 
-func (e *Exporter) resourceFor(attrs []correlate.Attr) *resource.Resource {
+func (e *Exporter) resourceFor(attrs []span.Attr) *resource.Resource {
 	if len(attrs) == 0 {
 		return e.base
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/podchron/podchron/internal/span"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
@@ -11,8 +13,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/podchron/podchron/internal/correlate"
 )
 
 // ScopeName is the instrumentation scope of every exported span.
@@ -22,7 +22,7 @@ const ScopeName = "github.com/podchron/podchron"
 // (string, int64, float64, bool, []string) map one to one; other integer,
 // float and slice types are widened; anything else is rendered with
 // fmt.Sprint so that no attribute is lost silently.
-func KeyValue(a correlate.Attr) attribute.KeyValue {
+func KeyValue(a span.Attr) attribute.KeyValue {
 	k := attribute.Key(a.Key)
 	switch v := a.Value.(type) {
 	case string:
@@ -82,7 +82,7 @@ func KeyValue(a correlate.Attr) attribute.KeyValue {
 }
 
 // KeyValues converts a list of attributes (nil for none).
-func KeyValues(as []correlate.Attr) []attribute.KeyValue {
+func KeyValues(as []span.Attr) []attribute.KeyValue {
 	if len(as) == 0 {
 		return nil
 	}
@@ -99,8 +99,8 @@ func KeyValues(as []correlate.Attr) []attribute.KeyValue {
 // StatusCode maps a podchron status to an OpenTelemetry status code: an
 // error is Error; success is left Unset, as the semantic conventions ask of
 // instrumentation (Ok is the application's own override).
-func StatusCode(s correlate.Status) codes.Code {
-	if s == correlate.StatusError {
+func StatusCode(s span.Status) codes.Code {
+	if s == span.StatusError {
 		return codes.Error
 	}
 	return codes.Unset
@@ -109,7 +109,7 @@ func StatusCode(s correlate.Status) codes.Code {
 // ReadOnlySpan converts a podchron span into an SDK span snapshot that
 // keeps podchron's own trace, span and parent ids and timestamps. res is the
 // span's complete resource (see Exporter for how it is built).
-func ReadOnlySpan(s correlate.Span, res *resource.Resource, scope instrumentation.Scope) sdktrace.ReadOnlySpan {
+func ReadOnlySpan(s span.Span, res *resource.Resource, scope instrumentation.Scope) sdktrace.ReadOnlySpan {
 	sc := trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID:    trace.TraceID(s.TraceID),
 		SpanID:     trace.SpanID(s.SpanID),

@@ -20,12 +20,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/podchron/podchron/internal/span"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-
-	"github.com/podchron/podchron/internal/correlate"
 )
 
 // Defaults for Config's zero fields.
@@ -54,7 +54,7 @@ const (
 	ReasonShutdown     = "shutdown"
 )
 
-// Exporter is a correlate.Sink that batches spans and exports them over
+// Exporter is a span.Sink that batches spans and exports them over
 // OTLP. Emit never blocks. A single goroutine, started by New and stopped by
 // Shutdown, owns batching and export.
 type Exporter struct {
@@ -70,7 +70,7 @@ type Exporter struct {
 	mu     sync.RWMutex
 	closed bool
 
-	queue   chan correlate.Span
+	queue   chan span.Span
 	flushCh chan chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
@@ -124,7 +124,7 @@ func New(ctx context.Context, cfg Config) (*Exporter, error) {
 		base:    base,
 		scope:   instrumentation.Scope{Name: ScopeName, Version: cfg.ServiceVersion},
 		log:     cfg.Logger,
-		queue:   make(chan correlate.Span, cfg.QueueSize),
+		queue:   make(chan span.Span, cfg.QueueSize),
 		flushCh: make(chan chan struct{}),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
@@ -138,7 +138,7 @@ func New(ctx context.Context, cfg Config) (*Exporter, error) {
 // after Shutdown, the span is dropped and counted. The queue keeps s's
 // slices (Attrs, Events, Resource): the caller must not modify them after
 // Emit.
-func (e *Exporter) Emit(s correlate.Span) {
+func (e *Exporter) Emit(s span.Span) {
 	e.mu.RLock()
 	if e.closed {
 		e.mu.RUnlock()
@@ -228,4 +228,4 @@ func (e *Exporter) String() string {
 	return fmt.Sprintf("otlp(queue=%d batch=%d timeout=%s)", e.cfg.QueueSize, e.cfg.BatchSize, e.cfg.BatchTimeout)
 }
 
-var _ correlate.Sink = (*Exporter)(nil)
+var _ span.Sink = (*Exporter)(nil)

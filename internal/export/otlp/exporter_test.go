@@ -17,11 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/span"
+
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-
-	"github.com/podchron/podchron/internal/correlate"
 )
 
 var t0 = time.Date(2026, 3, 1, 10, 0, 0, 123456789, time.UTC)
@@ -42,47 +42,47 @@ func clearEnv(t *testing.T) {
 	}
 }
 
-func podResource(uid, name, ns string) []correlate.Attr {
-	return []correlate.Attr{
-		correlate.String("k8s.pod.uid", uid),
-		correlate.String("k8s.pod.name", name),
-		correlate.String("k8s.namespace.name", ns),
-		correlate.String("k8s.node.name", "worker-1"),
+func podResource(uid, name, ns string) []span.Attr {
+	return []span.Attr{
+		span.String("k8s.pod.uid", uid),
+		span.String("k8s.pod.name", name),
+		span.String("k8s.namespace.name", ns),
+		span.String("k8s.node.name", "worker-1"),
 	}
 }
 
 // podSpans is a small pod lifecycle: one child, one phase, the root last.
-func podSpans(uid, name string) []correlate.Span {
-	tid := correlate.TraceIDForPod(uid)
-	root := correlate.SpanIDFor(tid, "root")
-	startup := correlate.SpanIDFor(tid, "startup")
-	cni := correlate.SpanIDFor(tid, "startup/cni/0")
+func podSpans(uid, name string) []span.Span {
+	tid := span.TraceIDForPod(uid)
+	root := span.SpanIDFor(tid, "root")
+	startup := span.SpanIDFor(tid, "startup")
+	cni := span.SpanIDFor(tid, "startup/cni/0")
 	res := podResource(uid, name, "default")
-	return []correlate.Span{
+	return []span.Span{
 		{
 			TraceID: tid, SpanID: cni, Parent: startup, Name: "cni.ADD bridge",
 			Start: t0.Add(100 * time.Millisecond), End: t0.Add(150*time.Millisecond + 7),
-			Status: correlate.StatusOK,
-			Attrs: []correlate.Attr{
-				correlate.String("podchron.cni.plugin", "bridge"),
-				correlate.String("podchron.cni.command", "ADD"),
-				correlate.Int("process.exit.code", 0),
-				correlate.Int("process.pid", 4242),
-				correlate.Strings("process.command_args", "/opt/cni/bin/bridge", "--debug"),
-				correlate.Float("podchron.test.ratio", 0.25),
-				correlate.Bool("podchron.sigkill", false),
+			Status: span.StatusOK,
+			Attrs: []span.Attr{
+				span.String("podchron.cni.plugin", "bridge"),
+				span.String("podchron.cni.command", "ADD"),
+				span.Int("process.exit.code", 0),
+				span.Int("process.pid", 4242),
+				span.Strings("process.command_args", "/opt/cni/bin/bridge", "--debug"),
+				span.Float("podchron.test.ratio", 0.25),
+				span.Bool("podchron.sigkill", false),
 			},
 			Resource: res,
 		},
 		{
 			TraceID: tid, SpanID: startup, Parent: root, Name: "pod.startup",
 			Start: t0, End: t0.Add(2 * time.Second),
-			Status: correlate.StatusError, StatusMessage: "postStart hook failed",
-			Events: []correlate.SpanEvent{{
+			Status: span.StatusError, StatusMessage: "postStart hook failed",
+			Events: []span.SpanEvent{{
 				Name: "signal", Time: t0.Add(time.Second),
-				Attrs: []correlate.Attr{
-					correlate.String("podchron.signal", "SIGTERM"),
-					correlate.String("podchron.signal.disposition", "ignored"),
+				Attrs: []span.Attr{
+					span.String("podchron.signal", "SIGTERM"),
+					span.String("podchron.signal.disposition", "ignored"),
 				},
 			}},
 			Resource: res,
@@ -90,14 +90,14 @@ func podSpans(uid, name string) []correlate.Span {
 		{
 			TraceID: tid, SpanID: root, Name: "pod",
 			Start: t0, End: t0.Add(10 * time.Second),
-			Status: correlate.StatusOK, StatusMessage: "not exported for ok",
-			Attrs:    []correlate.Attr{correlate.String("podchron.exit.cause", "completed")},
+			Status: span.StatusOK, StatusMessage: "not exported for ok",
+			Attrs:    []span.Attr{span.String("podchron.exit.cause", "completed")},
 			Resource: res,
 		},
 	}
 }
 
-func wantAttrs(as []correlate.Attr) map[string]any {
+func wantAttrs(as []span.Attr) map[string]any {
 	m := map[string]any{}
 	for _, a := range as {
 		switch v := a.Value.(type) {
@@ -118,7 +118,7 @@ func hexOf(b []byte) string { return hex.EncodeToString(b) }
 
 // checkExact asserts that every sent span arrived exactly once with its
 // ids, name, times, attributes, events, status and per-pod resource.
-func checkExact(t *testing.T, sent []correlate.Span, recv []got, wantRes map[string]any) {
+func checkExact(t *testing.T, sent []span.Span, recv []got, wantRes map[string]any) {
 	t.Helper()
 	if len(recv) != len(sent) {
 		t.Fatalf("received %d spans, sent %d", len(recv), len(sent))
@@ -175,16 +175,16 @@ func checkExact(t *testing.T, sent []correlate.Span, recv []got, wantRes map[str
 				}
 			}
 		}
-		wantCode := map[correlate.Status]tracepb.Status_StatusCode{
-			correlate.StatusUnset: tracepb.Status_STATUS_CODE_UNSET,
-			correlate.StatusOK:    tracepb.Status_STATUS_CODE_UNSET, // success is left unset (semconv)
-			correlate.StatusError: tracepb.Status_STATUS_CODE_ERROR,
+		wantCode := map[span.Status]tracepb.Status_StatusCode{
+			span.StatusUnset: tracepb.Status_STATUS_CODE_UNSET,
+			span.StatusOK:    tracepb.Status_STATUS_CODE_UNSET, // success is left unset (semconv)
+			span.StatusError: tracepb.Status_STATUS_CODE_ERROR,
 		}[s.Status]
 		if sp.GetStatus().GetCode() != wantCode {
 			t.Errorf("%s: status %v, want %v", s.Name, sp.GetStatus().GetCode(), wantCode)
 		}
 		wantMsg := ""
-		if s.Status == correlate.StatusError {
+		if s.Status == span.StatusError {
 			wantMsg = s.StatusMessage
 		}
 		if sp.GetStatus().GetMessage() != wantMsg {
@@ -214,7 +214,7 @@ func checkExact(t *testing.T, sent []correlate.Span, recv []got, wantRes map[str
 	}
 }
 
-func twoPods() []correlate.Span {
+func twoPods() []span.Span {
 	return append(podSpans("uid-aaaa", "web-0"), podSpans("uid-bbbb", "db-0")...)
 }
 
@@ -402,12 +402,12 @@ func closedAddr(t *testing.T) string {
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-func manySpans(n int) []correlate.Span {
+func manySpans(n int) []span.Span {
 	base := podSpans("uid-many", "many-0")[0]
-	out := make([]correlate.Span, n)
+	out := make([]span.Span, n)
 	for i := range out {
 		s := base
-		s.SpanID = correlate.SpanIDFor(s.TraceID, fmt.Sprint("many/", i))
+		s.SpanID = span.SpanIDFor(s.TraceID, fmt.Sprint("many/", i))
 		out[i] = s
 	}
 	return out
@@ -700,10 +700,10 @@ func TestKeyValue(t *testing.T) {
 		{uint32(9), attribute.Int64Value(9)},
 		{uint64(1 << 63), attribute.StringValue("9223372036854775808")},
 		{2 * time.Second, attribute.StringValue("2s")},
-		{correlate.StatusError, attribute.StringValue("error")},
+		{span.StatusError, attribute.StringValue("error")},
 		{struct{ A int }{1}, attribute.StringValue("{1}")},
 	} {
-		got := KeyValue(correlate.Attr{Key: "k", Value: tc.in})
+		got := KeyValue(span.Attr{Key: "k", Value: tc.in})
 		if got.Value != tc.want {
 			t.Errorf("KeyValue(%#v) = %v, want %v", tc.in, got.Value.String(), tc.want.String())
 		}

@@ -1,4 +1,8 @@
-package correlate
+// Package span holds what leaves the lifecycle model: finished spans, their
+// attributes and events, the trace and span IDs derived from stable facts,
+// and the Sink that exporters implement. Exporters import this package, not
+// the model.
+package span
 
 import (
 	"crypto/sha256"
@@ -45,6 +49,12 @@ func SpanIDFor(t TraceID, key string) SpanID {
 	}
 	return s
 }
+
+// RootKey is the key of a pod's root span ("pod"), the last of its trace.
+const RootKey = "root"
+
+// RootSpanID is the ID of the root span ("pod") of a pod's trace.
+func RootSpanID(t TraceID) SpanID { return SpanIDFor(t, RootKey) }
 
 // Status is a span's outcome.
 type Status int

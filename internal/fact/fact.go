@@ -1,12 +1,21 @@
-package correlate
+// Package fact holds what the lifecycle model takes in: the one ordered
+// stream of inputs (Input) from its three sources, and the API server's
+// facts about pods (PodInfo, K8sEvent, APIStatus). The kernel's facts are
+// internal/fact/kernel's, the container runtime's internal/fact/cri's. None
+// of these packages imports a source's machinery (eBPF, gRPC, client-go):
+// the sources convert into them, the model and the recorder read them.
+package fact
 
 import (
 	"time"
 
-	"github.com/podchron/podchron/internal/fact/kernel"
-
 	"github.com/podchron/podchron/internal/fact/cri"
+	"github.com/podchron/podchron/internal/fact/kernel"
 )
+
+// OptOutAnnotation is the pod annotation that, set to "false", keeps a pod
+// out of the traces and metrics (PodInfo.OptOut).
+const OptOutAnnotation = "podchron.io/trace"
 
 // Input is one fact for the correlator, from one of its three sources. The
 // correlator consumes a single ordered stream of inputs; `tracer record`
@@ -239,74 +248,4 @@ type APIStatus struct {
 	Err       string    `json:"err,omitempty"`
 	// Forbidden: reachable but RBAC denies listing pods/events.
 	Forbidden bool `json:"forbidden,omitempty"`
-}
-
-// Observer receives the measurements the lifecycle model makes, for metrics.
-// Label values are bounded: namespaces and owner kinds, never pod names.
-type Observer interface {
-	// PodSeen is called once per pod as soon as its namespace is known (its
-	// first API server fact, or the first runtime or finished CNI ADD fact
-	// naming the namespace), before any measurement of the pod that names
-	// the namespace, and again only if the pod's namespace or owner kind
-	// changes later (the owner kind is "none" until the API server's view
-	// arrives). It lets metrics create a namespace's series at zero, so that
-	// the first event in the namespace is an increase.
-	PodSeen(namespace, ownerKind string)
-	// PodStartup, PodStartupPhase, PodTermination and ContainerStop carry
-	// the pod's trace ID (for exemplars).
-	PodStartup(namespace, ownerKind string, d time.Duration, traceID string)
-	PodStartupPhase(namespace, phase string, d time.Duration, traceID string) // phase: names.Phase*
-	PodTermination(namespace, ownerKind string, d time.Duration, overrun bool, traceID string)
-	ContainerStop(namespace string, d time.Duration, sigkill bool, traceID string)
-	GracePeriodOverrun(namespace string)
-	ContainerExit(namespace, cause string)
-	OOMKill(namespace, scope string) // scope: memcg or node
-	CNICall(plugin, command, result string, d time.Duration)
-	Signal(signal, senderKind string) // senderKind: runtime, kubelet, in_pod, external, kernel
-	CorrelationMiss(reason string)
-	StuckTerminating(namespace string, pod PodRef, stuck bool) // a pod entered (true) or left (false) the stuck state
-}
-
-// NopObserver discards measurements.
-type NopObserver struct{}
-
-// PodSeen discards the measurement.
-func (NopObserver) PodSeen(string, string) {}
-
-// PodStartup discards the measurement.
-func (NopObserver) PodStartup(string, string, time.Duration, string) {}
-
-// PodStartupPhase discards the measurement.
-func (NopObserver) PodStartupPhase(string, string, time.Duration, string) {}
-
-// PodTermination discards the measurement.
-func (NopObserver) PodTermination(string, string, time.Duration, bool, string) {}
-
-// ContainerStop discards the measurement.
-func (NopObserver) ContainerStop(string, time.Duration, bool, string) {}
-
-// GracePeriodOverrun discards the measurement.
-func (NopObserver) GracePeriodOverrun(string) {}
-
-// ContainerExit discards the measurement.
-func (NopObserver) ContainerExit(string, string) {}
-
-// OOMKill discards the measurement.
-func (NopObserver) OOMKill(string, string) {}
-
-// CNICall discards the measurement.
-func (NopObserver) CNICall(string, string, string, time.Duration) {}
-
-// Signal discards the measurement.
-func (NopObserver) Signal(string, string) {}
-
-// CorrelationMiss discards the measurement.
-func (NopObserver) CorrelationMiss(string) {}
-
-// StuckTerminating discards the measurement.
-func (NopObserver) StuckTerminating(string, PodRef, bool) {}
-
-// PodRef names a pod in a measurement that leads to it (its trace).
-type PodRef struct {
-	Name, UID, TraceID string
 }
