@@ -9,27 +9,34 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 )
 
 // Config tunes an Exporter. The zero value is usable: the OTLP client comes
 // from the environment and every size and time has its default.
 type Config struct {
-	// Client is the SDK span exporter to send batches with. Nil: built from
-	// the standard OTEL_EXPORTER_OTLP_* environment (NewClientFromEnv).
-	Client sdktrace.SpanExporter
+	// Client is the OTLP client to send batches with; Exporter starts and
+	// stops it. Nil: built from the standard OTEL_EXPORTER_OTLP_*
+	// environment (NewClientFromEnv).
+	Client otlptrace.Client
 
 	// QueueSize bounds the spans waiting for export (default 4096). Emit
 	// drops, and counts, what does not fit.
 	QueueSize int
 	// BatchSize is the most spans sent in one export call (default 512).
 	BatchSize int
+	// MaxBatchBytes bounds the encoded size of one export request (default
+	// 3 MiB, below the collector's default 4 MiB gRPC receive limit). A
+	// span that alone exceeds it is dropped and counted (too_large).
+	MaxBatchBytes int
 	// BatchTimeout is how long a partial batch waits for more spans
 	// (default 100ms).
 	BatchTimeout time.Duration
 	// MaxRetryTime bounds the time spent retrying one failed batch before
-	// it is dropped (default 30s). Negative: no retry.
+	// it is dropped (default 30s). Negative: no retry. Only what the OTLP
+	// specification calls retryable is retried (see NewClientFromEnv), and
+	// an HTTP collector that cannot be reached.
 	MaxRetryTime time.Duration
 	// InitialBackoff and MaxBackoff shape the exponential backoff between
 	// retries (defaults 500ms and 5s), with jitter.
@@ -59,6 +66,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.BatchSize <= 0 {
 		c.BatchSize = DefaultBatchSize
+	}
+	if c.MaxBatchBytes <= 0 {
+		c.MaxBatchBytes = DefaultMaxBatchBytes
 	}
 	if c.BatchTimeout <= 0 {
 		c.BatchTimeout = DefaultBatchTimeout

@@ -1,155 +1,177 @@
+// podchron spans as OTLP protobuf, built directly from span.Span.
+
 package otlp
 
 import (
 	"fmt"
-	"time"
+	"slices"
+	"strings"
 
 	"github.com/podchron/podchron/internal/span"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.opentelemetry.io/otel/trace"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
 // ScopeName is the instrumentation scope of every exported span.
 const ScopeName = "github.com/podchron/podchron"
 
-// KeyValue converts a podchron attribute. Values of the documented types
-// (string, int64, float64, bool, []string) map one to one; other integer,
-// float and slice types are widened; anything else is rendered with
+// anyValue converts a podchron attribute value. span.Attr holds string,
+// int64, float64, bool or []string; anything else is rendered with
 // fmt.Sprint so that no attribute is lost silently.
-func KeyValue(a span.Attr) attribute.KeyValue {
-	k := attribute.Key(a.Key)
-	switch v := a.Value.(type) {
+func anyValue(v any) *commonpb.AnyValue {
+	switch x := v.(type) {
 	case string:
-		return k.String(v)
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: x}}
 	case int64:
-		return k.Int64(v)
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: x}}
 	case float64:
-		return k.Float64(v)
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: x}}
 	case bool:
-		return k.Bool(v)
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: x}}
 	case []string:
-		return k.StringSlice(v)
-	case int:
-		return k.Int(v)
-	case int32:
-		return k.Int64(int64(v))
-	case int16:
-		return k.Int64(int64(v))
-	case int8:
-		return k.Int64(int64(v))
-	case uint32:
-		return k.Int64(int64(v))
-	case uint16:
-		return k.Int64(int64(v))
-	case uint8:
-		return k.Int64(int64(v))
-	case uint64:
-		if v > 1<<63-1 {
-			return k.String(fmt.Sprint(v))
+		vals := make([]*commonpb.AnyValue, len(x))
+		for i, s := range x {
+			vals[i] = anyValue(s)
 		}
-		return k.Int64(int64(v))
-	case uint:
-		if uint64(v) > 1<<63-1 {
-			return k.String(fmt.Sprint(v))
-		}
-		return k.Int64(int64(v))
-	case float32:
-		return k.Float64(float64(v))
-	case []int64:
-		return k.Int64Slice(v)
-	case []int:
-		return k.IntSlice(v)
-	case []float64:
-		return k.Float64Slice(v)
-	case []bool:
-		return k.BoolSlice(v)
-	case time.Duration:
-		return k.String(v.String())
-	case time.Time:
-		return k.String(v.UTC().Format(time.RFC3339Nano))
-	case fmt.Stringer:
-		return k.String(v.String())
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: vals}}}
 	case nil:
-		return k.String("")
+		return anyValue("")
 	}
-	return k.String(fmt.Sprint(a.Value))
+	return anyValue(fmt.Sprint(v))
 }
 
-// KeyValues converts a list of attributes (nil for none).
-func KeyValues(as []span.Attr) []attribute.KeyValue {
+// keyValues converts a list of attributes (nil for none); attributes
+// without a key are left out.
+func keyValues(as []span.Attr) []*commonpb.KeyValue {
 	if len(as) == 0 {
 		return nil
 	}
-	out := make([]attribute.KeyValue, 0, len(as))
+	out := make([]*commonpb.KeyValue, 0, len(as))
 	for _, a := range as {
 		if a.Key == "" {
 			continue
 		}
-		out = append(out, KeyValue(a))
+		out = append(out, &commonpb.KeyValue{Key: a.Key, Value: anyValue(a.Value)})
 	}
 	return out
 }
 
-// StatusCode maps a podchron status to an OpenTelemetry status code: an
-// error is Error; success is left Unset, as the semantic conventions ask of
-// instrumentation (Ok is the application's own override).
-func StatusCode(s span.Status) codes.Code {
+// statusCode maps a podchron status to OTLP's: an error is Error; success
+// is left Unset, as the semantic conventions ask of instrumentation (Ok is
+// the application's own override).
+func statusCode(s span.Status) tracepb.Status_StatusCode {
 	if s == span.StatusError {
-		return codes.Error
+		return tracepb.Status_STATUS_CODE_ERROR
 	}
-	return codes.Unset
+	return tracepb.Status_STATUS_CODE_UNSET
 }
 
-// ReadOnlySpan converts a podchron span into an SDK span snapshot that
-// keeps podchron's own trace, span and parent ids and timestamps. res is the
-// span's complete resource (see Exporter for how it is built).
-func ReadOnlySpan(s span.Span, res *resource.Resource, scope instrumentation.Scope) sdktrace.ReadOnlySpan {
-	sc := trace.NewSpanContext(trace.SpanContextConfig{
-		TraceID:    trace.TraceID(s.TraceID),
-		SpanID:     trace.SpanID(s.SpanID),
-		TraceFlags: trace.FlagsSampled,
-	})
-	var parent trace.SpanContext
+// protoSpan converts a podchron span, keeping its trace, span and parent
+// ids and its timestamps.
+func protoSpan(s span.Span) *tracepb.Span {
+	out := &tracepb.Span{
+		TraceId:           s.TraceID[:],
+		SpanId:            s.SpanID[:],
+		Name:              s.Name,
+		Kind:              tracepb.Span_SPAN_KIND_INTERNAL,
+		StartTimeUnixNano: unixNano(s.Start.UnixNano()),
+		EndTimeUnixNano:   unixNano(s.End.UnixNano()),
+		Attributes:        keyValues(s.Attrs),
+		Status:            &tracepb.Status{Code: statusCode(s.Status)},
+		// W3C flags "sampled", and the parent is known to be local: as
+		// the SDK's exporters mark spans.
+		Flags: 1 | uint32(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK),
+	}
 	if !s.Parent.IsZero() {
-		parent = trace.NewSpanContext(trace.SpanContextConfig{
-			TraceID:    trace.TraceID(s.TraceID),
-			SpanID:     trace.SpanID(s.Parent),
-			TraceFlags: trace.FlagsSampled,
+		out.ParentSpanId = s.Parent[:]
+	}
+	if s.Status == span.StatusError {
+		// OTLP carries a description with error statuses only.
+		out.Status.Message = s.StatusMessage
+	}
+	for _, ev := range s.Events {
+		out.Events = append(out.Events, &tracepb.Span_Event{
+			Name:         ev.Name,
+			TimeUnixNano: unixNano(ev.Time.UnixNano()),
+			Attributes:   keyValues(ev.Attrs),
 		})
 	}
-	var events []sdktrace.Event
-	if len(s.Events) > 0 {
-		events = make([]sdktrace.Event, 0, len(s.Events))
-		for _, ev := range s.Events {
-			events = append(events, sdktrace.Event{
-				Name:       ev.Name,
-				Time:       ev.Time,
-				Attributes: KeyValues(ev.Attrs),
-			})
+	return out
+}
+
+// unixNano clamps times before 1970 (a zero time.Time) to 0.
+func unixNano(n int64) uint64 { return uint64(max(n, 0)) }
+
+// resources builds each span's complete resource: the service resource with
+// the pod's own attributes on top. Spans of the same pod share one
+// resource, built once and cached (the cache is cleared when it grows past
+// limit).
+type resources struct {
+	schemaURL string
+	base      []*commonpb.KeyValue
+	baseIndex map[string]int
+	cache     map[string]*resourcepb.Resource
+	limit     int
+}
+
+func newResources(base *resource.Resource, limit int) *resources {
+	r := &resources{baseIndex: map[string]int{}, limit: limit}
+	if base != nil {
+		r.schemaURL = base.SchemaURL()
+		for _, kv := range base.Attributes() {
+			r.baseIndex[string(kv.Key)] = len(r.base)
+			r.base = append(r.base, &commonpb.KeyValue{Key: string(kv.Key), Value: sdkValue(kv.Value)})
 		}
 	}
-	st := sdktrace.Status{Code: StatusCode(s.Status)}
-	if st.Code == codes.Error {
-		// OTLP carries a description with error statuses only.
-		st.Description = s.StatusMessage
+	return r
+}
+
+// of returns the resource of a span whose pod attributes are attrs.
+func (r *resources) of(attrs []span.Attr) *resourcepb.Resource {
+	key := resourceKey(attrs)
+	if res, ok := r.cache[key]; ok {
+		return res
 	}
-	return tracetest.SpanStub{
-		Name:                 s.Name,
-		SpanContext:          sc,
-		Parent:               parent,
-		SpanKind:             trace.SpanKindInternal,
-		StartTime:            s.Start,
-		EndTime:              s.End,
-		Attributes:           KeyValues(s.Attrs),
-		Events:               events,
-		Status:               st,
-		Resource:             res,
-		InstrumentationScope: scope,
-	}.Snapshot()
+	if r.cache == nil || len(r.cache) > r.limit {
+		r.cache = map[string]*resourcepb.Resource{}
+	}
+	kvs := slices.Clone(r.base)
+	for _, kv := range keyValues(attrs) {
+		if i, ok := r.baseIndex[kv.Key]; ok {
+			kvs[i] = kv // the pod's own value wins
+			continue
+		}
+		kvs = append(kvs, kv)
+	}
+	res := &resourcepb.Resource{Attributes: kvs}
+	r.cache[key] = res
+	return res
+}
+
+func resourceKey(attrs []span.Attr) string {
+	var b strings.Builder
+	for _, a := range attrs {
+		fmt.Fprintf(&b, "%q=%#v;", a.Key, a.Value)
+	}
+	return b.String()
+}
+
+// sdkValue converts an attribute of the service resource (built with the
+// SDK's resource package from OTEL_RESOURCE_ATTRIBUTES and the detectors).
+func sdkValue(v attribute.Value) *commonpb.AnyValue {
+	switch v.Type() {
+	case attribute.BOOL:
+		return anyValue(v.AsBool())
+	case attribute.INT64:
+		return anyValue(v.AsInt64())
+	case attribute.FLOAT64:
+		return anyValue(v.AsFloat64())
+	case attribute.STRINGSLICE:
+		return anyValue(v.AsStringSlice())
+	}
+	return anyValue(v.Emit())
 }

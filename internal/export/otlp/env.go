@@ -1,7 +1,6 @@
 package otlp
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -9,10 +8,13 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"google.golang.org/grpc"
+	grpcbackoff "google.golang.org/grpc/backoff"
 )
 
 // Standard OpenTelemetry exporter environment variables. The SDK exporters
@@ -66,37 +68,66 @@ func ProtocolFromEnv() (Protocol, error) {
 	return "", fmt.Errorf("%s=%q: unsupported OTLP protocol (want grpc, http/protobuf or http/json)", name, v)
 }
 
-// NewClientFromEnv builds an OTLP span exporter (gRPC or HTTP, from the
-// protocol variables) configured by the standard environment variables.
+// NewClientFromEnv builds an OTLP trace client (gRPC or HTTP, from the
+// protocol variables) configured by the standard environment variables,
+// with cfg's retry settings (zero fields take their defaults). Exporter
+// starts and stops it.
 //
-// The exporter's own retry is turned off: Exporter retries whole batches
-// itself, bounded in time, and counts what it gives up on. Stacking the SDK's
-// retry (up to a minute per call by default) under it would only stretch the
-// time a batch holds the pipeline and hide failures from the counters.
-func NewClientFromEnv(ctx context.Context) (sdktrace.SpanExporter, Protocol, error) {
+// The clients' own retry does what the OTLP specification asks: gRPC
+// retries Canceled, DeadlineExceeded, Aborted, OutOfRange, Unavailable and
+// DataLoss, and ResourceExhausted only with a RetryInfo, waiting at least
+// RetryInfo's delay; HTTP retries 429, 502, 503 and 504, waiting at least
+// Retry-After (seconds or a date). Anything else fails at once. A retry
+// whose wait would overrun cfg.MaxRetryTime is not made (the batch is
+// dropped and counted, so the queue keeps moving). gRPC's whole export,
+// retries included, is also bounded by OTEL_EXPORTER_OTLP_TIMEOUT (10 s by
+// default).
+func NewClientFromEnv(cfg Config) (otlptrace.Client, Protocol, error) {
+	cfg.setDefaults()
 	proto, err := ProtocolFromEnv()
 	if err != nil {
 		return nil, "", err
 	}
-	var exp sdktrace.SpanExporter
-	switch proto {
-	case ProtocolGRPC:
-		exp, err = otlptracegrpc.New(ctx,
-			otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: false}))
-	default:
-		enc := otlptracehttp.EncodingProtobuf
-		if proto == ProtocolHTTPJSON {
-			enc = otlptracehttp.EncodingJSON
-		}
-		exp, err = otlptracehttp.New(ctx,
-			otlptracehttp.WithEncoding(enc),
-			otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}))
+	retry := otlptracegrpc.RetryConfig{
+		Enabled:         cfg.MaxRetryTime > 0,
+		InitialInterval: cfg.InitialBackoff,
+		MaxInterval:     cfg.MaxBackoff,
+		MaxElapsedTime:  max(cfg.MaxRetryTime, 0),
 	}
-	if err != nil {
-		return nil, "", fmt.Errorf("otlp %s exporter: %w", proto, err)
+	if proto == ProtocolGRPC {
+		return otlptracegrpc.NewClient(
+			otlptracegrpc.WithRetry(retry),
+			otlptracegrpc.WithDialOption(grpcReconnect(cfg.MaxBackoff)...),
+		), proto, nil
 	}
-	return exp, proto, nil
+	enc := otlptracehttp.EncodingProtobuf
+	if proto == ProtocolHTTPJSON {
+		enc = otlptracehttp.EncodingJSON
+	}
+	return otlptracehttp.NewClient(
+		otlptracehttp.WithEncoding(enc),
+		otlptracehttp.WithRetry(otlptracehttp.RetryConfig(retry)),
+	), proto, nil
 }
+
+// grpcReconnect makes a gRPC export resume within about maxDelay of the
+// collector coming back: gRPC's own connection backoff (up to 120 s by
+// default) is capped at maxDelay, and an export waits for the connection to
+// be ready (within its timeout) instead of failing at once while the
+// channel is reconnecting.
+func grpcReconnect(maxDelay time.Duration) []grpc.DialOption {
+	bo := grpcbackoff.DefaultConfig
+	bo.BaseDelay = min(bo.BaseDelay, maxDelay)
+	bo.MaxDelay = maxDelay
+	return []grpc.DialOption{
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: grpcMinConnectTimeout}),
+		grpc.WithDefaultCallOptions(grpc.WaitForReady(true)),
+	}
+}
+
+// grpcMinConnectTimeout is gRPC's default: a connection attempt may take
+// this long before it is given up.
+const grpcMinConnectTimeout = 20 * time.Second
 
 // ValidateEnv checks the OTLP variables podchron and the SDK read, so that a
 // typo fails the tracer at start-up with a clear message instead of spans

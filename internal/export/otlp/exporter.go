@@ -4,11 +4,11 @@
 //
 // podchron does not create spans through an SDK tracer: the correlator emits
 // finished spans with ids derived from the pod UID, so Exporter converts each
-// one into an sdktrace.ReadOnlySpan and calls the SDK exporter's ExportSpans
-// from its own batching loop. Every exported span's resource is the service
-// resource (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, host, node) merged
-// with the span's own pod resource, so one batch can hold several pods'
-// resources.
+// one into OTLP protobuf itself and sends batches, cut by count and by bytes,
+// with the OTLP exporters' low-level clients (otlptrace.Client). Every
+// exported span's resource is the service resource (OTEL_SERVICE_NAME,
+// OTEL_RESOURCE_ATTRIBUTES, node) merged with the span's own pod resource, so
+// one batch can hold several pods' resources.
 package otlp
 
 import (
@@ -22,16 +22,17 @@ import (
 
 	"github.com/podchron/podchron/internal/span"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/sdk/instrumentation"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 )
 
 // Defaults for Config's zero fields.
 const (
 	DefaultQueueSize = 4096
 	DefaultBatchSize = 512
+	// DefaultMaxBatchBytes leaves a quarter of the collector's default
+	// 4 MiB gRPC receive limit for what the estimate does not count.
+	DefaultMaxBatchBytes = 3 << 20
 	// DefaultBatchTimeout: a batch's timer starts at its first span, so
 	// every span that does not fill a batch waits exactly this long before
 	// it leaves. Measured in the e2e under load (test/e2e/latency_test.go,
@@ -52,6 +53,8 @@ const (
 	ReasonQueueFull    = "queue_full"
 	ReasonExportFailed = "export_failed"
 	ReasonShutdown     = "shutdown"
+	ReasonRejected     = "rejected"
+	ReasonTooLarge     = "too_large"
 )
 
 // Exporter is a span.Sink that batches spans and exports them over
@@ -59,9 +62,8 @@ const (
 // Shutdown, owns batching and export.
 type Exporter struct {
 	cfg    Config
-	client sdktrace.SpanExporter
-	base   *resource.Resource
-	scope  instrumentation.Scope
+	client otlptrace.Client
+	scope  *commonpb.InstrumentationScope
 	log    *slog.Logger
 
 	// mu guards closed against Emit racing Shutdown: Emit sends under the
@@ -87,6 +89,8 @@ type Exporter struct {
 	dropQueueFull atomic.Uint64
 	dropFailed    atomic.Uint64
 	dropShutdown  atomic.Uint64
+	dropRejected  atomic.Uint64
+	dropTooLarge  atomic.Uint64
 
 	// Owned by the export goroutine.
 	lastLog       time.Time
@@ -94,7 +98,7 @@ type Exporter struct {
 	failing       bool
 	loggedFailure bool
 	giveUp        bool
-	resCache      map[attribute.Distinct]*resource.Resource
+	res           *resources
 }
 
 // New starts an Exporter. With cfg.Client nil it builds the OTLP client from
@@ -103,11 +107,14 @@ func New(ctx context.Context, cfg Config) (*Exporter, error) {
 	cfg.setDefaults()
 	client := cfg.Client
 	if client == nil {
-		c, _, err := NewClientFromEnv(ctx)
+		c, _, err := NewClientFromEnv(cfg)
 		if err != nil {
 			return nil, err
 		}
 		client = c
+	}
+	if err := client.Start(ctx); err != nil {
+		return nil, fmt.Errorf("otlp client: %w", err)
 	}
 	base := cfg.Resource
 	if base == nil {
@@ -121,8 +128,8 @@ func New(ctx context.Context, cfg Config) (*Exporter, error) {
 	e := &Exporter{
 		cfg:     cfg,
 		client:  client,
-		base:    base,
-		scope:   instrumentation.Scope{Name: ScopeName, Version: cfg.ServiceVersion},
+		scope:   &commonpb.InstrumentationScope{Name: ScopeName, Version: cfg.ServiceVersion},
+		res:     newResources(base, cfg.QueueSize),
 		log:     cfg.Logger,
 		queue:   make(chan span.Span, cfg.QueueSize),
 		flushCh: make(chan chan struct{}),
@@ -165,6 +172,8 @@ func (e *Exporter) Drops() Drops {
 		QueueFull:    e.dropQueueFull.Load(),
 		ExportFailed: e.dropFailed.Load(),
 		Shutdown:     e.dropShutdown.Load(),
+		Rejected:     e.dropRejected.Load(),
+		TooLarge:     e.dropTooLarge.Load(),
 	}
 }
 
@@ -216,7 +225,7 @@ func (e *Exporter) Shutdown(ctx context.Context) error {
 			<-e.done
 			err = ctx.Err()
 		}
-		cerr := e.client.Shutdown(ctx)
+		cerr := e.client.Stop(ctx)
 		e.cancel()
 		e.shutdownErr = errors.Join(err, cerr)
 	})

@@ -188,12 +188,12 @@ func startHTTP(t *testing.T) (*sink, *httptest.Server) {
 func attrMap(kvs []*commonpb.KeyValue) map[string]any {
 	m := make(map[string]any, len(kvs))
 	for _, kv := range kvs {
-		m[kv.GetKey()] = anyValue(kv.GetValue())
+		m[kv.GetKey()] = recvValue(kv.GetValue())
 	}
 	return m
 }
 
-func anyValue(v *commonpb.AnyValue) any {
+func recvValue(v *commonpb.AnyValue) any {
 	switch x := v.GetValue().(type) {
 	case *commonpb.AnyValue_StringValue:
 		return x.StringValue
@@ -206,7 +206,7 @@ func anyValue(v *commonpb.AnyValue) any {
 	case *commonpb.AnyValue_ArrayValue:
 		var out []any
 		for _, e := range x.ArrayValue.GetValues() {
-			out = append(out, anyValue(e))
+			out = append(out, recvValue(e))
 		}
 		return out
 	}
