@@ -11,6 +11,7 @@ import (
 
 	"github.com/podchron/podchron/internal/fact/cri"
 	"github.com/podchron/podchron/internal/fact/kernel"
+	"github.com/podchron/podchron/internal/names"
 )
 
 // OptOutAnnotation is the pod annotation that, set to "false", keeps a pod
@@ -40,11 +41,12 @@ type Input struct {
 	Progress *Progress `json:"progress,omitempty"`
 }
 
-// Sources, as named in Progress.
+// Sources, as named in Progress and Start.Progress (names.Source's
+// recorded spellings).
 const (
-	SourceKernel  = "kernel"
-	SourceRuntime = "runtime"
-	SourceAPI     = "api"
+	SourceKernel  = string(names.SourceKernel)
+	SourceRuntime = string(names.SourceRuntime)
+	SourceAPI     = string(names.SourceAPI)
 )
 
 // Progress says that a source has delivered every fact it will ever

@@ -21,6 +21,7 @@ import (
 	"github.com/podchron/podchron/internal/fact/cri"
 
 	"github.com/podchron/podchron/internal/correlate"
+	"github.com/podchron/podchron/internal/names"
 	"github.com/podchron/podchron/internal/probe"
 	"github.com/podchron/podchron/internal/record"
 )
@@ -346,8 +347,8 @@ func (h *sourceHealth) observe(in fact.Input) {
 }
 
 // The sources' names, as Config.Sources and SourceState use them.
-const (
-	SourceKernel  = "kernel"
-	SourceRuntime = "runtime"
-	SourceAPI     = "apiserver"
+var (
+	SourceKernel  = names.SourceKernel.Label()
+	SourceRuntime = names.SourceRuntime.Label()
+	SourceAPI     = names.SourceAPI.Label()
 )

@@ -8,13 +8,16 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/podchron/podchron/internal/names"
 )
 
-// podchron's sources. Only the kernel is required for readiness.
-const (
-	SourceKernel    = "kernel"
-	SourceRuntime   = "runtime"
-	SourceAPIServer = "apiserver"
+// podchron's sources, by their component names (names.Source's label
+// spellings). Only the kernel is required for readiness.
+var (
+	SourceKernel    = names.SourceKernel.Label()
+	SourceRuntime   = names.SourceRuntime.Label()
+	SourceAPIServer = names.SourceAPI.Label()
 )
 
 // DefaultStaleAfter is how long /healthz tolerates no heartbeat.
@@ -151,10 +154,10 @@ func (h *Health) Status() (ready bool, comps []ComponentStatus) {
 		}
 	}
 	rank := func(n string) int {
-		if i := slices.Index([]string{SourceKernel, SourceRuntime, SourceAPIServer}, n); i >= 0 {
+		if i := slices.IndexFunc(names.Sources(), func(s names.Source) bool { return s.Label() == n }); i >= 0 {
 			return i
 		}
-		return 3
+		return len(names.Sources())
 	}
 	slices.SortFunc(comps, func(a, b ComponentStatus) int {
 		if d := rank(a.Name) - rank(b.Name); d != 0 {
