@@ -114,3 +114,35 @@ func constants(t *testing.T, file string) map[string]string {
 	}
 	return out
 }
+
+// Metric label names are valid Prometheus label names, not reserved ones,
+// and each is declared once.
+func TestMetricLabelNames(t *testing.T) {
+	labels := constants(t, "metrics.go")
+	if len(labels) < 20 {
+		t.Fatalf("read %d label names from metrics.go, want the whole vocabulary", len(labels))
+	}
+	seen := map[string]string{}
+	for name, v := range labels {
+		if !validLabelName(v) || strings.HasPrefix(v, "__") {
+			t.Errorf("%s = %q is not a valid Prometheus label name", name, v)
+		}
+		if other, dup := seen[v]; dup {
+			t.Errorf("%s and %s are both %q", name, other, v)
+		}
+		seen[v] = name
+	}
+}
+
+// validLabelName: [a-zA-Z_][a-zA-Z0-9_]*, Prometheus's label name syntax.
+func validLabelName(s string) bool {
+	for i, r := range s {
+		switch {
+		case r == '_', 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z':
+		case '0' <= r && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return s != ""
+}

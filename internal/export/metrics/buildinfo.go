@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
+
+	"github.com/podchron/podchron/internal/names"
 )
 
 // BuildInfo is what podchron_build_info reports.
@@ -27,7 +29,7 @@ func CurrentBuildInfo(version string) BuildInfo {
 
 var buildInfoDesc = prometheus.NewDesc("podchron_build_info",
 	"Always 1; the labels tell podchron's version, its Go version and the node's kernel.",
-	[]string{"version", "goversion", "kernel"}, nil)
+	[]string{names.LabelVersion, names.LabelGoVersion, names.LabelKernel}, nil)
 
 // BuildInfoCollector exports podchron_build_info.
 type BuildInfoCollector struct {

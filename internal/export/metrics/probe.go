@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/podchron/podchron/internal/fact/kernel"
+	"github.com/podchron/podchron/internal/names"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -17,9 +18,9 @@ type CountersFunc func() (map[kernel.EventType]kernel.Counter, error)
 
 var (
 	probeEventsDesc = prometheus.NewDesc("podchron_probe_events_total",
-		"Events the kernel probes sent to the ring buffer, by event type.", []string{"type"}, nil)
+		"Events the kernel probes sent to the ring buffer, by event type.", []string{names.LabelType}, nil)
 	probeLostDesc = prometheus.NewDesc("podchron_probe_events_lost_total",
-		"Events the kernel probes dropped because the ring buffer was full, by event type.", []string{"type"}, nil)
+		"Events the kernel probes dropped because the ring buffer was full, by event type.", []string{names.LabelType}, nil)
 	probeUpDesc = prometheus.NewDesc("podchron_probe_up",
 		"1 if the kernel probe counters could be read at this scrape, 0 if not.", nil, nil)
 )

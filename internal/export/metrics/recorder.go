@@ -126,95 +126,125 @@ const (
 
 // NewRecorder makes a Recorder whose labels are capped by lim.
 func NewRecorder(lim Limits) *Recorder {
-	lim = lim.withDefaults()
-	r := &Recorder{
-		startup: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "podchron_pod_startup_duration_seconds",
-			Help:    "Time from pod creation to the pod being ready, as podchron traced it.",
-			Buckets: startupBuckets,
-		}, []string{"namespace", "owner_kind"}),
-		startupPhase: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "podchron_pod_startup_phase_duration_seconds",
-			Help:    "Where start-ups' time went, by phase: scheduling, sandbox (with its network), image_pull (each pull), init (first init container start to last exit), start (each app container: created to running), readiness (last app container running to Ready).",
-			Buckets: startupBuckets,
-		}, []string{"namespace", "phase"}),
-		termination: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "podchron_pod_termination_duration_seconds",
-			Help:    "Time from the pod's deletion being requested to the pod being gone.",
-			Buckets: terminationBuckets,
-		}, []string{"namespace", "owner_kind"}),
-		terminations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "podchron_pod_terminations_total",
-			Help: "Pod terminations traced to the end; overrun=\"true\" when a container outlived the grace period.",
-		}, []string{"namespace", "owner_kind", "overrun"}),
-		containerStop: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "podchron_container_stop_duration_seconds",
-			Help:    "Time from SIGTERM to the container's exit; sigkill=\"true\" when it had to be SIGKILLed.",
-			Buckets: stopBuckets,
-		}, []string{"namespace", "sigkill"}),
-		overruns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "podchron_grace_period_overruns_total",
-			Help: "Containers SIGKILLed because they were still running when the grace period ended.",
-		}, []string{"namespace"}),
-		exits: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "podchron_container_exits_total",
-			Help: "Container exits, by cause.",
-		}, []string{"namespace", "cause"}),
-		oomKills: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "podchron_oom_kills_total",
-			Help: "OOM kills of processes in pods, by the limit that ran out (the kernel's count): container, pod, node_allocatable (the kubepods cgroup), node (no cgroup limit: the node's memory), or unknown.",
-		}, []string{"namespace", "scope"}),
-		cni: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "podchron_cni_duration_seconds",
-			Help:    "Duration of one CNI plugin run, by plugin, CNI command and result.",
-			Buckets: cniBuckets,
-		}, []string{"plugin", "command", "result"}),
-		signals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "podchron_signals_total",
-			Help: "Signals sent to processes in pods, by signal and kind of sender (runtime, kubelet, in_pod, external, kernel).",
-		}, []string{"signal", "sender_kind"}),
-		misses: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "podchron_correlation_misses_total",
-			Help: "Facts podchron could not attach to a pod, by reason.",
-		}, []string{"reason"}),
-		stuck: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "podchron_pods_terminating_stuck",
-			Help: "Pods currently stuck terminating (deletion requested, still not gone well past their grace period).",
-		}, []string{"namespace"}),
-		folded: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "podchron_label_values_folded_total",
-			Help: "Observations whose label value was recorded as \"other\" because the label reached its cap of distinct values.",
-		}, []string{"label"}),
-		negativeDuration: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "podchron_negative_durations_total",
-			Help: "Negative durations left out of a histogram (clock steps or mismatched timestamps), by histogram.",
-		}, []string{"metric"}),
-		stuckCount: map[string]int{},
-		stuckPods:  map[string][]string{},
-		stuckInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "podchron_pod_stuck_terminating_info",
-			Help: "1 for each pod stuck terminating now, with its name, UID and trace ID (the trace has a pod.termination.stuck span already); at most " + strconv.Itoa(MaxStuckPods) + " pods, the per-namespace gauge counts them all.",
-		}, []string{"namespace", "pod", "uid", "trace_id"}),
-	}
-	r.namespace = newLabelLimiter("namespace", "unknown", lim.Namespaces, nil, r.folded)
-	r.ownerKind = newLabelLimiter("owner_kind", "none", lim.OwnerKinds,
-		[]string{"ReplicaSet", "StatefulSet", "DaemonSet", "Job", "ReplicationController", "Node", "none"}, r.folded)
-	r.plugin = newLabelLimiter("plugin", "unknown", lim.CNIPlugins, nil, r.folded)
-	r.command = newLabelLimiter("command", "unknown", 2,
-		[]string{"ADD", "DEL", "CHECK", "VERSION", "GC", "STATUS"}, r.folded)
-	r.result = newLabelLimiter("result", "unknown", lim.Values, []string{cniOK, cniError}, r.folded)
-	r.cause = newLabelLimiter("cause", "unknown", lim.Values, zeroExitCauses, r.folded)
-	r.phase = newLabelLimiter("phase", "unknown", len(names.StartupPhases), names.StartupPhases, r.folded)
-	r.scope = newLabelLimiter("scope", names.OOMScopeUnknown, len(names.OOMScopes), names.OOMScopes, r.folded)
-	// Linux has 64 signals; names or numbers, a few more is already a bug.
-	r.signal = newLabelLimiter("signal", "unknown", 72, nil, r.folded)
-	r.sender = newLabelLimiter("sender_kind", "unknown", 4,
-		[]string{"runtime", "kubelet", "in_pod", "external", "kernel"}, r.folded)
-	r.missReason = newLabelLimiter("reason", "unknown", lim.Values, nil, r.folded)
+	r := &Recorder{stuckCount: map[string]int{}, stuckPods: map[string][]string{}}
+	r.newPodMetrics()
+	r.newContainerMetrics()
+	r.newNodeMetrics()
+	r.newSelfMetrics()
+	r.newLimiters(lim.withDefaults())
 	for _, h := range []string{histPodStartup, histPodTermination, histContainerStop, histCNI} {
 		r.negativeDuration.WithLabelValues(h)
 	}
 	return r
+}
+
+// newPodMetrics makes the pods' metrics: start-up, termination, stuck pods.
+func (r *Recorder) newPodMetrics() {
+	r.startup = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "podchron_pod_startup_duration_seconds",
+		Help:    "Time from pod creation to the pod being ready, as podchron traced it.",
+		Buckets: startupBuckets,
+	}, []string{names.LabelNamespace, names.LabelOwnerKind})
+	r.startupPhase = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "podchron_pod_startup_phase_duration_seconds",
+		Help:    "Where start-ups' time went, by phase: scheduling, sandbox (with its network), image_pull (each pull), init (first init container start to last exit), start (each app container: created to running), readiness (last app container running to Ready).",
+		Buckets: startupBuckets,
+	}, []string{names.LabelNamespace, names.LabelPhase})
+	r.termination = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "podchron_pod_termination_duration_seconds",
+		Help:    "Time from the pod's deletion being requested to the pod being gone.",
+		Buckets: terminationBuckets,
+	}, []string{names.LabelNamespace, names.LabelOwnerKind})
+	r.terminations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "podchron_pod_terminations_total",
+		Help: "Pod terminations traced to the end; overrun=\"true\" when a container outlived the grace period.",
+	}, []string{names.LabelNamespace, names.LabelOwnerKind, names.LabelOverrun})
+	r.stuck = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "podchron_pods_terminating_stuck",
+		Help: "Pods currently stuck terminating (deletion requested, still not gone well past their grace period).",
+	}, []string{names.LabelNamespace})
+	r.stuckInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "podchron_pod_stuck_terminating_info",
+		Help: "1 for each pod stuck terminating now, with its name, UID and trace ID (the trace has a pod.termination.stuck span already); at most " + strconv.Itoa(MaxStuckPods) + " pods, the per-namespace gauge counts them all.",
+	}, []string{names.LabelNamespace, names.LabelPod, names.LabelUID, names.LabelTraceID})
+}
+
+// newContainerMetrics makes the containers' metrics: stops, grace period
+// overruns, exits, OOM kills.
+func (r *Recorder) newContainerMetrics() {
+	r.containerStop = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "podchron_container_stop_duration_seconds",
+		Help:    "Time from SIGTERM to the container's exit; sigkill=\"true\" when it had to be SIGKILLed.",
+		Buckets: stopBuckets,
+	}, []string{names.LabelNamespace, names.LabelSigkill})
+	r.overruns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "podchron_grace_period_overruns_total",
+		Help: "Containers SIGKILLed because they were still running when the grace period ended.",
+	}, []string{names.LabelNamespace})
+	r.exits = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "podchron_container_exits_total",
+		Help: "Container exits, by cause.",
+	}, []string{names.LabelNamespace, names.LabelCause})
+	r.oomKills = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "podchron_oom_kills_total",
+		Help: "OOM kills of processes in pods, by the limit that ran out (the kernel's count): container, pod, node_allocatable (the kubepods cgroup), node (no cgroup limit: the node's memory), or unknown.",
+	}, []string{names.LabelNamespace, names.LabelScope})
+}
+
+// newNodeMetrics makes the metrics of what happens on the node beside the
+// pods' own phases: CNI runs, signals, facts not attached to a pod.
+func (r *Recorder) newNodeMetrics() {
+	r.cni = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "podchron_cni_duration_seconds",
+		Help:    "Duration of one CNI plugin run, by plugin, CNI command and result.",
+		Buckets: cniBuckets,
+	}, []string{names.LabelPlugin, names.LabelCommand, names.LabelResult})
+	r.signals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "podchron_signals_total",
+		Help: "Signals sent to processes in pods, by signal and kind of sender (runtime, kubelet, in_pod, external, kernel).",
+	}, []string{names.LabelSignal, names.LabelSenderKind})
+	r.misses = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "podchron_correlation_misses_total",
+		Help: "Facts podchron could not attach to a pod, by reason.",
+	}, []string{names.LabelReason})
+}
+
+// newSelfMetrics makes the Recorder's metrics about itself: folded label
+// values, negative durations left out.
+func (r *Recorder) newSelfMetrics() {
+	r.folded = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "podchron_label_values_folded_total",
+		Help: "Observations whose label value was recorded as \"other\" because the label reached its cap of distinct values.",
+	}, []string{names.LabelLabel})
+	r.negativeDuration = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "podchron_negative_durations_total",
+		Help: "Negative durations left out of a histogram (clock steps or mismatched timestamps), by histogram.",
+	}, []string{names.LabelMetric})
+}
+
+// senderKinds are the values of podchron_signals_total{sender_kind}.
+var senderKinds = []string{
+	string(names.SenderRuntime), string(names.SenderKubelet), string(names.SenderInPod),
+	string(names.SenderExternal), string(names.SenderKernel),
+}
+
+// newLimiters makes the limiters of the free-form labels, which count their
+// folds in r.folded.
+func (r *Recorder) newLimiters(lim Limits) {
+	r.namespace = newLabelLimiter(names.LabelNamespace, "unknown", lim.Namespaces, nil, r.folded)
+	r.ownerKind = newLabelLimiter(names.LabelOwnerKind, "none", lim.OwnerKinds,
+		[]string{"ReplicaSet", "StatefulSet", "DaemonSet", "Job", "ReplicationController", "Node", "none"}, r.folded)
+	r.plugin = newLabelLimiter(names.LabelPlugin, "unknown", lim.CNIPlugins, nil, r.folded)
+	r.command = newLabelLimiter(names.LabelCommand, "unknown", 2,
+		[]string{"ADD", "DEL", "CHECK", "VERSION", "GC", "STATUS"}, r.folded)
+	r.result = newLabelLimiter(names.LabelResult, "unknown", lim.Values, []string{cniOK, cniError}, r.folded)
+	r.cause = newLabelLimiter(names.LabelCause, "unknown", lim.Values, zeroExitCauses, r.folded)
+	r.phase = newLabelLimiter(names.LabelPhase, "unknown", len(names.StartupPhases), names.StartupPhases, r.folded)
+	r.scope = newLabelLimiter(names.LabelScope, names.OOMScopeUnknown, len(names.OOMScopes), names.OOMScopes, r.folded)
+	// Linux has 64 signals; names or numbers, a few more is already a bug.
+	r.signal = newLabelLimiter(names.LabelSignal, "unknown", 72, nil, r.folded)
+	r.sender = newLabelLimiter(names.LabelSenderKind, "unknown", 4, senderKinds, r.folded)
+	r.missReason = newLabelLimiter(names.LabelReason, "unknown", lim.Values, nil, r.folded)
 }
 
 func (r *Recorder) collectors() []prometheus.Collector {
@@ -255,7 +285,7 @@ func (r *Recorder) observeTrace(h *prometheus.HistogramVec, metric string, d tim
 	}
 	o := h.WithLabelValues(labels...)
 	if eo, ok := o.(prometheus.ExemplarObserver); ok && traceID != "" {
-		eo.ObserveWithExemplar(d.Seconds(), prometheus.Labels{"trace_id": traceID})
+		eo.ObserveWithExemplar(d.Seconds(), prometheus.Labels{names.LabelTraceID: traceID})
 		return
 	}
 	o.Observe(d.Seconds())

@@ -1,10 +1,14 @@
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/podchron/podchron/internal/names"
+)
 
 var sourceUpDesc = prometheus.NewDesc("podchron_source_up",
 	"1 if podchron's source (kernel, runtime, apiserver) is up, 0 if it is down; runtime or apiserver at 0 means degraded.",
-	[]string{"source"}, nil)
+	[]string{names.LabelSource}, nil)
 
 // SourceCollector exports podchron_source_up from a Health, read at each
 // scrape.

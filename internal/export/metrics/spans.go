@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/podchron/podchron/internal/names"
 )
 
 // SpanStats is what the span exporter (the OTLP sink) reports: cumulative
@@ -23,7 +25,7 @@ var (
 	spansExportedDesc = prometheus.NewDesc("podchron_spans_exported_total",
 		"Spans the exporter delivered.", nil, nil)
 	spansDroppedDesc = prometheus.NewDesc("podchron_spans_dropped_total",
-		"Spans the exporter dropped, by reason.", []string{"reason"}, nil)
+		"Spans the exporter dropped, by reason.", []string{names.LabelReason}, nil)
 )
 
 // SpanCollector exports a SpanStats, read at each scrape.

@@ -1,0 +1,30 @@
+package names
+
+// Prometheus label names of podchron's metrics (internal/export/metrics).
+// Dashboards, alerts and recording rules select on them: renaming one is a
+// breaking change. The sources' label values are Source.Label's.
+const (
+	LabelCause      = "cause"       // a container exit's cause (Cause)
+	LabelCommand    = "command"     // a CNI command: ADD, DEL, CHECK…
+	LabelGoVersion  = "goversion"   // the Go version podchron was built with
+	LabelKernel     = "kernel"      // the node's kernel release
+	LabelLabel      = "label"       // the label whose values were folded into "other"
+	LabelMetric     = "metric"      // the histogram a negative duration was left out of
+	LabelNamespace  = "namespace"   // the pod's namespace
+	LabelOverrun    = "overrun"     // "true" when a container outlived the grace period
+	LabelOwnerKind  = "owner_kind"  // the pod's controller's kind
+	LabelPhase      = "phase"       // a start-up phase (StartupPhases)
+	LabelPlugin     = "plugin"      // a CNI plugin
+	LabelPod        = "pod"         // the pod's name
+	LabelReason     = "reason"      // why a fact was not attached, or a span was dropped
+	LabelResult     = "result"      // a CNI run's result: ok or error
+	LabelScope      = "scope"       // the limit an OOM kill ran out of (OOMScopes)
+	LabelSenderKind = "sender_kind" // who sent a signal (SenderKind)
+	LabelSigkill    = "sigkill"     // "true" when a container had to be SIGKILLed
+	LabelSignal     = "signal"      // a signal's name
+	LabelSource     = "source"      // a source (Source.Label)
+	LabelTraceID    = "trace_id"    // a trace's ID (also the exemplars' label)
+	LabelType       = "type"        // a kernel event type
+	LabelUID        = "uid"         // the pod's UID
+	LabelVersion    = "version"     // podchron's version
+)
