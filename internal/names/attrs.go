@@ -21,7 +21,6 @@ const (
 	K8sDaemonSetUID         = "k8s.daemonset.uid"
 	K8sJobName              = "k8s.job.name"
 	K8sJobUID               = "k8s.job.uid"
-	K8sCronJobName          = "k8s.cronjob.name"
 	// K8sPodLabelPrefix + a label's key: that label's value.
 	K8sPodLabelPrefix        = "k8s.pod.label."
 	ErrorType                = "error.type"
@@ -60,7 +59,6 @@ const (
 	K8sEventReason       = "podchron.k8s_event.reason"
 	LingeringContainers  = "podchron.lingering.containers"
 	LossUntil            = "podchron.loss.until"
-	Message              = "message"
 	OOMAnonRSSKB         = "podchron.oom.anon_rss_kb"
 	OOMKillsFolded       = "podchron.oom.kills_folded"
 	OOMMemcg             = "podchron.oom.memcg"
@@ -97,3 +95,12 @@ const (
 	TerminationStuck     = "podchron.termination.stuck"
 	WaitingReason        = "podchron.waiting.reason"
 )
+
+// Message is free text for a person reading the trace, on spans (an image
+// pull's failure, a termination's reason, why a container ended) and on
+// span events (what a Kubernetes Event said). It is neither a
+// semantic-convention key (the conventions have none for free text on a
+// span; a log record's text is its body) nor one of podchron's own
+// podchron.* keys: the bare key is what the traces have always carried,
+// and it stays so that existing queries keep finding it.
+const Message = "message"

@@ -9,18 +9,17 @@ import (
 
 // NewRegistry makes a registry of its own (never the global one) holding cs.
 //
-// In the daemon:
+// In the daemon (cmd/tracer), in short:
 //
-//	rec := metrics.NewRecorder(metrics.Limits{})
-//	health := metrics.NewHealth(metrics.HealthOptions{})
-//	reg, err := metrics.NewRegistry(append(metrics.RuntimeCollectors(),
-//		rec,
+//	ln, err := metrics.Listen(addr) // before anything else: a busy port fails fast
+//	// …
+//	reg, err := metrics.NewRegistry(append([]prometheus.Collector{rec,
 //		metrics.NewProbeCollector(probes.Counters, log),
 //		metrics.NewReaderCollector(src.DecodeErrors.Load),
-//		metrics.NewSpanCollector(sink),
 //		metrics.NewBuildInfoCollector(metrics.CurrentBuildInfo(version)),
-//		metrics.NewSourceCollector(health))...)
-//	go metrics.NewServer(reg, health, log).Run(ctx, ":9090")
+//		metrics.NewSourceCollector(health),
+//		metrics.NewSpanCollector(stats)}, metrics.RuntimeCollectors()...)...)
+//	go func() { serveErr <- metrics.NewServer(reg, health, log).Serve(ctx, ln) }()
 func NewRegistry(cs ...prometheus.Collector) (*prometheus.Registry, error) {
 	reg := prometheus.NewRegistry()
 	for _, c := range cs {

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// DefaultShutdownTimeout bounds how long Run waits for in-flight requests
+// DefaultShutdownTimeout bounds how long Serve waits for in-flight requests
 // once its context is cancelled.
 const DefaultShutdownTimeout = 5 * time.Second
 
@@ -55,17 +55,6 @@ func NewServer(reg *prometheus.Registry, h *Health, log *slog.Logger) *Server {
 
 // Handler is the server's handler, for tests and for mounting elsewhere.
 func (s *Server) Handler() http.Handler { return s.handler }
-
-// Run listens on addr and serves until ctx is cancelled, then shuts down
-// gracefully and returns nil. It blocks: run it in its own goroutine. An
-// address already in use is reported as such (errors.Is syscall.EADDRINUSE).
-func (s *Server) Run(ctx context.Context, addr string) error {
-	ln, err := Listen(addr)
-	if err != nil {
-		return err
-	}
-	return s.Serve(ctx, ln)
-}
 
 // Listen takes the metrics address, so that a busy port fails the tracer
 // before it starts anything else. An address already in use is reported as

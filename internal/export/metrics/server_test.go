@@ -152,42 +152,42 @@ func TestServerShutdownTimeout(t *testing.T) {
 	}
 }
 
-func TestServerRunCancel(t *testing.T) {
+func TestServerServeCancel(t *testing.T) {
 	reg, h := fixture(t)
+	ln, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- NewServer(reg, h, discard).Run(ctx, "127.0.0.1:0") }()
+	go func() { done <- NewServer(reg, h, discard).Serve(ctx, ln) }()
 	time.Sleep(50 * time.Millisecond)
 	cancel()
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("Run = %v after cancel, want nil", err)
+			t.Fatalf("Serve = %v after cancel, want nil", err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after ctx was cancelled")
+		t.Fatal("Serve did not return after ctx was cancelled")
 	}
 }
 
-func TestServerPortInUse(t *testing.T) {
+func TestListenPortInUse(t *testing.T) {
 	ln := listen(t)
 	defer ln.Close()
-	reg, h := fixture(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := NewServer(reg, h, discard).Run(ctx, ln.Addr().String())
+	_, err := Listen(ln.Addr().String())
 	if !errors.Is(err, syscall.EADDRINUSE) {
-		t.Fatalf("Run on a taken port = %v, want EADDRINUSE", err)
+		t.Fatalf("Listen on a taken port = %v, want EADDRINUSE", err)
 	}
 	if !strings.Contains(err.Error(), "already in use") || !strings.Contains(err.Error(), ln.Addr().String()) {
 		t.Errorf("error does not name the taken address: %v", err)
 	}
 }
 
-func TestServerBadAddress(t *testing.T) {
-	reg, h := fixture(t)
-	err := NewServer(reg, h, discard).Run(context.Background(), "not-an-address")
+func TestListenBadAddress(t *testing.T) {
+	_, err := Listen("not-an-address")
 	if err == nil || !strings.Contains(err.Error(), "listen on not-an-address") {
-		t.Errorf("Run(bad address) = %v", err)
+		t.Errorf("Listen(bad address) = %v", err)
 	}
 }
