@@ -23,8 +23,11 @@ import (
 
 // Version is the format version written in each file's header line.
 // Version 2 added progress lines (fact.Progress); version 1 files have
-// none and are still read.
-const Version = 2
+// none and are still read. Version 3 writes the runtime's sandboxes and
+// containers with their JSON tags (snake_case, like every other recorded
+// type); versions 1 and 2 wrote their Go field names, which legacy.go
+// still reads.
+const Version = 3
 
 // oldestVersion is the oldest format version this build reads.
 const oldestVersion = 1
@@ -37,23 +40,43 @@ type line struct {
 	Data    json.RawMessage `json:"d,omitempty"`
 }
 
-// runtimeEvent is cri.Event with the gap's error as text.
+// runtimeEvent is cri.Event with the gap's error as text (an error does
+// not marshal): its gap shadows the event's.
 type runtimeEvent struct {
-	Type      cri.EventType  `json:"type"`
-	Phase     cri.Phase      `json:"phase,omitempty"`
-	At        time.Time      `json:"at"`
-	Observed  time.Time      `json:"observed"`
-	Sandbox   *cri.Sandbox   `json:"sandbox,omitempty"`
-	Container *cri.Container `json:"container,omitempty"`
-	Gap       *gap           `json:"gap,omitempty"`
+	cri.Event
+	Gap *gap `json:"gap,omitempty"`
 }
 
 type gap struct {
-	LastSeen time.Time `json:"last_seen"`
-	Since    time.Time `json:"since"`
-	Until    time.Time `json:"until"`
-	Attempts int       `json:"attempts"`
-	Err      string    `json:"err,omitempty"`
+	cri.Gap
+	Err string `json:"err,omitempty"`
+}
+
+// newRuntimeEvent is e as recorded.
+func newRuntimeEvent(e *cri.Event) runtimeEvent {
+	re := runtimeEvent{Event: *e}
+	re.Event.Gap = nil
+	if e.Gap != nil {
+		re.Gap = &gap{Gap: *e.Gap}
+		re.Gap.Gap.Err = nil
+		if e.Gap.Err != nil {
+			re.Gap.Err = e.Gap.Err.Error()
+		}
+	}
+	return re
+}
+
+// event is the recorded event read back.
+func (re runtimeEvent) event() *cri.Event {
+	e := re.Event
+	if re.Gap != nil {
+		g := re.Gap.Gap
+		if re.Gap.Err != "" {
+			g.Err = errors.New(re.Gap.Err)
+		}
+		e.Gap = &g
+	}
+	return &e
 }
 
 // Writer appends inputs to a stream. Safe for concurrent use.
@@ -118,15 +141,7 @@ func encode(in fact.Input) (line, error) {
 	case in.Kernel != nil:
 		l.Kind, l.Type, v = "kernel", in.Kernel.Hdr().Type.String(), in.Kernel
 	case in.Runtime != nil:
-		e := in.Runtime
-		re := runtimeEvent{Type: e.Type, Phase: e.Phase, At: e.At, Observed: e.Observed, Sandbox: e.Sandbox, Container: e.Container}
-		if e.Gap != nil {
-			re.Gap = &gap{LastSeen: e.Gap.LastSeen, Since: e.Gap.Since, Until: e.Gap.Until, Attempts: e.Gap.Attempts}
-			if e.Gap.Err != nil {
-				re.Gap.Err = e.Gap.Err.Error()
-			}
-		}
-		l.Kind, v = "runtime", re
+		l.Kind, v = "runtime", newRuntimeEvent(in.Runtime)
 	case in.Pod != nil:
 		l.Kind, v = "pod", in.Pod
 	case in.Event != nil:
@@ -160,8 +175,9 @@ func encode(in fact.Input) (line, error) {
 
 // Reader reads a recorded stream.
 type Reader struct {
-	sc   *bufio.Scanner
-	line int
+	sc      *bufio.Scanner
+	line    int
+	version int // the header's format version
 }
 
 // NewReader checks the header line.
@@ -183,6 +199,7 @@ func NewReader(r io.Reader) (*Reader, error) {
 	if h.Version < oldestVersion || h.Version > Version {
 		return nil, fmt.Errorf("record: format version %d, this build reads %d to %d", h.Version, oldestVersion, Version)
 	}
+	rd.version = h.Version
 	return rd, nil
 }
 
@@ -199,7 +216,7 @@ func (r *Reader) Next() (fact.Input, error) {
 	if err := json.Unmarshal(r.sc.Bytes(), &l); err != nil {
 		return fact.Input{}, fmt.Errorf("record line %d: %w", r.line, err)
 	}
-	in, err := decode(l)
+	in, err := decode(l, r.version)
 	if err != nil {
 		return fact.Input{}, fmt.Errorf("record line %d: %w", r.line, err)
 	}
@@ -225,7 +242,8 @@ func ReadAll(r io.Reader) ([]fact.Input, error) {
 	}
 }
 
-func decode(l line) (fact.Input, error) {
+// decode reads a line of a file of the given format version.
+func decode(l line, version int) (fact.Input, error) {
 	in := fact.Input{Time: l.Time}
 	var target any
 	switch l.Kind {
@@ -236,18 +254,11 @@ func decode(l line) (fact.Input, error) {
 		}
 		target, in.Kernel = ev, ev
 	case "runtime":
-		var re runtimeEvent
-		if err := json.Unmarshal(l.Data, &re); err != nil {
+		re, err := decodeRuntime(l.Data, version)
+		if err != nil {
 			return in, fmt.Errorf("runtime event: %w", err)
 		}
-		e := &cri.Event{Type: re.Type, Phase: re.Phase, At: re.At, Observed: re.Observed, Sandbox: re.Sandbox, Container: re.Container}
-		if re.Gap != nil {
-			e.Gap = &cri.Gap{LastSeen: re.Gap.LastSeen, Since: re.Gap.Since, Until: re.Gap.Until, Attempts: re.Gap.Attempts}
-			if re.Gap.Err != "" {
-				e.Gap.Err = errors.New(re.Gap.Err)
-			}
-		}
-		in.Runtime = e
+		in.Runtime = re.event()
 		return in, nil
 	case "pod":
 		in.Pod = &fact.PodInfo{}

@@ -3,6 +3,10 @@
 // runtime's outages. It imports nothing heavier than the standard library,
 // so the lifecycle model can depend on it; the gRPC client that observes a
 // runtime and produces these facts is internal/cri's.
+//
+// The JSON tags are the form internal/record writes these facts in: a
+// field may be renamed, its tag may not (recordings of format 1 and 2,
+// written before the tags, are read by internal/record's legacy.go).
 package cri
 
 import (
@@ -48,87 +52,87 @@ const (
 // RuntimeVersion is the answer of the CRI Version call.
 type RuntimeVersion struct {
 	// Name is the runtime name, e.g. "containerd" or "cri-o".
-	Name string
+	Name string `json:"name"`
 	// Version is the runtime's own version, e.g. "1.6.20~ds1".
-	Version string
+	Version string `json:"version"`
 	// APIVersion is the CRI API version the runtime serves, e.g. "v1".
-	APIVersion string
+	APIVersion string `json:"api_version"`
 }
 
 // Sandbox is podchron's view of a CRI pod sandbox.
 type Sandbox struct {
-	ID string
+	ID string `json:"id"`
 	// Pod identity from the sandbox metadata.
-	PodName      string
-	PodNamespace string
-	PodUID       string
-	Attempt      uint32
-	State        SandboxState
-	CreatedAt    time.Time
+	PodName      string       `json:"pod_name"`
+	PodNamespace string       `json:"pod_namespace"`
+	PodUID       string       `json:"pod_uid"`
+	Attempt      uint32       `json:"attempt"`
+	State        SandboxState `json:"state"`
+	CreatedAt    time.Time    `json:"created_at"`
 	// IP is the primary pod IP ("" for host-network pods or stopped sandboxes).
-	IP            string
-	AdditionalIPs []string
+	IP            string   `json:"ip"`
+	AdditionalIPs []string `json:"additional_ips"`
 	// NetNSPath is the network namespace path of the sandbox, from the
 	// verbose status (runtime spec). Empty for host-network pods and when the
 	// runtime does not report it.
-	NetNSPath string
+	NetNSPath string `json:"netns_path"`
 	// PID is the sandbox (pause) process ID from the verbose status, 0 if unknown.
-	PID int
+	PID int `json:"pid"`
 	// CgroupsPath is the OCI cgroupsPath of the sandbox container (verbose).
-	CgroupsPath    string
-	RuntimeHandler string
-	Labels         map[string]string
-	Annotations    map[string]string
+	CgroupsPath    string            `json:"cgroups_path"`
+	RuntimeHandler string            `json:"runtime_handler"`
+	Labels         map[string]string `json:"labels"`
+	Annotations    map[string]string `json:"annotations"`
 
 	// Detailed is set when the fields only available through
 	// PodSandboxStatus (IP, NetNSPath, PID) have been filled in; false means
 	// only the ListPodSandbox view is known.
-	Detailed bool
+	Detailed bool `json:"detailed"`
 }
 
 // Container is podchron's view of a CRI container.
 type Container struct {
-	ID        string
-	SandboxID string
-	Name      string
-	Attempt   uint32
+	ID        string `json:"id"`
+	SandboxID string `json:"sandbox_id"`
+	Name      string `json:"name"`
+	Attempt   uint32 `json:"attempt"`
 	// Pod identity from the kubelet labels (empty when not run by a kubelet).
-	PodName      string
-	PodNamespace string
-	PodUID       string
+	PodName      string `json:"pod_name"`
+	PodNamespace string `json:"pod_namespace"`
+	PodUID       string `json:"pod_uid"`
 	// Image is the image as requested; ImageRef the resolved reference (digest/ID).
-	Image      string
-	ImageRef   string
-	State      ContainerState
-	CreatedAt  time.Time
-	StartedAt  time.Time
-	FinishedAt time.Time
-	ExitCode   int32
+	Image      string         `json:"image"`
+	ImageRef   string         `json:"image_ref"`
+	State      ContainerState `json:"state"`
+	CreatedAt  time.Time      `json:"created_at"`
+	StartedAt  time.Time      `json:"started_at"`
+	FinishedAt time.Time      `json:"finished_at"`
+	ExitCode   int32          `json:"exit_code"`
 	// Reason is the runtime's exit reason, e.g. OOMKilled, Error, Completed.
-	Reason  string
-	Message string
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
 	// PID is the container's init process ID from the verbose status (only
 	// while running; 0 if unknown).
-	PID int
+	PID int `json:"pid"`
 	// Args is the container's configured command line (the OCI spec's
 	// process.args from the verbose status: the image's entrypoint and
 	// command as the pod spec overrides them); nil if unknown.
-	Args []string
+	Args []string `json:"args"`
 	// CgroupsPath is the OCI cgroupsPath from the verbose status, e.g.
 	// "/kubepods/burstable/pod<uid>/<id>" (cgroupfs) or
 	// "kubepods-burstable-pod<uid>.slice:cri-containerd:<id>" (systemd).
-	CgroupsPath      string
-	LogPath          string
-	MemoryLimitBytes int64
-	Labels           map[string]string
-	Annotations      map[string]string
+	CgroupsPath      string            `json:"cgroups_path"`
+	LogPath          string            `json:"log_path"`
+	MemoryLimitBytes int64             `json:"memory_limit_bytes"`
+	Labels           map[string]string `json:"labels"`
+	Annotations      map[string]string `json:"annotations"`
 	// Runtime is the runtime that reported it (its name and version, from
 	// CRI Version when the client connected).
-	Runtime RuntimeVersion
+	Runtime RuntimeVersion `json:"runtime"`
 
 	// Detailed is set when the fields from ContainerStatus (start/finish
 	// times, exit code, reason, PID) have been filled in.
-	Detailed bool
+	Detailed bool `json:"detailed"`
 }
 
 // EventType is the kind of a runtime Event.
@@ -180,17 +184,18 @@ const (
 type Gap struct {
 	// LastSeen is the time of the last successful poll before the gap
 	// (zero if the runtime was never reached).
-	LastSeen time.Time
+	LastSeen time.Time `json:"last_seen"`
 	// Since is the time of the first failed attempt. The runtime went away
 	// somewhere in [LastSeen, Since].
-	Since time.Time
+	Since time.Time `json:"since"`
 	// Until is the time of the first successful poll after the gap (zero
 	// while the gap is ongoing).
-	Until time.Time
+	Until time.Time `json:"until"`
 	// Attempts is the number of failed attempts so far.
-	Attempts int
-	// Err is the first error seen.
-	Err error
+	Attempts int `json:"attempts"`
+	// Err is the first error seen. An error does not marshal:
+	// internal/record writes its text.
+	Err error `json:"-"`
 }
 
 // Duration is Until-Since (or 0 while ongoing).
@@ -219,20 +224,20 @@ func fmtTime(t time.Time) string {
 
 // Event is one observed change of the runtime's state.
 type Event struct {
-	Type  EventType
-	Phase Phase
+	Type  EventType `json:"type"`
+	Phase Phase     `json:"phase,omitempty"`
 	// At is when the change happened according to the runtime when known
 	// (CreatedAt, StartedAt, FinishedAt), else when it was observed.
-	At time.Time
+	At time.Time `json:"at"`
 	// Observed is the time of the snapshot in which the change was seen.
-	Observed time.Time
+	Observed time.Time `json:"observed"`
 	// Sandbox is set for sandbox events and, when known, for container events
 	// (the container's sandbox).
-	Sandbox *Sandbox
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
 	// Container is set for container events.
-	Container *Container
+	Container *Container `json:"container,omitempty"`
 	// Gap is set for EventRuntimeUnavailable and EventRuntimeAvailable.
-	Gap *Gap
+	Gap *Gap `json:"gap,omitempty"`
 }
 
 func (e Event) String() string {
