@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact"
 	"github.com/podchron/podchron/internal/span"
 
 	"github.com/podchron/podchron/internal/fact/kernel"
@@ -201,4 +202,38 @@ func (ct *container) signalOf(sig syscall.Signal) *signalRec {
 		return nil
 	}
 	return &ct.signals[i]
+}
+
+// mainContainersDone: every regular (non-init, non-sidecar) container of
+// the pod has exited.
+func (p *pod) mainContainersDone() bool {
+	n := 0
+	for _, ct := range p.containers {
+		if ct.sandbox || ct.init || ct.name == "" {
+			continue
+		}
+		if spec, isInit := p.spec(ct.name); isInit || spec != nil && spec.Sidecar {
+			continue
+		}
+		n++
+		if !ct.exited {
+			return false
+		}
+	}
+	return n > 0
+}
+
+// recentEvent finds the last Kubernetes event with a reason for a container
+// in [from, to].
+func (p *pod) recentEvent(reason, container string, from, to time.Time) *fact.K8sEvent {
+	for i := len(p.k8sEvents) - 1; i >= 0; i-- {
+		ev := p.k8sEvents[i]
+		if ev.Reason != reason || (container != "" && ev.Container != "" && ev.Container != container) {
+			continue
+		}
+		if !ev.LastTime.Before(from.Add(-2*time.Second)) && !ev.LastTime.After(to.Add(2*time.Second)) {
+			return ev
+		}
+	}
+	return nil
 }

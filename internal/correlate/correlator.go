@@ -28,6 +28,8 @@
 package correlate
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/podchron/podchron/internal/fact"
@@ -221,7 +223,7 @@ func (c *Correlator) apply(in fact.Input) {
 // the same trace and span IDs, and emits them once, when they end.
 func (c *Correlator) Shutdown() {
 	c.release(true)
-	for _, uid := range sortedKeys(c.pods) {
+	for _, uid := range slices.Sorted(maps.Keys(c.pods)) {
 		p := c.pods[uid]
 		p.finishing = true
 		if !p.startupDone && !p.readySeen.IsZero() {
@@ -236,7 +238,7 @@ func (c *Correlator) Shutdown() {
 // as unfinished too, so a restart does not lose what was seen.
 func (c *Correlator) Flush() {
 	c.release(true)
-	for _, uid := range sortedKeys(c.pods) {
+	for _, uid := range slices.Sorted(maps.Keys(c.pods)) {
 		p := c.pods[uid]
 		c.finishPod(p, c.now, "tracer stopped")
 	}

@@ -94,3 +94,19 @@ func (ct *container) disruptionGraceful() bool {
 	stop := ct.stopSignal()
 	return stop != nil && gracefulExit(ct.exitCode, stop.sig)
 }
+
+// goingReason tells a pod the API says is going away without a deletion:
+// a terminal phase with a reason (DeadlineExceeded, Evicted, Shutdown, ...)
+// or a DisruptionTarget condition.
+func (p *pod) goingReason() (string, bool) {
+	if p.info == nil {
+		return "", false
+	}
+	if reason, _, ok := p.disruption(); ok {
+		return reason, true
+	}
+	if p.info.Reason != "" && (p.info.Phase == "Failed" || p.info.Phase == "Succeeded" || p.info.Phase == "") {
+		return p.info.Reason, true
+	}
+	return "", false
+}

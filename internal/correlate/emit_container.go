@@ -4,6 +4,8 @@ package correlate
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -110,7 +112,7 @@ func (c *Correlator) runSpan(ct *container) {
 	if ct.probeFailsFolded > 0 {
 		attrs = append(attrs, span.Int(names.ProbeFailuresFolded, int64(ct.probeFailsFolded)))
 	}
-	for _, kind := range sortedKeys(ct.sessionsFolded) {
+	for _, kind := range slices.Sorted(maps.Keys(ct.sessionsFolded)) {
 		attrs = append(attrs, span.Int(names.SessionsFoldedPrefix+kind, int64(ct.sessionsFolded[kind])))
 	}
 	for _, o := range ct.ooms {

@@ -5,6 +5,8 @@ package correlate
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/podchron/podchron/internal/span"
@@ -51,7 +53,7 @@ func (c *Correlator) emitStartup(p *pod, end time.Time, out startupOutcome) {
 		c.emit(p, span.Span{SpanID: sbID, Parent: id, Name: names.SpanPodSandbox, Start: p.sandboxCreated, End: end, Status: span.StatusOK, Attrs: sattrs})
 	}
 	// Image pulls.
-	for _, name := range sortedKeys(p.pulls) {
+	for _, name := range slices.Sorted(maps.Keys(p.pulls)) {
 		pl := p.pulls[name]
 		if pl.start.IsZero() || pl.end.IsZero() && pl.failedAt.IsZero() {
 			continue
@@ -185,7 +187,7 @@ func (c *Correlator) startupPhases(p *pod, ready time.Time) {
 	if !p.sandboxCreated.IsZero() {
 		phase(names.PhaseSandbox, p.sandboxCreated, latest(p.sandboxCreated, p.sandboxReady))
 	}
-	for _, name := range sortedKeys(p.pulls) {
+	for _, name := range slices.Sorted(maps.Keys(p.pulls)) {
 		if pl := p.pulls[name]; !pl.end.IsZero() {
 			phase(names.PhaseImagePull, pl.start, pl.end)
 		}

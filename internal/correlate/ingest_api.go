@@ -267,18 +267,3 @@ func (c *Correlator) apiStatus(st *fact.APIStatus) {
 		c.sourceDown(fact.SourceAPI, "apiserver unavailable: "+reason, st.Since)
 	}
 }
-
-// recentEvent finds the last Kubernetes event with a reason for a container
-// in [from, to].
-func (p *pod) recentEvent(reason, container string, from, to time.Time) *fact.K8sEvent {
-	for i := len(p.k8sEvents) - 1; i >= 0; i-- {
-		ev := p.k8sEvents[i]
-		if ev.Reason != reason || (container != "" && ev.Container != "" && ev.Container != container) {
-			continue
-		}
-		if !ev.LastTime.Before(from.Add(-2*time.Second)) && !ev.LastTime.After(to.Add(2*time.Second)) {
-			return ev
-		}
-	}
-	return nil
-}

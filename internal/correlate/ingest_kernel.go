@@ -5,7 +5,6 @@
 package correlate
 
 import (
-	"strings"
 	"time"
 
 	"github.com/podchron/podchron/internal/fact"
@@ -189,61 +188,6 @@ func (c *Correlator) exec(e *kernel.ExecEvent) {
 	c.putProc(npr)
 }
 
-// sessionKind matches an exec session's argv to the pod spec's hooks and probes.
-func (c *Correlator) sessionKind(ct *container, args []string) string {
-	if ct.pod == nil {
-		return names.SessionExec
-	}
-	spec, _ := ct.pod.spec(ct.name)
-	if spec == nil {
-		return names.SessionExec
-	}
-	match := func(h *fact.Handler) bool {
-		return h != nil && h.Kind == "exec" && len(h.Exec) > 0 && argsMatch(h.Exec, args)
-	}
-	switch {
-	case spec.PreStop != nil && match(spec.PreStop) && !ct.pod.terminating.IsZero():
-		return names.SessionPreStop
-	case spec.PostStart != nil && match(spec.PostStart):
-		return names.SessionPostStart
-	case spec.Startup != nil && match(&spec.Startup.Handler):
-		// The docs' pattern: startup and liveness probes share a command.
-		// The startup probe runs until the container is Started, the
-		// liveness probe after.
-		if spec.Liveness != nil && match(&spec.Liveness.Handler) && ct.pod.containerStarted(ct.name) {
-			return names.SessionProbeLiveness
-		}
-		return names.SessionProbeStartup
-	case spec.Liveness != nil && match(&spec.Liveness.Handler):
-		if spec.Readiness != nil && match(&spec.Readiness.Handler) && !ct.pod.startupDone {
-			return names.SessionProbeReadiness
-		}
-		return names.SessionProbeLiveness
-	case spec.Readiness != nil && match(&spec.Readiness.Handler):
-		return names.SessionProbeReadiness
-	case spec.PreStop != nil && match(spec.PreStop):
-		return names.SessionPreStop
-	}
-	return names.SessionExec
-}
-
-// argsMatch compares a spec command with a captured argv, whose tail may be
-// truncated (the kernel captures the first 256 bytes).
-func argsMatch(want, got []string) bool {
-	if len(got) == 0 || len(got) > len(want) {
-		return false
-	}
-	for i := range got {
-		if i == len(got)-1 {
-			return strings.HasPrefix(want[i], got[i])
-		}
-		if got[i] != want[i] {
-			return false
-		}
-	}
-	return len(got) == len(want)
-}
-
 func (c *Correlator) fork(e *kernel.ForkEvent) {
 	parent, ok := c.procs[e.TGID]
 	if !ok {
@@ -283,8 +227,9 @@ func (c *Correlator) exit(e *kernel.ExitEvent) {
 	}
 }
 
-// sessionDone records a finished exec session; its span follows once the
-// container is named (see settleContainer).
+// sessionExited records a finished exec session (a failed liveness or
+// startup probe, or ready evidence while the start-up is out); its span
+// follows once the container is named (see settleContainer).
 func (c *Correlator) sessionExited(ct *container, s *session, e *kernel.ExitEvent) {
 	if ct.pod == nil {
 		return

@@ -1,6 +1,8 @@
 package correlate
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -138,7 +140,7 @@ func (c *Correlator) containerDone(ct *container) {
 
 // settleAll settles what is due.
 func (c *Correlator) settleAll() {
-	for _, uid := range sortedKeys(c.pods) {
+	for _, uid := range slices.Sorted(maps.Keys(c.pods)) {
 		c.settlePod(c.pods[uid], false)
 	}
 }

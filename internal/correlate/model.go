@@ -126,15 +126,6 @@ type proc struct {
 	args   []string
 }
 
-// session is a process started in a container from outside it after its
-// init: a lifecycle hook, an exec probe or a kubectl exec.
-type session struct {
-	pid   uint32
-	args  []string
-	start time.Time
-	kind  string // poststart, prestop, probe.startup, probe.readiness, probe.liveness, exec
-}
-
 type signalRec struct {
 	at          time.Time
 	sig         syscall.Signal
@@ -165,11 +156,6 @@ type cniRun struct {
 	exitCode     int
 	signal       syscall.Signal
 	done         bool
-}
-
-type doneSession struct {
-	s *session
-	e *kernel.ExitEvent
 }
 
 type cgroupRef struct {

@@ -1,14 +1,10 @@
 package correlate
 
 import (
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/podchron/podchron/internal/fact"
 	"github.com/podchron/podchron/internal/span"
-
-	"github.com/podchron/podchron/internal/names"
 )
 
 // pod is everything known about one pod (by UID).
@@ -198,20 +194,6 @@ func (p *pod) spec(name string) (*fact.ContainerSpec, bool) {
 }
 
 // condition returns when a condition last became True.
-// containerStarted reports the API's ContainerStatus.Started of a
-// container (its startup probe passed, or it has none).
-func (p *pod) containerStarted(name string) bool {
-	if p.info == nil {
-		return false
-	}
-	for _, st := range p.info.Statuses {
-		if st.Name == name && st.Started != nil {
-			return *st.Started
-		}
-	}
-	return false
-}
-
 func (p *pod) condition(typ string) (time.Time, bool) {
 	if p.info == nil {
 		return time.Time{}, false
@@ -224,194 +206,12 @@ func (p *pod) condition(typ string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// goingReason tells a pod the API says is going away without a deletion:
-// a terminal phase with a reason (DeadlineExceeded, Evicted, Shutdown, ...)
-// or a DisruptionTarget condition.
-func (p *pod) goingReason() (string, bool) {
-	if p.info == nil {
-		return "", false
-	}
-	if reason, _, ok := p.disruption(); ok {
-		return reason, true
-	}
-	if p.info.Reason != "" && (p.info.Phase == "Failed" || p.info.Phase == "Succeeded" || p.info.Phase == "") {
-		return p.info.Reason, true
-	}
-	return "", false
-}
-
-// mainContainersDone: every regular (non-init, non-sidecar) container of
-// the pod has exited.
-func (p *pod) mainContainersDone() bool {
-	n := 0
-	for _, ct := range p.containers {
-		if ct.sandbox || ct.init || ct.name == "" {
-			continue
-		}
-		if spec, isInit := p.spec(ct.name); isInit || spec != nil && spec.Sidecar {
-			continue
-		}
-		n++
-		if !ct.exited {
-			return false
-		}
-	}
-	return n > 0
-}
-
-// resource is the OTel resource of every span in the pod's trace.
-func (c *Correlator) resource(p *pod) []span.Attr {
-	r := []span.Attr{span.String(names.K8sPodUID, p.uid)}
-	if p.info != nil && p.info.ConfigUID != "" && p.info.UID != p.uid {
-		// A static pod: its own UID above, its mirror object's here.
-		r = append(r, span.String(names.PodMirrorUID, p.info.UID))
-	}
-	if n := p.name(); n != "" {
-		r = append(r, span.String(names.K8sPodName, n))
-	}
-	if ns := p.namespace(); ns != "" {
-		r = append(r, span.String(names.K8sNamespaceName, ns))
-	}
-	if c.cfg.NodeName != "" {
-		r = append(r, span.String(names.K8sNodeName, c.cfg.NodeName))
-	}
-	if c.cfg.ClusterName != "" {
-		r = append(r, span.String(names.K8sClusterName, c.cfg.ClusterName))
-	}
-	if p.info != nil {
-		r = append(r, ownerResource(p.info)...)
-		for _, k := range sortedKeys(p.info.Labels) {
-			r = append(r, span.String(names.K8sPodLabelPrefix+k, p.info.Labels[k]))
-		}
-	}
-	return r
-}
-
-// ownerResource names the pod's controller with the semantic conventions'
-// keys: k8s.replicaset.*, and k8s.deployment.name when the ReplicaSet's
-// name is a Deployment's plus the pod's template hash; k8s.statefulset.*,
-// k8s.daemonset.*, k8s.job.*. (A Job's CronJob is not in the pod's object.)
-func ownerResource(info *fact.PodInfo) []span.Attr {
-	var r []span.Attr
-	add := func(nameKey, uidKey string) {
-		r = append(r, span.String(nameKey, info.OwnerName))
-		if info.OwnerUID != "" && uidKey != "" {
-			r = append(r, span.String(uidKey, info.OwnerUID))
-		}
-	}
-	switch info.OwnerKind {
-	case "ReplicaSet":
-		add(names.K8sReplicaSetName, names.K8sReplicaSetUID)
-		if h := info.TemplateHash; h != "" && strings.HasSuffix(info.OwnerName, "-"+h) {
-			r = append(r, span.String(names.K8sDeploymentName, strings.TrimSuffix(info.OwnerName, "-"+h)))
-		}
-	case "StatefulSet":
-		add(names.K8sStatefulSetName, names.K8sStatefulSetUID)
-	case "DaemonSet":
-		add(names.K8sDaemonSetName, names.K8sDaemonSetUID)
-	case "Job":
-		add(names.K8sJobName, names.K8sJobUID)
-	}
-	return r
-}
-
 func (p *pod) spanID(key string) span.SpanID { return span.SpanIDFor(p.trace, key) }
 
-// emit sends a span once.
-func (c *Correlator) emit(p *pod, s span.Span) {
-	key := s.SpanID.String()
-	if p.emitted[key] {
-		return
+// image is a container's image as the pod spec names it.
+func (p *pod) image(container string) string {
+	if spec, _ := p.spec(container); spec != nil {
+		return spec.Image
 	}
-	p.emitted[key] = true
-	if !c.traced(p) {
-		c.stats.SpansFiltered++
-		return
-	}
-	s.TraceID = p.trace
-	s.Resource = c.resource(p)
-	if p.eventsLost > 0 {
-		s.Attrs = append(s.Attrs, span.Int(names.EventsLost, int64(p.eventsLost)))
-	}
-	if d := c.degradedDuring(s.Start, s.End); d != "" {
-		s.Attrs = append(s.Attrs, span.String(names.Degraded, d))
-	}
-	if !p.observedFrom.IsZero() {
-		s.Attrs = append(s.Attrs, span.String(names.ObservedFrom, p.observedFrom.UTC().Format(time.RFC3339Nano)))
-	}
-	if s.End.Before(s.Start) {
-		s.End = s.Start
-	}
-	if s.Status == span.StatusError {
-		s.Attrs = append(s.Attrs, span.String(names.ErrorType, errorType(s)))
-	}
-	s.Attrs = c.commandArgs(s.Attrs)
-	c.stats.SpansEmitted++
-	c.cfg.Sink.Emit(s)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
-// earliest returns the earliest non-zero time.
-func earliest(ts ...time.Time) time.Time {
-	var out time.Time
-	for _, t := range ts {
-		if !t.IsZero() && (out.IsZero() || t.Before(out)) {
-			out = t
-		}
-	}
-	return out
-}
-
-func latest(ts ...time.Time) time.Time {
-	var out time.Time
-	for _, t := range ts {
-		if t.After(out) {
-			out = t
-		}
-	}
-	return out
-}
-
-// errorType is an error span's error.type: a low-cardinality class, the
-// span's own cause or reason when it has one (an exit cause, a start-up
-// outcome, a waiting reason, a probe result), else "_OTHER" (semconv's
-// fallback).
-func errorType(s span.Span) string {
-	for _, k := range []string{names.ExitCause, names.StartupOutcome, names.WaitingReason, names.ProbeResult} {
-		if v, ok := s.Attr(k).(string); ok && v != "" {
-			return v
-		}
-	}
-	if s.Name == names.SpanPodTermination || s.Name == names.SpanContainerStop {
-		if v, ok := s.Attr(names.GracePeriodOverrun).(bool); ok && v {
-			return "grace_period_overrun"
-		}
-	}
-	return "_OTHER"
-}
-
-// commandArgs applies Config.Args to a span's command line: the one place
-// argv leaves the model.
-func (c *Correlator) commandArgs(attrs []span.Attr) []span.Attr {
-	for i := 0; i < len(attrs); i++ {
-		if attrs[i].Key != names.ProcessCommandArgs {
-			continue
-		}
-		args, _ := attrs[i].Value.([]string)
-		if kept := c.cfg.Args.Args(args); len(kept) > 0 {
-			attrs[i] = span.Strings(names.ProcessCommandArgs, kept...)
-		} else {
-			attrs = append(attrs[:i], attrs[i+1:]...)
-			i--
-		}
-	}
-	return attrs
+	return ""
 }

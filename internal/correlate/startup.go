@@ -2,6 +2,8 @@ package correlate
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,7 +42,7 @@ func (p *pod) startupStart() time.Time {
 
 // giveUpStartups ends the start-ups that will not see Ready (see above).
 func (c *Correlator) giveUpStartups() {
-	for _, uid := range sortedKeys(c.pods) {
+	for _, uid := range slices.Sorted(maps.Keys(c.pods)) {
 		p := c.pods[uid]
 		if p.startupDone || p.finished || p.info == nil || !p.readySeen.IsZero() ||
 			!p.startupSettle.IsZero() && c.now.Before(p.startupSettle) {
@@ -108,7 +110,7 @@ func (p *pod) blockedOn() (container, reason, message string) {
 	}
 	// The status at the end may no longer say it (a deletion resets it):
 	// the last telling reason seen.
-	for _, name := range sortedKeys(p.lastWaiting) {
+	for _, name := range slices.Sorted(maps.Keys(p.lastWaiting)) {
 		ran := false
 		for _, st := range all {
 			ran = ran || st.Name == name && (st.State.Running != nil || st.State.Terminated != nil)
@@ -128,7 +130,7 @@ func (p *pod) blockedOn() (container, reason, message string) {
 			return st.Name, "NotReady", "running, readiness not passed"
 		}
 	}
-	for _, name := range sortedKeys(p.pulls) {
+	for _, name := range slices.Sorted(maps.Keys(p.pulls)) {
 		if pl := p.pulls[name]; pl.end.IsZero() && pl.failure != "" {
 			return name, pl.reason, pl.failure
 		}
@@ -169,14 +171,6 @@ func (c *Correlator) lastExit(p *pod, at time.Time) time.Time {
 		return at
 	}
 	return last
-}
-
-// image is a container's image as the pod spec names it.
-func (p *pod) image(container string) string {
-	if spec, _ := p.spec(container); spec != nil {
-		return spec.Image
-	}
-	return ""
 }
 
 // pullFailure tells a kubelet event about a failed image pull, and the

@@ -3,6 +3,8 @@
 package correlate
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/podchron/podchron/internal/span"
@@ -14,19 +16,19 @@ import (
 // terminations.
 func (c *Correlator) tick() {
 	c.settleAll()
-	for _, uid := range sortedKeys(c.pods) {
+	for _, uid := range slices.Sorted(maps.Keys(c.pods)) {
 		if p := c.pods[uid]; !p.startupDone && !p.startupSettle.IsZero() {
 			c.maybeStarted(p)
 		}
 	}
 	c.giveUpStartups()
-	for _, uid := range sortedKeys(c.pods) {
+	for _, uid := range slices.Sorted(maps.Keys(c.pods)) {
 		if p := c.pods[uid]; len(p.resandboxes) > 0 {
 			c.emitResandboxes(p, false)
 		}
 	}
 	c.expireEvents()
-	for _, uid := range sortedKeys(c.pods) {
+	for _, uid := range slices.Sorted(maps.Keys(c.pods)) {
 		p := c.pods[uid]
 		if p.apiGoneAt.IsZero() || p.finished {
 			continue
@@ -52,7 +54,7 @@ func (c *Correlator) tick() {
 			delete(c.gone, uid)
 		}
 	}
-	for _, uid := range sortedKeys(c.pods) {
+	for _, uid := range slices.Sorted(maps.Keys(c.pods)) {
 		p := c.pods[uid]
 		if p.stuck || p.deadline.IsZero() || p.finished {
 			continue
