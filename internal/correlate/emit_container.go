@@ -207,7 +207,7 @@ func signalEvent(s signalRec) span.SpanEvent {
 	if s.pidnsTeardown {
 		a = append(a, span.String(names.Message, "PID namespace teardown: the kernel kills what its init left behind"))
 	}
-	return span.SpanEvent{Name: "signal " + kernel.SignalName(s.sig), Time: s.at, Attrs: a}
+	return span.SpanEvent{Name: names.SignalEventName(kernel.SignalName(s.sig)), Time: s.at, Attrs: a}
 }
 
 // sessionSpan emits a hook or probe span for an exec session.

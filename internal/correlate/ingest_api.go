@@ -226,7 +226,7 @@ func (c *Correlator) k8sEvent(ev *fact.K8sEvent) {
 	case "Unhealthy":
 		for _, ct := range p.containers {
 			if ct.name == ev.Container && !ct.exited {
-				ct.addProbeFail(span.SpanEvent{Name: "probe failed", Time: ev.LastTime,
+				ct.addProbeFail(span.SpanEvent{Name: names.EventProbeFailed, Time: ev.LastTime,
 					Attrs: []span.Attr{span.String(names.ProbeType, probeType(ev.Message)), span.String(names.Message, ev.Message)}})
 			}
 		}
@@ -238,7 +238,7 @@ func (c *Correlator) k8sEvent(ev *fact.K8sEvent) {
 	if ev.Count > 1 {
 		attrs = append(attrs, span.Int(names.K8sEventCount, int64(ev.Count)))
 	}
-	p.addRootEvent(span.SpanEvent{Name: "k8s." + ev.Reason, Time: ev.LastTime, Attrs: attrs})
+	p.addRootEvent(span.SpanEvent{Name: names.K8sEventName(ev.Reason), Time: ev.LastTime, Attrs: attrs})
 }
 
 func probeType(msg string) string {

@@ -4,6 +4,8 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -78,13 +80,68 @@ func TestPodLabelKeyIsSemconv(t *testing.T) {
 	}
 }
 
-// Span names are not attribute keys: none may shadow a semconv key.
+// Span and span event names are not attribute keys: none may equal a key
+// of the semconv version in go.mod (every key its package declares, read
+// from its source), whose keys a backend may index by the same name.
 func TestSpanNamesAreNotKeys(t *testing.T) {
-	for name, v := range constants(t, "spans.go") {
-		if semconvKeys[v] {
+	spanNames := constants(t, "spans.go")
+	if len(spanNames) < 25 {
+		t.Fatalf("read %d span and event names from spans.go, want the whole vocabulary", len(spanNames))
+	}
+	keys := allSemconvKeys(t)
+	if len(keys) < 500 {
+		t.Fatalf("read %d keys from semconv v1.43's source, want all of them", len(keys))
+	}
+	for k := range semconvKeys {
+		if !keys[k] {
+			t.Errorf("%q is not a key in semconv v1.43's source: the key reader is broken", k)
+		}
+	}
+	for name, v := range spanNames {
+		if keys[v] {
 			t.Errorf("%s = %q is a semconv attribute key", name, v)
 		}
 	}
+}
+
+// allSemconvKeys reads every X = attribute.Key("...") declaration of the
+// semconv v1.43 package.
+func allSemconvKeys(t *testing.T) map[string]bool {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", "{{.Dir}}", "go.opentelemetry.io/otel/semconv/v1.43.0").Output()
+	if err != nil {
+		t.Fatalf("go list semconv: %v", err)
+	}
+	files, err := filepath.Glob(filepath.Join(strings.TrimSpace(string(out)), "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]bool{}
+	for _, file := range files {
+		f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) != 1 {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok || sel.Sel.Name != "Key" {
+				return true
+			}
+			if x, ok := sel.X.(*ast.Ident); !ok || x.Name != "attribute" {
+				return true
+			}
+			if lit, ok := call.Args[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				v, _ := strconv.Unquote(lit.Value)
+				keys[v] = true
+			}
+			return true
+		})
+	}
+	return keys
 }
 
 // constants returns the string constants declared in a file of this package.

@@ -21,16 +21,27 @@ const (
 	SpanPodTermination      = "pod.termination"
 )
 
-// Span event names.
+// Span event names. The composed ones are built by SignalEventName and
+// K8sEventName.
 const (
 	EventAPIObjectDeleted        = "podchron.api_object_deleted"
+	EventK8sPrefix               = "k8s."
 	EventOOMKill                 = "oom_kill"
+	EventProbeFailed             = "probe failed"
 	EventReadyAfterStartupGaveUp = "podchron.ready_after_startup_gave_up"
 	EventRuntimeGap              = "podchron.runtime_gap"
 	EventSandboxChanged          = "podchron.sandbox_changed"
-	EventSignal                  = "signal"
+	EventSignal                  = "signal" // and the signal's name: SignalEventName
 	EventSignalsFolded           = "podchron.signals_folded"
 	EventStuckTerminating        = "podchron.stuck_terminating"
 	EventsFolded                 = "podchron.events.folded"
 	EventsLost                   = "podchron.events_lost"
 )
+
+// SignalEventName names a signal's event on a container's run span: "signal"
+// and the signal's name ("signal SIGTERM").
+func SignalEventName(sig string) string { return EventSignal + " " + sig }
+
+// K8sEventName names a Kubernetes event's event on the pod's root span:
+// "k8s." and the event's reason ("k8s.Killing").
+func K8sEventName(reason string) string { return EventK8sPrefix + reason }
