@@ -22,21 +22,7 @@ func (c *Correlator) podInfo(info *fact.PodInfo) {
 	if at.IsZero() {
 		at = c.now
 	}
-	uid := info.UID
-	if info.ConfigUID != "" && info.ConfigUID != info.UID {
-		// A static pod's mirror: one trace, under the static pod's own UID
-		// (its cgroups', the runtime's and the kubelet's Events'). The
-		// mirror object's deletion is not the pod's (the kubelet recreates
-		// it): the static pod ends with its cgroups.
-		if c.mirrors == nil {
-			c.mirrors = map[string]string{}
-		}
-		c.mirrors[info.UID] = info.ConfigUID
-		uid = info.ConfigUID
-		stripped := *info
-		stripped.DeletionTimestamp, stripped.DeletionGracePeriodSeconds, stripped.Deleted = nil, nil, false
-		info = &stripped
-	}
+	uid, info := c.mirrored(info)
 	_, known := c.pods[uid]
 	p := c.pod(uid, at)
 	if p == nil {
@@ -51,35 +37,8 @@ func (c *Correlator) podInfo(info *fact.PodInfo) {
 	info = p.info
 	p.noteWaiting()
 	c.podSeen(p)
-	// Learn container names and init-ness from the spec.
-	for _, st := range append(append([]fact.ContainerStatus(nil), info.InitStatuses...), info.Statuses...) {
-		if st.ContainerID == "" {
-			continue
-		}
-		ct := c.container(st.ContainerID, p)
-		if ct.name == "" {
-			ct.name = st.Name
-		}
-		if st.RestartCount > 0 && ct.attempt == 0 {
-			ct.attempt = uint32(st.RestartCount)
-		}
-		if spec, isInit := p.spec(st.Name); isInit && spec != nil && !spec.Sidecar {
-			ct.init = true
-		}
-	}
-	if info.DeletionTimestamp != nil && p.deletedAt.IsZero() {
-		grace := int64(0)
-		if info.DeletionGracePeriodSeconds != nil {
-			grace = *info.DeletionGracePeriodSeconds
-		}
-		p.deadline = *info.DeletionTimestamp
-		p.grace = time.Duration(grace) * time.Second
-		p.deletedAt = p.deadline.Add(-p.grace)
-		p.forced = grace == 0
-		if p.terminating.IsZero() || p.deletedAt.Before(p.terminating) {
-			p.terminating = p.deletedAt
-		}
-	}
+	c.learnContainers(p, info)
+	p.noteDeletion(info)
 	if info.Deleted {
 		c.note(change{kind: changePodGoing, p: p, at: c.now})
 		return
@@ -95,6 +54,64 @@ func (c *Correlator) podInfo(info *fact.PodInfo) {
 		}
 	}
 	c.note(change{kind: changePodUpdated, p: p})
+}
+
+// mirrored returns the UID a pod object's facts go under, and the object
+// as the model takes it: a static pod's mirror speaks for the static pod,
+// one trace under the static pod's own UID (its cgroups', the runtime's
+// and the kubelet's Events'). The mirror object's deletion is not the
+// pod's (the kubelet recreates it): the static pod ends with its cgroups.
+func (c *Correlator) mirrored(info *fact.PodInfo) (string, *fact.PodInfo) {
+	if info.ConfigUID == "" || info.ConfigUID == info.UID {
+		return info.UID, info
+	}
+	if c.mirrors == nil {
+		c.mirrors = map[string]string{}
+	}
+	c.mirrors[info.UID] = info.ConfigUID
+	stripped := *info
+	stripped.DeletionTimestamp, stripped.DeletionGracePeriodSeconds, stripped.Deleted = nil, nil, false
+	return info.ConfigUID, &stripped
+}
+
+// learnContainers learns container names, attempts and init-ness from the
+// pod's statuses and spec.
+func (c *Correlator) learnContainers(p *pod, info *fact.PodInfo) {
+	for _, st := range append(append([]fact.ContainerStatus(nil), info.InitStatuses...), info.Statuses...) {
+		if st.ContainerID == "" {
+			continue
+		}
+		ct := c.container(st.ContainerID, p)
+		if ct.name == "" {
+			ct.name = st.Name
+		}
+		if st.RestartCount > 0 && ct.attempt == 0 {
+			ct.attempt = uint32(st.RestartCount)
+		}
+		if spec, isInit := p.spec(st.Name); isInit && spec != nil && !spec.Sidecar {
+			ct.init = true
+		}
+	}
+}
+
+// noteDeletion takes the API deletion's times the first time the object
+// carries them: requested, the grace period's end, and the termination's
+// start unless a stop came earlier.
+func (p *pod) noteDeletion(info *fact.PodInfo) {
+	if info.DeletionTimestamp == nil || !p.deletedAt.IsZero() {
+		return
+	}
+	grace := int64(0)
+	if info.DeletionGracePeriodSeconds != nil {
+		grace = *info.DeletionGracePeriodSeconds
+	}
+	p.deadline = *info.DeletionTimestamp
+	p.grace = time.Duration(grace) * time.Second
+	p.deletedAt = p.deadline.Add(-p.grace)
+	p.forced = grace == 0
+	if p.terminating.IsZero() || p.deletedAt.Before(p.terminating) {
+		p.terminating = p.deletedAt
+	}
 }
 
 // firstStop is the runtime's earliest stop signal to the init of one of the
@@ -156,30 +173,8 @@ func (c *Correlator) sharpenAPITimes(p *pod, info *fact.PodInfo) {
 }
 
 func (c *Correlator) k8sEvent(ev *fact.K8sEvent) {
-	if cfg, ok := c.mirrors[ev.PodUID]; ok {
-		cp := *ev
-		cp.PodUID = cfg
-		ev = &cp
-	}
-	p, ok := c.pods[ev.PodUID]
-	if !ok {
-		if ev.PodUID == "" {
-			return
-		}
-		if _, gone := c.gone[ev.PodUID]; gone {
-			c.miss("fact_after_pod_gone")
-			return
-		}
-		// An Event alone never makes (or, after the retention, revives) a
-		// pod: it waits a little for the pod to be seen.
-		c.holdEvent(ev)
-		return
-	}
-	if ns := p.namespace(); ns != "" && ev.Namespace != "" && ev.Namespace != ns {
-		// An Event lives in a namespace, and whoever may create Events
-		// there can name any pod's UID: only its own namespace's Events
-		// speak for a pod.
-		c.miss("event_namespace_mismatch")
+	ev, p := c.eventPod(ev)
+	if p == nil {
 		return
 	}
 	if n, seen := p.events[ev.UID]; seen && n >= ev.Count {
@@ -188,6 +183,64 @@ func (c *Correlator) k8sEvent(ev *fact.K8sEvent) {
 	p.events[ev.UID] = ev.Count
 	cp := *ev
 	p.addK8sEvent(&cp)
+	switch ev.Reason {
+	case "Pulling", "Pulled", "Failed", "BackOff":
+		p.pullEvent(ev)
+	case "Unhealthy":
+		for _, ct := range p.containers {
+			if ct.name == ev.Container && !ct.exited {
+				ct.addProbeFail(span.SpanEvent{Name: names.EventProbeFailed, Time: ev.LastTime,
+					Attrs: []span.Attr{span.String(names.ProbeType, probeType(ev.Message)), span.String(names.Message, ev.Message)}})
+			}
+		}
+	}
+	attrs := []span.Attr{span.String(names.K8sEventReason, ev.Reason), span.String(names.Message, ev.Message)}
+	if ev.Container != "" {
+		attrs = append(attrs, span.String(names.K8sContainerName, ev.Container))
+	}
+	if ev.Count > 1 {
+		attrs = append(attrs, span.Int(names.K8sEventCount, int64(ev.Count)))
+	}
+	p.addRootEvent(span.SpanEvent{Name: names.K8sEventName(ev.Reason), Time: ev.LastTime, Attrs: attrs})
+}
+
+// eventPod returns the pod a Kubernetes Event speaks for (a static pod's
+// mirror's Event under the static pod's UID), nil when there is none: an
+// Event for a pod not seen yet is held, one from another namespace than
+// the pod's is refused.
+func (c *Correlator) eventPod(ev *fact.K8sEvent) (*fact.K8sEvent, *pod) {
+	if cfg, ok := c.mirrors[ev.PodUID]; ok {
+		cp := *ev
+		cp.PodUID = cfg
+		ev = &cp
+	}
+	p, ok := c.pods[ev.PodUID]
+	if !ok {
+		if ev.PodUID == "" {
+			return ev, nil
+		}
+		if _, gone := c.gone[ev.PodUID]; gone {
+			c.miss("fact_after_pod_gone")
+			return ev, nil
+		}
+		// An Event alone never makes (or, after the retention, revives) a
+		// pod: it waits a little for the pod to be seen.
+		c.holdEvent(ev)
+		return ev, nil
+	}
+	if ns := p.namespace(); ns != "" && ev.Namespace != "" && ev.Namespace != ns {
+		// An Event lives in a namespace, and whoever may create Events
+		// there can name any pod's UID: only its own namespace's Events
+		// speak for a pod.
+		c.miss("event_namespace_mismatch")
+		return ev, nil
+	}
+	return ev, p
+}
+
+// pullEvent takes an image pull's Event: Pulling starts it, Pulled ends it,
+// a Failed or BackOff about the image fails it.
+func (p *pod) pullEvent(ev *fact.K8sEvent) {
 	switch ev.Reason {
 	case "Pulling":
 		pl := p.pulls[ev.Container]
@@ -223,22 +276,7 @@ func (c *Correlator) k8sEvent(ev *fact.K8sEvent) {
 				pl.failure = ev.Message
 			}
 		}
-	case "Unhealthy":
-		for _, ct := range p.containers {
-			if ct.name == ev.Container && !ct.exited {
-				ct.addProbeFail(span.SpanEvent{Name: names.EventProbeFailed, Time: ev.LastTime,
-					Attrs: []span.Attr{span.String(names.ProbeType, probeType(ev.Message)), span.String(names.Message, ev.Message)}})
-			}
-		}
 	}
-	attrs := []span.Attr{span.String(names.K8sEventReason, ev.Reason), span.String(names.Message, ev.Message)}
-	if ev.Container != "" {
-		attrs = append(attrs, span.String(names.K8sContainerName, ev.Container))
-	}
-	if ev.Count > 1 {
-		attrs = append(attrs, span.Int(names.K8sEventCount, int64(ev.Count)))
-	}
-	p.addRootEvent(span.SpanEvent{Name: names.K8sEventName(ev.Reason), Time: ev.LastTime, Attrs: attrs})
 }
 
 func probeType(msg string) string {

@@ -12,8 +12,20 @@ import (
 )
 
 func (c *Correlator) runtime(ev *cri.Event) {
-	switch ev.Type {
-	case cri.EventRuntimeUnavailable:
+	switch {
+	case ev.Type == cri.EventRuntimeUnavailable || ev.Type == cri.EventRuntimeAvailable:
+		c.runtimeAvailability(ev)
+	case ev.Sandbox != nil && ev.Container == nil:
+		c.runtimeSandbox(ev, ev.Sandbox)
+	case ev.Container != nil:
+		c.runtimeContainer(ev, ev.Container)
+	}
+}
+
+// runtimeAvailability: the runtime went away or came back; a gap it came
+// back from is noted on every pod that lived through it.
+func (c *Correlator) runtimeAvailability(ev *cri.Event) {
+	if ev.Type == cri.EventRuntimeUnavailable {
 		c.runtimeGap = ev.Gap
 		var since = ev.At
 		if ev.Gap != nil {
@@ -21,65 +33,64 @@ func (c *Correlator) runtime(ev *cri.Event) {
 		}
 		c.sourceDown(fact.SourceRuntime, "runtime unavailable", since)
 		return
-	case cri.EventRuntimeAvailable:
-		c.runtimeGap = nil
-		until := ev.At
-		if ev.Gap != nil {
-			until = ev.Gap.Until
-			for _, p := range c.pods {
-				if !p.firstSeen.After(until) {
-					p.addRootEvent(span.SpanEvent{Name: names.EventRuntimeGap, Time: ev.Gap.Since,
-						Attrs: []span.Attr{span.String(names.GapUntil, until.UTC().Format("2006-01-02T15:04:05.000Z07:00"))}})
-				}
+	}
+	c.runtimeGap = nil
+	until := ev.At
+	if ev.Gap != nil {
+		until = ev.Gap.Until
+		for _, p := range c.pods {
+			if !p.firstSeen.After(until) {
+				p.addRootEvent(span.SpanEvent{Name: names.EventRuntimeGap, Time: ev.Gap.Since,
+					Attrs: []span.Attr{span.String(names.GapUntil, until.UTC().Format("2006-01-02T15:04:05.000Z07:00"))}})
 			}
 		}
-		c.sourceUp(fact.SourceRuntime, until)
+	}
+	c.sourceUp(fact.SourceRuntime, until)
+}
+
+// runtimeSandbox: a pod sandbox created, stopped or removed.
+func (c *Correlator) runtimeSandbox(ev *cri.Event, sb *cri.Sandbox) {
+	if sb.PodUID == "" {
+		c.miss("sandbox_without_pod_uid")
 		return
 	}
-	if sb := ev.Sandbox; sb != nil && ev.Container == nil {
-		if sb.PodUID == "" {
-			c.miss("sandbox_without_pod_uid")
-			return
-		}
-		p := c.pod(sb.PodUID, ev.At)
-		if p == nil {
-			return
-		}
-		switch ev.Type {
-		case cri.EventSandboxCreated:
-			if p.sandboxID != "" && p.sandboxID != sb.ID {
-				created := sb.CreatedAt
-				if created.IsZero() {
-					created = ev.At
-				}
-				c.sandboxChanged(p, sb.ID, created)
-			}
-			p.sandboxID = sb.ID
-			c.bySandbox[sb.ID] = p
-			if !sb.CreatedAt.IsZero() && (p.sandboxCreated.IsZero() || sb.CreatedAt.Before(p.sandboxCreated)) {
-				p.sandboxCreated = sb.CreatedAt
-			}
-			ct := c.container(sb.ID, p)
-			ct.sandbox = true
-			ct.name = "POD"
-			ct.podName, ct.podNamespace = sb.PodName, sb.PodNamespace
-			c.podSeen(p)
-		case cri.EventSandboxStopped:
-			if sb.ID == p.sandboxID {
-				p.sandboxStopped = ev.At
-			}
-		case cri.EventSandboxRemoved:
-			if sb.ID == p.sandboxID {
-				p.sandboxRemoved = ev.At
-				c.note(change{kind: changePodGoing, p: p, at: ev.At})
-			}
-		}
+	p := c.pod(sb.PodUID, ev.At)
+	if p == nil {
 		return
 	}
-	rc := ev.Container
-	if rc == nil {
-		return
+	switch ev.Type {
+	case cri.EventSandboxCreated:
+		if p.sandboxID != "" && p.sandboxID != sb.ID {
+			created := sb.CreatedAt
+			if created.IsZero() {
+				created = ev.At
+			}
+			c.sandboxChanged(p, sb.ID, created)
+		}
+		p.sandboxID = sb.ID
+		c.bySandbox[sb.ID] = p
+		if !sb.CreatedAt.IsZero() && (p.sandboxCreated.IsZero() || sb.CreatedAt.Before(p.sandboxCreated)) {
+			p.sandboxCreated = sb.CreatedAt
+		}
+		ct := c.container(sb.ID, p)
+		ct.sandbox = true
+		ct.name = "POD"
+		ct.podName, ct.podNamespace = sb.PodName, sb.PodNamespace
+		c.podSeen(p)
+	case cri.EventSandboxStopped:
+		if sb.ID == p.sandboxID {
+			p.sandboxStopped = ev.At
+		}
+	case cri.EventSandboxRemoved:
+		if sb.ID == p.sandboxID {
+			p.sandboxRemoved = ev.At
+			c.note(change{kind: changePodGoing, p: p, at: ev.At})
+		}
 	}
+}
+
+// runtimeContainer: a container created, started, exited or removed.
+func (c *Correlator) runtimeContainer(ev *cri.Event, rc *cri.Container) {
 	var p *pod
 	if rc.PodUID != "" {
 		if p = c.pod(rc.PodUID, ev.At); p == nil {
@@ -93,26 +104,7 @@ func (c *Correlator) runtime(ev *cri.Event) {
 		return
 	}
 	ct := c.container(rc.ID, p)
-	if rc.Attempt > ct.attempt {
-		ct.attempt = rc.Attempt
-	}
-	if rc.Image != "" {
-		ct.image = rc.Image
-	}
-	if rc.Runtime.Name != "" {
-		ct.runtime = rc.Runtime
-	}
-	if ct.name == "" {
-		ct.name = rc.Name
-		ct.podName, ct.podNamespace = rc.PodName, rc.PodNamespace
-		c.podSeen(p)
-		ct.memLimit = rc.MemoryLimitBytes
-		if _, isInit := p.spec(rc.Name); isInit {
-			if spec, _ := p.spec(rc.Name); spec != nil && !spec.Sidecar {
-				ct.init = true
-			}
-		}
-	}
+	c.runtimeDescribe(p, ct, rc)
 	if ev.Type != cri.EventContainerExited && ev.Type != cri.EventContainerRemoved {
 		c.runtimeIdentity(ct, rc.PID, rc.Args)
 	}
@@ -125,20 +117,7 @@ func (c *Correlator) runtime(ev *cri.Event) {
 		ct.startedAt = rc.StartedAt
 		c.note(change{kind: changeContainerStarted, ct: ct})
 	case cri.EventContainerExited:
-		ct.reason = rc.Reason
-		ct.runtimeExit = true
-		if !ct.exited {
-			// The kernel did not show the init's exit (lost, or started
-			// before the tracer): the runtime's facts close the run.
-			ct.exited = true
-			ct.exitAt = rc.FinishedAt
-			ct.exitCode = int(rc.ExitCode)
-			if rc.ExitCode > 128 && rc.ExitCode < 128+65 {
-				ct.exitSignal = sigNum(int(rc.ExitCode) - 128)
-			}
-			c.note(change{kind: changeContainerExited, ct: ct})
-		}
-		c.note(change{kind: changeRuntimeExit, ct: ct})
+		c.runtimeExited(ct, rc)
 	case cri.EventContainerRemoved:
 		ct.removed = true
 		if !ct.exited && !ct.startedAtOr().IsZero() {
@@ -151,4 +130,48 @@ func (c *Correlator) runtime(ev *cri.Event) {
 			c.note(change{kind: changeContainerExited, ct: ct})
 		}
 	}
+}
+
+// runtimeDescribe takes what the runtime says a container is: its attempt,
+// image and runtime, and, the first time, its name, pod and memory limit.
+func (c *Correlator) runtimeDescribe(p *pod, ct *container, rc *cri.Container) {
+	if rc.Attempt > ct.attempt {
+		ct.attempt = rc.Attempt
+	}
+	if rc.Image != "" {
+		ct.image = rc.Image
+	}
+	if rc.Runtime.Name != "" {
+		ct.runtime = rc.Runtime
+	}
+	if ct.name != "" {
+		return
+	}
+	ct.name = rc.Name
+	ct.podName, ct.podNamespace = rc.PodName, rc.PodNamespace
+	c.podSeen(p)
+	ct.memLimit = rc.MemoryLimitBytes
+	if _, isInit := p.spec(rc.Name); isInit {
+		if spec, _ := p.spec(rc.Name); spec != nil && !spec.Sidecar {
+			ct.init = true
+		}
+	}
+}
+
+// runtimeExited: the runtime's word on a container's exit.
+func (c *Correlator) runtimeExited(ct *container, rc *cri.Container) {
+	ct.reason = rc.Reason
+	ct.runtimeExit = true
+	if !ct.exited {
+		// The kernel did not show the init's exit (lost, or started
+		// before the tracer): the runtime's facts close the run.
+		ct.exited = true
+		ct.exitAt = rc.FinishedAt
+		ct.exitCode = int(rc.ExitCode)
+		if rc.ExitCode > 128 && rc.ExitCode < 128+65 {
+			ct.exitSignal = sigNum(int(rc.ExitCode) - 128)
+		}
+		c.note(change{kind: changeContainerExited, ct: ct})
+	}
+	c.note(change{kind: changeRuntimeExit, ct: ct})
 }
