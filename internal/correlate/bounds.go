@@ -50,6 +50,15 @@ const (
 	pendingEventTTL  = 2 * time.Minute
 )
 
+// podEvents: the pod's Kubernetes events and its root span's events, each
+// within its cap.
+type podEvents struct {
+	events     map[string]int32 // k8s event UID -> count seen (dedupe)
+	k8sEvents  []*fact.K8sEvent // kept for causes (Killing, Unhealthy, Evicted)
+	rootEvents []span.SpanEvent
+	rootFolded int // root events over the cap
+}
+
 // addRootEvent puts an event on the pod's root span, within its cap.
 func (p *pod) addRootEvent(ev span.SpanEvent) int {
 	if len(p.rootEvents) >= maxRootEvents {

@@ -19,6 +19,21 @@ const (
 	keyTermination = "termination"
 )
 
+// podTermination: the termination, from the deletion (or the first stop
+// signal) to the pod's end.
+type podTermination struct {
+	deletedAt   time.Time // deletion requested (deletionTimestamp - grace)
+	deadline    time.Time // deletionTimestamp: the grace period ends
+	grace       time.Duration
+	terminating time.Time // termination began (deletion, or first stop signal)
+	forced      bool      // grace period 0
+	stuck       bool
+	overrun     bool
+	// terminationReason: why a termination without an API deletion began
+	// (DeadlineExceeded, Evicted, Completed, ...).
+	terminationReason string
+}
+
 func (c *Correlator) rootID(p *pod) span.SpanID { return p.spanID(keyRoot) }
 
 func (c *Correlator) startupID(p *pod) span.SpanID { return p.spanID(keyStartup) }

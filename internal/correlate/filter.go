@@ -18,6 +18,13 @@ type Filter struct {
 	Exclude *regexp.Regexp // nil: none
 }
 
+// podFilter caches the namespace filter's verdict for the namespace last
+// seen: a signal flood asks per event.
+type podFilter struct {
+	filteredNS string
+	filteredIn bool
+}
+
 // NewFilter compiles namespace patterns, each matched against the whole
 // namespace name ("" for none).
 func NewFilter(include, exclude string) (Filter, error) {

@@ -17,6 +17,15 @@ import (
 	"github.com/podchron/podchron/internal/correlate/cgroupid"
 )
 
+// podLoss: kernel events lost while the pod lived, and the current loss
+// episode (one event on the root).
+type podLoss struct {
+	eventsLost  uint64
+	lossEvent   int       // index of the current loss episode's root event, -1 if none
+	lossLast    time.Time // the last loss report
+	lossEpisode uint64    // events lost in the current episode
+}
+
 func (c *Correlator) kernel(ev kernel.Event) {
 	switch e := ev.(type) {
 	case *kernel.CgroupEvent:

@@ -53,6 +53,15 @@ type change struct {
 	at   time.Time
 }
 
+// podEnd: the pod going away and its trace ending.
+type podEnd struct {
+	cgroupRemoved time.Time // the pod cgroup's removal
+	goneAt        time.Time
+	apiGoneAt     time.Time // the object was deleted while containers still ran
+	finished      bool
+	finishing     bool
+}
+
 // note records a change for the next step.
 func (c *Correlator) note(ch change) { c.changes = append(c.changes, ch) }
 

@@ -7,7 +7,8 @@ import (
 	"github.com/podchron/podchron/internal/span"
 )
 
-// pod is everything known about one pod (by UID).
+// pod is everything known about one pod (by UID). What serves one phase is
+// grouped, each group defined beside the phase that uses it.
 type pod struct {
 	uid   string
 	trace span.TraceID
@@ -15,81 +16,22 @@ type pod struct {
 
 	firstSeen    time.Time
 	observedFrom time.Time // set when the tracer started after the pod
-	eventsLost   uint64
 
 	// seenNS and seenKind are what the observer was last told in PodSeen.
 	seenNS, seenKind string
-	// filteredNS and filteredIn cache the namespace filter's verdict for
-	// the namespace last seen (filter.go): a signal flood asks per event.
-	filteredNS string
-	filteredIn bool
-
-	sandboxID      string
-	sandboxCreated time.Time // the runtime's time, or the pod cgroup's mkdir
-	sandboxReady   time.Time
-	sandboxStopped time.Time
-	sandboxRemoved time.Time
-	cgroupRemoved  time.Time
-
-	cniAdd []*cniRun
-	cniDel []*cniRun
+	// sightings: when the tracer first saw API facts (sharpenAPITimes).
+	sightings map[string]time.Time
 
 	containers []*container // in order of appearance
-	pulls      map[string]*pull
-	events     map[string]int32 // k8s event UID -> count seen (dedupe)
-	k8sEvents  []*fact.K8sEvent // kept for causes (Killing, Unhealthy, Evicted)
-	rootEvents []span.SpanEvent
+	emitted    map[string]bool
 
-	startupDone   bool
-	startupSettle time.Time
-	// readySeen is when the API server's Ready=True was first seen;
-	// readyAt the ready time the start-up span ends at. readyEvidence holds
-	// the kernel times of what makes a pod ready (a passing readiness or
-	// startup probe, a postStart hook's end, an app container's exec):
-	// the API's condition time has whole seconds, the kernel's do not.
-	readySeen     time.Time
-	readyAt       time.Time
-	readyEvidence []time.Time
-	// sightings: when the tracer first saw API facts (sharpenAPITimes).
-	sightings   map[string]time.Time
-	deletedAt   time.Time // deletion requested (deletionTimestamp - grace)
-	deadline    time.Time // deletionTimestamp: the grace period ends
-	grace       time.Duration
-	terminating time.Time // termination began (deletion, or first stop signal)
-	forced      bool      // grace period 0
-	stuck       bool
-	overrun     bool
-	gaveUpAt    time.Time // the start-up ended without Ready (see startup.go)
-	// Sandboxes recreated after the start-up, and CNI ADDs waiting for the
-	// runtime to name their sandbox (sandbox.go).
-	resandboxes []*resandbox
-	// lastWaiting: each container's last telling waiting reason (startup.go).
-	lastWaiting map[string]fact.Waiting
-	pendingCNI  []*cniRun
-	// terminationReason: why a termination without an API deletion began
-	// (DeadlineExceeded, Evicted, Completed, ...).
-	terminationReason string
-	lateReady         bool      // Ready came after gaveUpAt (noted on the root)
-	readyAt0          time.Time // the Ready condition's time when first seen
-	rootFolded        int       // root events over the cap
-	lossEvent         int       // index of the current loss episode's root event, -1 if none
-	lossLast          time.Time // the last loss report
-	lossEpisode       uint64    // events lost in the current episode
-	goneAt            time.Time
-	apiGoneAt         time.Time // the object was deleted while containers still ran
-	emitted           map[string]bool
-	finished          bool
-	finishing         bool
-}
-
-type pull struct {
-	container  string
-	start, end time.Time
-	message    string
-	// A failed pull: the kubelet's reason (ErrImagePull, ImagePullBackOff,
-	// ErrImageNeverPull, ...), its message, and the last failure's time.
-	reason, failure string
-	failedAt        time.Time
+	podFilter      // the namespace filter's cached verdict (filter.go)
+	podEvents      // Kubernetes events and the root span's events (bounds.go)
+	podLoss        // kernel losses (ingest_kernel.go)
+	podSandbox     // the sandbox and its network (sandbox.go)
+	podStartup     // the start-up (startup.go)
+	podTermination // the termination (emit_termination.go)
+	podEnd         // the pod going and its trace ending (lifecycle.go)
 }
 
 // pod returns the pod with this UID, creating it, or nil when the pod's
@@ -103,13 +45,13 @@ func (c *Correlator) pod(uid string, at time.Time) *pod {
 		return nil
 	}
 	p := &pod{
-		uid:       uid,
-		trace:     span.TraceIDForPod(uid),
-		firstSeen: at,
-		pulls:     map[string]*pull{},
-		events:    map[string]int32{},
-		emitted:   map[string]bool{},
-		sightings: map[string]time.Time{},
+		uid:        uid,
+		trace:      span.TraceIDForPod(uid),
+		firstSeen:  at,
+		podStartup: podStartup{pulls: map[string]*pull{}},
+		podEvents:  podEvents{events: map[string]int32{}},
+		emitted:    map[string]bool{},
+		sightings:  map[string]time.Time{},
 	}
 	p.lossEvent = -1
 	c.pods[uid] = p

@@ -23,6 +23,23 @@ type resandbox struct {
 	emitted bool
 }
 
+// podSandbox: the pod's sandbox, its CNI runs, and the sandboxes recreated
+// after the start-up.
+type podSandbox struct {
+	sandboxID      string
+	sandboxCreated time.Time // the runtime's time, or the pod cgroup's mkdir
+	sandboxReady   time.Time
+	sandboxStopped time.Time
+	sandboxRemoved time.Time
+
+	cniAdd []*cniRun
+	cniDel []*cniRun
+	// Sandboxes recreated after the start-up, and CNI ADDs waiting for the
+	// runtime to name their sandbox.
+	resandboxes []*resandbox
+	pendingCNI  []*cniRun
+}
+
 // sandboxChanged records a pod's new sandbox.
 func (c *Correlator) sandboxChanged(p *pod, id string, created time.Time) {
 	old := p.sandboxID

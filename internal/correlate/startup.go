@@ -31,6 +31,38 @@ type startupOutcome struct {
 	reason    string // that container's waiting reason (ImagePullBackOff, ...)
 }
 
+// podStartup: the start-up, from the pod's creation to Ready (or to giving
+// up).
+type podStartup struct {
+	pulls         map[string]*pull
+	startupDone   bool
+	startupSettle time.Time
+	// readySeen is when the API server's Ready=True was first seen;
+	// readyAt the ready time the start-up span ends at. readyEvidence holds
+	// the kernel times of what makes a pod ready (a passing readiness or
+	// startup probe, a postStart hook's end, an app container's exec):
+	// the API's condition time has whole seconds, the kernel's do not.
+	readySeen     time.Time
+	readyAt       time.Time
+	readyEvidence []time.Time
+	readyAt0      time.Time // the Ready condition's time when first seen
+	gaveUpAt      time.Time // the start-up ended without Ready
+	lateReady     bool      // Ready came after gaveUpAt (noted on the root)
+	// lastWaiting: each container's last telling waiting reason.
+	lastWaiting map[string]fact.Waiting
+}
+
+// pull is a container image's pull, from the kubelet's Events.
+type pull struct {
+	container  string
+	start, end time.Time
+	message    string
+	// A failed pull: the kubelet's reason (ErrImagePull, ImagePullBackOff,
+	// ErrImageNeverPull, ...), its message, and the last failure's time.
+	reason, failure string
+	failedAt        time.Time
+}
+
 // startupStart is when the pod's start-up began.
 func (p *pod) startupStart() time.Time {
 	start := p.firstSeen
