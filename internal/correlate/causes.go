@@ -17,6 +17,16 @@ import (
 	"github.com/podchron/podchron/internal/names"
 )
 
+// containerProbes: a container's failed probes, as the kernel saw its exec
+// probes end and as the kubelet's Unhealthy events say.
+type containerProbes struct {
+	// lastLivenessFail is when a liveness probe last failed (kernel view).
+	lastLivenessFail time.Time
+	lastStartupFail  time.Time // when a startup probe last failed (kernel view)
+	probeFails       []span.SpanEvent
+	probeFailsFolded int
+}
+
 // cause explains why a container's init process ended.
 func (c *Correlator) cause(ct *container) (names.Cause, []span.Attr) {
 	p := ct.pod

@@ -41,6 +41,18 @@ var runtimeBinaries = map[string]bool{
 	"conmon": true, "containerd-shim": true, "containerd-shim-runc-v2": true,
 }
 
+// containerInit: the container's init as the kernel saw it, and the
+// runtime's word on it.
+type containerInit struct {
+	initPID  uint32
+	initExec time.Time
+	initArgs []string
+	// criPID and cfgArgs are the runtime's word on the init (its PID and
+	// the configured command line).
+	criPID  uint32
+	cfgArgs []string
+}
+
 // bootstrapArgv tells a runtime's own bootstrap exec by how it names itself
 // (argv[0]), or by the runtime binary executed directly.
 func bootstrapArgv(e *kernel.ExecEvent) bool {

@@ -12,6 +12,15 @@ import (
 	"github.com/podchron/podchron/internal/names"
 )
 
+// containerSignals: signals to a container's processes, kept within their
+// cap (bounds.go), and how its init takes each signal.
+type containerSignals struct {
+	signals       []signalRec
+	signalKinds   map[signalKey]bool
+	signalsFolded map[signalKey]int
+	delivered     map[syscall.Signal]kernel.Disposition
+}
+
 func (c *Correlator) signal(e *kernel.SignalEvent) {
 	if c.setupSignal(e) {
 		return

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/podchron/podchron/internal/span"
@@ -60,6 +61,24 @@ type podEnd struct {
 	apiGoneAt     time.Time // the object was deleted while containers still ran
 	finished      bool
 	finishing     bool
+}
+
+// containerEnd: a container's exit, as the kernel or the runtime saw it,
+// and its settling.
+type containerEnd struct {
+	exited      bool
+	exitAt      time.Time
+	exitCode    int
+	exitSignal  syscall.Signal
+	reason      string // runtime's reason (OOMKilled, Error, Completed)
+	unknownExit bool
+	runtimeExit bool
+	removed     bool
+	settleBy    time.Time
+	// finalized: the exited run settled and its spans are decided; its
+	// init no longer changes.
+	finalized   bool
+	backoffDone bool
 }
 
 // note records a change for the next step.

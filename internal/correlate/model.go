@@ -7,8 +7,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/podchron/podchron/internal/span"
-
 	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/fact/cri"
@@ -18,21 +16,20 @@ import (
 )
 
 // container is one container (one attempt) of a pod, sandbox included.
+// What serves one concern is grouped, each group defined beside the code
+// that uses it.
 type container struct {
-	id      string
-	pod     *pod
-	name    string
-	attempt uint32
-	// lastLivenessFail is when a liveness probe last failed (kernel view).
-	lastLivenessFail time.Time
-	lastStartupFail  time.Time // when a startup probe last failed (kernel view)
-	sandbox          bool
-	init             bool   // an init container (not a sidecar)
-	image            string // as the runtime was asked for it (the pod spec's)
-	runtime          cri.RuntimeVersion
-	podName          string
-	podNamespace     string
-	memLimit         int64
+	id           string
+	pod          *pod
+	name         string
+	attempt      uint32
+	sandbox      bool
+	init         bool   // an init container (not a sidecar)
+	image        string // as the runtime was asked for it (the pod spec's)
+	runtime      cri.RuntimeVersion
+	podName      string
+	podNamespace string
+	memLimit     int64
 
 	cgroupID   uint64
 	cgroupPath string
@@ -40,43 +37,14 @@ type container struct {
 	createdAt  time.Time
 	startedAt  time.Time // the runtime's StartedAt
 
-	initPID  uint32
-	initExec time.Time
-	initArgs []string
-	// criPID and cfgArgs are the runtime's word on the init (its PID and
-	// the configured command line); see identity.go.
-	criPID   uint32
-	cfgArgs  []string
-	sessions map[uint32]*session
-	pids     map[uint32]struct{} // its live processes (c.procs entries)
+	pids map[uint32]struct{} // its live processes (c.procs entries)
 
-	// What went over the caps (bounds.go), counted.
-	signalKinds      map[signalKey]bool
-	signalsFolded    map[signalKey]int
-	probeFailsFolded int
-	sessionSpans     map[string]int
-	sessionsFolded   map[string]int
-	signals          []signalRec
-	delivered        map[syscall.Signal]kernel.Disposition
-	oom              *kernel.OOMEvent // the OOM kill of the init, if it died of one
-	oomScope         string           // OOMScope*
-	oomMemcg         string           // the cgroup whose limit ran out
-	ooms             []oomRec         // every OOM kill in the container (init or not), capped
-	oomsFolded       int
-	probeFails       []span.SpanEvent
-
-	backoffDone  bool
-	unknownExit  bool
-	finalized    bool
-	runtimeExit  bool
-	settleBy     time.Time
-	doneSessions []doneSession
-	exited       bool
-	exitAt       time.Time
-	exitCode     int
-	exitSignal   syscall.Signal
-	reason       string // runtime's reason (OOMKilled, Error, Completed)
-	removed      bool
+	containerInit     // which process is its init (identity.go)
+	containerSessions // exec sessions: hooks, probes, kubectl exec (session.go)
+	containerSignals  // signals to its processes (ingest_signal.go)
+	containerOOM      // OOM kills (oom.go)
+	containerProbes   // failed probes (causes.go)
+	containerEnd      // its exit and settling (lifecycle.go)
 }
 
 // putProc records a live process, replacing any earlier one with its PID.
@@ -174,8 +142,9 @@ func (c *Correlator) container(id string, p *pod) *container {
 		}
 		return ct
 	}
-	ct := &container{id: id, pod: p, sessions: map[uint32]*session{}, pids: map[uint32]struct{}{},
-		delivered: map[syscall.Signal]kernel.Disposition{}}
+	ct := &container{id: id, pod: p, pids: map[uint32]struct{}{},
+		containerSessions: containerSessions{sessions: map[uint32]*session{}},
+		containerSignals:  containerSignals{delivered: map[syscall.Signal]kernel.Disposition{}}}
 	c.containers[id] = ct
 	if p != nil {
 		p.containers = append(p.containers, ct)

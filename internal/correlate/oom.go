@@ -23,6 +23,15 @@ const maxMemcgCounts = 4096
 // oomScope returns the scope of an OOM kill of a process of ct and the
 // memory cgroup path whose limit ran out ("" for none or unknown).
 //
+// containerOOM: a container's OOM kills.
+type containerOOM struct {
+	oom        *kernel.OOMEvent // the OOM kill of the init, if it died of one
+	oomScope   string           // OOMScope*
+	oomMemcg   string           // the cgroup whose limit ran out
+	ooms       []oomRec         // every OOM kill in the container (init or not), capped
+	oomsFolded int
+}
+
 // The counts are compared with the last ones seen for the same cgroups; a
 // cgroup not seen before counts from zero. That is exact for a container's
 // cgroup (new with every run) and for any cgroup's first OOM kill; after a

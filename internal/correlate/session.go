@@ -18,6 +18,15 @@ type session struct {
 	kind  string // poststart, prestop, probe.startup, probe.readiness, probe.liveness, exec
 }
 
+// containerSessions: a container's live and finished exec sessions, and
+// the session spans per kind within their cap (bounds.go).
+type containerSessions struct {
+	sessions       map[uint32]*session
+	doneSessions   []doneSession
+	sessionSpans   map[string]int
+	sessionsFolded map[string]int
+}
+
 type doneSession struct {
 	s *session
 	e *kernel.ExitEvent
