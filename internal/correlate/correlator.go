@@ -9,20 +9,25 @@
 // same spans — `tracer replay` relies on that.
 //
 // Where things are, in the order a fact travels:
-//   - input.go: what goes in (Input) and what measurements come out (Observer);
-//     order.go sequences the sources by their own times.
+//   - What goes in (fact.Input) and what measurements come out
+//     (measure.Observer) are defined outside the model (internal/fact,
+//     internal/measure); order.go sequences the sources by their own times.
 //   - ingest_kernel.go, ingest_cni.go, ingest_signal.go, ingest_runtime.go,
 //     ingest_api.go: one handler per source; they only update the model and
-//     note changes. identity.go picks a container's init; oom.go the scope of
-//     an OOM kill; sandbox.go, outage.go, disruption.go more facts.
-//   - model.go (containers, processes, sessions, signals, CNI calls) and
-//     pod.go (the pod): the state.
+//     note changes. identity.go picks a container's init; session.go names
+//     an exec session (hook, probe, exec); oom.go the scope of an OOM kill;
+//     sandbox.go, outage.go, disruption.go more facts.
+//   - model.go (containers, processes, signals, CNI calls) and pod.go (the
+//     pod): the state; the fields that serve one phase are grouped in a
+//     struct defined beside that phase's code.
 //   - lifecycle.go: the one place that decides, for each noted change, which
 //     phase ends and which span is emitted; timers.go makes the same
 //     decisions when waiting is over; startup.go decides start-ups that
 //     never become Ready.
 //   - causes.go: why a container ended.
-//   - emit_startup.go, emit_container.go, emit_termination.go: the spans.
+//   - emit_startup.go, emit_container.go, emit_termination.go: the spans;
+//     emit.go: how every span leaves the model (once, with the pod's
+//     resource and the common attributes).
 //   - bounds.go: the caps on what a long-lived pod accumulates;
 //     cleanup.go: forgetting finished pods.
 package correlate

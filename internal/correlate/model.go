@@ -1,5 +1,6 @@
 // The model's state besides the pod (pod.go): containers (one per run),
-// their processes and exec sessions, signals, CNI calls, OOM kills.
+// their processes, signals, CNI calls, OOM kills (exec sessions are in
+// session.go).
 
 package correlate
 
