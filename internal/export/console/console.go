@@ -12,6 +12,7 @@
 package console
 
 import (
+	"bytes"
 	"container/list"
 	"encoding/json"
 	"fmt"
@@ -91,6 +92,7 @@ type Printer struct {
 	pending int
 	stats   Stats
 	buf     strings.Builder
+	jbuf    bytes.Buffer // one JSON line, before redact.JSONControls
 	enc     *json.Encoder
 }
 
@@ -114,7 +116,7 @@ func New(w io.Writer, cfg Config) *Printer {
 		traces: make(map[span.TraceID]*traceState),
 		lru:    list.New(),
 	}
-	p.enc = json.NewEncoder(&p.buf)
+	p.enc = json.NewEncoder(&p.jbuf)
 	p.enc.SetEscapeHTML(false)
 	return p
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/podchron/podchron/internal/redact"
 	"github.com/podchron/podchron/internal/span"
 )
 
@@ -52,10 +53,14 @@ func (p *Printer) writeJSON(s *span.Span) {
 	for _, ev := range s.Events {
 		js.Events = append(js.Events, jsonEvent{Name: ev.Name, Time: fmtTime(ev.Time), Attrs: jsonAttrs(ev.Attrs)})
 	}
+	p.jbuf.Reset()
 	if err := p.enc.Encode(js); err != nil {
 		// Cannot happen with the normalized values; keep the line count.
 		p.stats.WriteErrors++
+		return
 	}
+	// encoding/json leaves DEL and the C1 controls raw.
+	p.buf.Write(redact.JSONControls(p.jbuf.Bytes()))
 }
 
 // fmtTime renders a JSON timestamp: RFC 3339, UTC, fixed nanosecond width

@@ -11,6 +11,7 @@ import (
 	"github.com/podchron/podchron/internal/span"
 
 	"github.com/podchron/podchron/internal/names"
+	"github.com/podchron/podchron/internal/redact"
 )
 
 func (p *Printer) header(ts *traceState, what string) {
@@ -19,11 +20,11 @@ func (p *Printer) header(ts *traceState, what string) {
 	b.WriteString(podName(ts.res))
 	if what != "" {
 		b.WriteString(" · ")
-		b.WriteString(what)
+		b.WriteString(redact.Printable(what))
 	}
 	if n := resAttr(ts.res, names.K8sNodeName); n != "" {
 		b.WriteString(" · node ")
-		b.WriteString(n)
+		b.WriteString(redact.Printable(n))
 	}
 	b.WriteString(" · trace ")
 	b.WriteString(ts.id.String())
@@ -106,7 +107,7 @@ func (p *Printer) finish(ts *traceState, root span.Span) {
 	b.WriteString("══ pod ")
 	b.WriteString(podName(ts.res))
 	b.WriteString(" · ")
-	b.WriteString(root.Name)
+	b.WriteString(redact.Printable(root.Name))
 	b.WriteString(" ")
 	b.WriteString(fmtDur(root.Duration()))
 	fmt.Fprintf(b, " (%s → %s)", fmtOffset(root.Start.Sub(ts.base)), fmtOffset(root.End.Sub(ts.base)))
@@ -164,7 +165,7 @@ func statusCol(s span.Status) string {
 func (p *Printer) line(ts *traceState, s *span.Span, depth int) {
 	b := &p.buf
 	fmt.Fprintf(b, "  %9s %9s  %-3s  %s%s", fmtOffset(s.Start.Sub(ts.base)), fmtDur(s.Duration()),
-		statusCol(s.Status), strings.Repeat("  ", depth), s.Name)
+		statusCol(s.Status), strings.Repeat("  ", depth), redact.Printable(s.Name))
 	b.WriteString(p.attrText(s))
 	if s.Status == span.StatusError && s.StatusMessage != "" {
 		b.WriteString(" error=")
@@ -182,7 +183,7 @@ func (p *Printer) line(ts *traceState, s *span.Span, depth int) {
 func (p *Printer) eventLine(ts *traceState, ev *span.SpanEvent, depth int) {
 	b := &p.buf
 	fmt.Fprintf(b, "  %9s %9s  %-3s  %s• %s", fmtOffset(ev.Time.Sub(ts.base)), "", "",
-		strings.Repeat("  ", depth), ev.Name)
+		strings.Repeat("  ", depth), redact.Printable(ev.Name))
 	b.WriteString(renderAttrs(ev.Attrs, ev.Name, p.cfg.Verbose))
 	b.WriteByte('\n')
 }
@@ -299,7 +300,7 @@ func renderAttrs(attrs []span.Attr, name string, verbose bool) string {
 				continue
 			}
 			b.WriteString(" ")
-			b.WriteString(a.Key)
+			b.WriteString(redact.Printable(a.Key))
 			b.WriteString("=")
 			b.WriteString(fmtValue(a.Value))
 		}
@@ -356,11 +357,14 @@ func fmtValue(v any) string {
 	return quoteIfNeeded(fmt.Sprint(v))
 }
 
+// quoteIfNeeded renders a value: quoted (strconv.Quote, which escapes what
+// is not printable) when it is empty or holds a space, a quote or '=';
+// else as it is, what is not printable escaped (redact.Printable).
 func quoteIfNeeded(s string) string {
 	if s == "" || strings.ContainsAny(s, " \t\n\"=") {
 		return strconv.Quote(s)
 	}
-	return s
+	return redact.Printable(s)
 }
 
 // fmtOffset renders an offset from the pod's origin: +1.234s.
@@ -402,7 +406,11 @@ func resAttr(res []span.Attr, k string) string {
 	return ""
 }
 
-func podName(res []span.Attr) string {
+// podName is the pod's namespace/name (or uid) from the resource, escaped
+// for the terminal.
+func podName(res []span.Attr) string { return redact.Printable(rawPodName(res)) }
+
+func rawPodName(res []span.Attr) string {
 	ns, name := resAttr(res, names.K8sNamespaceName), resAttr(res, names.K8sPodName)
 	switch {
 	case name == "":
