@@ -7,7 +7,7 @@ package redact
 
 import (
 	"fmt"
-	"net/url"
+	"path"
 	"strings"
 )
 
@@ -16,7 +16,11 @@ type Policy int
 
 const (
 	// Redacted keeps the arguments, with the values of secret-looking
-	// flags and assignments masked (the default).
+	// flags and assignments masked (the default); also the secrets of
+	// headers (-H 'Authorization: ...'), URLs (user:password@, signed
+	// query parameters), connection strings, JSON texts, the password
+	// flags of known programs (sshpass -p, docker login -p, redis-cli -a,
+	// curl -u, mysql -pX) and of the commands in sh -c '...'.
 	Redacted Policy = iota
 	// None drops the command line.
 	None
@@ -70,17 +74,25 @@ func (p Policy) Args(args []string) []string {
 	case Full:
 		return append([]string(nil), args...)
 	}
+	return command(args, 0)
+}
+
+// command masks one command line; args[0] is the program, kept. depth
+// counts the shell command lines (sh -c '...') it is inside.
+func command(args []string, depth int) []string {
 	out := make([]string, len(args))
-	maskNext := false
+	cur := programs[path.Base(args[0])]
+	next := plain
 	for i, a := range args {
 		switch {
-		case maskNext:
-			out[i] = Mask
-			maskNext = false
 		case i == 0:
 			out[i] = a
+		case next != plain:
+			out[i] = next.mask(a, depth)
+			next = plain
 		default:
-			out[i], maskNext = arg(a)
+			out[i], next = cur.arg(a, depth)
+			cur = cur.then(a)
 		}
 	}
 	return out
@@ -88,23 +100,39 @@ func (p Policy) Args(args []string) []string {
 
 // arg masks one argument, and tells whether the next one is the value of a
 // secret flag given as two arguments (--password secret).
-func arg(a string) (string, bool) {
-	if k, v, ok := strings.Cut(a, "="); ok {
+func arg(a string) (string, valueKind) {
+	if v, ok := header(a); ok {
+		return v, plain
+	}
+	if strings.ContainsRune(a, '{') {
+		return jsonSecrets(a), plain
+	}
+	if v, ok := connString(a); ok {
+		return v, plain
+	}
+	if k, v, ok := strings.Cut(a, "="); ok && isName(k) {
 		if secretName(k) {
-			return k + "=" + Mask, false
+			return k + "=" + Mask, plain
 		}
-		return k + "=" + credentialsInURL(v), false
+		return k + "=" + value(v), plain
 	}
 	if strings.HasPrefix(a, "-") {
-		name := strings.TrimLeft(a, "-")
-		// -p<password>: the mysql/psql-style short form.
-		if strings.HasPrefix(a, "-p") && !strings.HasPrefix(a, "--") && len(a) > 2 {
-			return "-p" + Mask, false
+		if secretName(a) {
+			return a, secret
 		}
-		return a, secretName(name)
+		return a, plain
 	}
-	return credentialsInURL(a), false
+	return value(a), plain
 }
+
+// secretWords make a flag or variable name secret wherever they are in it;
+// secretParts only as a whole part of it (between '-', '_', '.' or the
+// ends): --cookie and --session-cookie, not --no-cookies.
+var (
+	secretWords = []string{"password", "passwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key",
+		"credential", "private_key", "private-key", "access_key", "access-key"}
+	secretParts = []string{"pwd", "auth", "key", "pass", "jwt", "bearer", "cookie"}
+)
 
 // secretName tells a flag or variable name that holds a secret.
 func secretName(k string) bool {
@@ -112,29 +140,32 @@ func secretName(k string) bool {
 	if k == "" {
 		return false
 	}
-	for _, w := range []string{"password", "passwd", "pwd", "secret", "token", "apikey", "api_key", "api-key",
-		"credential", "private_key", "private-key", "access_key", "access-key", "auth", "key", "pass"} {
+	for _, w := range secretWords {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	for _, w := range secretParts {
 		if k == w || strings.HasSuffix(k, "_"+w) || strings.HasSuffix(k, "-"+w) || strings.HasSuffix(k, "."+w) ||
-			strings.HasPrefix(k, w+"_") || strings.HasPrefix(k, w+"-") || len(w) > 4 && strings.Contains(k, w) {
+			strings.HasPrefix(k, w+"_") || strings.HasPrefix(k, w+"-") {
 			return true
 		}
 	}
 	return false
 }
 
-// credentialsInURL masks the password of a URL's userinfo
-// (scheme://user:secret@host).
-func credentialsInURL(s string) string {
-	if !strings.Contains(s, "://") || !strings.Contains(s, "@") {
-		return s
+// isName tells a flag or variable name (--db-password, -Dx.y, PGPASSWORD),
+// the left side of an assignment; not a URL, a header or a JSON text.
+func isName(k string) bool {
+	k = strings.TrimPrefix(strings.TrimPrefix(k, "-"), "-")
+	if k == "" || !(k[0] == '_' || 'a' <= k[0]|0x20 && k[0]|0x20 <= 'z') {
+		return false
 	}
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
+	for i := 1; i < len(k); i++ {
+		c := k[i]
+		if !(c == '_' || c == '-' || c == '.' || c == ':' || '0' <= c && c <= '9' || 'a' <= c|0x20 && c|0x20 <= 'z') {
+			return false
+		}
 	}
-	if _, has := u.User.Password(); !has {
-		return s
-	}
-	u.User = url.UserPassword(u.User.Username(), Mask)
-	return strings.Replace(u.String(), url.QueryEscape(Mask), Mask, 1)
+	return true
 }
