@@ -37,6 +37,12 @@ var gapCases = []struct {
 		[]string{"redis-cli", "-u", "redis://default:***@redis:6379/0", "PING"}},
 	{"userinfo without scheme", []string{"curl", "-x", "proxyuser:pw@proxy.internal:3128", "https://example.com/"},
 		[]string{"curl", "-x", "proxyuser:***@proxy.internal:3128", "https://example.com/"}},
+	{"go mysql dsn", []string{"/app/server", "-dsn", "shop:pw@tcp(mysql:3306)/shop?parseTime=true"},
+		[]string{"/app/server", "-dsn", "shop:***@tcp(mysql:3306)/shop?parseTime=true"}},
+	{"jdbc url", []string{"java", "-jar", "app.jar", "--spring.datasource.url=jdbc:mysql://app:pw@db:3306/shop"},
+		[]string{"java", "-jar", "app.jar", "--spring.datasource.url=jdbc:mysql://app:***@db:3306/shop"}},
+	{"secret with ; and {", []string{"app", "--password=a;b{c}", "DB_PASSWORD=x;y"},
+		[]string{"app", "--password=***", "DB_PASSWORD=***"}},
 	{"connection string", []string{"dotnet", "Shop.dll", "--ConnectionStrings:Default=Server=db;User Id=sa;Password=S3cret!;"},
 		[]string{"dotnet", "Shop.dll", "--ConnectionStrings:Default=Server=db;User Id=sa;Password=***;"}},
 	{"connection string alone", []string{"sqlcmd-wrapper", "Server=x;User Id=y;Password=secret;"},
@@ -96,4 +102,23 @@ func TestRedactedGaps(t *testing.T) {
 			t.Errorf("%s: Redacted.Args(%q)\n got %q\nwant %q", tc.name, tc.in, got, want)
 		}
 	}
+}
+
+// Any command line: one argument out per argument in, nothing panics, and
+// a secret flag's value never comes out.
+func FuzzRedacted(f *testing.F) {
+	for _, tc := range gapCases {
+		if len(tc.in) == 3 {
+			f.Add(tc.in[0], tc.in[1], tc.in[2])
+		}
+	}
+	f.Add("sh", "-c", `a "b\" 'c`)
+	f.Add("bash", "-c", `x='unterminated`)
+	f.Fuzz(func(t *testing.T, a, b, c string) {
+		in := []string{a, b, c, "--password", "hunter2"}
+		out := Redacted.Args(in)
+		if len(out) != len(in) || out[4] != Mask {
+			t.Errorf("Redacted.Args(%q) = %q", in, out)
+		}
+	})
 }

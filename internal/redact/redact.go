@@ -104,16 +104,18 @@ func arg(a string) (string, valueKind) {
 	if v, ok := header(a); ok {
 		return v, plain
 	}
-	if strings.ContainsRune(a, '{') {
+	if isJSON(a) {
 		return jsonSecrets(a), plain
 	}
-	if v, ok := connString(a); ok {
-		return v, plain
+	k, v, isAssign := strings.Cut(a, "=")
+	isAssign = isAssign && isName(k)
+	if isAssign && secretName(k) {
+		return k + "=" + Mask, plain
 	}
-	if k, v, ok := strings.Cut(a, "="); ok && isName(k) {
-		if secretName(k) {
-			return k + "=" + Mask, plain
-		}
+	if c, ok := connString(a); ok {
+		return c, plain
+	}
+	if isAssign {
 		return k + "=" + value(v), plain
 	}
 	if strings.HasPrefix(a, "-") {

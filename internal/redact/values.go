@@ -14,7 +14,7 @@ func value(v string) string {
 	if h, ok := header(v); ok {
 		return h
 	}
-	if strings.ContainsRune(v, '{') {
+	if isJSON(v) {
 		return jsonSecrets(v)
 	}
 	if c, ok := connString(v); ok {
@@ -38,6 +38,12 @@ func header(a string) (string, bool) {
 		return m[1] + ":" + m[2] + Mask, true
 	}
 	return "", false
+}
+
+// isJSON tells a value that is a JSON object or array.
+func isJSON(s string) bool {
+	s = strings.TrimSpace(s)
+	return strings.HasPrefix(s, "{") || strings.HasPrefix(s, "[")
 }
 
 // jsonPairRE is a JSON member with a string, number or literal value.
@@ -109,9 +115,9 @@ func querySecrets(s string) string {
 }
 
 // noSchemeRE is user:password@host without a scheme (a proxy, a Redis or
-// AMQP address): not an image digest (name:tag@sha256:...), not an scp
+// AMQP address, a Go MySQL DSN user:password@tcp(db:3306)/shop): not an image digest (name:tag@sha256:...), not an scp
 // address (user@host:path).
-var noSchemeRE = regexp.MustCompile(`^([A-Za-z0-9._~%+-]+):([^@\s]+)@([A-Za-z0-9.-]+(?::[0-9]+)?(?:[/?#].*)?)$`)
+var noSchemeRE = regexp.MustCompile(`^([A-Za-z0-9._~%+-]+):([^@\s]+)@([A-Za-z0-9.-]+(?::[0-9]+|\([^()]*\))?(?:[/?#].*)?)$`)
 
 // userinfo masks the password of a URL's userinfo
 // (scheme://user:secret@host), also one that holds '/', '?' or '#', and of
@@ -128,7 +134,7 @@ func userinfo(s string) string {
 		return s
 	}
 	u, err := url.Parse(s)
-	if err == nil {
+	if err == nil && u.Opaque == "" {
 		if u.User == nil {
 			return s
 		}
@@ -138,7 +144,8 @@ func userinfo(s string) string {
 		u.User = url.UserPassword(u.User.Username(), Mask)
 		return strings.Replace(u.String(), url.QueryEscape(Mask), Mask, 1)
 	}
-	// Not a URL to net/url: a password with '/', '?' or '#' unescaped.
+	// Not a URL to net/url (a password with '/', '?' or '#' unescaped), or
+	// one inside another (jdbc:mysql://user:password@db/shop).
 	rest := s[i+3:]
 	colon, at := strings.IndexByte(rest, ':'), strings.LastIndexByte(rest, '@')
 	if colon <= 0 || at < colon || strings.ContainsAny(rest[:colon], "/?#@") {
