@@ -2,7 +2,8 @@
 // (--command-args): nothing, the program only, the arguments with secrets
 // masked (the default), or everything. Command lines reach spans, the
 // console, JSON output, `tracer events` and record files; each of them goes
-// through the same Policy.
+// through the same Policy. Printable and JSONControls escape tenant text
+// for the places it is printed to a terminal.
 package redact
 
 import (
