@@ -82,7 +82,7 @@ func (c *Correlator) cause(ct *container) (names.Cause, []span.Attr) {
 	}
 	if p != nil {
 		if ev := p.recentEvent("Killing", ct.name, ct.startedAtOr(), ct.exitAt); ev != nil && containsLiveness(ev.Message) {
-			return names.CauseLivenessRestart, append(attrs, span.String(names.Message, ev.Message))
+			return names.CauseLivenessRestart, append(append(attrs, span.String(names.Message, ev.Message)), eventCut(ev)...)
 		}
 		if p.info != nil && p.info.Reason == "Evicted" || p.recentEvent("Evicted", "", ct.startedAtOr(), ct.exitAt) != nil {
 			return names.CauseEvicted, attrs
@@ -141,9 +141,9 @@ func (c *Correlator) livenessCause(ct *container) (names.Cause, []span.Attr) {
 	if ev := p.recentEvent("Killing", ct.name, ct.startedAtOr(), ct.exitAt); ev != nil {
 		switch {
 		case strings.Contains(ev.Message, "failed startup probe"):
-			return names.CauseStartupProbeRestart, append(attrs, span.String(names.Message, ev.Message))
+			return names.CauseStartupProbeRestart, append(append(attrs, span.String(names.Message, ev.Message)), eventCut(ev)...)
 		case containsLiveness(ev.Message):
-			return names.CauseLivenessRestart, append(attrs, span.String(names.Message, ev.Message))
+			return names.CauseLivenessRestart, append(append(attrs, span.String(names.Message, ev.Message)), eventCut(ev)...)
 		}
 	}
 	if term == nil || (term.senderKind != names.SenderRuntime && term.senderKind != names.SenderKubelet) || p.info != nil && p.info.DeletionTimestamp != nil {

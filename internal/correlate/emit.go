@@ -40,6 +40,8 @@ func (c *Correlator) emit(p *pod, s span.Span) {
 		s.Attrs = append(s.Attrs, span.String(names.ErrorType, errorType(s)))
 	}
 	s.Attrs = c.commandArgs(s.Attrs)
+	boundText(&s)
+	boundSize(&s)
 	c.stats.SpansEmitted++
 	c.cfg.Sink.Emit(s)
 }

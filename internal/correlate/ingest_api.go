@@ -173,7 +173,7 @@ func (c *Correlator) sharpenAPITimes(p *pod, info *fact.PodInfo) {
 }
 
 func (c *Correlator) k8sEvent(ev *fact.K8sEvent) {
-	ev, p := c.eventPod(ev)
+	ev, p := c.eventPod(boundEvent(ev))
 	if p == nil {
 		return
 	}
@@ -190,7 +190,7 @@ func (c *Correlator) k8sEvent(ev *fact.K8sEvent) {
 		for _, ct := range p.containers {
 			if ct.name == ev.Container && !ct.exited {
 				ct.addProbeFail(span.SpanEvent{Name: names.EventProbeFailed, Time: ev.LastTime,
-					Attrs: []span.Attr{span.String(names.ProbeType, probeType(ev.Message)), span.String(names.Message, ev.Message)}})
+					Attrs: append([]span.Attr{span.String(names.ProbeType, probeType(ev.Message)), span.String(names.Message, ev.Message)}, eventCut(ev)...)})
 			}
 		}
 	}
@@ -201,6 +201,7 @@ func (c *Correlator) k8sEvent(ev *fact.K8sEvent) {
 	if ev.Count > 1 {
 		attrs = append(attrs, span.Int(names.K8sEventCount, int64(ev.Count)))
 	}
+	attrs = append(attrs, eventCut(ev)...)
 	p.addRootEvent(span.SpanEvent{Name: names.K8sEventName(ev.Reason), Time: ev.LastTime, Attrs: attrs})
 }
 

@@ -241,6 +241,10 @@ type K8sEvent struct {
 	FirstTime time.Time `json:"first_time"`
 	LastTime  time.Time `json:"last_time"`
 	Count     int32     `json:"count"`
+	// Truncated: bytes of Reason and Message cut before the model saw
+	// them (the watcher bounds Events before it caches them:
+	// MaxEventReason, MaxEventMessage).
+	Truncated int `json:"truncated,omitempty"`
 }
 
 // APIStatus says whether the API server can be reached.

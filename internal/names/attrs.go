@@ -104,3 +104,19 @@ const (
 // podchron.* keys: the bare key is what the traces have always carried,
 // and it stays so that existing queries keep finding it.
 const Message = "message"
+
+// Byte bounds: what the model cut from tenant text and from spans over its
+// span byte cap.
+const (
+	// TextTruncatedBytes: bytes of tenant text (Event messages and
+	// reasons, probe output, argv, label values, status messages) cut to
+	// the byte caps; on a span, the sum for the span and its events; on a
+	// span event, what was cut from that event.
+	TextTruncatedBytes = "podchron.text.truncated_bytes"
+	// SpanEventsDropped: events taken off a span to keep it within the
+	// model's span byte cap (the last ones go first).
+	SpanEventsDropped = "podchron.span.events_dropped"
+	// SpanTruncatedBytes: the estimated encoded bytes taken off a span to
+	// keep it within the span byte cap (dropped events and attributes).
+	SpanTruncatedBytes = "podchron.span.truncated_bytes"
+)
