@@ -51,7 +51,13 @@ func largeEvents(s *sim, n, size int) {
 func TestLargeEventsBounded(t *testing.T) {
 	s := newSim(t)
 	s.startup()
+	before := heapNow()
 	largeEvents(s, 300, 1<<20)
+	// What the model keeps of them (no span is out yet): the cut text,
+	// never the whole messages (a substring would pin them).
+	if grew := int64(heapNow()) - int64(before); grew > 16<<20 {
+		t.Errorf("300 Events of 1 MiB grew the heap by %d MiB", grew>>20)
+	}
 	s.c.Flush()
 	root := s.one(names.SpanPod)
 	if n := encodedSize(root); n > spanCap {

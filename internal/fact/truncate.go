@@ -1,6 +1,9 @@
 package fact
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // Byte caps on tenant-controlled text. A pod's author writes its Events'
 // messages (any client that may create Events in the namespace can), its
@@ -28,7 +31,8 @@ const (
 
 // Truncate cuts s to at most max bytes, never inside a UTF-8 sequence (a
 // sequence that would straddle the cap is dropped whole), and returns what
-// is kept and the number of bytes cut. Invalid UTF-8 is cut at the byte.
+// is kept (a copy when cut, so s can be collected) and the number of
+// bytes cut. Invalid UTF-8 is cut at the byte.
 func Truncate(s string, max int) (string, int) {
 	if max < 0 {
 		max = 0
@@ -45,7 +49,8 @@ func Truncate(s string, max int) (string, int) {
 	if !utf8.RuneStart(s[cut]) {
 		cut = max // not UTF-8 here: cut at the byte
 	}
-	return s[:cut], len(s) - cut
+	// A copy: a substring would keep the whole of s alive.
+	return strings.Clone(s[:cut]), len(s) - cut
 }
 
 // TruncateArgs keeps argv within max bytes (the arguments' bytes together):
