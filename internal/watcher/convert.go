@@ -303,6 +303,7 @@ func ConvertEvent(ev *corev1.Event) (fact.K8sEvent, bool) {
 		Source:    ev.Source.Component,
 		Container: ContainerFromFieldPath(obj.FieldPath),
 		Count:     ev.Count,
+		Truncated: truncatedBytes(ev),
 	}
 	if out.Namespace == "" {
 		out.Namespace = obj.Namespace

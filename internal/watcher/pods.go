@@ -109,5 +109,6 @@ func stripObject(obj any) (any, error) {
 	if a, err := meta.Accessor(obj); err == nil {
 		a.SetManagedFields(nil)
 	}
+	boundObject(obj)
 	return obj, nil
 }
