@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -67,7 +69,7 @@ func TestDaemonSetOnContainerd(t *testing.T) {
 		t.Fatalf("build-image.sh --import: %v\n%s", err, out)
 	}
 	t.Logf("build-image.sh --import:\n%s", out)
-	img, err := h.CRI().ImageService().ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: c.Image}})
+	img, err := imageStatus(ctx, h.Endpoint, c.Image)
 	if err != nil || img.GetImage() == nil {
 		t.Fatalf("CRI does not see %s after the import: %v", c.Image, err)
 	}
@@ -445,4 +447,14 @@ func grepMetrics(text string, prefixes ...string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// imageStatus asks the CRI image service at endpoint for image.
+func imageStatus(ctx context.Context, endpoint, image string) (*runtimeapi.ImageStatusResponse, error) {
+	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", endpoint, err)
+	}
+	defer conn.Close()
+	return runtimeapi.NewImageServiceClient(conn).ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: image}})
 }

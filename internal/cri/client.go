@@ -108,7 +108,6 @@ type Client struct {
 	endpoint string
 	conn     *grpc.ClientConn
 	rt       runtimeapi.RuntimeServiceClient
-	img      runtimeapi.ImageServiceClient
 	version  crifact.RuntimeVersion
 	opts     options
 	log      *slog.Logger
@@ -172,7 +171,6 @@ func dialOne(ctx context.Context, endpoint string, o options) (*Client, error) {
 		endpoint: "unix://" + path,
 		conn:     conn,
 		rt:       runtimeapi.NewRuntimeServiceClient(conn),
-		img:      runtimeapi.NewImageServiceClient(conn),
 		opts:     o,
 		log:      o.logger.With("cri_endpoint", "unix://"+path),
 	}
@@ -220,9 +218,6 @@ func (c *Client) Close() error {
 // RuntimeService exposes the raw CRI runtime service, for drivers (test
 // harnesses) that need calls this package does not wrap.
 func (c *Client) RuntimeService() runtimeapi.RuntimeServiceClient { return c.rt }
-
-// ImageService exposes the raw CRI image service.
-func (c *Client) ImageService() runtimeapi.ImageServiceClient { return c.img }
 
 func (c *Client) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, c.opts.callTimeout)

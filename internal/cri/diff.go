@@ -33,82 +33,112 @@ func Diff(prev, next *Snapshot, phase crifact.Phase) []crifact.Event {
 	if prev == nil {
 		prev = &Snapshot{}
 	}
-	var evs []crifact.Event
-	obs := next.Time
-	emitSB := func(t crifact.EventType, at time.Time, sb crifact.Sandbox) {
-		if at.IsZero() {
-			at = obs
-		}
-		evs = append(evs, crifact.Event{Type: t, Phase: phase, At: at, Observed: obs, Sandbox: &sb})
-	}
-	emitCT := func(t crifact.EventType, at time.Time, ct crifact.Container, sb *crifact.Sandbox) {
-		if at.IsZero() {
-			at = obs
-		}
-		evs = append(evs, crifact.Event{Type: t, Phase: phase, At: at, Observed: obs, Container: &ct, Sandbox: sb})
-	}
-	sandboxFor := func(id string) *crifact.Sandbox {
-		if sb, ok := next.Sandboxes[id]; ok {
-			return &sb
-		}
-		if sb, ok := prev.Sandboxes[id]; ok {
-			return &sb
-		}
-		return nil
-	}
+	d := &differ{prev: prev, next: next, phase: phase}
+	d.sandboxes()
+	d.containers()
+	sortEvents(d.evs)
+	return d.evs
+}
 
-	for id, sb := range next.Sandboxes {
-		old, existed := prev.Sandboxes[id]
+// differ collects the events between two snapshots.
+type differ struct {
+	prev, next *Snapshot
+	phase      crifact.Phase
+	evs        []crifact.Event
+}
+
+// event appends an event at at (the observation time when zero).
+func (d *differ) event(ev crifact.Event, at time.Time) {
+	if at.IsZero() {
+		at = d.next.Time
+	}
+	ev.Phase, ev.At, ev.Observed = d.phase, at, d.next.Time
+	d.evs = append(d.evs, ev)
+}
+
+func (d *differ) sandboxEvent(t crifact.EventType, at time.Time, sb crifact.Sandbox) {
+	d.event(crifact.Event{Type: t, Sandbox: &sb}, at)
+}
+
+// containerEvent appends a container's event with its sandbox's last known
+// state.
+func (d *differ) containerEvent(t crifact.EventType, at time.Time, ct crifact.Container) {
+	d.event(crifact.Event{Type: t, Container: &ct, Sandbox: d.sandboxFor(ct.SandboxID)}, at)
+}
+
+func (d *differ) sandboxFor(id string) *crifact.Sandbox {
+	if sb, ok := d.next.Sandboxes[id]; ok {
+		return &sb
+	}
+	if sb, ok := d.prev.Sandboxes[id]; ok {
+		return &sb
+	}
+	return nil
+}
+
+func (d *differ) sandboxes() {
+	for id, sb := range d.next.Sandboxes {
+		old, existed := d.prev.Sandboxes[id]
 		if !existed {
-			emitSB(crifact.EventSandboxCreated, sb.CreatedAt, sb)
+			d.sandboxEvent(crifact.EventSandboxCreated, sb.CreatedAt, sb)
 		}
 		if sb.State == crifact.SandboxNotReady && (!existed || old.State == crifact.SandboxReady) {
-			emitSB(crifact.EventSandboxStopped, time.Time{}, sb)
+			d.sandboxEvent(crifact.EventSandboxStopped, time.Time{}, sb)
 		}
 	}
-	for id, sb := range prev.Sandboxes {
-		if _, ok := next.Sandboxes[id]; !ok {
+	for id, sb := range d.prev.Sandboxes {
+		if _, ok := d.next.Sandboxes[id]; !ok {
 			// CRI only removes stopped sandboxes: a sandbox last seen ready
 			// was stopped and removed between the two snapshots.
 			if sb.State == crifact.SandboxReady {
 				sb.State = crifact.SandboxNotReady
 				sb.NetNSPath, sb.PID = "", 0
-				emitSB(crifact.EventSandboxStopped, time.Time{}, sb)
+				d.sandboxEvent(crifact.EventSandboxStopped, time.Time{}, sb)
 			}
-			emitSB(crifact.EventSandboxRemoved, time.Time{}, sb)
+			d.sandboxEvent(crifact.EventSandboxRemoved, time.Time{}, sb)
 		}
 	}
+}
 
-	for id, ct := range next.Containers {
-		old, existed := prev.Containers[id]
+func (d *differ) containers() {
+	for id, ct := range d.next.Containers {
+		old, existed := d.prev.Containers[id]
 		oldState := crifact.ContainerState("")
 		if existed {
 			oldState = old.State
 		} else {
-			emitCT(crifact.EventContainerCreated, ct.CreatedAt, ct, sandboxFor(ct.SandboxID))
+			d.containerEvent(crifact.EventContainerCreated, ct.CreatedAt, ct)
 		}
-		started := oldState == crifact.StateRunning || oldState == crifact.StateExited
-		switch ct.State {
-		case crifact.StateRunning:
-			if !started {
-				emitCT(crifact.EventContainerStarted, ct.StartedAt, ct, sandboxFor(ct.SandboxID))
-			}
-		case crifact.StateExited:
-			// A container that failed to start is exited without StartedAt.
-			if !started && !ct.StartedAt.IsZero() {
-				emitCT(crifact.EventContainerStarted, ct.StartedAt, ct, sandboxFor(ct.SandboxID))
-			}
-			if oldState != crifact.StateExited {
-				emitCT(crifact.EventContainerExited, ct.FinishedAt, ct, sandboxFor(ct.SandboxID))
-			}
+		d.containerStates(oldState, ct)
+	}
+	for id, ct := range d.prev.Containers {
+		if _, ok := d.next.Containers[id]; !ok {
+			d.containerEvent(crifact.EventContainerRemoved, time.Time{}, ct)
 		}
 	}
-	for id, ct := range prev.Containers {
-		if _, ok := next.Containers[id]; !ok {
-			emitCT(crifact.EventContainerRemoved, time.Time{}, ct, sandboxFor(ct.SandboxID))
-		}
-	}
+}
 
+// containerStates appends a container's start and exit not seen yet.
+func (d *differ) containerStates(oldState crifact.ContainerState, ct crifact.Container) {
+	started := oldState == crifact.StateRunning || oldState == crifact.StateExited
+	switch ct.State {
+	case crifact.StateRunning:
+		if !started {
+			d.containerEvent(crifact.EventContainerStarted, ct.StartedAt, ct)
+		}
+	case crifact.StateExited:
+		// A container that failed to start is exited without StartedAt.
+		if !started && !ct.StartedAt.IsZero() {
+			d.containerEvent(crifact.EventContainerStarted, ct.StartedAt, ct)
+		}
+		if oldState != crifact.StateExited {
+			d.containerEvent(crifact.EventContainerExited, ct.FinishedAt, ct)
+		}
+	}
+}
+
+// sortEvents orders events by At, then eventRank, then object ID.
+func sortEvents(evs []crifact.Event) {
 	sort.SliceStable(evs, func(i, j int) bool {
 		a, b := evs[i], evs[j]
 		if !a.At.Equal(b.At) {
@@ -119,7 +149,6 @@ func Diff(prev, next *Snapshot, phase crifact.Phase) []crifact.Event {
 		}
 		return eventKey(a) < eventKey(b)
 	})
-	return evs
 }
 
 func eventKey(e crifact.Event) string {

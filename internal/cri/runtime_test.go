@@ -289,7 +289,7 @@ func TestLifecycleAgainstContainerd(t *testing.T) {
 			t.Errorf("exit event %s: %+v", ev, ev.Container)
 		}
 	}
-	if snap := watcher.Latest(); snap == nil || len(snap.ContainersOf(pod.ID)) != 3 {
+	if snap := watcher.Latest(); snap == nil || containersOf(snap, pod.ID) != 3 {
 		t.Errorf("latest snapshot: %+v", snap)
 	}
 
@@ -475,4 +475,15 @@ func TestWatchKickedPoll(t *testing.T) {
 	if ev.Container.ExitCode != 3 || w.Kicks() != 1 {
 		t.Errorf("exit code %d, kicks %d; want 3 and 1", ev.Container.ExitCode, w.Kicks())
 	}
+}
+
+// containersOf counts the containers of a sandbox in snap.
+func containersOf(snap *cri.Snapshot, sandboxID string) int {
+	n := 0
+	for _, c := range snap.Containers {
+		if c.SandboxID == sandboxID {
+			n++
+		}
+	}
+	return n
 }

@@ -3,7 +3,6 @@ package cri
 import (
 	"context"
 	"fmt"
-	"sort"
 	"time"
 
 	crifact "github.com/podchron/podchron/internal/fact/cri"
@@ -19,46 +18,6 @@ type Snapshot struct {
 	Time       time.Time
 	Sandboxes  map[string]crifact.Sandbox
 	Containers map[string]crifact.Container
-}
-
-// SandboxIDs returns the sandbox IDs sorted.
-func (s *Snapshot) SandboxIDs() []string {
-	ids := make([]string, 0, len(s.Sandboxes))
-	for id := range s.Sandboxes {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
-}
-
-// ContainersOf returns the containers of a sandbox, oldest first.
-func (s *Snapshot) ContainersOf(sandboxID string) []crifact.Container {
-	var out []crifact.Container
-	for _, c := range s.Containers {
-		if c.SandboxID == sandboxID {
-			out = append(out, c)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.Before(out[j].CreatedAt)
-		}
-		return out[i].ID < out[j].ID
-	})
-	return out
-}
-
-// ContainerByPID returns the running container whose init process is pid.
-func (s *Snapshot) ContainerByPID(pid int) (crifact.Container, bool) {
-	if pid <= 0 {
-		return crifact.Container{}, false
-	}
-	for _, c := range s.Containers {
-		if c.PID == pid {
-			return c, true
-		}
-	}
-	return crifact.Container{}, false
 }
 
 // Snapshot lists sandboxes and containers and fills in their detailed status.

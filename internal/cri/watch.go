@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/podchron/podchron/internal/chans"
 	crifact "github.com/podchron/podchron/internal/fact/cri"
 )
 
@@ -106,90 +107,104 @@ func Watch(ctx context.Context, cfg WatchConfig, buffer int) (<-chan crifact.Eve
 // once ctx is done, after closing its connection. Run does not close out.
 func (w *Watcher) Run(ctx context.Context, out chan<- crifact.Event) error {
 	defer w.closeClient()
-
-	var (
-		prev    *Snapshot
-		gap     *crifact.Gap
-		backoff = w.cfg.BackoffMin
-		fast    int // kicked polls still to come
-	)
-	send := func(ev crifact.Event) bool {
-		select {
-		case out <- ev:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-
+	r := &run{w: w, out: out, backoff: w.cfg.BackoffMin}
 	for {
-		snap, err := w.poll(ctx, prev)
+		snap, err := w.poll(ctx, r.prev)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if err != nil {
-			w.closeClient()
-			now := time.Now()
-			if gap == nil {
-				gap = &crifact.Gap{Since: now, Err: err, Attempts: 1}
-				if prev != nil {
-					gap.LastSeen = prev.Time
-				}
-				w.log.Warn("container runtime unavailable", "endpoint", w.cfg.Endpoint, "err", err)
-				g := *gap
-				if !send(crifact.Event{Type: crifact.EventRuntimeUnavailable, At: now, Observed: now, Gap: &g}) {
-					return ctx.Err()
-				}
-			} else {
-				gap.Attempts++
-				w.log.Debug("container runtime still unavailable", "attempts", gap.Attempts, "err", err)
-			}
-			if !sleep(ctx, jitter(backoff)) {
-				return ctx.Err()
-			}
-			backoff = min(backoff*2, w.cfg.BackoffMax)
-			continue
-		}
-
-		backoff = w.cfg.BackoffMin
-		phase := crifact.PhaseLive
-		switch {
-		case prev == nil:
-			phase = crifact.PhaseInitial
-		case gap != nil:
-			phase = crifact.PhaseResync
-		}
-		if gap != nil {
-			gap.Until = snap.Time
-			g := *gap
-			gap = nil
-			w.log.Info("container runtime available again", "gap_since", g.Since, "gap_until", g.Until,
-				"gap", g.Duration(), "attempts", g.Attempts)
-			if w.cfg.OnGap != nil {
-				w.cfg.OnGap(g)
-			}
-			if !send(crifact.Event{Type: crifact.EventRuntimeAvailable, At: g.Until, Observed: g.Until, Gap: &g}) {
-				return ctx.Err()
-			}
-			if prev == nil {
-				// never seen before the gap: what exists is the initial state
-				phase = crifact.PhaseInitial
-			}
-		}
-		for _, ev := range Diff(prev, snap, phase) {
-			if !send(ev) {
-				return ctx.Err()
-			}
-		}
-		prev = snap
-		w.mu.Lock()
-		w.latest = snap
-		w.mu.Unlock()
 		var ok bool
-		if fast, ok = w.wait(ctx, fast); !ok {
+		if err != nil {
+			ok = r.failed(ctx, err)
+		} else {
+			ok = r.polled(ctx, snap)
+		}
+		if !ok {
 			return ctx.Err()
 		}
 	}
+}
+
+// run is the state of one Watcher.Run.
+type run struct {
+	w       *Watcher
+	out     chan<- crifact.Event
+	prev    *Snapshot
+	gap     *crifact.Gap
+	backoff time.Duration
+	fast    int // kicked polls still to come
+}
+
+// failed reports a failed poll (the start of a gap, once) and waits out the
+// backoff; false once ctx is done.
+func (r *run) failed(ctx context.Context, err error) bool {
+	w := r.w
+	w.closeClient()
+	now := time.Now()
+	if r.gap == nil {
+		r.gap = &crifact.Gap{Since: now, Err: err, Attempts: 1}
+		if r.prev != nil {
+			r.gap.LastSeen = r.prev.Time
+		}
+		w.log.Warn("container runtime unavailable", "endpoint", w.cfg.Endpoint, "err", err)
+		g := *r.gap
+		if !chans.Send(ctx, r.out, crifact.Event{Type: crifact.EventRuntimeUnavailable, At: now, Observed: now, Gap: &g}) {
+			return false
+		}
+	} else {
+		r.gap.Attempts++
+		w.log.Debug("container runtime still unavailable", "attempts", r.gap.Attempts, "err", err)
+	}
+	if !sleep(ctx, jitter(r.backoff)) {
+		return false
+	}
+	r.backoff = min(r.backoff*2, w.cfg.BackoffMax)
+	return true
+}
+
+// polled sends a successful poll's changes (after the end of a gap, if one
+// was open), publishes its snapshot and waits for the next poll; false once
+// ctx is done.
+func (r *run) polled(ctx context.Context, snap *Snapshot) bool {
+	w := r.w
+	r.backoff = w.cfg.BackoffMin
+	phase := crifact.PhaseLive
+	switch {
+	case r.prev == nil:
+		phase = crifact.PhaseInitial
+	case r.gap != nil:
+		phase = crifact.PhaseResync
+	}
+	if r.gap != nil && !r.gapEnded(ctx, snap) {
+		return false
+	}
+	for _, ev := range Diff(r.prev, snap, phase) {
+		if !chans.Send(ctx, r.out, ev) {
+			return false
+		}
+	}
+	r.prev = snap
+	w.mu.Lock()
+	w.latest = snap
+	w.mu.Unlock()
+	var ok bool
+	r.fast, ok = w.wait(ctx, r.fast)
+	return ok
+}
+
+// gapEnded closes the open gap at snap's time and reports it; false once
+// ctx is done.
+func (r *run) gapEnded(ctx context.Context, snap *Snapshot) bool {
+	w := r.w
+	r.gap.Until = snap.Time
+	g := *r.gap
+	r.gap = nil
+	w.log.Info("container runtime available again", "gap_since", g.Since, "gap_until", g.Until,
+		"gap", g.Duration(), "attempts", g.Attempts)
+	if w.cfg.OnGap != nil {
+		w.cfg.OnGap(g)
+	}
+	return chans.Send(ctx, r.out, crifact.Event{Type: crifact.EventRuntimeAvailable, At: g.Until, Observed: g.Until, Gap: &g})
 }
 
 // wait sleeps until the next poll: Interval, or sooner after a kick (see
@@ -213,9 +228,6 @@ func (w *Watcher) wait(ctx context.Context, fast int) (int, bool) {
 		return w.cfg.KickFollowUps, sleep(ctx, w.cfg.KickDelay)
 	}
 }
-
-// Kicks counts the kicks that brought a poll forward.
-func (w *Watcher) Kicks() uint64 { return w.kicks.Load() }
 
 func (w *Watcher) poll(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 	w.mu.Lock()

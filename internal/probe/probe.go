@@ -41,7 +41,8 @@ type Probes struct {
 	// The kernel only looks up ancestors at the levels of the roots
 	// configured at load time.
 	minLevel, maxLevel int
-	// Kernel-dependent variants chosen at load (see KernelPaths).
+	// Kernel-dependent variants chosen at load: the ancestor helper
+	// (haveAncestorHelper), group_dead in sched_process_exit (exitHasGroupDead).
 	groupDead, ancestorHelper bool
 
 	genMu sync.Mutex
@@ -75,14 +76,7 @@ func Load(cfg Config) (*Probes, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse embedded BPF object: %w", err)
 	}
-	minLevel, maxLevel := 15, 0
-	for _, r := range cfg.CgroupRoots {
-		minLevel = min(minLevel, rootLevel(r))
-		maxLevel = max(maxLevel, rootLevel(r))
-	}
-	if minLevel > maxLevel {
-		minLevel = maxLevel
-	}
+	minLevel, maxLevel := rootLevels(cfg.CgroupRoots)
 	groupDead, err := exitHasGroupDead()
 	if err != nil {
 		return nil, err
@@ -94,7 +88,7 @@ func Load(cfg Config) (*Probes, error) {
 	if cfg.NoopPrograms {
 		cfg.Logger.Warn("benchmark mode: every BPF program returns at once; nothing will be traced")
 	}
-	for name, val := range map[string]any{
+	if err := setVariables(spec, map[string]any{
 		"cfg_all_processes":       flag32(cfg.AllProcesses),
 		"cfg_self_tgid":           uint32(cfg.SelfTGID),
 		"cfg_cgroup_v1":           flag32(layout.Mode == cgroupfs.ModeV1Memory),
@@ -105,14 +99,8 @@ func Load(cfg Config) (*Probes, error) {
 		"cfg_exit_has_group_dead": groupDead,
 		"cfg_ancestor_helper":     ancestorHelper,
 		"cfg_noop":                flag32(cfg.NoopPrograms),
-	} {
-		v, ok := spec.Variables[name]
-		if !ok {
-			return nil, fmt.Errorf("BPF object has no variable %s", name)
-		}
-		if err := v.Set(val); err != nil {
-			return nil, fmt.Errorf("set %s: %w", name, err)
-		}
+	}); err != nil {
+		return nil, err
 	}
 	spec.Maps["events"].MaxEntries = uint32(cfg.RingBufferBytes)
 
@@ -131,6 +119,33 @@ func Load(cfg Config) (*Probes, error) {
 	}
 	p.log.Debug("probes loaded", "ancestor_helper", p.ancestorHelper, "exit_group_dead", p.groupDead)
 	return p, nil
+}
+
+// rootLevels returns the lowest and highest level of the cgroup roots.
+func rootLevels(roots []string) (minLevel, maxLevel int) {
+	minLevel, maxLevel = 15, 0
+	for _, r := range roots {
+		minLevel = min(minLevel, rootLevel(r))
+		maxLevel = max(maxLevel, rootLevel(r))
+	}
+	if minLevel > maxLevel {
+		minLevel = maxLevel
+	}
+	return minLevel, maxLevel
+}
+
+// setVariables sets the programs' settings (const volatile variables).
+func setVariables(spec *ebpf.CollectionSpec, vars map[string]any) error {
+	for name, val := range vars {
+		v, ok := spec.Variables[name]
+		if !ok {
+			return fmt.Errorf("BPF object has no variable %s", name)
+		}
+		if err := v.Set(val); err != nil {
+			return fmt.Errorf("set %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // flag32 is a boolean setting as the programs' __u32 variables hold it.
@@ -356,20 +371,6 @@ func (p *Probes) Counters() (map[kernel.EventType]kernel.Counter, error) {
 		out[t] = c
 	}
 	return out, nil
-}
-
-// Programs returns the loaded programs by name, for bpf_stats readers.
-func (p *Probes) Programs() map[string]*ebpf.Program {
-	return map[string]*ebpf.Program{
-		"exec":           p.objs.HandleExec,
-		"fork":           p.objs.HandleFork,
-		"exit":           p.objs.HandleExit,
-		"signal":         p.objs.HandleSignalGenerate,
-		"signal_deliver": p.objs.HandleSignalDeliver,
-		"oom":            p.objs.HandleMarkVictim,
-		"cgroup_mkdir":   p.objs.HandleCgroupMkdir,
-		"cgroup_rmdir":   p.objs.HandleCgroupRmdir,
-	}
 }
 
 // Close detaches and unloads everything.

@@ -61,7 +61,23 @@ func (w *Watcher) reconcile(ctx context.Context) []*eventWindow {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.pruneDeletedLocked(now)
-	var waiting, standby []types.UID
+	waiting, standby := w.queueLocked(now)
+	if len(waiting)+len(standby) == 0 {
+		return nil
+	}
+	free := w.cfg.MaxEventWatches - len(w.windows)
+	if free < len(waiting) {
+		var requeued []types.UID
+		free, requeued = w.makeRoomLocked(now, free, len(waiting))
+		waiting = append(waiting, requeued...)
+	}
+	return w.openWindowsLocked(ctx, now, free, waiting, standby)
+}
+
+// queueLocked closes the windows no pod needs any more, marks the open ones
+// standby or not, and returns the pods waiting for a window (those needing
+// events, and those that would take a standby one), longest waiting first.
+func (w *Watcher) queueLocked(now time.Time) (waiting, standby []types.UID) {
 	for uid, s := range w.pods {
 		need := s.announced && s.needsEvents(now)
 		stand := s.announced && !need && s.standby()
@@ -83,42 +99,47 @@ func (w *Watcher) reconcile(ctx context.Context) []*eventWindow {
 			}
 		}
 	}
-	if len(waiting)+len(standby) == 0 {
-		return nil
-	}
 	byWait := func(uid types.UID) time.Time { return w.pods[uid].waitingSince }
-	byOpen := func(uid types.UID) time.Time { return w.windows[uid].openedAt }
 	sortBy(waiting, byWait)
 	sortBy(standby, byWait)
-	free := w.cfg.MaxEventWatches - len(w.windows)
-	if free < len(waiting) {
-		// Pods that need events take the slots of standby windows first,
-		// then of windows held past maxHold (which queue again).
-		var stand, held []types.UID
-		for uid, win := range w.windows {
-			switch {
-			case win.standby:
-				stand = append(stand, uid)
-			case now.Sub(win.openedAt) > maxHold:
-				held = append(held, uid)
-			}
+	return waiting, standby
+}
+
+// makeRoomLocked frees slots for the pods that need events: it closes
+// standby windows first, then windows held past maxHold, oldest first, until
+// free slots reach want. It returns the free slots and the pods whose held
+// windows it closed (they queue again).
+func (w *Watcher) makeRoomLocked(now time.Time, free, want int) (int, []types.UID) {
+	var stand, held []types.UID
+	for uid, win := range w.windows {
+		switch {
+		case win.standby:
+			stand = append(stand, uid)
+		case now.Sub(win.openedAt) > maxHold:
+			held = append(held, uid)
 		}
-		sortBy(stand, byOpen)
-		sortBy(held, byOpen)
-		var requeued []types.UID
-		for _, uid := range append(stand, held...) {
-			if free >= len(waiting) {
-				break
-			}
-			if !w.windows[uid].standby {
-				requeued = append(requeued, uid)
-			}
-			w.closeWindowLocked(uid)
-			w.pods[uid].waitingSince = now
-			free++
-		}
-		waiting = append(waiting, requeued...)
 	}
+	byOpen := func(uid types.UID) time.Time { return w.windows[uid].openedAt }
+	sortBy(stand, byOpen)
+	sortBy(held, byOpen)
+	var requeued []types.UID
+	for _, uid := range append(stand, held...) {
+		if free >= want {
+			break
+		}
+		if !w.windows[uid].standby {
+			requeued = append(requeued, uid)
+		}
+		w.closeWindowLocked(uid)
+		w.pods[uid].waitingSince = now
+		free++
+	}
+	return free, requeued
+}
+
+// openWindowsLocked opens windows for waiting pods, then standby ones, while
+// slots are free; it returns the windows it opened.
+func (w *Watcher) openWindowsLocked(ctx context.Context, now time.Time, free int, waiting, standby []types.UID) []*eventWindow {
 	var opened []*eventWindow
 	for i, uid := range append(waiting, standby...) {
 		if free <= 0 {

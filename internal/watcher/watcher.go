@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/podchron/podchron/internal/chans"
+
 	"github.com/podchron/podchron/internal/fact"
 
 	corev1 "k8s.io/api/core/v1"
@@ -312,12 +314,7 @@ func (w *Watcher) waitSynced(ctx context.Context, reg cache.ResourceEventHandler
 // send delivers in to out, stamped with the clock, unless ctx is done.
 func (w *Watcher) send(in fact.Input) bool {
 	in.Time = w.clock()
-	select {
-	case w.out <- in:
-		return true
-	case <-w.ctx.Done():
-		return false
-	}
+	return chans.Send(w.ctx, w.out, in)
 }
 
 // --- pods ---

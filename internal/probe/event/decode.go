@@ -95,101 +95,115 @@ func (d *Decoder) Decode(raw []byte) (kernel.Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch kernel.EventType(h.Type) {
-	case kernel.EventExec:
-		return d.exec(raw)
-	case kernel.EventFork:
-		r, err := view[PodchronForkEvent](raw)
-		if err != nil {
-			return nil, err
-		}
-		return &kernel.ForkEvent{Header: d.header(&r.Hdr), ChildTGID: r.ChildTgid, ChildPID: r.ChildPid}, nil
-	case kernel.EventExit:
-		r, err := view[PodchronExitEvent](raw)
-		if err != nil {
-			return nil, err
-		}
-		st := syscall.WaitStatus(r.ExitCode)
-		e := &kernel.ExitEvent{
-			Header:     d.header(&r.Hdr),
-			RawStatus:  r.ExitCode,
-			Start:      d.Clock.Wall(r.StartNs),
-			CoreDumped: r.ExitCode&0x80 != 0,
-			NSInit:     has(r.Flags, PodchronExitFlagsEXIT_F_NS_INIT),
-		}
-		if sig := r.ExitCode & 0x7f; sig != 0 {
-			e.Signal = syscall.Signal(sig)
-		} else {
-			e.ExitCode = st.ExitStatus()
-		}
-		return e, nil
-	case kernel.EventSignalGenerate:
-		r, err := view[PodchronSignalEvent](raw)
-		if err != nil {
-			return nil, err
-		}
-		return &kernel.SignalEvent{
-			Header:         d.header(&r.Hdr),
-			Signal:         syscall.Signal(r.Sig),
-			Code:           r.Code,
-			Result:         kernel.SignalResult(r.Result),
-			Group:          r.Group != 0,
-			TargetTGID:     r.TargetTgid,
-			TargetPID:      r.TargetPid,
-			TargetCgroupID: r.TargetCgroupId,
-			TargetComm:     cstr(r.TargetComm[:]),
-			Disposition:    kernel.Disposition(r.Disposition),
-			TargetNSInit:   has(r.TargetFlags, PodchronSignalTargetFlagsSIGNAL_TARGET_NS_INIT),
-			SenderWatched:  has(r.TargetFlags, PodchronSignalTargetFlagsSIGNAL_SENDER_WATCHED),
-		}, nil
-	case kernel.EventSignalDeliver:
-		r, err := view[PodchronSignalDeliverEvent](raw)
-		if err != nil {
-			return nil, err
-		}
-		return &kernel.SignalDeliverEvent{
-			Header:      d.header(&r.Hdr),
-			Signal:      syscall.Signal(r.Sig),
-			Code:        r.Code,
-			Disposition: kernel.Disposition(r.Disposition),
-			SAFlags:     r.SaFlags,
-		}, nil
-	case kernel.EventOOMKill:
-		r, err := view[PodchronOomEvent](raw)
-		if err != nil {
-			return nil, err
-		}
-		e := &kernel.OOMEvent{
-			Header:         d.header(&r.Hdr),
-			VictimTGID:     r.VictimTgid,
-			VictimKnown:    has(r.Flags, PodchronOomFlagsOOM_F_VICTIM_KNOWN),
-			VictimCgroupID: r.VictimCgroupId,
-			VictimComm:     cstr(r.VictimComm[:]),
-			HasRSS:         has(r.Flags, PodchronOomFlagsOOM_F_RSS),
-			TotalVMKB:      r.TotalVmKb,
-			AnonRSSKB:      r.AnonRssKb,
-			FileRSSKB:      r.FileRssKb,
-			ShmemRSSKB:     r.ShmemRssKb,
-			OOMScoreAdj:    r.OomScoreAdj,
-		}
-		for i := 0; has(r.Flags, PodchronOomFlagsOOM_F_MEMCG) && i < int(r.MemcgCount) && i < len(r.MemcgId); i++ {
-			e.Memcgs = append(e.Memcgs, kernel.MemcgOOMs{ID: r.MemcgId[i], Level: r.MemcgLevel[i], OOMs: r.MemcgOom[i]})
-		}
-		return e, nil
-	case kernel.EventCgroupMkdir, kernel.EventCgroupRmdir:
-		r, err := view[PodchronCgroupEvent](raw)
-		if err != nil {
-			return nil, err
-		}
-		return &kernel.CgroupEvent{
-			Header:      d.header(&r.Hdr),
-			ID:          r.Id,
-			Level:       r.Level,
-			HierarchyID: r.HierarchyId,
-			Path:        cstr(r.Path[:]),
-		}, nil
+	if t := uint64(h.Type); t < uint64(len(decoders)) && decoders[t] != nil {
+		return decoders[t](d, raw)
 	}
 	return nil, fmt.Errorf("%w: %d", ErrUnknownEvent, h.Type)
+}
+
+// decodeFunc decodes one record of a known event type.
+type decodeFunc func(d *Decoder, raw []byte) (kernel.Event, error)
+
+// decoders are the decoders by event type.
+var decoders = [...]decodeFunc{
+	kernel.EventExec:           (*Decoder).exec,
+	kernel.EventFork:           decodeAs((*Decoder).fork),
+	kernel.EventExit:           decodeAs((*Decoder).exit),
+	kernel.EventSignalGenerate: decodeAs((*Decoder).signal),
+	kernel.EventSignalDeliver:  decodeAs((*Decoder).signalDeliver),
+	kernel.EventOOMKill:        decodeAs((*Decoder).oom),
+	kernel.EventCgroupMkdir:    decodeAs((*Decoder).cgroup),
+	kernel.EventCgroupRmdir:    decodeAs((*Decoder).cgroup),
+}
+
+// decodeAs makes a decodeFunc of a conversion from a record of type T, read
+// in place.
+func decodeAs[T any](conv func(*Decoder, *T) kernel.Event) decodeFunc {
+	return func(d *Decoder, raw []byte) (kernel.Event, error) {
+		r, err := view[T](raw)
+		if err != nil {
+			return nil, err
+		}
+		return conv(d, r), nil
+	}
+}
+
+func (d *Decoder) fork(r *PodchronForkEvent) kernel.Event {
+	return &kernel.ForkEvent{Header: d.header(&r.Hdr), ChildTGID: r.ChildTgid, ChildPID: r.ChildPid}
+}
+
+func (d *Decoder) exit(r *PodchronExitEvent) kernel.Event {
+	st := syscall.WaitStatus(r.ExitCode)
+	e := &kernel.ExitEvent{
+		Header:     d.header(&r.Hdr),
+		RawStatus:  r.ExitCode,
+		Start:      d.Clock.Wall(r.StartNs),
+		CoreDumped: r.ExitCode&0x80 != 0,
+		NSInit:     has(r.Flags, PodchronExitFlagsEXIT_F_NS_INIT),
+	}
+	if sig := r.ExitCode & 0x7f; sig != 0 {
+		e.Signal = syscall.Signal(sig)
+	} else {
+		e.ExitCode = st.ExitStatus()
+	}
+	return e
+}
+
+func (d *Decoder) signal(r *PodchronSignalEvent) kernel.Event {
+	return &kernel.SignalEvent{
+		Header:         d.header(&r.Hdr),
+		Signal:         syscall.Signal(r.Sig),
+		Code:           r.Code,
+		Result:         kernel.SignalResult(r.Result),
+		Group:          r.Group != 0,
+		TargetTGID:     r.TargetTgid,
+		TargetPID:      r.TargetPid,
+		TargetCgroupID: r.TargetCgroupId,
+		TargetComm:     cstr(r.TargetComm[:]),
+		Disposition:    kernel.Disposition(r.Disposition),
+		TargetNSInit:   has(r.TargetFlags, PodchronSignalTargetFlagsSIGNAL_TARGET_NS_INIT),
+		SenderWatched:  has(r.TargetFlags, PodchronSignalTargetFlagsSIGNAL_SENDER_WATCHED),
+	}
+}
+
+func (d *Decoder) signalDeliver(r *PodchronSignalDeliverEvent) kernel.Event {
+	return &kernel.SignalDeliverEvent{
+		Header:      d.header(&r.Hdr),
+		Signal:      syscall.Signal(r.Sig),
+		Code:        r.Code,
+		Disposition: kernel.Disposition(r.Disposition),
+		SAFlags:     r.SaFlags,
+	}
+}
+
+func (d *Decoder) oom(r *PodchronOomEvent) kernel.Event {
+	e := &kernel.OOMEvent{
+		Header:         d.header(&r.Hdr),
+		VictimTGID:     r.VictimTgid,
+		VictimKnown:    has(r.Flags, PodchronOomFlagsOOM_F_VICTIM_KNOWN),
+		VictimCgroupID: r.VictimCgroupId,
+		VictimComm:     cstr(r.VictimComm[:]),
+		HasRSS:         has(r.Flags, PodchronOomFlagsOOM_F_RSS),
+		TotalVMKB:      r.TotalVmKb,
+		AnonRSSKB:      r.AnonRssKb,
+		FileRSSKB:      r.FileRssKb,
+		ShmemRSSKB:     r.ShmemRssKb,
+		OOMScoreAdj:    r.OomScoreAdj,
+	}
+	for i := 0; has(r.Flags, PodchronOomFlagsOOM_F_MEMCG) && i < int(r.MemcgCount) && i < len(r.MemcgId); i++ {
+		e.Memcgs = append(e.Memcgs, kernel.MemcgOOMs{ID: r.MemcgId[i], Level: r.MemcgLevel[i], OOMs: r.MemcgOom[i]})
+	}
+	return e
+}
+
+func (d *Decoder) cgroup(r *PodchronCgroupEvent) kernel.Event {
+	return &kernel.CgroupEvent{
+		Header:      d.header(&r.Hdr),
+		ID:          r.Id,
+		Level:       r.Level,
+		HierarchyID: r.HierarchyId,
+		Path:        cstr(r.Path[:]),
+	}
 }
 
 func (d *Decoder) exec(raw []byte) (kernel.Event, error) {
