@@ -5,7 +5,7 @@ package chans
 
 import (
 	"context"
-	"sync/atomic"
+	"sync"
 	"time"
 )
 
@@ -20,16 +20,46 @@ func Send[T any](ctx context.Context, ch chan<- T, v T) bool {
 	}
 }
 
-// Blocked adds up the time senders spent waiting on a full channel. The
-// zero value is ready to use; it is safe for concurrent use.
+// Blocked adds up the time senders spent waiting on a full channel,
+// including the waits going on now. The zero value is ready to use; it is
+// safe for concurrent use.
 type Blocked struct {
-	ns atomic.Int64
+	mu      sync.Mutex
+	ended   time.Duration // waits that ended
+	waiting int           // senders waiting now
+	since   time.Duration // the sum of their start times (since epoch)
 }
 
-// Total is the time spent blocked so far.
-func (b *Blocked) Total() time.Duration { return time.Duration(b.ns.Load()) }
+// epoch is the origin of Blocked's start times (monotonic).
+var epoch = time.Now()
 
-// SendTimed is Send, adding to b the time it waited when ch was full (a
+// Total is the time spent blocked so far.
+func (b *Blocked) Total() time.Duration {
+	now := time.Since(epoch)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ended + time.Duration(b.waiting)*now - b.since
+}
+
+func (b *Blocked) start() time.Duration {
+	t := time.Since(epoch)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.waiting++
+	b.since += t
+	return t
+}
+
+func (b *Blocked) end(start time.Duration) {
+	t := time.Since(epoch)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.waiting--
+	b.since -= start
+	b.ended += t - start
+}
+
+// SendTimed is Send, adding to b the time it waits while ch is full (a
 // send that finds room reads no clock).
 func SendTimed[T any](ctx context.Context, ch chan<- T, v T, b *Blocked) bool {
 	select {
@@ -37,7 +67,6 @@ func SendTimed[T any](ctx context.Context, ch chan<- T, v T, b *Blocked) bool {
 		return true
 	default:
 	}
-	start := time.Now()
-	defer func() { b.ns.Add(int64(time.Since(start))) }()
+	defer b.end(b.start())
 	return Send(ctx, ch, v)
 }

@@ -31,14 +31,23 @@ func TestSendTimed(t *testing.T) {
 	if b.Total() != 0 {
 		t.Fatalf("blocked %v on a channel with room, want 0", b.Total())
 	}
-	// The channel is full now: the next send waits until it is read.
+	// The channel is full now: the next send waits until it is read, and
+	// counts while it waits.
 	const wait = 50 * time.Millisecond
+	during := make(chan time.Duration, 1)
 	go func() {
-		time.Sleep(wait)
+		deadline := time.Now().Add(2 * time.Second)
+		for b.Total() < wait && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		during <- b.Total()
 		<-ch
 	}()
 	if !SendTimed(context.Background(), ch, 2, &b) {
 		t.Fatal("SendTimed once the channel is read: not sent")
+	}
+	if d := <-during; d < wait {
+		t.Fatalf("blocked %v while waiting, want at least %v", d, wait)
 	}
 	if b.Total() < wait {
 		t.Fatalf("blocked %v, want at least %v", b.Total(), wait)

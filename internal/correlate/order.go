@@ -120,6 +120,10 @@ func inputSlot(in fact.Input) int {
 // sequencing reports whether any source reports progress.
 func (s *sequencer) sequencing() bool { return s.tracking }
 
+// Pending is how many inputs the model holds until their sources' progress
+// lets it handle them in order.
+func (c *Correlator) Pending() int { return len(c.seq.pending) - c.seq.head }
+
 // waited reports whether the model waits for the source's progress.
 func (s *sequencer) waited(slot int) bool {
 	st := &s.src[slot]

@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/podchron/podchron/internal/chans"
 	"github.com/podchron/podchron/internal/fact"
 
 	"github.com/podchron/podchron/internal/fact/kernel"
@@ -50,6 +52,8 @@ type Config struct {
 	Tick time.Duration
 	// Buffer is the input channel's size.
 	Buffer int
+	// Stats, when set, gets the pipeline's gauges while it runs.
+	Stats *Stats
 	// Heartbeat is called after each input and tick (health checks).
 	Heartbeat func()
 	// SourceState reports a source failing or recovering: a source that
@@ -83,9 +87,7 @@ func containerInitExit(ev kernel.Event) bool {
 	return ok && e.NSInit && e.Origin&kernel.OriginWatched != 0
 }
 
-// Run feeds the correlator until ctx is done, then shuts it down (see
-// correlate.Correlator.Shutdown).
-func Run(ctx context.Context, cfg Config) error {
+func (cfg *Config) withDefaults() {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -101,173 +103,30 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.KernelDrain == 0 {
 		cfg.KernelDrain = 100 * time.Millisecond
 	}
-	log := cfg.Logger
-	kernelProgress := cfg.Kernel != nil && slices.Contains(cfg.Progress, fact.SourceKernel)
-	pending := func() int { return 0 }
-	if p, ok := cfg.Kernel.(interface{ Pending() int }); ok {
-		pending = p.Pending
-	} else {
-		kernelProgress = false // no way to know when the ring buffer is drained
-	}
-	// kernelSent counts the kernel events sent, kernelHandled those handled
-	// (the main loop's own count): the kernel's progress needs every event
-	// the reader read to be handled, whatever else is queued.
-	var kernelSent atomic.Uint64
-	var kernelHandled uint64
-	health := sourceHealth{report: cfg.SourceState}
-	handle := func(in fact.Input) {
-		health.observe(in)
-		if cfg.Record != nil {
-			if err := cfg.Record.Write(in); err != nil {
-				log.Warn("record input", "err", err)
-			}
-		}
-		cfg.Correlator.Handle(in)
-		if in.Kernel != nil {
-			kernelHandled++
-		}
-		if cfg.Heartbeat != nil {
-			cfg.Heartbeat()
-		}
-	}
-	for _, in := range cfg.Seed {
-		if in.Start != nil && len(cfg.Progress) > 0 {
-			st := *in.Start
-			for _, src := range cfg.Progress {
-				if src != fact.SourceKernel || kernelProgress {
-					st.Progress = append(st.Progress, src)
-				}
-			}
-			in.Start = &st
-		}
-		handle(in)
-	}
+}
 
+// Run feeds the correlator until ctx is done, then shuts it down (see
+// correlate.Correlator.Shutdown).
+func Run(ctx context.Context, cfg Config) error {
+	cfg.withDefaults()
+	r := newRun(cfg)
+	for _, in := range cfg.Seed {
+		r.handle(r.seedInput(in))
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	in := make(chan fact.Input, cfg.Buffer)
-	var wg sync.WaitGroup
-	errc := make(chan error, len(cfg.Sources)+1)
-	start := func(name string, src Source) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := src(ctx, in)
-			if err != nil && ctx.Err() == nil {
-				log.Warn("source stopped", "source", name, "err", err)
-				if cfg.SourceState != nil {
-					cfg.SourceState(name, false, err.Error())
-				}
-				if name == SourceKernel {
-					errc <- fmt.Errorf("kernel source: %w", err)
-				}
-			}
-		}()
-	}
-	// waiting numbers the kernel reader's current wait for the ring buffer
-	// (each wait its own number), having handed over all it read before;
-	// 0 while it hands an event over.
-	var waiting atomic.Uint64
 	if cfg.Kernel != nil {
-		start(SourceKernel, func(ctx context.Context, out chan<- fact.Input) error {
-			// While events flow, the ring buffer's order is the kernel's
-			// progress: records are read in the order they were reserved,
-			// each stamped just before, so once an event is handed over,
-			// every event stamped before it (less KernelDrain for a
-			// stamp-to-reserve delay and the clock conversion) was too.
-			// When the buffer runs dry, the main loop's idle check takes
-			// over.
-			var mark time.Time
-			for n := uint64(1); ; n++ {
-				waiting.Store(n)
-				ev, err := cfg.Kernel.Next(ctx)
-				waiting.Store(0)
-				if err != nil {
-					if errors.Is(err, io.EOF) || ctx.Err() != nil {
-						return nil
-					}
-					return err
-				}
-				select {
-				case out <- fact.Input{Time: cfg.Now(), Kernel: ev}:
-					kernelSent.Add(1)
-				case <-ctx.Done():
-					return nil
-				}
-				if cfg.RuntimeKick != nil && containerInitExit(ev) {
-					select {
-					case cfg.RuntimeKick <- struct{}{}:
-					default: // a kick is pending already
-					}
-				}
-				if until := ev.Hdr().Time.Add(-cfg.KernelDrain); kernelProgress && until.Sub(mark) >= kernelMarkEvery {
-					mark = until
-					select {
-					case out <- fact.Input{Time: cfg.Now(), Progress: &fact.Progress{Source: fact.SourceKernel, Until: until}}:
-					case <-ctx.Done():
-						return nil
-					}
-				}
-			}
-		})
+		r.goSource(ctx, SourceKernel, func() error { return r.readKernel(ctx) })
 	}
-	for name, src := range cfg.Sources {
-		start(name, src)
-	}
-
-	ticker := time.NewTicker(cfg.Tick)
-	defer ticker.Stop()
-	var lastLost uint64
-	var kernelMark time.Time
-	var kernelIdle idleCheck
-
-	var runErr error
-loop:
-	for {
-		select {
-		case <-ctx.Done():
-			break loop
-		case err := <-errc:
-			runErr = err
-			break loop
-		case x := <-in:
-			handle(x)
-		case <-ticker.C:
-			if cfg.Counters != nil {
-				if c, err := cfg.Counters(); err == nil {
-					var lost uint64
-					for _, v := range c {
-						lost += v.Lost
-					}
-					if lost > lastLost {
-						handle(fact.Input{Time: cfg.Now(), Losses: &fact.Losses{Lost: lost - lastLost}})
-						log.Warn("kernel events lost: the ring buffer was full", "lost", lost-lastLost, "total", lost)
-					}
-					lastLost = lost
-				}
-			}
-			now := cfg.Now()
-			if kernelProgress {
-				if until, ok := kernelIdle.check(now, waiting.Load(), kernelSent.Load() > kernelHandled, pending); ok && until.After(kernelMark) {
-					kernelMark = until
-					handle(fact.Input{Time: now, Progress: &fact.Progress{Source: fact.SourceKernel, Until: until.Add(-cfg.KernelDrain)}})
-				}
-			}
-			handle(fact.Input{Time: now, Tick: true})
+	for _, n := range r.nodes {
+		if src := cfg.Sources[n.name]; src != nil {
+			r.startSource(ctx, n, src)
 		}
 	}
+	runErr := r.loop(ctx)
 	cancel()
-	wg.Wait()
-	// Drain what the sources queued before they stopped.
-	for {
-		select {
-		case x := <-in:
-			handle(x)
-			continue
-		default:
-		}
-		break
-	}
+	r.wg.Wait()
+	r.drain()
 	// Live pods' traces are continued by the next tracer instance.
 	cfg.Correlator.Shutdown()
 	if cfg.Record != nil {
@@ -276,6 +135,275 @@ loop:
 		}
 	}
 	return runErr
+}
+
+// run is one Run: the input queue, the nodes sending into it, and the main
+// loop's state. Only the main loop handles inputs.
+type run struct {
+	cfg    Config
+	log    *slog.Logger
+	in     chan item
+	errc   chan error
+	wg     sync.WaitGroup
+	health sourceHealth
+	stats  *Stats
+	nodes  []*node // the kernel's first, then the other sources by name
+	kernel *node   // nil without a kernel source
+
+	// kernelProgress: the pipeline reports the kernel's progress (it is
+	// waited for, and the ring buffer's fill level can be read).
+	kernelProgress bool
+	ringPending    func() int
+	// waiting numbers the kernel reader's current wait for the ring buffer
+	// (each wait its own number), having handed over all it read before;
+	// 0 while it hands an event over.
+	waiting    atomic.Uint64
+	kernelMark time.Time
+	kernelIdle idleCheck
+	lastLost   uint64
+}
+
+// item is an input in the queue, with the node that sent it.
+type item struct {
+	from *node
+	in   fact.Input
+}
+
+// node is one sender into the input queue: a source, by name.
+type node struct {
+	name string
+	// queued counts the inputs the node is handing over or has handed over
+	// that the main loop has not handled yet.
+	queued  atomic.Int64
+	blocked chans.Blocked
+	// left holds, in order, what a source sent once the queue took no more
+	// (ctx done): handled with the drain. Only its forwarder writes it,
+	// before the run's WaitGroup is done.
+	left []fact.Input
+}
+
+func newRun(cfg Config) *run {
+	r := &run{
+		cfg:         cfg,
+		log:         cfg.Logger,
+		in:          make(chan item, cfg.Buffer),
+		errc:        make(chan error, len(cfg.Sources)+1),
+		health:      sourceHealth{report: cfg.SourceState},
+		stats:       cfg.Stats,
+		ringPending: func() int { return 0 },
+	}
+	if r.stats == nil {
+		r.stats = &Stats{}
+	}
+	r.kernelProgress = cfg.Kernel != nil && slices.Contains(cfg.Progress, fact.SourceKernel)
+	if p, ok := cfg.Kernel.(interface{ Pending() int }); ok {
+		r.ringPending = p.Pending
+	} else {
+		r.kernelProgress = false // no way to know when the ring buffer is drained
+	}
+	if cfg.Kernel != nil {
+		r.kernel = &node{name: SourceKernel}
+		r.nodes = append(r.nodes, r.kernel)
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Sources)) {
+		r.nodes = append(r.nodes, &node{name: name})
+	}
+	r.stats.set(r.nodes)
+	return r
+}
+
+// seedInput adds the sources that report progress to the seed's Start
+// input.
+func (r *run) seedInput(in fact.Input) fact.Input {
+	if in.Start == nil || len(r.cfg.Progress) == 0 {
+		return in
+	}
+	st := *in.Start
+	for _, src := range r.cfg.Progress {
+		if src != fact.SourceKernel || r.kernelProgress {
+			st.Progress = append(st.Progress, src)
+		}
+	}
+	in.Start = &st
+	return in
+}
+
+// handle records an input and hands it to the model.
+func (r *run) handle(in fact.Input) {
+	r.health.observe(in)
+	if r.cfg.Record != nil {
+		if err := r.cfg.Record.Write(in); err != nil {
+			r.log.Warn("record input", "err", err)
+		}
+	}
+	r.cfg.Correlator.Handle(in)
+	r.stats.pending.Store(int64(r.cfg.Correlator.Pending()))
+	if r.cfg.Heartbeat != nil {
+		r.cfg.Heartbeat()
+	}
+}
+
+// handleItem handles an input from the queue.
+func (r *run) handleItem(it item) {
+	r.handle(it.in)
+	it.from.queued.Add(-1)
+}
+
+// send puts an input from n into the queue unless ctx is done first,
+// counting it as queued and the time n waited on a full queue.
+func (r *run) send(ctx context.Context, n *node, in fact.Input) bool {
+	n.queued.Add(1)
+	if !chans.SendTimed(ctx, r.in, item{from: n, in: in}, &n.blocked) {
+		n.queued.Add(-1)
+		return false
+	}
+	return true
+}
+
+// goSource runs a source in a goroutine of the run; a source failing
+// (other than by ctx) is reported, and the kernel's ends the run.
+func (r *run) goSource(ctx context.Context, name string, src func() error) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		err := src()
+		if err != nil && ctx.Err() == nil {
+			r.log.Warn("source stopped", "source", name, "err", err)
+			if r.cfg.SourceState != nil {
+				r.cfg.SourceState(name, false, err.Error())
+			}
+			if name == SourceKernel {
+				r.errc <- fmt.Errorf("kernel source: %w", err)
+			}
+		}
+	}()
+}
+
+// startSource runs src, its inputs forwarded to the queue as node n's.
+func (r *run) startSource(ctx context.Context, n *node, src Source) {
+	q := make(chan fact.Input)
+	r.goSource(ctx, n.name, func() error {
+		defer close(q)
+		return src(ctx, q)
+	})
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		for in := range q {
+			if len(n.left) > 0 || !r.send(ctx, n, in) {
+				n.left = append(n.left, in)
+			}
+		}
+	}()
+}
+
+// readKernel hands the kernel's events over until ctx is done. While
+// events flow, the ring buffer's order is the kernel's progress: records
+// are read in the order they were reserved, each stamped just before, so
+// once an event is handed over, every event stamped before it (less
+// KernelDrain for a stamp-to-reserve delay and the clock conversion) was
+// too. When the buffer runs dry, the main loop's idle check takes over.
+func (r *run) readKernel(ctx context.Context) error {
+	var mark time.Time
+	for n := uint64(1); ; n++ {
+		r.waiting.Store(n)
+		ev, err := r.cfg.Kernel.Next(ctx)
+		r.waiting.Store(0)
+		if err != nil {
+			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if !r.send(ctx, r.kernel, fact.Input{Time: r.cfg.Now(), Kernel: ev}) {
+			return nil
+		}
+		if r.cfg.RuntimeKick != nil && containerInitExit(ev) {
+			select {
+			case r.cfg.RuntimeKick <- struct{}{}:
+			default: // a kick is pending already
+			}
+		}
+		if until := ev.Hdr().Time.Add(-r.cfg.KernelDrain); r.kernelProgress && until.Sub(mark) >= kernelMarkEvery {
+			mark = until
+			progress := fact.Input{Time: r.cfg.Now(), Progress: &fact.Progress{Source: fact.SourceKernel, Until: until}}
+			if !r.send(ctx, r.kernel, progress) {
+				return nil
+			}
+		}
+	}
+}
+
+// loop handles the queue and the ticks until ctx is done or the kernel
+// source fails (its error returned).
+func (r *run) loop(ctx context.Context) error {
+	ticker := time.NewTicker(r.cfg.Tick)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-r.errc:
+			return err
+		case it := <-r.in:
+			r.handleItem(it)
+		case <-ticker.C:
+			r.tick()
+		}
+	}
+}
+
+// tick reports the kernel's losses and idle progress, then a tick.
+func (r *run) tick() {
+	r.losses()
+	now := r.cfg.Now()
+	if r.kernelProgress {
+		unhandled := r.kernel.queued.Load() > 0
+		if until, ok := r.kernelIdle.check(now, r.waiting.Load(), unhandled, r.ringPending); ok && until.After(r.kernelMark) {
+			r.kernelMark = until
+			r.handle(fact.Input{Time: now, Progress: &fact.Progress{Source: fact.SourceKernel, Until: until.Add(-r.cfg.KernelDrain)}})
+		}
+	}
+	r.handle(fact.Input{Time: now, Tick: true})
+}
+
+// losses reports the kernel events lost since the last tick.
+func (r *run) losses() {
+	if r.cfg.Counters == nil {
+		return
+	}
+	c, err := r.cfg.Counters()
+	if err != nil {
+		return
+	}
+	var lost uint64
+	for _, v := range c {
+		lost += v.Lost
+	}
+	if lost > r.lastLost {
+		r.handle(fact.Input{Time: r.cfg.Now(), Losses: &fact.Losses{Lost: lost - r.lastLost}})
+		r.log.Warn("kernel events lost: the ring buffer was full", "lost", lost-r.lastLost, "total", lost)
+	}
+	r.lastLost = lost
+}
+
+// drain handles what the sources queued before they stopped.
+func (r *run) drain() {
+	for {
+		select {
+		case it := <-r.in:
+			r.handleItem(it)
+			continue
+		default:
+		}
+		break
+	}
+	for _, n := range r.nodes {
+		for _, in := range n.left {
+			r.handle(in)
+		}
+		n.left = nil
+	}
 }
 
 // kernelMarkEvery spaces the kernel's progress while events flow.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/podchron/podchron/internal/chans"
+
 	"github.com/podchron/podchron/internal/fact"
 
 	criclient "github.com/podchron/podchron/internal/cri"
@@ -27,14 +29,7 @@ func RuntimeSource(events <-chan cri.Event, latest func() *criclient.Snapshot, e
 		t := time.NewTicker(every)
 		defer t.Stop()
 		var mark time.Time
-		send := func(in fact.Input) bool {
-			select {
-			case out <- in:
-				return true
-			case <-ctx.Done():
-				return false
-			}
-		}
+		send := func(in fact.Input) bool { return chans.Send(ctx, out, in) }
 		// progress reports the latest poll once its changes are all
 		// handed over: Latest first, then an empty queue (the watcher
 		// publishes a snapshot only after sending its changes).
@@ -99,9 +94,7 @@ func WithProgress(name string, src Source, every, margin time.Duration, now func
 		for {
 			select {
 			case in := <-mid:
-				select {
-				case out <- in:
-				case <-ctx.Done():
+				if !chans.Send(ctx, out, in) {
 					return <-done
 				}
 			case err := <-done:
@@ -109,10 +102,8 @@ func WithProgress(name string, src Source, every, margin time.Duration, now func
 				for {
 					select {
 					case in := <-mid:
-						select {
-						case out <- in:
+						if chans.Send(ctx, out, in) {
 							continue
-						case <-ctx.Done():
 						}
 					default:
 					}
@@ -125,9 +116,7 @@ func WithProgress(name string, src Source, every, margin time.Duration, now func
 					continue
 				}
 				mark = until
-				select {
-				case out <- fact.Input{Time: now(), Progress: &fact.Progress{Source: name, Until: until}}:
-				case <-ctx.Done():
+				if !chans.Send(ctx, out, fact.Input{Time: now(), Progress: &fact.Progress{Source: name, Until: until}}) {
 					return <-done
 				}
 			}
