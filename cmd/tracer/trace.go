@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/probe"
+	"github.com/podchron/podchron/internal/redact"
 	"github.com/podchron/podchron/internal/span"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
@@ -124,167 +124,89 @@ func (s spanStats) Stats() (uint64, map[string]uint64) {
 // runTrace is the daemon: probes, runtime and API server in, spans and
 // metrics out. With recordPath it also records the input stream.
 func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("tracer", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var f traceFlags
-	f.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (see tracer -h)", fs.Arg(0))
-	}
-	// Everything that can be wrong with the settings fails here, before a
-	// probe is attached or a port is taken.
-	log, err := f.logger(stderr)
+	f, set, err := parseTrace(args, stderr)
 	if err != nil {
 		return err
 	}
-	cfg, err := f.probeConfig(log)
+	log := set.log
+	metricsLn, recordFile, closeOutputs, err := openOutputs(f, recordPath)
 	if err != nil {
 		return err
 	}
-	if err := f.checkOutput(); err != nil {
-		return err
-	}
-	argsPolicy, err := f.argsPolicy()
-	if err != nil {
-		return err
-	}
-	filter, err := correlate.NewFilter(f.nsInclude, f.nsExclude)
-	if err != nil {
-		return fmt.Errorf("--namespace-include/--namespace-exclude: %w", err)
-	}
-	if f.stuckAfter <= 0 {
-		return fmt.Errorf("--stuck-after %s: must be positive", f.stuckAfter)
-	}
-	if f.startupTO < 0 {
-		return fmt.Errorf("--startup-timeout %s: must not be negative", f.startupTO)
-	}
-	var metricsLn net.Listener
-	if f.metricsAddr != "" {
-		if metricsLn, err = metrics.Listen(f.metricsAddr); err != nil {
-			return err
-		}
-		defer metricsLn.Close()
-	}
-	var recordFile *os.File
-	if recordPath != "" {
-		// The stream holds command lines and pod metadata: owner-only.
-		if recordFile, err = os.OpenFile(recordPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600); err != nil {
-			return fmt.Errorf("record: %w", err)
-		}
-		defer recordFile.Close()
-	}
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer closeOutputs()
+	ctx, cancel := traceContext(f.duration)
 	defer cancel()
-	if f.duration > 0 {
-		var c2 context.CancelFunc
-		ctx, c2 = context.WithTimeout(ctx, f.duration)
-		defer c2()
-	}
 
 	// Metrics and health first: /healthz must answer while we start.
 	health := metrics.NewHealth(metrics.HealthOptions{Logger: log})
 	rec := metrics.NewRecorder(metrics.Limits{})
 
-	sink, stats, stopSinks, err := sinks(ctx, &f, stdout, log)
+	sink, stats, stopSinks, err := sinks(ctx, f, stdout, log)
 	if err != nil {
 		return err
 	}
 
 	// Kernel.
-	p, src, closeProbes, err := loadProbes(cfg, log, "node", f.node)
+	p, src, closeProbes, err := loadProbes(set.probe, log, "node", f.node)
 	if err != nil {
 		stopSinks(ctx)
 		return err
 	}
 	defer closeProbes()
 	health.SetReady(pipeline.SourceKernel, true, "")
-	layout := p.Layout()
-	collectors := []prometheus.Collector{rec,
+	var pipeStats pipeline.Stats
+	reg, err := metricsRegistry(rec, health, stats, &pipeStats,
 		metrics.NewProbeCollector(p.Counters, log),
-		metrics.NewReaderCollector(src.DecodeErrors.Load),
-		metrics.NewBuildInfoCollector(metrics.CurrentBuildInfo(version)),
-		metrics.NewSourceCollector(health),
-	}
-	if stats != nil {
-		collectors = append(collectors, metrics.NewSpanCollector(stats))
-	}
-	reg, err := metrics.NewRegistry(append(collectors, metrics.RuntimeCollectors()...)...)
+		metrics.NewReaderCollector(src.DecodeErrors.Load))
 	if err != nil {
-		return fmt.Errorf("metrics registry: %w", err)
+		return err
 	}
-	serveErr := make(chan error, 1)
-	if metricsLn != nil {
-		srv := metrics.NewServer(reg, health, log)
-		go func() { serveErr <- srv.Serve(ctx, metricsLn) }()
-	} else {
-		close(serveErr)
-	}
+	serveErr := serveMetrics(ctx, metricsLn, reg, health, log)
 
-	corr := correlate.New(correlate.Config{NodeName: f.node, Sink: sink, Observer: rec, CgroupRoots: cfg.CgroupRoots, StuckAfter: f.stuckAfter, StartupTimeout: f.startupTO, ClusterName: f.cluster, Args: argsPolicy, Filter: filter})
-	seed, err := pipeline.Seed(layout, cfg.CgroupRoots, time.Now(), f.node)
+	corr := correlate.New(correlate.Config{NodeName: f.node, Sink: sink, Observer: rec, CgroupRoots: set.probe.CgroupRoots, StuckAfter: f.stuckAfter, StartupTimeout: f.startupTO, ClusterName: f.cluster, Args: set.args, Filter: set.filter})
+	seed, err := pipeline.Seed(p.Layout(), set.probe.CgroupRoots, time.Now(), f.node)
 	if err != nil {
 		log.Warn("start-up scan incomplete: pods already running may be partly known", "err", err)
 	}
-
-	sources := map[string]pipeline.Source{}
-	// The sources that report progress: the model waits for them (and
-	// only for them), so how late each is does not change the spans.
-	progress := []string{fact.SourceKernel}
-	var runtimeKick chan struct{}
-	if !f.noRuntime {
-		// Each poll's changes, then the poll's time as the runtime's
-		// progress. A container's end in the kernel brings the next poll
-		// forward.
-		runtimeKick = make(chan struct{}, 1)
-		sources[pipeline.SourceRuntime] = pipeline.CRI(cri.WatchConfig{Endpoint: f.runtime, Logger: log, Kick: runtimeKick}, progressEvery)
-		progress = append(progress, fact.SourceRuntime)
-	} else {
-		health.SetReady(pipeline.SourceRuntime, false, "disabled by --no-runtime")
+	ls := liveSources(f, log, health)
+	rw, err := recordWriter(recordFile, set.args, log)
+	if err != nil {
+		return err
 	}
-	if !f.noAPI {
-		if w, err := apiWatcher(&f, log); err != nil {
-			log.Warn("no API server: tracing from kernel and runtime facts only (traces are marked degraded)", "err", err)
-			health.SetReady(pipeline.SourceAPI, false, err.Error())
-			seed = append(seed, fact.Input{Time: time.Now(), API: &fact.APIStatus{Available: false, Since: time.Now(), Err: err.Error()}})
-		} else {
-			// The watcher stamps each fact as it sends it: nothing in
-			// flight is progress (less a margin for a fact stamped but
-			// not yet handed over).
-			sources[pipeline.SourceAPI] = pipeline.WithProgress(fact.SourceAPI, w.Run, progressEvery, 50*time.Millisecond, nil)
-			progress = append(progress, fact.SourceAPI)
-		}
-	} else {
-		health.SetReady(pipeline.SourceAPI, false, "disabled by --no-api")
-	}
-
-	var rw *record.Writer
-	if recordFile != nil {
-		if rw, err = record.NewWriter(recordFile); err != nil {
-			return err
-		}
-		rw.SetArgs(argsPolicy)
-		log.Info("recording the input stream", "file", recordPath)
-	}
-
 	err = pipeline.Run(ctx, pipeline.Config{
 		Kernel:      src,
 		Counters:    p.Counters,
-		Seed:        seed,
-		Sources:     sources,
+		Seed:        append(seed, ls.seed...),
+		Sources:     ls.sources,
 		Correlator:  corr,
 		Record:      rw,
 		Tick:        500 * time.Millisecond,
-		Progress:    progress,
+		Progress:    ls.progress,
 		Heartbeat:   health.Beat,
-		RuntimeKick: runtimeKick, // nil without the runtime
+		RuntimeKick: ls.runtimeKick, // nil without the runtime
 		SourceState: func(name string, ok bool, reason string) {
 			health.SetReady(name, ok, reason)
 		},
+		Stats:  &pipeStats,
 		Logger: log,
 	})
+	stopTrace(stopSinks, serveErr, corr, rw, recordPath, log)
+	return err
+}
+
+// traceContext is done at SIGINT or SIGTERM, or after d (0: no limit).
+func traceContext(d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	if d <= 0 {
+		return ctx, cancel
+	}
+	ctx, c2 := context.WithTimeout(ctx, d)
+	return ctx, func() { c2(); cancel() }
+}
+
+// stopTrace flushes the sinks (10 s at most), waits for the metrics server
+// and logs what the run did.
+func stopTrace(stopSinks func(context.Context), serveErr <-chan error, corr *correlate.Correlator, rw *record.Writer, recordPath string, log *slog.Logger) {
 	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer scancel()
 	stopSinks(sctx)
@@ -296,7 +218,142 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 	if rw != nil {
 		log.Info("recorded", "inputs", rw.Count(), "file", recordPath)
 	}
-	return err
+}
+
+// traceSettings are the trace command's settings checked and built from
+// its flags.
+type traceSettings struct {
+	log    *slog.Logger
+	probe  probe.Config
+	args   redact.Policy
+	filter correlate.Filter
+}
+
+// parseTrace parses the trace command's flags. Everything that can be
+// wrong with the settings fails here, before a probe is attached or a port
+// is taken.
+func parseTrace(args []string, stderr io.Writer) (*traceFlags, traceSettings, error) {
+	var set traceSettings
+	fs := flag.NewFlagSet("tracer", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f := &traceFlags{}
+	f.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, set, err
+	}
+	if fs.NArg() > 0 {
+		return nil, set, fmt.Errorf("unexpected argument %q (see tracer -h)", fs.Arg(0))
+	}
+	var err error
+	if set.log, err = f.logger(stderr); err != nil {
+		return nil, set, err
+	}
+	if set.probe, err = f.probeConfig(set.log); err != nil {
+		return nil, set, err
+	}
+	if err := f.checkOutput(); err != nil {
+		return nil, set, err
+	}
+	if set.args, err = f.argsPolicy(); err != nil {
+		return nil, set, err
+	}
+	if set.filter, err = correlate.NewFilter(f.nsInclude, f.nsExclude); err != nil {
+		return nil, set, fmt.Errorf("--namespace-include/--namespace-exclude: %w", err)
+	}
+	if f.stuckAfter <= 0 {
+		return nil, set, fmt.Errorf("--stuck-after %s: must be positive", f.stuckAfter)
+	}
+	if f.startupTO < 0 {
+		return nil, set, fmt.Errorf("--startup-timeout %s: must not be negative", f.startupTO)
+	}
+	return f, set, nil
+}
+
+// openOutputs takes the metrics port and creates the record file (when
+// asked for); the returned func closes both.
+func openOutputs(f *traceFlags, recordPath string) (net.Listener, *os.File, func(), error) {
+	var metricsLn net.Listener
+	var err error
+	if f.metricsAddr != "" {
+		if metricsLn, err = metrics.Listen(f.metricsAddr); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	var recordFile *os.File
+	if recordPath != "" {
+		// The stream holds command lines and pod metadata: owner-only.
+		if recordFile, err = os.OpenFile(recordPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600); err != nil {
+			if metricsLn != nil {
+				metricsLn.Close()
+			}
+			return nil, nil, nil, fmt.Errorf("record: %w", err)
+		}
+	}
+	return metricsLn, recordFile, func() {
+		if recordFile != nil {
+			recordFile.Close()
+		}
+		if metricsLn != nil {
+			metricsLn.Close()
+		}
+	}, nil
+}
+
+// recordWriter writes the input stream to file (nil: no recording).
+func recordWriter(file *os.File, args redact.Policy, log *slog.Logger) (*record.Writer, error) {
+	if file == nil {
+		return nil, nil
+	}
+	rw, err := record.NewWriter(file)
+	if err != nil {
+		return nil, err
+	}
+	rw.SetArgs(args)
+	log.Info("recording the input stream", "file", file.Name())
+	return rw, nil
+}
+
+// sourceSet are the live sources besides the kernel.
+type sourceSet struct {
+	sources map[string]pipeline.Source
+	// progress: the sources that report progress; the model waits for
+	// them (and only for them), so how late each is does not change the
+	// spans.
+	progress    []string
+	runtimeKick chan struct{} // nil without the runtime
+	seed        []fact.Input  // what the start already knows of them
+}
+
+// liveSources makes the runtime and API server sources the flags ask for,
+// reporting the ones disabled or unavailable to health.
+func liveSources(f *traceFlags, log *slog.Logger, health *metrics.Health) sourceSet {
+	ls := sourceSet{sources: map[string]pipeline.Source{}, progress: []string{fact.SourceKernel}}
+	if !f.noRuntime {
+		// Each poll's changes, then the poll's time as the runtime's
+		// progress. A container's end in the kernel brings the next poll
+		// forward.
+		ls.runtimeKick = make(chan struct{}, 1)
+		ls.sources[pipeline.SourceRuntime] = pipeline.CRI(cri.WatchConfig{Endpoint: f.runtime, Logger: log, Kick: ls.runtimeKick}, progressEvery)
+		ls.progress = append(ls.progress, fact.SourceRuntime)
+	} else {
+		health.SetReady(pipeline.SourceRuntime, false, "disabled by --no-runtime")
+	}
+	if f.noAPI {
+		health.SetReady(pipeline.SourceAPI, false, "disabled by --no-api")
+		return ls
+	}
+	w, err := apiWatcher(f, log)
+	if err != nil {
+		log.Warn("no API server: tracing from kernel and runtime facts only (traces are marked degraded)", "err", err)
+		health.SetReady(pipeline.SourceAPI, false, err.Error())
+		ls.seed = append(ls.seed, fact.Input{Time: time.Now(), API: &fact.APIStatus{Available: false, Since: time.Now(), Err: err.Error()}})
+		return ls
+	}
+	// The watcher stamps each fact as it sends it: nothing in flight is
+	// progress (less a margin for a fact stamped but not yet handed over).
+	ls.sources[pipeline.SourceAPI] = pipeline.WithProgress(fact.SourceAPI, w.Run, progressEvery, 50*time.Millisecond, nil)
+	ls.progress = append(ls.progress, fact.SourceAPI)
+	return ls
 }
 
 // progressEvery is how often the runtime and API sources report progress
