@@ -141,13 +141,84 @@ func TestLifecycleAgainstContainerd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	log := ctrd.TestLogger(t, slog.LevelInfo)
+	c := dialAutoDetect(ctx, t, h, log)
+	defer func() { _ = c.Close() }()
 
-	// Auto-detection picks the first live candidate.
+	wctx, wcancel := context.WithCancel(ctx)
+	ch, watcher := cri.Watch(wctx, cri.WatchConfig{Endpoint: h.Endpoint, Interval: 100 * time.Millisecond, Logger: log}, 64)
+	events := collect(ch)
+	defer func() { wcancel(); <-events.done }()
+
+	l := &lifecycle{ctx: ctx, t: t, h: h, c: c, uid: ctrd.NewUID()}
+	l.sandbox()
+	gID := l.graceful()
+	sID := l.stubborn()
+	oID := l.oom()
+	pod, uid := l.pod, l.uid
+
+	// The watcher saw all of it with the same facts.
+	for id, want := range map[string]struct {
+		code   int32
+		reason string
+	}{gID: {0, crifact.ReasonCompleted}, sID: {137, crifact.ReasonError}, oID: {137, crifact.ReasonOOMKilled}} {
+		ev := events.waitFor(t, "ContainerExited", 5*time.Second, isType(crifact.EventContainerExited, id))
+		if ev.Container.ExitCode != want.code || ev.Container.Reason != want.reason || ev.Phase != crifact.PhaseLive ||
+			ev.Sandbox == nil || ev.Sandbox.PodUID != uid || !ev.At.Equal(ev.Container.FinishedAt) {
+			t.Errorf("exit event %s: %+v", ev, ev.Container)
+		}
+	}
+	if snap := watcher.Latest(); snap == nil || containersOf(snap, pod.ID) != 3 {
+		t.Errorf("latest snapshot: %+v", snap)
+	}
+
+	// --- remove everything.
+	l.remove(gID, sID, oID)
+	events.waitFor(t, "SandboxRemoved", 5*time.Second, isType(crifact.EventSandboxRemoved, pod.ID))
+	wantCt := []string{"ContainerCreated", "ContainerStarted", "ContainerExited", "ContainerRemoved"}
+	for _, id := range []string{gID, sID, oID} {
+		if got := events.typesFor(id); !equalsStr(got, wantCt) {
+			t.Errorf("events for %s: %v, want %v", id[:12], got, wantCt)
+		}
+	}
+	if got := events.typesFor(pod.ID); !equalsStr(got, []string{"SandboxCreated", "SandboxStopped", "SandboxRemoved"}) {
+		t.Errorf("sandbox events: %v", got)
+	}
+	for _, ev := range events.snapshot() {
+		if ev.Type == crifact.EventRuntimeUnavailable || ev.Phase != crifact.PhaseLive {
+			t.Errorf("unexpected event %s", ev)
+		}
+	}
+	t.Logf("events:\n%s", events.dump())
+	wcancel()
+	<-events.done
+
+	hostRestored(ctx, t, h)
+	t.Logf("timings:\n%s", h.Timings().Summary())
+}
+
+// hostRestored: closing the harness leaves the host as it was.
+func hostRestored(ctx context.Context, t *testing.T, h *ctrd.Harness) {
+	t.Helper()
+	if err := h.Close(ctx); err != nil {
+		t.Fatalf("harness Close: %v", err)
+	}
+	if left := h.Leftovers(); len(left) > 0 {
+		t.Errorf("host not clean: %v", left)
+	}
+	for _, ctrl := range []string{"memory", "cpu", "pids", "unified"} {
+		if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", ctrl, h.CgroupRoot)); !os.IsNotExist(err) {
+			t.Errorf("%s cgroup %s still present", ctrl, h.CgroupRoot)
+		}
+	}
+}
+
+// dialAutoDetect: auto-detection picks the first live candidate.
+func dialAutoDetect(ctx context.Context, t *testing.T, h *ctrd.Harness, log *slog.Logger) *cri.Client {
+	t.Helper()
 	c, err := cri.Dial(ctx, "", cri.WithCandidates("unix:///nonexistent/containerd.sock", h.Endpoint), cri.WithLogger(log))
 	if err != nil {
 		t.Fatalf("Dial auto-detect: %v", err)
 	}
-	defer func() { _ = c.Close() }()
 	v := c.RuntimeVersion()
 	if c.Endpoint() != h.Endpoint || v.Name != "containerd" || v.APIVersion != "v1" || v.Version == "" {
 		t.Fatalf("endpoint %s version %+v", c.Endpoint(), v)
@@ -157,14 +228,24 @@ func TestLifecycleAgainstContainerd(t *testing.T) {
 		t.Fatalf("Status: %+v %v", st, err)
 	}
 	t.Logf("runtime %s %s (CRI %s) at %s", v.Name, v.Version, v.APIVersion, c.Endpoint())
+	return c
+}
 
-	wctx, wcancel := context.WithCancel(ctx)
-	ch, watcher := cri.Watch(wctx, cri.WatchConfig{Endpoint: h.Endpoint, Interval: 100 * time.Millisecond, Logger: log}, 64)
-	events := collect(ch)
-	defer func() { wcancel(); <-events.done }()
+// lifecycle is TestLifecycleAgainstContainerd's pod on a real containerd.
+type lifecycle struct {
+	ctx        context.Context
+	t          *testing.T
+	h          *ctrd.Harness
+	c          *cri.Client
+	uid        string
+	pod        *ctrd.Pod
+	sb         crifact.Sandbox
+	wantParent string
+}
 
-	// --- sandbox: CNI ADD through the real bridge + host-local plugins.
-	uid := ctrd.NewUID()
+// sandbox: CNI ADD through the real bridge + host-local plugins.
+func (l *lifecycle) sandbox() {
+	ctx, t, h, c, uid := l.ctx, l.t, l.h, l.c, l.uid
 	pod, err := h.RunPodSandbox(ctx, ctrd.PodSpec{Name: "lifecycle", Namespace: "podchron-e2e", UID: uid})
 	if err != nil {
 		t.Fatal(err)
@@ -192,8 +273,12 @@ func TestLifecycleAgainstContainerd(t *testing.T) {
 		t.Errorf("netns %s: %v", sb.NetNSPath, err)
 	}
 	t.Logf("sandbox %s: ip=%s pid=%d netns=%s cgroupsPath=%s", sb.ID[:12], sb.IP, sb.PID, sb.NetNSPath, sb.CgroupsPath)
+	l.pod, l.sb, l.wantParent = pod, sb, wantParent
+}
 
-	// --- container handling TERM: graceful stop, exit 0 Completed.
+// container handling TERM: graceful stop, exit 0 Completed.
+func (l *lifecycle) graceful() string {
+	ctx, t, h, c, uid, pod, sb, wantParent := l.ctx, l.t, l.h, l.c, l.uid, l.pod, l.sb, l.wantParent
 	gID, err := h.RunContainer(ctx, pod, ctrd.ContainerSpec{Name: "graceful", Command: []string{"sh", "-c", gracefulScript}})
 	if err != nil {
 		t.Fatal(err)
@@ -235,8 +320,12 @@ func TestLifecycleAgainstContainerd(t *testing.T) {
 		t.Errorf("graceful stop took %v", gStop)
 	}
 	t.Logf("graceful stop: %v, exit %d %s", gStop.Round(time.Millisecond), g.ExitCode, g.Reason)
+	return gID
+}
 
-	// --- PID 1 ignoring SIGTERM: killed after the 2 s timeout, exit 137.
+// PID 1 ignoring SIGTERM: killed after the 2 s timeout, exit 137.
+func (l *lifecycle) stubborn() string {
+	ctx, t, h, c, pod := l.ctx, l.t, l.h, l.c, l.pod
 	sID, err := h.RunContainer(ctx, pod, ctrd.ContainerSpec{Name: "stubborn", Command: []string{"sleep", "1000"}})
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +333,7 @@ func TestLifecycleAgainstContainerd(t *testing.T) {
 	if _, err := h.WaitContainer(ctx, sID, func(c crifact.Container) bool { return c.State == crifact.StateRunning }); err != nil {
 		t.Fatal(err)
 	}
-	start = time.Now()
+	start := time.Now()
 	if err := h.StopContainer(ctx, sID, 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -260,8 +349,12 @@ func TestLifecycleAgainstContainerd(t *testing.T) {
 		t.Errorf("stop with timeout 2s took %v", sStop)
 	}
 	t.Logf("SIGTERM-ignoring stop (timeout 2s): %v, exit %d %s", sStop.Round(time.Millisecond), s.ExitCode, s.Reason)
+	return sID
+}
 
-	// --- 32 MiB limit, dd allocating 256 MiB: OOMKilled, exit 137.
+// 32 MiB limit, dd allocating 256 MiB: OOMKilled, exit 137.
+func (l *lifecycle) oom() string {
+	ctx, t, h, pod := l.ctx, l.t, l.h, l.pod
 	oID, err := h.RunContainer(ctx, pod, ctrd.ContainerSpec{
 		Name: "oom", MemoryLimitBytes: 32 << 20,
 		Command: []string{"dd", "if=/dev/zero", "of=/dev/null", "bs=256M", "count=4"},
@@ -277,24 +370,13 @@ func TestLifecycleAgainstContainerd(t *testing.T) {
 		t.Errorf("oom: exit %d reason %q limit %d", o.ExitCode, o.Reason, o.MemoryLimitBytes)
 	}
 	t.Logf("OOM container: exit %d reason %s after %v", o.ExitCode, o.Reason, o.FinishedAt.Sub(o.StartedAt).Round(time.Millisecond))
+	return oID
+}
 
-	// The watcher saw all of it with the same facts.
-	for id, want := range map[string]struct {
-		code   int32
-		reason string
-	}{gID: {0, crifact.ReasonCompleted}, sID: {137, crifact.ReasonError}, oID: {137, crifact.ReasonOOMKilled}} {
-		ev := events.waitFor(t, "ContainerExited", 5*time.Second, isType(crifact.EventContainerExited, id))
-		if ev.Container.ExitCode != want.code || ev.Container.Reason != want.reason || ev.Phase != crifact.PhaseLive ||
-			ev.Sandbox == nil || ev.Sandbox.PodUID != uid || !ev.At.Equal(ev.Container.FinishedAt) {
-			t.Errorf("exit event %s: %+v", ev, ev.Container)
-		}
-	}
-	if snap := watcher.Latest(); snap == nil || containersOf(snap, pod.ID) != 3 {
-		t.Errorf("latest snapshot: %+v", snap)
-	}
-
-	// --- remove everything.
-	for _, id := range []string{gID, sID, oID} {
+// remove removes the containers, then stops and removes the sandbox.
+func (l *lifecycle) remove(ids ...string) {
+	ctx, t, h, c, pod := l.ctx, l.t, l.h, l.c, l.pod
+	for _, id := range ids {
 		if err := h.RemoveContainer(ctx, id); err != nil {
 			t.Fatal(err)
 		}
@@ -316,39 +398,6 @@ func TestLifecycleAgainstContainerd(t *testing.T) {
 	if len(sbs) != 0 || len(cts) != 0 || err1 != nil || err2 != nil {
 		t.Errorf("after removal: %d sandboxes, %d containers (%v %v)", len(sbs), len(cts), err1, err2)
 	}
-	events.waitFor(t, "SandboxRemoved", 5*time.Second, isType(crifact.EventSandboxRemoved, pod.ID))
-
-	wantCt := []string{"ContainerCreated", "ContainerStarted", "ContainerExited", "ContainerRemoved"}
-	for _, id := range []string{gID, sID, oID} {
-		if got := events.typesFor(id); !equalsStr(got, wantCt) {
-			t.Errorf("events for %s: %v, want %v", id[:12], got, wantCt)
-		}
-	}
-	if got := events.typesFor(pod.ID); !equalsStr(got, []string{"SandboxCreated", "SandboxStopped", "SandboxRemoved"}) {
-		t.Errorf("sandbox events: %v", got)
-	}
-	for _, ev := range events.snapshot() {
-		if ev.Type == crifact.EventRuntimeUnavailable || ev.Phase != crifact.PhaseLive {
-			t.Errorf("unexpected event %s", ev)
-		}
-	}
-	t.Logf("events:\n%s", events.dump())
-	wcancel()
-	<-events.done
-
-	// --- host restored.
-	if err := h.Close(ctx); err != nil {
-		t.Fatalf("harness Close: %v", err)
-	}
-	if left := h.Leftovers(); len(left) > 0 {
-		t.Errorf("host not clean: %v", left)
-	}
-	for _, ctrl := range []string{"memory", "cpu", "pids", "unified"} {
-		if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", ctrl, h.CgroupRoot)); !os.IsNotExist(err) {
-			t.Errorf("%s cgroup %s still present", ctrl, h.CgroupRoot)
-		}
-	}
-	t.Logf("timings:\n%s", h.Timings().Summary())
 }
 
 // TestWatchAcrossContainerdRestart stops containerd while a container

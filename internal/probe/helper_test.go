@@ -42,19 +42,7 @@ func init() {
 func runHelper(mode string, args []string) int {
 	switch mode {
 	case "wait-exec":
-		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
-			fmt.Fprintln(os.Stderr, "wait-exec:", err)
-			return 90
-		}
-		self, _ := os.Executable()
-		env := helperEnviron(args[0])
-		if strings.HasPrefix(args[0], "/") { // a program, not a mode
-			self, env = args[0], os.Environ()
-		}
-		if err := syscall.Exec(self, append([]string{self}, args[1:]...), env); err != nil {
-			fmt.Fprintln(os.Stderr, "exec:", err)
-		}
-		return 91
+		return helperWaitExec(args)
 	case "exit":
 		n, _ := strconv.Atoi(args[0])
 		return n
@@ -110,18 +98,41 @@ func runHelper(mode string, args []string) int {
 		return 0
 	case "alloc":
 		mib, _ := strconv.Atoi(args[0])
-		var chunks [][]byte
-		for i := 0; i < mib; i++ {
-			b := make([]byte, 1<<20)
-			for j := 0; j < len(b); j += 4096 {
-				b[j] = 1
-			}
-			chunks = append(chunks, b)
-		}
-		return len(chunks) % 2 // keeps chunks live; never reached under a limit
+		return helperAlloc(mib)
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
 	return 99
+}
+
+// helperWaitExec waits for a line on stdin, then execs args[0] (a program,
+// or this binary in that mode) with args[1:].
+func helperWaitExec(args []string) int {
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		fmt.Fprintln(os.Stderr, "wait-exec:", err)
+		return 90
+	}
+	self, _ := os.Executable()
+	env := helperEnviron(args[0])
+	if strings.HasPrefix(args[0], "/") { // a program, not a mode
+		self, env = args[0], os.Environ()
+	}
+	if err := syscall.Exec(self, append([]string{self}, args[1:]...), env); err != nil {
+		fmt.Fprintln(os.Stderr, "exec:", err)
+	}
+	return 91
+}
+
+// helperAlloc touches mib MiB of memory.
+func helperAlloc(mib int) int {
+	var chunks [][]byte
+	for i := 0; i < mib; i++ {
+		b := make([]byte, 1<<20)
+		for j := 0; j < len(b); j += 4096 {
+			b[j] = 1
+		}
+		chunks = append(chunks, b)
+	}
+	return len(chunks) % 2 // keeps chunks live; never reached under a limit
 }
 
 // helperEnviron is this process's environment with the helper mode replaced.

@@ -207,6 +207,16 @@ func TestEventWindowLifecycle(t *testing.T) {
 	clock.advance(goneLinger + time.Second)
 	h.waitStats("the window closed after the pod is gone", func(st Stats) bool { return st.EventWatches == 0 })
 	clock.advance(deletedTTL)
+	waitForgotten(t, h)
+	checkEventRequests(t, h, map[types.UID]bool{web.UID: true})
+	if err := h.stop(); err == nil {
+		t.Error("Run returned nil")
+	}
+}
+
+// waitForgotten waits until the watcher knows no pod any more.
+func waitForgotten(t *testing.T, h *harness) {
+	t.Helper()
 	h.w.wake()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -214,17 +224,13 @@ func TestEventWindowLifecycle(t *testing.T) {
 		n := len(h.w.pods)
 		h.w.mu.Unlock()
 		if n == 0 {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%d pods still known after deletedTTL", n)
 		}
 		h.w.wake()
 		time.Sleep(5 * time.Millisecond)
-	}
-	checkEventRequests(t, h, map[types.UID]bool{web.UID: true})
-	if err := h.stop(); err == nil {
-		t.Error("Run returned nil")
 	}
 }
 

@@ -293,10 +293,30 @@ func TestWatcherPodsAndEvents(t *testing.T) {
 	h.waitWatching("pods", 1)
 	h.waitWatching("events", 1)
 
-	pods := h.cs.CoreV1().Pods("shop")
-	events := h.cs.CoreV1().Events("shop")
+	watchedEvents(ctx, t, h, ours, theirs)
+	watchedDeletion(ctx, t, h, ours)
+	watchedNewPods(ctx, t, h)
 
-	// Events: ours emitted (and again on count bumps), theirs not.
+	// Both informers deliver in order: everything about the other node's
+	// pods was handled before the last inputs.
+	for _, uid := range []types.UID{theirs.UID, "uid-web-4"} {
+		if n := h.count(aboutPod(uid)); n != 0 {
+			t.Errorf("%d inputs about %s (other node):\n%s", n, uid, dump(h.inputs()))
+		}
+	}
+	if n := h.count(isAPI(false, false)) + h.count(isAPI(false, true)); n != 0 {
+		t.Errorf("%d API unavailable inputs", n)
+	}
+
+	if err := h.stop(); !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v, want context.Canceled", err)
+	}
+}
+
+// watchedEvents: ours emitted (and again on count bumps), theirs not.
+func watchedEvents(ctx context.Context, t *testing.T, h *harness, ours, theirs *corev1.Pod) {
+	t.Helper()
+	events := h.cs.CoreV1().Events("shop")
 	ev := testEvent("web-1.pulled", ours, "Pulled", 1)
 	if _, err := events.Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -314,8 +334,14 @@ func TestWatcherPodsAndEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitFor("Pulled event, count 2", isEvent(ev.UID, 2))
+}
 
-	// Pod updates: deletion requested, then gone.
+// watchedDeletion: deletion requested, then gone; a late event about the
+// deleted pod still reaches the correlator.
+func watchedDeletion(ctx context.Context, t *testing.T, h *harness, ours *corev1.Pod) {
+	t.Helper()
+	pods := h.cs.CoreV1().Pods("shop")
+	events := h.cs.CoreV1().Events("shop")
 	upd := ours.DeepCopy()
 	upd.DeletionTimestamp = ptr(at(100))
 	upd.DeletionGracePeriodSeconds = ptr[int64](30)
@@ -338,8 +364,13 @@ func TestWatcherPodsAndEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitFor("Killing after delete", isEvent("ev-web-1.killing", 1))
+}
 
-	// New pods, through the watch: ours emitted, theirs not.
+// watchedNewPods: new pods, through the watch: ours emitted, theirs not.
+func watchedNewPods(ctx context.Context, t *testing.T, h *harness) {
+	t.Helper()
+	pods := h.cs.CoreV1().Pods("shop")
+	events := h.cs.CoreV1().Events("shop")
 	if _, err := pods.Create(ctx, testPod("web-4", "node-b"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -352,21 +383,6 @@ func TestWatcherPodsAndEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitFor("new pod's event", isEvent("ev-web-3.sched", 1))
-
-	// Both informers deliver in order: everything about the other node's
-	// pods was handled before the last inputs.
-	for _, uid := range []types.UID{theirs.UID, "uid-web-4"} {
-		if n := h.count(aboutPod(uid)); n != 0 {
-			t.Errorf("%d inputs about %s (other node):\n%s", n, uid, dump(h.inputs()))
-		}
-	}
-	if n := h.count(isAPI(false, false)) + h.count(isAPI(false, true)); n != 0 {
-		t.Errorf("%d API unavailable inputs", n)
-	}
-
-	if err := h.stop(); !errors.Is(err, context.Canceled) {
-		t.Errorf("Run = %v, want context.Canceled", err)
-	}
 }
 
 // An event written before its pod is seen on this node (the scheduler's
