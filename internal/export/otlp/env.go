@@ -1,6 +1,9 @@
 package otlp
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
 	"google.golang.org/grpc"
 	grpcbackoff "google.golang.org/grpc/backoff"
 )
@@ -129,11 +133,17 @@ func grpcReconnect(maxDelay time.Duration) []grpc.DialOption {
 // this long before it is given up.
 const grpcMinConnectTimeout = 20 * time.Second
 
-// ValidateEnv checks the OTLP variables podchron and the SDK read, so that a
-// typo fails the tracer at start-up with a clear message instead of spans
-// silently going nowhere: the protocol must be known and each endpoint set
-// must be a URL with an http or https scheme and a host (gRPC also takes a
-// bare host:port).
+// ValidateEnv checks every OTEL_* variable podchron and the SDK read, so
+// that a typo fails the tracer at start-up with a clear message naming the
+// variable instead of spans silently going nowhere (the SDK drops what it
+// cannot parse with one unstructured log line: a malformed auth header then
+// costs every span a 401). It checks, for the general and the TRACES_
+// variable of each: the protocol, the endpoints (a URL with an http or https
+// scheme and a host; gRPC also takes a bare host:port), the headers (see
+// checkHeaders; values are never printed, they are often secrets), the CA
+// and client certificate and key files (present and PEM), the timeout
+// (non-negative integer milliseconds), the compression (gzip or none) and
+// insecure (true or false); and OTEL_RESOURCE_ATTRIBUTES.
 func ValidateEnv() error {
 	proto, err := ProtocolFromEnv()
 	if err != nil {
@@ -147,6 +157,146 @@ func ValidateEnv() error {
 		if err := validateEndpoint(v, proto); err != nil {
 			return fmt.Errorf("%s=%q: %w", name, v, err)
 		}
+	}
+	for _, prefix := range []string{envPrefix, envTracesPrefix} {
+		if err := validateSettings(prefix); err != nil {
+			return err
+		}
+	}
+	return validateResource()
+}
+
+// The OTLP exporter variables' prefixes: the general one, and the traces
+// one that overrides it.
+const (
+	envPrefix       = "OTEL_EXPORTER_OTLP_"
+	envTracesPrefix = "OTEL_EXPORTER_OTLP_TRACES_"
+)
+
+// validateSettings checks prefix's HEADERS, CERTIFICATE, CLIENT_CERTIFICATE,
+// CLIENT_KEY, TIMEOUT, COMPRESSION and INSECURE, each as the SDK reads it
+// (trimmed; empty is unset).
+func validateSettings(prefix string) error {
+	get := func(suffix string) (string, string) {
+		return prefix + suffix, strings.TrimSpace(os.Getenv(prefix + suffix))
+	}
+	if name, v := get("HEADERS"); v != "" {
+		if err := checkHeaders(v); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	if name, v := get("CERTIFICATE"); v != "" {
+		if err := checkCA(v); err != nil {
+			return fmt.Errorf("%s=%q: %w", name, v, err)
+		}
+	}
+	certName, certPath := get("CLIENT_CERTIFICATE")
+	keyName, keyPath := get("CLIENT_KEY")
+	if err := checkClientCert(certName, certPath, keyName, keyPath); err != nil {
+		return err
+	}
+	if name, v := get("TIMEOUT"); v != "" {
+		if ms, err := strconv.ParseInt(v, 10, 64); err != nil || ms < 0 {
+			return fmt.Errorf("%s=%q: want a non-negative whole number of milliseconds (10000 is 10 s)", name, v)
+		}
+	}
+	if name, v := get("COMPRESSION"); v != "" && v != "gzip" && v != "none" {
+		return fmt.Errorf("%s=%q: want gzip or none", name, v)
+	}
+	if name, v := get("INSECURE"); v != "" && !strings.EqualFold(v, "true") && !strings.EqualFold(v, "false") {
+		return fmt.Errorf("%s=%q: want true or false", name, v)
+	}
+	return nil
+}
+
+// checkHeaders parses a headers variable as the SDK does: comma-separated
+// key=value pairs (W3C baggage style), the value URL-encoded, both trimmed.
+// Where the SDK drops a bad pair with a log line, this is an error: a pair
+// without '=', an empty or invalid key (not an HTTP token), a value that
+// does not URL-decode or decodes to control characters. The error names the
+// pair by position and key, never its value.
+func checkHeaders(v string) error {
+	for i, pair := range strings.Split(v, ",") {
+		n := i + 1
+		key, val, ok := strings.Cut(pair, "=")
+		key = strings.TrimSpace(key)
+		switch {
+		case strings.TrimSpace(pair) == "":
+			return fmt.Errorf("pair %d is empty (want key=value,key2=value2)", n)
+		case !ok:
+			return fmt.Errorf("pair %d has no '=' (want key=value,key2=value2; its text is not shown, it may be a secret)", n)
+		case key == "":
+			return fmt.Errorf("pair %d has an empty key (want key=value)", n)
+		case !isToken(key):
+			return fmt.Errorf("pair %d: key %q is not a valid header name", n, key)
+		}
+		dec, err := url.PathUnescape(val)
+		if err != nil {
+			return fmt.Errorf("pair %d (%s=***): the value is not valid URL encoding (write %%2C for ',', %%3D for '=', %%25 for '%%')", n, key)
+		}
+		if strings.ContainsFunc(dec, func(r rune) bool { return (r < ' ' && r != '\t') || r == 0x7f }) {
+			return fmt.Errorf("pair %d (%s=***): the value holds a control character", n, key)
+		}
+	}
+	return nil
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110), what a header name
+// must be.
+func isToken(s string) bool {
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case strings.ContainsRune("!#$%&'*+-.^_`|~", r):
+		default:
+			return false
+		}
+	}
+	return s != ""
+}
+
+// checkCA reads a CA bundle: it must hold at least one PEM certificate.
+func checkCA(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if !x509.NewCertPool().AppendCertsFromPEM(b) {
+		return errors.New("no PEM certificate in the file")
+	}
+	return nil
+}
+
+// checkClientCert checks a client certificate and key variable pair: set
+// together, and the files a matching PEM certificate and key.
+func checkClientCert(certName, certPath, keyName, keyPath string) error {
+	switch {
+	case certPath == "" && keyPath == "":
+		return nil
+	case keyPath == "":
+		return fmt.Errorf("%s is set but %s is not: set both or neither", certName, keyName)
+	case certPath == "":
+		return fmt.Errorf("%s is set but %s is not: set both or neither", keyName, certName)
+	}
+	cert, err := os.ReadFile(certPath)
+	if err != nil {
+		return fmt.Errorf("%s=%q: %w", certName, certPath, err)
+	}
+	key, err := os.ReadFile(keyPath)
+	if err != nil {
+		return fmt.Errorf("%s=%q: %w", keyName, keyPath, err)
+	}
+	if _, err := tls.X509KeyPair(cert, key); err != nil {
+		return fmt.Errorf("%s=%q, %s=%q: not a PEM certificate and matching key: %w", certName, certPath, keyName, keyPath, err)
+	}
+	return nil
+}
+
+// validateResource checks OTEL_RESOURCE_ATTRIBUTES (and OTEL_SERVICE_NAME)
+// as the SDK's resource detector reads them.
+func validateResource() error {
+	if _, err := resource.New(context.Background(), resource.WithFromEnv()); err != nil {
+		return fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err)
 	}
 	return nil
 }
