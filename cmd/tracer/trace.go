@@ -281,8 +281,9 @@ func openOutputs(f *traceFlags, recordPath string) (net.Listener, *os.File, func
 	}
 	var recordFile *os.File
 	if recordPath != "" {
-		// The stream holds command lines and pod metadata: owner-only.
-		if recordFile, err = os.OpenFile(recordPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600); err != nil {
+		// The stream holds command lines and pod metadata: owner-only,
+		// never through a symbolic link.
+		if recordFile, err = record.Create(recordPath); err != nil {
 			if metricsLn != nil {
 				metricsLn.Close()
 			}
@@ -393,14 +394,20 @@ func runReplay(path string, args []string, stdout, stderr io.Writer) error {
 	}
 	pr := console.New(stdout, console.Config{Format: format, Verbose: *verbose})
 	corr := correlate.New(correlate.Config{Sink: pr})
-	n := 0
+	n, rerr := 0, error(nil)
 	for {
 		in, err := r.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
+		if errors.Is(err, record.ErrTornLine) {
+			// A crash while recording: what came before is whole.
+			fmt.Fprintf(stderr, "warning: %v; replaying the %d inputs before it\n", err, n)
+			break
+		}
 		if err != nil {
-			return err
+			rerr = err // what was read is still replayed and flushed
+			break
 		}
 		corr.Handle(in)
 		n++
@@ -409,5 +416,5 @@ func runReplay(path string, args []string, stdout, stderr io.Writer) error {
 	pr.Close()
 	st := corr.Stats()
 	fmt.Fprintf(stderr, "replayed %d inputs: %d spans, correlation misses %v\n", n, st.SpansEmitted, st.Misses)
-	return nil
+	return rerr
 }

@@ -178,13 +178,41 @@ type Reader struct {
 	sc      *bufio.Scanner
 	line    int
 	version int // the header's format version
+	// unterminated: the line just scanned had no newline (the end of a
+	// file cut short).
+	unterminated bool
 }
+
+// ErrTornLine is the error (wrapped in a *TornLineError) for a last line
+// cut short, as a crash while recording leaves it: no newline at the end
+// of the file, and not a whole line. What comes before it is intact.
+var ErrTornLine = errors.New("torn last line")
+
+// TornLineError names the torn last line of a record file.
+type TornLineError struct {
+	Line  int // 1-based
+	Bytes int // what of it there is
+}
+
+func (e *TornLineError) Error() string {
+	return fmt.Sprintf("record line %d: torn last line (%d bytes, no newline: the recording was cut short)", e.Line, e.Bytes)
+}
+
+// Unwrap makes errors.Is(err, ErrTornLine) true.
+func (e *TornLineError) Unwrap() error { return ErrTornLine }
 
 // NewReader checks the header line.
 func NewReader(r io.Reader) (*Reader, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	rd := &Reader{sc: sc}
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		adv, tok, err := bufio.ScanLines(data, atEOF)
+		if tok != nil {
+			rd.unterminated = data[adv-1] != '\n'
+		}
+		return adv, tok, err
+	})
 	if !sc.Scan() {
 		if err := sc.Err(); err != nil {
 			return nil, fmt.Errorf("read record header: %w", err)
@@ -203,7 +231,10 @@ func NewReader(r io.Reader) (*Reader, error) {
 	return rd, nil
 }
 
-// Next returns the next input, io.EOF at the end.
+// Next returns the next input, io.EOF at the end. A last line cut short
+// (no newline, not whole JSON) is a *TornLineError (errors.Is ErrTornLine):
+// every input before it has been returned, and the next call returns
+// io.EOF.
 func (r *Reader) Next() (fact.Input, error) {
 	if !r.sc.Scan() {
 		if err := r.sc.Err(); err != nil {
@@ -214,6 +245,9 @@ func (r *Reader) Next() (fact.Input, error) {
 	r.line++
 	var l line
 	if err := json.Unmarshal(r.sc.Bytes(), &l); err != nil {
+		if r.unterminated && !json.Valid(r.sc.Bytes()) {
+			return fact.Input{}, &TornLineError{Line: r.line, Bytes: len(r.sc.Bytes())}
+		}
 		return fact.Input{}, fmt.Errorf("record line %d: %w", r.line, err)
 	}
 	in, err := decode(l, r.version)
