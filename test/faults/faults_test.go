@@ -85,6 +85,11 @@ func TestOutage(t *testing.T) {
 			if peak > base && peak-base > 32<<20 {
 				t.Errorf("heap grew %s during the outage (base %s): not bounded by the queue", mib(peak-base), mib(base))
 			}
+			// An outage shorter than the retry time, whose spans fit in
+			// the queue, loses nothing, over either protocol.
+			if outage+5*time.Second < otlp.DefaultMaxRetryTime && int(rate*outage.Seconds()) < otlp.DefaultQueueSize/2 && dropped != 0 {
+				t.Errorf("dropped %d spans (%+v) in a %s outage that the queue and the retry time cover", dropped, d, outage)
+			}
 			if !ok || first.Sub(back) > otlp.DefaultMaxBackoff+2*time.Second {
 				t.Errorf("export resumed %s after the collector came back, want within %s", resume, otlp.DefaultMaxBackoff+2*time.Second)
 			}

@@ -15,6 +15,8 @@ import (
 	"github.com/cenkalti/backoff/v5"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
@@ -189,9 +191,13 @@ func (e *Exporter) export(items []item) {
 
 // upload sends a request within MaxRetryTime. The client retries what the
 // OTLP specification calls retryable (see NewClientFromEnv); this adds
-// retries, with exponential backoff, for an HTTP collector that cannot be
-// reached at all (connection refused), which the HTTP client does not
-// retry. gRPC reports that as Unavailable, which its client retries.
+// retries, with exponential backoff, for a collector that cannot be reached
+// at all: the HTTP client does not retry a refused connection, and the gRPC
+// client gives a batch up when its export timeout
+// (OTEL_EXPORTER_OTLP_TIMEOUT, 10 s) ends, retries included, which would
+// drop every batch of a collector outage longer than that while the HTTP
+// exporter kept them queued (test/faults measured 509 of 1,341 spans lost
+// over gRPC in a 20 s outage, none over HTTP).
 func (e *Exporter) upload(req []*tracepb.ResourceSpans) error {
 	ctx, cancel := e.ctx, context.CancelFunc(func() {})
 	opts := []backoff.RetryOption{backoff.WithMaxTries(1)}
@@ -217,10 +223,21 @@ func (e *Exporter) upload(req []*tracepb.ResourceSpans) error {
 	return err
 }
 
-// unreachable reports an HTTP request that got no response.
+// unreachable reports a request that reached no collector: an HTTP
+// request that got no response, or a gRPC export that ended Unavailable or
+// past its deadline (both retryable by the OTLP specification).
 func unreachable(err error) bool {
 	var ue *url.Error
-	return errors.As(err, &ue)
+	if errors.As(err, &ue) {
+		return true
+	}
+	if st, ok := status.FromError(err); ok {
+		switch st.Code() {
+		case codes.Unavailable, codes.DeadlineExceeded:
+			return true
+		}
+	}
+	return false
 }
 
 // request groups a batch by resource, in the order the spans came.
