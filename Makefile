@@ -4,7 +4,7 @@ BIN       ?= bin
 CLANG     ?= clang-19
 GENERATED := internal/probe/event/podchron_bpfel.go internal/probe/event/podchron_bpfel.o
 
-.PHONY: help deps generate check-generate build runc-upstream helm portable test test-load test-unit test-vm test-vm-selftest e2e e2e-build scale bench lint run trace events clean
+.PHONY: help deps generate check-generate build runc-upstream helm portable test test-load test-unit test-vm test-vm-selftest e2e e2e-build scale bench lint run trace events clean faults
 
 help: ## list targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'

@@ -106,11 +106,11 @@ func boundAttr(a span.Attr) (_ span.Attr, cut int, counted bool) {
 		return span.Attr{Key: a.Key, Value: kept}, cut, false
 	}
 	s, ok := a.Value.(string)
-	max := textCap(a.Key)
-	if !ok || max == 0 {
+	limit := textCap(a.Key)
+	if !ok || limit == 0 {
 		return a, 0, false
 	}
-	kept, cut := fact.Truncate(s, max)
+	kept, cut := fact.Truncate(s, limit)
 	return span.String(a.Key, kept), cut, false
 }
 
@@ -136,7 +136,7 @@ func boundText(s *span.Span) {
 		if events == nil {
 			events = slices.Clone(s.Events[:i])
 		}
-		ev.Attrs = append(attrs[:len(attrs):len(attrs)], span.Int(names.TextTruncatedBytes, int64(cut)))
+		ev.Attrs = append(slices.Clip(attrs), span.Int(names.TextTruncatedBytes, int64(cut)))
 		events = append(events, ev)
 		total += cut
 	}
@@ -224,7 +224,8 @@ func boundSize(s *span.Span) {
 	if eventsDropped > 0 {
 		attrs = append(attrs, span.Int(names.SpanEventsDropped, int64(eventsDropped)))
 	}
-	s.Attrs = append(attrs, span.Int(names.SpanTruncatedBytes, int64(dropped)))
+	attrs = append(attrs, span.Int(names.SpanTruncatedBytes, int64(dropped)))
+	s.Attrs = attrs
 }
 
 // largestDroppable is the index of the largest attribute that is not an

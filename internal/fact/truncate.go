@@ -29,44 +29,44 @@ const (
 	MaxLabelValue = 256
 )
 
-// Truncate cuts s to at most max bytes, never inside a UTF-8 sequence (a
+// Truncate cuts s to at most limit bytes, never inside a UTF-8 sequence (a
 // sequence that would straddle the cap is dropped whole), and returns what
 // is kept (a copy when cut, so s can be collected) and the number of
 // bytes cut. Invalid UTF-8 is cut at the byte.
-func Truncate(s string, max int) (string, int) {
-	if max < 0 {
-		max = 0
+func Truncate(s string, limit int) (string, int) {
+	if limit < 0 {
+		limit = 0
 	}
-	if len(s) <= max {
+	if len(s) <= limit {
 		return s, 0
 	}
-	cut := max
+	cut := limit
 	// Back up over continuation bytes to the start of the sequence at the
 	// cap; keep that sequence only if it fits whole.
 	for i := 0; i < utf8.UTFMax && cut > 0 && !utf8.RuneStart(s[cut]); i++ {
 		cut--
 	}
 	if !utf8.RuneStart(s[cut]) {
-		cut = max // not UTF-8 here: cut at the byte
+		cut = limit // not UTF-8 here: cut at the byte
 	}
 	// A copy: a substring would keep the whole of s alive.
 	return strings.Clone(s[:cut]), len(s) - cut
 }
 
-// TruncateArgs keeps argv within max bytes (the arguments' bytes together):
+// TruncateArgs keeps argv within limit bytes (the arguments' bytes together):
 // the arguments that fit whole, then the one that straddles the cap cut
 // (Truncate), then none. It returns the kept arguments (args itself when
 // nothing is cut) and the bytes cut.
-func TruncateArgs(args []string, max int) ([]string, int) {
+func TruncateArgs(args []string, limit int) ([]string, int) {
 	total := 0
 	for _, a := range args {
 		total += len(a)
 	}
-	if total <= max {
+	if total <= limit {
 		return args, 0
 	}
 	out := make([]string, 0, len(args))
-	left := max
+	left := limit
 	for _, a := range args {
 		if left <= 0 {
 			break

@@ -37,10 +37,10 @@ func TestTruncate(t *testing.T) {
 // Cutting valid UTF-8 at every cap leaves valid UTF-8.
 func TestTruncateKeepsUTF8Valid(t *testing.T) {
 	s := strings.Repeat("aé€😀", 10)
-	for max := 0; max <= len(s); max++ {
-		got, cut := Truncate(s, max)
-		if !utf8.ValidString(got) || len(got) > max || len(got)+cut != len(s) || max-len(got) >= utf8.UTFMax {
-			t.Fatalf("Truncate(_, %d) = %q (%d cut)", max, got, cut)
+	for limit := 0; limit <= len(s); limit++ {
+		got, cut := Truncate(s, limit)
+		if !utf8.ValidString(got) || len(got) > limit || len(got)+cut != len(s) || limit-len(got) >= utf8.UTFMax {
+			t.Fatalf("Truncate(_, %d) = %q (%d cut)", limit, got, cut)
 		}
 	}
 }

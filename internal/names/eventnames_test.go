@@ -22,7 +22,7 @@ const spanImport = "github.com/podchron/podchron/internal/span"
 // literal, "signal "+sig, fmt.Sprintf("...", ...)), or an assignment of such
 // an expression to the Name of something declared as a SpanEvent.
 func TestNoLiteralSpanEventNames(t *testing.T) {
-	root := filepath.Join("..")
+	root := ".."
 	files := 0
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

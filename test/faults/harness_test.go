@@ -163,6 +163,12 @@ func report(t *testing.T, kv ...any) {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	printFigures()
+	os.Exit(code)
+}
+
+// printFigures prints the figures every case reported, as one table.
+func printFigures() {
 	figuresMu.Lock()
 	defer figuresMu.Unlock()
 	if len(figures) > 0 {
@@ -173,7 +179,6 @@ func TestMain(m *testing.M) {
 		}
 		_ = tw.Flush()
 	}
-	os.Exit(code)
 }
 
 // accountFor checks the invariants every case shares: each span offered is

@@ -336,6 +336,14 @@ func (ps *Parser) parseBelowRoot(res *result, rootEnd int, systemd bool, prefix 
 		podName = c
 	}
 
+	return parsePod(res, podName, e)
+}
+
+// parsePod parses the pod component ("pod<uid>", ending at e) and the
+// container below it, if any.
+func parsePod(res *result, podName string, e int) error {
+	p := res.p
+	id := &res.id
 	// Pod level.
 	uidPart, ok := strings.CutPrefix(podName, "pod")
 	if !ok {
@@ -356,7 +364,7 @@ func (ps *Parser) parseBelowRoot(res *result, rootEnd int, systemd bool, prefix 
 	}
 
 	// Container level.
-	s = e + 1
+	s := e + 1
 	e = compEnd(p, s)
 	rt, cid, conmon, ok := parseContainer(p[s:e])
 	if !ok {

@@ -173,5 +173,5 @@ func sdkValue(v attribute.Value) *commonpb.AnyValue {
 	case attribute.STRINGSLICE:
 		return anyValue(v.AsStringSlice())
 	}
-	return anyValue(v.Emit())
+	return anyValue(v.String())
 }

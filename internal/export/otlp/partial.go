@@ -29,7 +29,9 @@ func rejectedSpans(err error) (rejected int64, ok bool) {
 			return f.Int(), true
 		}
 	}
-	switch u := err.(type) {
+	// The error tree is walked by hand: errors.As cannot look for a type
+	// that cannot be named.
+	switch u := err.(type) { //nolint:errorlint // see above
 	case interface{ Unwrap() []error }:
 		for _, e := range u.Unwrap() {
 			if n, ok := rejectedSpans(e); ok {
