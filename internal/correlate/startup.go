@@ -154,7 +154,7 @@ func (p *pod) blockedOn() (container, reason, message string) {
 	}
 	for _, st := range all {
 		if t := st.State.Terminated; t != nil && t.ExitCode != 0 {
-			return st.Name, "fact.Terminated", fmt.Sprintf("%s (exit code %d)", t.Reason, t.ExitCode)
+			return st.Name, "Terminated", fmt.Sprintf("%s (exit code %d)", t.Reason, t.ExitCode)
 		}
 	}
 	for _, st := range p.info.Statuses {

@@ -111,7 +111,7 @@ func TestDiffEventFields(t *testing.T) {
 			t.Errorf("%s At=%v want %v", e.Type, e.At, wantAt[i])
 		}
 		if !e.Observed.Equal(at(10)) || e.Phase != crifact.PhaseResync {
-			t.Errorf("%s Observed=%v crifact.Phase=%s", e.Type, e.Observed, e.Phase)
+			t.Errorf("%s Observed=%v Phase=%s", e.Type, e.Observed, e.Phase)
 		}
 		if e.Sandbox == nil || e.Sandbox.PodName != "p" {
 			t.Errorf("%s: sandbox not attached", e.Type)
