@@ -188,4 +188,17 @@ struct event_counter {
 	__u64 lost; /* ring buffer reserve failures: the event is gone */
 };
 
+/*
+ * A cgroup's budget for signal records (LRU_HASH, key = cgroup id; see
+ * probes/signal.h). tat is the bucket's "theoretical arrival time" (GCRA):
+ * the budget is spent up to tat, and a record is refused while tat would
+ * run more than the burst ahead of now. Records refused are counted per
+ * kind; user space reads the counts and never writes them.
+ */
+struct signal_budget {
+	__u64 tat;              /* bpf_ktime_get_ns() */
+	__u64 dropped_generate; /* signal_generate records refused */
+	__u64 dropped_deliver;  /* signal_deliver records refused */
+};
+
 #endif /* __PODCHRON_EVENTS_H */

@@ -10,6 +10,68 @@
 #define SI_USER 0
 #define SI_KERNEL 0x80
 #define NSIG 64
+#define SIGKILL 9
+
+/*
+ * A budget per cgroup for signal records, so one pod flooding signals
+ * (kill(self, SIGUSR1) with the signal ignored runs at ~0.7 M/s a thread)
+ * cannot fill the node's one ring buffer and cost every other pod its
+ * events. In the way of Tetragon's per-cgroup rate limit, but a token bucket
+ * kept as GCRA (one timestamp, no division in the kernel): each record moves
+ * the cgroup's tat ("theoretical arrival time") on by cfg_signal_interval_ns
+ * (1 s / rate); a record that would put tat more than cfg_signal_burst_ns
+ * (burst * interval) ahead of now is refused and counted on the cgroup
+ * (struct signal_budget), never reserved. The cgroup charged is the one
+ * whose task made the record: the sender's for signal_generate, the
+ * receiver's for signal_deliver (a container's cgroup, so each container of
+ * a pod has its own budget). Only tasks in watched cgroups are charged: a
+ * signal sent from outside the pods (the runtime's SIGTERM, the kubelet, an
+ * operator) is always reported, and SIGKILL is never charged (its target
+ * dies, it cannot flood). The budget is looked up only after the cheap
+ * filters pass, so signals that are not records cost nothing more.
+ * Concurrent records of one cgroup on several CPUs may race on tat (a few
+ * records more or fewer); the drop counts are atomic, so every signal is
+ * either a record or counted.
+ */
+volatile const __u64 cfg_signal_interval_ns = 0; /* 1e9 / rate; 0: no budget */
+volatile const __u64 cfg_signal_burst_ns = 0;    /* burst * interval */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct signal_budget);
+} signal_budgets SEC(".maps");
+
+/* Whether cgroup cgid may make one more signal record; counts a refusal. */
+static __always_inline bool signal_budget(__u64 cgid, bool deliver)
+{
+	struct signal_budget *b;
+	__u64 now, tat;
+
+	if (!cfg_signal_interval_ns)
+		return true;
+	now = bpf_ktime_get_ns();
+	b = bpf_map_lookup_elem(&signal_budgets, &cgid);
+	if (!b) {
+		struct signal_budget fresh = {.tat = now + cfg_signal_interval_ns};
+
+		/* Another CPU may have made it meanwhile: one record more. */
+		bpf_map_update_elem(&signal_budgets, &cgid, &fresh, BPF_NOEXIST);
+		return true;
+	}
+	tat = b->tat > now ? b->tat : now;
+	tat += cfg_signal_interval_ns;
+	if (tat - now > cfg_signal_burst_ns) {
+		if (deliver)
+			__sync_fetch_and_add(&b->dropped_deliver, 1);
+		else
+			__sync_fetch_and_add(&b->dropped_generate, 1);
+		return false;
+	}
+	b->tat = tat;
+	return true;
+}
 
 static __always_inline bool signal_wanted(int sig)
 {
@@ -51,6 +113,7 @@ int BPF_PROG(handle_signal_generate, int sig, struct kernel_siginfo *info, struc
 	struct signal_event *e;
 	struct cgroup *tcg;
 	__u32 origin = 0, tflags = 0, ttgid;
+	__u64 cgid;
 
 	/* The mask first: SIGCHLD, with every process's exit, stops here. */
 	if (!signal_wanted(sig))
@@ -66,15 +129,20 @@ int BPF_PROG(handle_signal_generate, int sig, struct kernel_siginfo *info, struc
 	if (!origin)
 		return 0;
 
-	if (current_watched())
+	cgid = current_cgroup_id();
+	if (current_watched()) {
+		/* A pod's task sent it: its container pays. */
+		if (sig != SIGKILL && !signal_budget(cgid, false))
+			return 0;
 		tflags |= SIGNAL_SENDER_WATCHED;
+	}
 	if (BPF_CORE_READ(task, signal, flags) & SIGNAL_UNKILLABLE)
 		tflags |= SIGNAL_TARGET_NS_INIT;
 
 	e = reserve(EVENT_SIGNAL_GENERATE, sizeof(*e));
 	if (!e)
 		return 0;
-	fill_header(&e->hdr, EVENT_SIGNAL_GENERATE, origin, current_cgroup_id());
+	fill_header(&e->hdr, EVENT_SIGNAL_GENERATE, origin, cgid);
 	e->sig = sig;
 	/* SEND_SIG_NOINFO (0) and SEND_SIG_PRIV (1) are not real pointers. */
 	if ((unsigned long)info == 0)
@@ -101,6 +169,7 @@ int BPF_PROG(handle_signal_deliver, int sig, struct kernel_siginfo *info, struct
 	NOOP_RETURN();
 	struct signal_deliver_event *e;
 	__u32 origin = 0, tgid;
+	__u64 cgid;
 
 	if (!signal_wanted(sig))
 		return 0;
@@ -117,11 +186,15 @@ int BPF_PROG(handle_signal_deliver, int sig, struct kernel_siginfo *info, struct
 	origin |= tracked(tgid);
 	if (!origin)
 		return 0;
+	cgid = current_cgroup_id();
+	/* A pod's task receives it: its container pays. */
+	if ((origin & ORIGIN_WATCHED) && sig != SIGKILL && !signal_budget(cgid, true))
+		return 0;
 
 	e = reserve(EVENT_SIGNAL_DELIVER, sizeof(*e));
 	if (!e)
 		return 0;
-	fill_header(&e->hdr, EVENT_SIGNAL_DELIVER, origin, current_cgroup_id());
+	fill_header(&e->hdr, EVENT_SIGNAL_DELIVER, origin, cgid);
 	e->sig = sig;
 	e->code = info ? BPF_CORE_READ(info, si_code) : 0;
 	e->disposition = disposition((unsigned long)BPF_CORE_READ(ka, sa.sa_handler));

@@ -38,6 +38,8 @@ type probeFlags struct {
 	allProcs   bool
 	duration   time.Duration
 	args       string
+	sigRate    int
+	sigBurst   int
 	logFlags
 }
 
@@ -49,6 +51,8 @@ func (f *probeFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.ringSize, "ringbuf-size", 4<<20, "kernel ring buffer size in bytes (power of two)")
 	fs.BoolVar(&f.allSignals, "all-signals", false, "also report noisy signals (SIGCHLD, SIGURG, SIGWINCH, SIGPROF, SIGALRM, SIGIO, ...)")
 	fs.BoolVar(&f.allProcs, "all-processes", false, "report every process of a watched cgroup, not only the roots of its process tree (inits, exec sessions, the runtime's set-up): what a container's own processes fork and exec below them costs a ring-buffer record each")
+	fs.IntVar(&f.sigRate, "signal-rate", probe.DefaultSignalRate, "each container cgroup's budget for signal records, per second (signals sent or received by a pod's tasks beyond it are counted on the pod, not recorded; -1: no budget)")
+	fs.IntVar(&f.sigBurst, "signal-burst", probe.DefaultSignalBurst, "signal records a container cgroup may make at once, above --signal-rate")
 	fs.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until SIGINT/SIGTERM)")
 	fs.StringVar(&f.args, "command-args", "redacted", "what of a command line leaves the tracer (spans, console, JSON, events, record files): none, argv0, redacted (secret-looking values masked) or full")
 	f.logFlags.register(fs)
@@ -81,6 +85,10 @@ func (f *probeFlags) probeConfig(log *slog.Logger) (probe.Config, error) {
 		cfg.SignalMask = ^uint64(0)
 	}
 	cfg.AllProcesses = f.allProcs
+	if f.sigRate == 0 || f.sigBurst <= 0 {
+		return cfg, fmt.Errorf("--signal-rate %d --signal-burst %d: the rate must be positive (or -1: no budget), the burst positive", f.sigRate, f.sigBurst)
+	}
+	cfg.SignalRate, cfg.SignalBurst = f.sigRate, f.sigBurst
 	if f.duration < 0 {
 		return cfg, fmt.Errorf("--duration %s: must not be negative", f.duration)
 	}

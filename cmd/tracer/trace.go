@@ -176,6 +176,7 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 	err = pipeline.Run(ctx, pipeline.Config{
 		Kernel:      src,
 		Counters:    p.Counters,
+		Throttled:   p.Throttled,
 		Seed:        append(seed, ls.seed...),
 		Sources:     ls.sources,
 		Correlator:  corr,

@@ -81,9 +81,21 @@ type ProcSeen struct {
 	Started  time.Time `json:"started"`
 }
 
-// Losses reports kernel events lost since the previous report.
+// Losses reports kernel events lost since the previous report: Lost in the
+// ring buffer (full: whose they were is unknown), Throttled by a cgroup's
+// budget in the kernel (whose they were is known).
 type Losses struct {
-	Lost uint64 `json:"lost"`
+	Lost      uint64       `json:"lost"`
+	Throttled []CgroupLoss `json:"throttled,omitempty"`
+}
+
+// CgroupLoss is a count of one cgroup's kernel records of one kind (a
+// kernel.EventType's name: "signal", "signal_deliver") that its budget
+// refused.
+type CgroupLoss struct {
+	CgroupID uint64 `json:"cgroup_id"`
+	Kind     string `json:"kind"`
+	Count    uint64 `json:"count"`
 }
 
 // Start marks the tracer's start: pods already alive are observed from here.

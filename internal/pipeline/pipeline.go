@@ -37,6 +37,10 @@ type Config struct {
 	Kernel probe.Source
 	// Counters reads the kernel's emitted/lost counters, for loss reports.
 	Counters func() (map[kernel.EventType]kernel.Counter, error)
+	// Throttled reads the records each cgroup's budget in the kernel
+	// refused (cumulative, by cgroup and kind), for loss reports that name
+	// the cgroup: (*probe.Probes).Throttled.
+	Throttled func() ([]fact.CgroupLoss, error)
 	// Seed produces the start-up inputs (existing cgroups and processes)
 	// before any live input is handled.
 	Seed []fact.Input
@@ -160,7 +164,7 @@ type run struct {
 	waiting    atomic.Uint64
 	kernelMark time.Time
 	kernelIdle idleCheck
-	lastLost   uint64
+	losses     lossPoller
 }
 
 // item is an input in the queue, with the node that sent it.
@@ -191,6 +195,7 @@ func newRun(cfg Config) *run {
 		health:      sourceHealth{report: cfg.SourceState},
 		stats:       cfg.Stats,
 		ringPending: func() int { return 0 },
+		losses:      lossPoller{counters: cfg.Counters, throttled: cfg.Throttled, log: cfg.Logger, seen: map[cgroupKind]uint64{}},
 	}
 	if r.stats == nil {
 		r.stats = &Stats{}
@@ -355,7 +360,7 @@ func (r *run) loop(ctx context.Context) error {
 
 // tick reports the kernel's losses and idle progress, then a tick.
 func (r *run) tick() {
-	r.losses()
+	r.reportLosses()
 	now := r.cfg.Now()
 	if r.kernelProgress {
 		unhandled := r.kernel.queued.Load() > 0
@@ -367,24 +372,12 @@ func (r *run) tick() {
 	r.handle(fact.Input{Time: now, Tick: true})
 }
 
-// losses reports the kernel events lost since the last tick.
-func (r *run) losses() {
-	if r.cfg.Counters == nil {
-		return
+// reportLosses reports the kernel events lost, and the records cgroups'
+// budgets refused, since the last tick.
+func (r *run) reportLosses() {
+	if l := r.losses.poll(); l != nil {
+		r.handle(fact.Input{Time: r.cfg.Now(), Losses: l})
 	}
-	c, err := r.cfg.Counters()
-	if err != nil {
-		return
-	}
-	var lost uint64
-	for _, v := range c {
-		lost += v.Lost
-	}
-	if lost > r.lastLost {
-		r.handle(fact.Input{Time: r.cfg.Now(), Losses: &fact.Losses{Lost: lost - r.lastLost}})
-		r.log.Warn("kernel events lost: the ring buffer was full", "lost", lost-r.lastLost, "total", lost)
-	}
-	r.lastLost = lost
 }
 
 // drain handles what the sources queued before they stopped.
@@ -480,3 +473,76 @@ var (
 	SourceRuntime = names.SourceRuntime.Label()
 	SourceAPI     = names.SourceAPI.Label()
 )
+
+// lossPoller turns the kernel's cumulative loss counters into reports of
+// what was lost since the previous poll.
+type lossPoller struct {
+	counters  func() (map[kernel.EventType]kernel.Counter, error)
+	throttled func() ([]fact.CgroupLoss, error)
+	log       *slog.Logger
+	lastLost  uint64
+	seen      map[cgroupKind]uint64 // cumulative throttled counts last read
+}
+
+type cgroupKind struct {
+	id   uint64
+	kind string
+}
+
+// poll returns what was lost since the last poll, nil if nothing was.
+func (p *lossPoller) poll() *fact.Losses {
+	var out fact.Losses
+	if p.counters != nil {
+		if c, err := p.counters(); err == nil {
+			var lost uint64
+			for _, v := range c {
+				lost += v.Lost
+			}
+			if lost > p.lastLost {
+				out.Lost = lost - p.lastLost
+				p.log.Warn("kernel events lost: the ring buffer was full", "lost", out.Lost, "total", lost)
+			}
+			p.lastLost = lost
+		}
+	}
+	if p.throttled != nil {
+		out.Throttled = p.pollThrottled()
+	}
+	if out.Lost == 0 && len(out.Throttled) == 0 {
+		return nil
+	}
+	return &out
+}
+
+// pollThrottled diffs the cumulative throttled counts against the last
+// read. A count below the last read is a budget entry the kernel evicted and
+// made again: all of it is new. Cgroups no longer listed are forgotten.
+func (p *lossPoller) pollThrottled() []fact.CgroupLoss {
+	th, err := p.throttled()
+	if err != nil {
+		p.log.Debug("read throttled signal records", "err", err)
+		return nil
+	}
+	var out []fact.CgroupLoss
+	now := make(map[cgroupKind]uint64, len(th))
+	for _, l := range th {
+		k := cgroupKind{l.CgroupID, l.Kind}
+		now[k] = l.Count
+		n := l.Count
+		if last := p.seen[k]; last <= n {
+			n -= last
+		}
+		if n == 0 {
+			continue
+		}
+		out = append(out, fact.CgroupLoss{CgroupID: l.CgroupID, Kind: l.Kind, Count: n})
+		level := slog.LevelDebug
+		if p.seen[k] == 0 { // the cgroup's first throttling (since its budget entry was made)
+			level = slog.LevelWarn
+		}
+		p.log.Log(context.Background(), level, "kernel records throttled: a cgroup is over its signal budget",
+			"cgroup_id", l.CgroupID, "kind", l.Kind, "throttled", n, "total", l.Count)
+	}
+	p.seen = now
+	return out
+}

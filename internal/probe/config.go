@@ -62,6 +62,15 @@ type Config struct {
 	// processes entering the cgroup from outside, a pid namespace's init,
 	// the runtime's set-up before it execs.
 	AllProcesses bool
+	// SignalRate and SignalBurst are each cgroup's budget for signal records
+	// (signal_generate sent by, signal_deliver received by a task in a
+	// watched cgroup): SignalRate records a second on average, up to
+	// SignalBurst at once. What a budget refuses is counted per cgroup
+	// (Probes.Throttled), not reserved, so one pod flooding signals cannot
+	// cost the others their events. 0 takes the default; a negative
+	// SignalRate turns the budget off.
+	SignalRate  int
+	SignalBurst int
 	// SelfTGID is never reported (default: this process).
 	SelfTGID int
 	Logger   *slog.Logger
@@ -87,7 +96,28 @@ func DefaultConfig() Config {
 		RingBufferBytes: 4 << 20,
 		WakeupEvents:    256,
 		PollInterval:    100 * time.Millisecond,
+		SignalRate:      DefaultSignalRate,
+		SignalBurst:     DefaultSignalBurst,
 	}
+}
+
+// DefaultSignalRate and DefaultSignalBurst are each cgroup's default budget
+// for signal records: far above what a pod's lifecycle sends (a few signals
+// at its end), far below what one ring buffer drains (~0.6 M records/s).
+const (
+	DefaultSignalRate  = 1000
+	DefaultSignalBurst = 2000
+)
+
+// signalBudget is the budget as the programs keep it (GCRA, see
+// bpf/probes/signal.h): the interval between records and the burst, in ns.
+// A zero interval turns it off.
+func (c *Config) signalBudget() (intervalNs, burstNs uint64) {
+	if c.SignalRate < 0 {
+		return 0, 0
+	}
+	interval := uint64(time.Second) / uint64(c.SignalRate)
+	return interval, interval * uint64(c.SignalBurst)
 }
 
 func (c *Config) withDefaults() {
@@ -110,6 +140,12 @@ func (c *Config) withDefaults() {
 	if c.PollInterval == 0 {
 		c.PollInterval = d.PollInterval
 	}
+	if c.SignalRate == 0 {
+		c.SignalRate = d.SignalRate
+	}
+	if c.SignalBurst == 0 {
+		c.SignalBurst = d.SignalBurst
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -129,6 +165,9 @@ func (c *Config) validate() error {
 	}
 	if c.WakeupEvents < 0 || c.WakeupEvents*1024 >= n {
 		return fmt.Errorf("wakeup every %d events: must be between 0 and ring buffer size / 1 KiB", c.WakeupEvents)
+	}
+	if c.SignalRate > int(time.Second) || c.SignalBurst < 0 || c.SignalBurst > 1<<20 {
+		return fmt.Errorf("signal budget %d/s, burst %d: the rate must be at most 1e9 (negative: no budget), the burst between 1 and %d", c.SignalRate, c.SignalBurst, 1<<20)
 	}
 	for _, r := range c.CgroupRoots {
 		if !strings.HasPrefix(r, "/") {

@@ -39,6 +39,9 @@ func init() {
 //	handle-term             handle SIGTERM by exiting 0; say "ready" first
 //	kill PID SIG            send SIG to PID
 //	alloc MiB               allocate and touch MiB of memory
+//	signal-self N MS        ignore SIGUSR1, say "ready", send it to itself N
+//	                        times (N 0: as fast as it can for MS ms), then
+//	                        say "sent K"
 func runHelper(mode string, args []string) int {
 	switch mode {
 	case "wait-exec":
@@ -96,6 +99,10 @@ func runHelper(mode string, args []string) int {
 			return 93
 		}
 		return 0
+	case "signal-self":
+		n, _ := strconv.Atoi(args[0])
+		ms, _ := strconv.Atoi(args[1])
+		return signalSelf(n, time.Duration(ms)*time.Millisecond)
 	case "alloc":
 		mib, _ := strconv.Atoi(args[0])
 		return helperAlloc(mib)
@@ -144,4 +151,24 @@ func helperEnviron(mode string) []string {
 		}
 	}
 	return append(env, helperEnv+"="+mode)
+}
+
+// signalSelf sends SIGUSR1 (ignored) to this process n times, or for d if n
+// is 0, and reports how many it sent.
+func signalSelf(n int, d time.Duration) int {
+	signal.Ignore(syscall.SIGUSR1)
+	fmt.Println("ready")
+	pid, sent := os.Getpid(), 0
+	deadline := time.Now().Add(d)
+	for n == 0 || sent < n {
+		if n == 0 && sent%1024 == 0 && time.Now().After(deadline) {
+			break
+		}
+		if err := syscall.Kill(pid, syscall.SIGUSR1); err != nil {
+			return 95
+		}
+		sent++
+	}
+	fmt.Println("sent", sent)
+	return 0
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/podchron/podchron/internal/fact"
 	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/probe/event"
@@ -85,6 +86,7 @@ func Load(cfg Config) (*Probes, error) {
 		groupDead = 0
 	}
 	ancestorHelper := flag32(haveAncestorHelper())
+	intervalNs, burstNs := cfg.signalBudget()
 	if cfg.NoopPrograms {
 		cfg.Logger.Warn("benchmark mode: every BPF program returns at once; nothing will be traced")
 	}
@@ -99,6 +101,8 @@ func Load(cfg Config) (*Probes, error) {
 		"cfg_exit_has_group_dead": groupDead,
 		"cfg_ancestor_helper":     ancestorHelper,
 		"cfg_noop":                flag32(cfg.NoopPrograms),
+		"cfg_signal_interval_ns":  intervalNs,
+		"cfg_signal_burst_ns":     burstNs,
 	}); err != nil {
 		return nil, err
 	}
@@ -369,6 +373,31 @@ func (p *Probes) Counters() (map[kernel.EventType]kernel.Counter, error) {
 			c.Lost += x.Lost
 		}
 		out[t] = c
+	}
+	return out, nil
+}
+
+// Throttled reads the signal records each cgroup's budget refused since
+// load (see Config.SignalRate), by cgroup and record kind: cumulative
+// counts, only where there are any. A cgroup whose budget entry was evicted
+// (the map is an LRU of 4096 cgroups: idle ones go first) starts again at 0.
+func (p *Probes) Throttled() ([]fact.CgroupLoss, error) {
+	var (
+		out []fact.CgroupLoss
+		id  uint64
+		b   event.PodchronSignalBudget
+	)
+	it := p.objs.SignalBudgets.Iterate()
+	for it.Next(&id, &b) {
+		if b.DroppedGenerate > 0 {
+			out = append(out, fact.CgroupLoss{CgroupID: id, Kind: kernel.EventSignalGenerate.String(), Count: b.DroppedGenerate})
+		}
+		if b.DroppedDeliver > 0 {
+			out = append(out, fact.CgroupLoss{CgroupID: id, Kind: kernel.EventSignalDeliver.String(), Count: b.DroppedDeliver})
+		}
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("read signal budgets: %w", err)
 	}
 	return out, nil
 }

@@ -334,6 +334,7 @@ type helper struct {
 	ready chan struct{} // closed when the helper printed "ready"
 	done  chan struct{}
 	err   error
+	lines []string // what it printed, complete once done is closed
 }
 
 // start runs a helper mode inside the cgroup dirs (absolute paths): the
@@ -372,6 +373,7 @@ func (e *env) start(t *testing.T, dirs []string, mode string, args ...string) *h
 		defer close(h.done)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
+			h.lines = append(h.lines, sc.Text())
 			if sc.Text() == "ready" {
 				close(h.ready)
 			}

@@ -168,6 +168,13 @@ type PodchronRootPath struct {
 	Path [128]int8
 }
 
+type PodchronSignalBudget struct {
+	_               structs.HostLayout
+	Tat             uint64
+	DroppedGenerate uint64
+	DroppedDeliver  uint64
+}
+
 type PodchronSignalDeliverEvent struct {
 	_           structs.HostLayout
 	Hdr         PodchronEventHeader
@@ -229,6 +236,7 @@ const (
 	PodchronMapRootCache             = "root_cache"
 	PodchronMapRootPaths             = "root_paths"
 	PodchronMapRuntimeComms          = "runtime_comms"
+	PodchronMapSignalBudgets         = "signal_budgets"
 	PodchronMapTrackedTasks          = "tracked_tasks"
 	PodchronMapWatchCache            = "watch_cache"
 	PodchronMapWatchGen              = "watch_gen"
@@ -268,6 +276,8 @@ const (
 	PodchronVarCfgNoop               = "cfg_noop"
 	PodchronVarCfgReportLevel        = "cfg_report_level"
 	PodchronVarCfgSelfTgid           = "cfg_self_tgid"
+	PodchronVarCfgSignalBurstNs      = "cfg_signal_burst_ns"
+	PodchronVarCfgSignalIntervalNs   = "cfg_signal_interval_ns"
 	PodchronVarCfgSignalMask         = "cfg_signal_mask"
 	PodchronVarCfgWakeupEvents       = "cfg_wakeup_events"
 	PodchronVarPathAncestorIds       = "path_ancestor_ids"
@@ -340,6 +350,7 @@ type PodchronMapSpecs struct {
 	RootCache      *ebpf.MapSpec `ebpf:"root_cache"`
 	RootPaths      *ebpf.MapSpec `ebpf:"root_paths"`
 	RuntimeComms   *ebpf.MapSpec `ebpf:"runtime_comms"`
+	SignalBudgets  *ebpf.MapSpec `ebpf:"signal_budgets"`
 	TrackedTasks   *ebpf.MapSpec `ebpf:"tracked_tasks"`
 	WatchCache     *ebpf.MapSpec `ebpf:"watch_cache"`
 	WatchGen       *ebpf.MapSpec `ebpf:"watch_gen"`
@@ -377,6 +388,8 @@ type PodchronVariableSpecs struct {
 	CfgNoop             *ebpf.VariableSpec `ebpf:"cfg_noop"`
 	CfgReportLevel      *ebpf.VariableSpec `ebpf:"cfg_report_level"`
 	CfgSelfTgid         *ebpf.VariableSpec `ebpf:"cfg_self_tgid"`
+	CfgSignalBurstNs    *ebpf.VariableSpec `ebpf:"cfg_signal_burst_ns"`
+	CfgSignalIntervalNs *ebpf.VariableSpec `ebpf:"cfg_signal_interval_ns"`
 	CfgSignalMask       *ebpf.VariableSpec `ebpf:"cfg_signal_mask"`
 	CfgWakeupEvents     *ebpf.VariableSpec `ebpf:"cfg_wakeup_events"`
 	PathAncestorIds     *ebpf.VariableSpec `ebpf:"path_ancestor_ids"`
@@ -413,6 +426,7 @@ type PodchronMaps struct {
 	RootCache      *ebpf.Map `ebpf:"root_cache"`
 	RootPaths      *ebpf.Map `ebpf:"root_paths"`
 	RuntimeComms   *ebpf.Map `ebpf:"runtime_comms"`
+	SignalBudgets  *ebpf.Map `ebpf:"signal_budgets"`
 	TrackedTasks   *ebpf.Map `ebpf:"tracked_tasks"`
 	WatchCache     *ebpf.Map `ebpf:"watch_cache"`
 	WatchGen       *ebpf.Map `ebpf:"watch_gen"`
@@ -430,6 +444,7 @@ func (m *PodchronMaps) Close() error {
 		m.RootCache,
 		m.RootPaths,
 		m.RuntimeComms,
+		m.SignalBudgets,
 		m.TrackedTasks,
 		m.WatchCache,
 		m.WatchGen,
@@ -468,6 +483,8 @@ type PodchronVariables struct {
 	CfgNoop             *ebpf.Variable `ebpf:"cfg_noop"`
 	CfgReportLevel      *ebpf.Variable `ebpf:"cfg_report_level"`
 	CfgSelfTgid         *ebpf.Variable `ebpf:"cfg_self_tgid"`
+	CfgSignalBurstNs    *ebpf.Variable `ebpf:"cfg_signal_burst_ns"`
+	CfgSignalIntervalNs *ebpf.Variable `ebpf:"cfg_signal_interval_ns"`
 	CfgSignalMask       *ebpf.Variable `ebpf:"cfg_signal_mask"`
 	CfgWakeupEvents     *ebpf.Variable `ebpf:"cfg_wakeup_events"`
 	PathAncestorIds     *ebpf.Variable `ebpf:"path_ancestor_ids"`

@@ -1,0 +1,122 @@
+//go:build linux
+
+package probe
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podchron/podchron/internal/fact/kernel"
+)
+
+// sentCount is what a signal-self helper said it sent.
+func sentCount(t *testing.T, h *helper) uint64 {
+	t.Helper()
+	for _, l := range h.lines {
+		if n, ok := strings.CutPrefix(l, "sent "); ok {
+			v, err := strconv.ParseUint(n, 10, 64)
+			if err != nil {
+				t.Fatalf("helper %d: %q", h.pid, l)
+			}
+			return v
+		}
+	}
+	t.Fatalf("helper %d said no count: %q", h.pid, h.lines)
+	return 0
+}
+
+// sigusr1From counts the SIGUSR1 records a process sent.
+func sigusr1From(c *collector, pid uint32, cg uint64) uint64 {
+	return uint64(len(c.all(func(ev kernel.Event) bool {
+		s, ok := ev.(*kernel.SignalEvent)
+		return ok && s.TGID == pid && s.CgroupID == cg && s.Signal == syscall.SIGUSR1
+	})))
+}
+
+// throttledBy sums a cgroup's refused records of one kind.
+func throttledBy(t *testing.T, p *Probes, cg uint64, kind kernel.EventType) uint64 {
+	t.Helper()
+	th, err := p.Throttled()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, l := range th {
+		if l.CgroupID == cg && l.Kind == kind.String() {
+			n += l.Count
+		}
+	}
+	return n
+}
+
+// One cgroup floods signals at full speed beside quiet ones: its budget
+// bounds its records, what the budget refused is counted on it exactly
+// (every signal is a record or counted), and the quiet cgroups lose
+// nothing.
+func TestSignalFloodIsBudgetedPerCgroup(t *testing.T) {
+	const rate, burst = 1000, 500
+	const floodMs, quietN, quietSignals = 2000, 20, 50
+	e := setup(t, func(c *Config) { c.SignalRate, c.SignalBurst = rate, burst })
+	floodDir := e.dir(e.cgroup(t, "flood"))
+	floodID := cgid(t, floodDir)
+	flood := e.start(t, []string{floodDir}, "signal-self", "0", strconv.Itoa(floodMs))
+	flood.waitReady(t)
+	start := time.Now()
+	quiet := make([]*helper, quietN)
+	quietIDs := make([]uint64, quietN)
+	for i := range quiet {
+		dir := e.dir(e.cgroup(t, fmt.Sprintf("quiet%d", i)))
+		quietIDs[i] = cgid(t, dir)
+		quiet[i] = e.start(t, []string{dir}, "signal-self", strconv.Itoa(quietSignals), "0")
+	}
+	for _, h := range quiet {
+		h.wait(t)
+	}
+	quietDone := time.Since(start)
+	flood.wait(t)
+	elapsed := time.Since(start)
+	sent := sentCount(t, flood)
+
+	// Every signal the flood sent is a record or counted as throttled.
+	var records, throttled uint64
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		records, throttled = sigusr1From(e.col, flood.pid, floodID), throttledBy(t, e.p, floodID, kernel.EventSignalGenerate)
+		if records+throttled >= sent || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("flood: %d signals in %s (%.0f/s), %d records, %d throttled; %d quiet cgroups done %s after the flood started",
+		sent, elapsed.Round(time.Millisecond), float64(sent)/elapsed.Seconds(), records, throttled, quietN, quietDone.Round(time.Millisecond))
+	if records+throttled != sent {
+		t.Errorf("flood: %d records + %d throttled = %d, want the %d signals sent", records, throttled, records+throttled, sent)
+	}
+	lo := uint64(burst + rate*floodMs/1000/2)
+	hi := uint64(burst + rate*(elapsed.Seconds()+0.1))
+	if records < lo || records > hi {
+		t.Errorf("flood: %d records, want between %d and %d (burst %d + %d/s over %s)", records, lo, hi, burst, rate, elapsed)
+	}
+	if sent < 10*hi {
+		t.Errorf("flood: only %d signals sent; not a flood", sent)
+	}
+	for i, h := range quiet {
+		if got := sigusr1From(e.col, h.pid, quietIDs[i]); got != quietSignals {
+			t.Errorf("quiet cgroup %d: %d records, want all %d", i, got, quietSignals)
+		}
+		if n := throttledBy(t, e.p, quietIDs[i], kernel.EventSignalGenerate); n != 0 {
+			t.Errorf("quiet cgroup %d: %d throttled", i, n)
+		}
+	}
+	c, err := e.p.Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c[kernel.EventSignalGenerate].Lost != 0 {
+		t.Errorf("%d signal records lost in the ring buffer", c[kernel.EventSignalGenerate].Lost)
+	}
+}
