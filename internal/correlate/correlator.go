@@ -200,6 +200,7 @@ func (c *Correlator) apply(in fact.Input) {
 		c.procSeen(in.Proc)
 	case in.Losses != nil:
 		c.losses(in.Losses.Lost)
+		c.throttled(in.Losses.Throttled)
 	case in.Start != nil:
 		c.started = in.Start.At
 		if in.Start.NodeName != "" && c.cfg.NodeName == "" {

@@ -130,6 +130,9 @@ func (c *Correlator) rootSpan(p *pod, at time.Time, unfinished string) {
 	if p.rootFolded > 0 {
 		attrs = append(attrs, span.Int(names.EventsFolded, int64(p.rootFolded)))
 	}
+	if p.signalsThrottled > 0 {
+		attrs = append(attrs, span.Int(names.SignalsThrottled, int64(p.signalsThrottled)))
+	}
 	c.emit(p, span.Span{SpanID: c.rootID(p), Name: names.SpanPod, Start: start, End: at, Status: status, StatusMessage: msg,
 		Attrs: attrs, Events: p.rootEvents})
 }

@@ -18,12 +18,19 @@ import (
 )
 
 // podLoss: kernel events lost while the pod lived, and the current loss
-// episode (one event on the root).
+// episode (one event on the root). Ring-buffer losses are every live pod's
+// (whose they were is unknown); signal records throttled by a cgroup's
+// budget in the kernel are only the pod whose container's they were.
 type podLoss struct {
 	eventsLost  uint64
 	lossEvent   int       // index of the current loss episode's root event, -1 if none
 	lossLast    time.Time // the last loss report
 	lossEpisode uint64    // events lost in the current episode
+
+	signalsThrottled uint64    // signal records the pod's budget refused, in all
+	throttleEvent    int       // 1 + index of the current throttling episode's root event; 0 if none
+	throttleLast     time.Time // the last throttling report
+	throttleEpisode  uint64    // records throttled in the current episode
 }
 
 func (c *Correlator) kernel(ev kernel.Event) {
@@ -316,4 +323,52 @@ func (c *Correlator) losses(n uint64) {
 		}
 		p.lossLast = c.now
 	}
+}
+
+// throttled stamps what each cgroup's signal budget in the kernel refused
+// on that cgroup's pod only: a count on its root span and one root event per
+// throttling episode (reports close together add up). The count goes to the
+// pod's namespace's metric; a cgroup that is no known pod's counts under no
+// namespace.
+func (c *Correlator) throttled(ls []fact.CgroupLoss) {
+	byPod := map[*pod]uint64{}
+	var order []*pod
+	for _, l := range ls {
+		p := c.podByCgroup(l.CgroupID)
+		if p == nil {
+			c.cfg.Observer.SignalsThrottled("", l.Count)
+			continue
+		}
+		if _, ok := byPod[p]; !ok {
+			order = append(order, p)
+		}
+		byPod[p] += l.Count
+	}
+	for _, p := range order {
+		n := byPod[p]
+		p.signalsThrottled += n
+		c.observer(p).SignalsThrottled(p.namespace(), n)
+		if p.throttleEvent > 0 && c.now.Sub(p.throttleLast) <= lossEpisodeGap {
+			p.throttleEpisode += n
+			p.rootEvents[p.throttleEvent-1].Attrs = []span.Attr{span.Int(names.SignalsThrottled, int64(p.throttleEpisode)),
+				span.String(names.LossUntil, c.now.UTC().Format(time.RFC3339Nano))}
+		} else {
+			p.throttleEpisode = n
+			p.throttleEvent = 1 + p.addRootEvent(span.SpanEvent{Name: names.EventSignalsThrottled, Time: c.now,
+				Attrs: []span.Attr{span.Int(names.SignalsThrottled, int64(n))}})
+		}
+		p.throttleLast = c.now
+	}
+}
+
+// podByCgroup is the live pod a cgroup belongs to: its container's, or the
+// pod's own cgroup's.
+func (c *Correlator) podByCgroup(id uint64) *pod {
+	if ct := c.byCgroup(id); ct != nil && ct.pod != nil {
+		return ct.pod
+	}
+	if ref := c.cgroups[id]; ref != nil && ref.ident.PodUID != "" {
+		return c.pods[ref.ident.PodUID]
+	}
+	return nil
 }

@@ -27,6 +27,9 @@ type Observer interface {
 	CNICall(plugin, command, result string, d time.Duration)
 	Signal(signal, senderKind string) // senderKind: runtime, kubelet, in_pod, external, kernel
 	CorrelationMiss(reason string)
+	// SignalsThrottled: n signal records of a pod in namespace (""
+	// when the cgroup is no known pod's) refused by its budget in the kernel.
+	SignalsThrottled(namespace string, n uint64)
 	StuckTerminating(namespace string, pod PodRef, stuck bool) // a pod entered (true) or left (false) the stuck state
 }
 
@@ -65,6 +68,9 @@ func (NopObserver) Signal(string, string) {}
 
 // CorrelationMiss discards the measurement.
 func (NopObserver) CorrelationMiss(string) {}
+
+// SignalsThrottled discards the measurement.
+func (NopObserver) SignalsThrottled(string, uint64) {}
 
 // StuckTerminating discards the measurement.
 func (NopObserver) StuckTerminating(string, PodRef, bool) {}

@@ -88,6 +88,7 @@ const (
 	SignalSenderPID      = "podchron.signal.sender.pid"
 	SignalToChild        = "podchron.signal.to_child"
 	SignalsFolded        = "podchron.signals.folded"
+	SignalsThrottled     = "podchron.signals.throttled" // signal records the pod's budget in the kernel refused
 	StartupOutcome       = "podchron.startup.outcome"
 	StartupSeconds       = "podchron.startup.seconds"
 	TerminationForced    = "podchron.termination.forced"

@@ -33,6 +33,7 @@ const (
 	EventSandboxChanged          = "podchron.sandbox_changed"
 	EventSignal                  = "signal" // and the signal's name: SignalEventName
 	EventSignalsFolded           = "podchron.signals_folded"
+	EventSignalsThrottled        = "podchron.signals_throttled"
 	EventStuckTerminating        = "podchron.stuck_terminating"
 	EventsFolded                 = "podchron.events.folded"
 	EventsLost                   = "podchron.events_lost"

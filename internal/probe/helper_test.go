@@ -67,17 +67,7 @@ func runHelper(mode string, args []string) int {
 		return 0
 	case "storm":
 		n, _ := strconv.Atoi(args[0])
-		self, _ := os.Executable()
-		env := helperEnviron("exit")
-		for i := 0; i < n; i++ {
-			pid, err := syscall.ForkExec(self, []string{self, "0"}, &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}})
-			if err != nil {
-				return 94
-			}
-			var ws syscall.WaitStatus
-			_, _ = syscall.Wait4(pid, &ws, 0, nil)
-		}
-		return 0
+		return storm(n)
 	case "sleep":
 		time.Sleep(time.Hour)
 		return 0
@@ -170,5 +160,20 @@ func signalSelf(n int, d time.Duration) int {
 		sent++
 	}
 	fmt.Println("sent", sent)
+	return 0
+}
+
+// storm forks and execs n children "exit 0", one after the other.
+func storm(n int) int {
+	self, _ := os.Executable()
+	env := helperEnviron("exit")
+	for i := 0; i < n; i++ {
+		pid, err := syscall.ForkExec(self, []string{self, "0"}, &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}})
+		if err != nil {
+			return 94
+		}
+		var ws syscall.WaitStatus
+		_, _ = syscall.Wait4(pid, &ws, 0, nil)
+	}
 	return 0
 }

@@ -40,6 +40,7 @@ func TestRoundTrip(t *testing.T) {
 		{Time: t0, Cgroup: &fact.CgroupSeen{ID: 9, Path: "/kubepods/pod1"}},
 		{Time: t0, Proc: &fact.ProcSeen{PID: 3, PPID: 1, CgroupID: 9, Args: []string{"sleep", "1"}}},
 		{Time: t0, Losses: &fact.Losses{Lost: 12}},
+		{Time: t0, Losses: &fact.Losses{Throttled: []fact.CgroupLoss{{CgroupID: 9, Kind: "signal", Count: 3000}}}},
 		{Time: t0, Progress: &fact.Progress{Source: fact.SourceRuntime, Until: t0.Add(-time.Second)}},
 		{Time: t0, Tick: true},
 	}

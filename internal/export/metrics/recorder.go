@@ -79,6 +79,7 @@ type Recorder struct {
 	overruns         *prometheus.CounterVec
 	exits            *prometheus.CounterVec
 	oomKills         *prometheus.CounterVec
+	throttled        *prometheus.CounterVec
 	cni              *prometheus.HistogramVec
 	signals          *prometheus.CounterVec
 	misses           *prometheus.CounterVec
@@ -189,6 +190,10 @@ func (r *Recorder) newContainerMetrics() {
 		Name: "podchron_oom_kills_total",
 		Help: "OOM kills of processes in pods, by the limit that ran out (the kernel's count): container, pod, node_allocatable (the kubepods cgroup), node (no cgroup limit: the node's memory), or unknown.",
 	}, []string{names.LabelNamespace, names.LabelScope})
+	r.throttled = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "podchron_signals_throttled_total",
+		Help: "Signal records (sent or received by a pod's tasks) that the container cgroup's budget in the kernel refused: counted, not reported one by one (--signal-rate, --signal-burst).",
+	}, []string{names.LabelNamespace})
 }
 
 // newNodeMetrics makes the metrics of what happens on the node beside the
@@ -250,7 +255,7 @@ func (r *Recorder) newLimiters(lim Limits) {
 func (r *Recorder) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		r.startup, r.startupPhase, r.termination, r.terminations, r.containerStop, r.overruns,
-		r.exits, r.oomKills, r.cni, r.signals, r.misses, r.stuck, r.stuckInfo, r.folded,
+		r.exits, r.oomKills, r.throttled, r.cni, r.signals, r.misses, r.stuck, r.stuckInfo, r.folded,
 		r.negativeDuration,
 	}
 }
@@ -299,6 +304,7 @@ func (r *Recorder) observeTrace(h *prometheus.HistogramVec, metric string, d tim
 func (r *Recorder) PodSeen(namespace, ownerKind string) {
 	ns, kind := r.namespace.zeroValue(namespace), r.ownerKind.zeroValue(ownerKind)
 	r.overruns.WithLabelValues(ns)
+	r.throttled.WithLabelValues(ns)
 	for _, scope := range names.OOMScopes {
 		if scope == names.OOMScopeUnknown {
 			continue
@@ -357,6 +363,11 @@ func (r *Recorder) ContainerExit(namespace, cause string) {
 // OOMKill implements measure.Observer.
 func (r *Recorder) OOMKill(namespace, scope string) {
 	r.oomKills.WithLabelValues(r.namespace.value(namespace), r.scope.value(scope)).Inc()
+}
+
+// SignalsThrottled implements measure.Observer.
+func (r *Recorder) SignalsThrottled(namespace string, n uint64) {
+	r.throttled.WithLabelValues(r.namespace.value(namespace)).Add(float64(n))
 }
 
 // CNICall implements measure.Observer. The plugin and command's ok and
