@@ -120,3 +120,45 @@ func TestSignalFloodIsBudgetedPerCgroup(t *testing.T) {
 		t.Errorf("%d signal records lost in the ring buffer", c[kernel.EventSignalGenerate].Lost)
 	}
 }
+
+// A flood of handled signals makes a delivery record for each delivery
+// too: both kinds draw on the cgroup's one budget, and what it refused of
+// each is counted by kind.
+func TestSignalDeliveriesShareTheBudget(t *testing.T) {
+	const rate, burst, floodMs = 1000, 500, 1000
+	e := setup(t, func(c *Config) { c.SignalRate, c.SignalBurst = rate, burst })
+	dir := e.dir(e.cgroup(t, "handled"))
+	id := cgid(t, dir)
+	flood := e.start(t, []string{dir}, "signal-self", "0", strconv.Itoa(floodMs), "handle")
+	flood.waitReady(t)
+	start := time.Now()
+	flood.wait(t)
+	elapsed := time.Since(start)
+	sent := sentCount(t, flood)
+	var generated, delivered, thGen, thDel uint64
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		generated = sigusr1From(e.col, flood.pid, id)
+		delivered = uint64(len(e.col.all(func(ev kernel.Event) bool {
+			d, ok := ev.(*kernel.SignalDeliverEvent)
+			return ok && d.TGID == flood.pid && d.CgroupID == id && d.Signal == syscall.SIGUSR1
+		})))
+		thGen = throttledBy(t, e.p, id, kernel.EventSignalGenerate)
+		thDel = throttledBy(t, e.p, id, kernel.EventSignalDeliver)
+		if generated+thGen >= sent || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("handled flood: %d signals in %s; records: %d generated, %d delivered; throttled: %d generated, %d delivered",
+		sent, elapsed.Round(time.Millisecond), generated, delivered, thGen, thDel)
+	if generated+thGen != sent {
+		t.Errorf("%d generate records + %d throttled = %d, want the %d signals sent", generated, thGen, generated+thGen, sent)
+	}
+	if hi := uint64(burst + rate*(elapsed.Seconds()+0.1)); generated+delivered > hi {
+		t.Errorf("%d + %d records, want at most %d for the two kinds together", generated, delivered, hi)
+	}
+	if thDel == 0 {
+		t.Errorf("no delivery record throttled (%d delivered)", delivered)
+	}
+}

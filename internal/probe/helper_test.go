@@ -39,9 +39,9 @@ func init() {
 //	handle-term             handle SIGTERM by exiting 0; say "ready" first
 //	kill PID SIG            send SIG to PID
 //	alloc MiB               allocate and touch MiB of memory
-//	signal-self N MS        ignore SIGUSR1, say "ready", send it to itself N
-//	                        times (N 0: as fast as it can for MS ms), then
-//	                        say "sent K"
+//	signal-self N MS [handle]  ignore SIGUSR1 (or handle it), say "ready",
+//	                        send it to itself N times (N 0: as fast as it
+//	                        can for MS ms), then say "sent K"
 func runHelper(mode string, args []string) int {
 	switch mode {
 	case "wait-exec":
@@ -92,7 +92,7 @@ func runHelper(mode string, args []string) int {
 	case "signal-self":
 		n, _ := strconv.Atoi(args[0])
 		ms, _ := strconv.Atoi(args[1])
-		return signalSelf(n, time.Duration(ms)*time.Millisecond)
+		return signalSelf(n, time.Duration(ms)*time.Millisecond, len(args) > 2 && args[2] == "handle")
 	case "alloc":
 		mib, _ := strconv.Atoi(args[0])
 		return helperAlloc(mib)
@@ -143,10 +143,16 @@ func helperEnviron(mode string) []string {
 	return append(env, helperEnv+"="+mode)
 }
 
-// signalSelf sends SIGUSR1 (ignored) to this process n times, or for d if n
-// is 0, and reports how many it sent.
-func signalSelf(n int, d time.Duration) int {
-	signal.Ignore(syscall.SIGUSR1)
+// signalSelf sends SIGUSR1 (ignored, or handled) to this process n times,
+// or for d if n is 0, and reports how many it sent.
+func signalSelf(n int, d time.Duration, handle bool) int {
+	if handle {
+		// Go's handler takes each delivery; what the full channel cannot
+		// take it drops.
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGUSR1)
+	} else {
+		signal.Ignore(syscall.SIGUSR1)
+	}
 	fmt.Println("ready")
 	pid, sent := os.Getpid(), 0
 	deadline := time.Now().Add(d)
