@@ -66,10 +66,13 @@ else
 	bin/execstorm -n "$N" -cgroup "$ctr" >/dev/null
 fi
 stats >"$work/after"
-python3 - "$work/before" "$work/after" "$N" <<'EOF'
+unit=exec
+[ "${SIGNALS:-0}" = 1 ] && unit=signal
+python3 - "$work/before" "$work/after" "$N" "$unit" <<'EOF'
 import sys
 before = {l.split()[0]: l.split() for l in open(sys.argv[1])}
 n = int(sys.argv[3])
+unit = sys.argv[4]
 total = 0
 for l in open(sys.argv[2]):
     pid, name, t, c = l.split()
@@ -79,6 +82,6 @@ for l in open(sys.argv[2]):
     if dc == 0:
         continue
     total += dt
-    print(f"{name:24s} runs {dc:8d}  ns/run {dt / dc:6.0f}  ns/exec {dt / n:6.0f}")
-print(f"{'all programs':24s} {'':28s} ns/exec {total / n:6.0f}  (per signal with SIGNALS=1)")
+    print(f"{name:24s} runs {dc:8d}  ns/run {dt / dc:6.0f}  ns/{unit} {dt / n:6.0f}")
+print(f"{'all programs':24s} {'':28s} ns/{unit} {total / n:6.0f}")
 EOF

@@ -26,8 +26,9 @@
  * receiver's for signal_deliver (a container's cgroup, so each container of
  * a pod has its own budget). Only tasks in watched cgroups are charged: a
  * signal sent from outside the pods (the runtime's SIGTERM, the kubelet, an
- * operator) is always reported, and SIGKILL is never charged (its target
- * dies, it cannot flood). The budget is looked up only after the cheap
+ * operator) is always reported as sent (its delivery is the receiver's, and
+ * charged to it), and SIGKILL is never charged (its target dies, it cannot
+ * flood). The budget is looked up only after the cheap
  * filters pass, so signals that are not records cost nothing more.
  * Concurrent records of one cgroup on several CPUs may race on tat (a few
  * records more or fewer); the drop counts are atomic, so every signal is
