@@ -360,6 +360,7 @@ func (e *env) start(t *testing.T, dirs []string, mode string, args ...string) *h
 		_ = cmd.Process.Kill()
 		<-h.done
 	})
+	waitExeced(t, cmd.Process.Pid)
 	for _, d := range dirs {
 		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
 			_ = cmd.Process.Kill()
@@ -381,6 +382,23 @@ func (e *env) start(t *testing.T, dirs []string, mode string, args ...string) *h
 		h.err = cmd.Wait()
 	}()
 	return h
+}
+
+// waitExeced waits until a helper started by exec.Cmd has finished its
+// exec: Start returns when the exec closed the child's close-on-exec pipe,
+// before the kernel's sched_process_exec, so a helper moved into a watched
+// cgroup at once could be seen exec'ing there. The helpers are Go programs:
+// a second thread means the new program runs.
+func waitExeced(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for time.Now().Before(deadline) {
+		if tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid)); err != nil || len(tasks) > 1 {
+			return // gone (the test will say), or running
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("helper %d: not running after %s", pid, waitTimeout)
 }
 
 func (h *helper) waitReady(t *testing.T) {
@@ -526,6 +544,7 @@ func (e *env) startIn(t *testing.T, dir, mode string, args ...string) (*exec.Cmd
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitExeced(t, cmd.Process.Pid)
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
 		t.Fatal(err)
 	}
