@@ -235,7 +235,7 @@ func (c *Correlator) Shutdown() {
 		if !p.startupDone && !p.readySeen.IsZero() {
 			c.maybeStarted(p)
 		}
-		c.settlePod(p, true)
+		c.settleAtShutdown(p)
 	}
 }
 

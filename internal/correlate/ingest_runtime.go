@@ -117,6 +117,9 @@ func (c *Correlator) runtimeContainer(ev *cri.Event, rc *cri.Container) {
 		ct.startedAt = rc.StartedAt
 		c.note(change{kind: changeContainerStarted, ct: ct})
 	case cri.EventContainerExited:
+		if c.endedBeforeStart(ev, ct, rc) {
+			return
+		}
 		c.runtimeExited(ct, rc)
 	case cri.EventContainerRemoved:
 		ct.removed = true
@@ -174,4 +177,24 @@ func (c *Correlator) runtimeExited(ct *container, rc *cri.Container) {
 		c.note(change{kind: changeContainerExited, ct: ct})
 	}
 	c.note(change{kind: changeRuntimeExit, ct: ct})
+}
+
+// endedBeforeStart: the runtime's first poll shows a container that had
+// already ended when this tracer instance started. Its end was the
+// previous instance's to report (it emits, at its shutdown, every end the
+// runtime confirmed to it); told again here, with less of the kernel's
+// facts, the same span IDs would leave with different content. The
+// container is known (its name, its pod) but its spans are not emitted. An
+// end the previous instance did not see confirmed (the runtime's poll came
+// after it stopped) is then not reported by either: counted as a miss.
+func (c *Correlator) endedBeforeStart(ev *cri.Event, ct *container, rc *cri.Container) bool {
+	if ev.Phase != cri.PhaseInitial || c.started.IsZero() || ct.finalized ||
+		rc.FinishedAt.IsZero() || !rc.FinishedAt.Before(c.started) {
+		return false
+	}
+	ct.reason, ct.runtimeExit = rc.Reason, true
+	ct.exited, ct.finalized = true, true
+	ct.exitAt, ct.exitCode = rc.FinishedAt, int(rc.ExitCode)
+	c.miss("container_ended_before_start")
+	return true
 }

@@ -135,11 +135,15 @@ func (c *Correlator) containerExited(ct *container) {
 	c.settleContainer(ct, false)
 }
 
+// confirmed: the runtime has named the container and reported its end.
+func (ct *container) confirmed() bool {
+	return ct.name != "" && (ct.reason != "" || ct.runtimeExit)
+}
+
 // settleContainer emits a finished container's spans once the runtime has
 // named it and given its reason, or once the settle time passed (or force).
 func (c *Correlator) settleContainer(ct *container, force bool) {
-	known := ct.name != "" && (ct.reason != "" || ct.runtimeExit)
-	if !force && !known && c.now.Before(ct.settleBy) {
+	if !force && !ct.confirmed() && c.now.Before(ct.settleBy) {
 		return
 	}
 	for _, sd := range ct.doneSessions {
@@ -178,6 +182,25 @@ func (c *Correlator) settlePod(p *pod, force bool) {
 	for _, ct := range p.containers {
 		if (ct.exited && !ct.finalized) || len(ct.doneSessions) > 0 {
 			c.settleContainer(ct, force)
+		}
+	}
+}
+
+// settleAtShutdown emits what a pod's containers have ended that the
+// next tracer instance cannot see again: finished exec sessions, and the
+// containers whose end the runtime confirmed. A container whose end only
+// the kernel saw waits for the runtime's word, which the next instance
+// gets (its first poll), so it is left to that instance: deciding it now,
+// without the runtime's exit reason, would emit its spans with content
+// the next instance contradicts.
+func (c *Correlator) settleAtShutdown(p *pod) {
+	for _, ct := range p.containers {
+		for _, sd := range ct.doneSessions {
+			c.sessionSpan(ct, sd.s, sd.e)
+		}
+		ct.doneSessions = nil
+		if ct.exited && !ct.finalized && ct.confirmed() {
+			c.settleContainer(ct, true)
 		}
 	}
 }
