@@ -1,0 +1,382 @@
+package correlate_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/podchron/podchron/internal/correlate"
+	criclient "github.com/podchron/podchron/internal/cri"
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/fact/cri"
+	"github.com/podchron/podchron/internal/fact/kernel"
+	"github.com/podchron/podchron/internal/span"
+)
+
+// A tracer stopped at any instant (graceful Shutdown) and restarted must
+// never emit a span ID twice with different content, and together the two
+// instances must give the trees of the uninterrupted run wherever the facts
+// the second instance can know allow it. The second instance knows what
+// the daemon's start-up knows (restartSeed): the processes alive and their
+// cgroups (pipeline.Seed's scan), the runtime's sandboxes and containers
+// (the CRI watcher's first poll: internal/cri.Diff from nothing, phase
+// initial) and the API server's pods and their Events (the informers'
+// lists); then the facts that follow.
+
+// restartStreams are every recorded stream.
+func restartStreams(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	for _, glob := range []string{"testdata/*.jsonl", "testdata/runtimes/*.jsonl", "testdata/progress/*.jsonl"} {
+		f, err := filepath.Glob(glob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f...)
+	}
+	if len(files) == 0 {
+		t.Fatal("no recorded streams in testdata")
+	}
+	return files
+}
+
+// restartSeed is what a tracer started at `at` takes in before the facts
+// that follow, derived from the facts before the stop (seen): a Start, the
+// scan's cgroups and processes, the runtime's first poll, the API server's
+// lists.
+func restartSeed(seen []fact.Input, at time.Time) []fact.Input {
+	k := scanAt(seen)
+	start := k.start
+	start.At = at
+	out := []fact.Input{{Time: at, Start: &start}}
+	for _, id := range k.cgroupOrder {
+		if p, ok := k.cgroups[id]; ok {
+			out = append(out, fact.Input{Time: at, Cgroup: &fact.CgroupSeen{ID: id, Path: p}})
+			delete(k.cgroups, id) // once
+		}
+	}
+	pids := make([]uint32, 0, len(k.procs))
+	for pid := range k.procs {
+		pids = append(pids, pid)
+	}
+	slices.Sort(pids)
+	for _, pid := range pids {
+		out = append(out, fact.Input{Time: at, Proc: k.procs[pid]})
+	}
+	for _, ev := range criclient.Diff(nil, runtimeAt(seen, at), cri.PhaseInitial) {
+		out = append(out, fact.Input{Time: at, Runtime: &ev})
+	}
+	return append(out, apiAt(seen, at)...)
+}
+
+// kernelScan is what pipeline.Seed finds: the cgroups that exist and the
+// processes alive in them.
+type kernelScan struct {
+	start       fact.Start
+	cgroups     map[uint64]string
+	cgroupOrder []uint64
+	procs       map[uint32]*fact.ProcSeen
+}
+
+func scanAt(seen []fact.Input) kernelScan {
+	k := kernelScan{cgroups: map[uint64]string{}, procs: map[uint32]*fact.ProcSeen{}}
+	addCgroup := func(id uint64, path string) {
+		k.cgroups[id] = path
+		k.cgroupOrder = append(k.cgroupOrder, id)
+	}
+	for _, x := range seen {
+		switch {
+		case x.Start != nil:
+			k.start = *x.Start
+		case x.Cgroup != nil:
+			addCgroup(x.Cgroup.ID, x.Cgroup.Path)
+		case x.Proc != nil:
+			p := *x.Proc
+			k.procs[p.PID] = &p
+		}
+		switch e := x.Kernel.(type) {
+		case *kernel.CgroupEvent:
+			if e.Type == kernel.EventCgroupMkdir {
+				addCgroup(e.ID, e.Path)
+			} else {
+				delete(k.cgroups, e.ID)
+			}
+		case *kernel.ExecEvent:
+			k.exec(e)
+		case *kernel.ForkEvent:
+			k.fork(e)
+		case *kernel.ExitEvent:
+			delete(k.procs, e.TGID)
+		}
+	}
+	// The scan reads cgroup.procs of the watched cgroups only.
+	for pid, p := range k.procs {
+		if _, ok := k.cgroups[p.CgroupID]; !ok {
+			delete(k.procs, pid)
+		}
+	}
+	return k
+}
+
+// exec: the process's command line changes; it started when it was forked
+// (when that was seen), as /proc/<pid>/stat says.
+func (k *kernelScan) exec(e *kernel.ExecEvent) {
+	p := k.procs[e.TGID]
+	if p == nil {
+		p = &fact.ProcSeen{PID: e.TGID, PPID: e.PPID, Started: e.Time}
+		k.procs[e.TGID] = p
+	}
+	p.CgroupID, p.Comm, p.Args = e.CgroupID, e.Comm, slices.Clone(e.Args)
+}
+
+// fork: a new process with its parent's command line.
+func (k *kernelScan) fork(e *kernel.ForkEvent) {
+	if e.ChildTGID == e.TGID {
+		return // a thread
+	}
+	p := &fact.ProcSeen{PID: e.ChildTGID, PPID: e.TGID, CgroupID: e.CgroupID, Comm: e.Comm, Started: e.Time}
+	if parent := k.procs[e.TGID]; parent != nil {
+		p.Args = slices.Clone(parent.Args)
+	}
+	k.procs[e.ChildTGID] = p
+}
+
+// runtimeAt is the runtime's view at `at`: the latest state of every
+// sandbox and container not removed.
+func runtimeAt(seen []fact.Input, at time.Time) *criclient.Snapshot {
+	snap := &criclient.Snapshot{Time: at, Sandboxes: map[string]cri.Sandbox{}, Containers: map[string]cri.Container{}}
+	removed := map[string]bool{}
+	for _, x := range seen {
+		ev := x.Runtime
+		if ev == nil {
+			continue
+		}
+		switch ev.Type {
+		case cri.EventSandboxRemoved:
+			removed[ev.Sandbox.ID] = true
+			delete(snap.Sandboxes, ev.Sandbox.ID)
+		case cri.EventContainerRemoved:
+			removed[ev.Container.ID] = true
+			delete(snap.Containers, ev.Container.ID)
+		case cri.EventRuntimeUnavailable, cri.EventRuntimeAvailable:
+		default:
+			if ev.Sandbox != nil && !removed[ev.Sandbox.ID] {
+				snap.Sandboxes[ev.Sandbox.ID] = *ev.Sandbox
+			}
+			if ev.Container != nil {
+				snap.Containers[ev.Container.ID] = *ev.Container
+			}
+		}
+	}
+	return snap
+}
+
+// apiAt is what the API server's lists give at `at`: the latest view of
+// every pod not deleted, then the Events about them (an event window lists
+// them when it opens).
+func apiAt(seen []fact.Input, at time.Time) []fact.Input {
+	pods := map[string]*fact.PodInfo{}
+	var podOrder []string
+	events := map[string]*fact.K8sEvent{}
+	var eventOrder []string
+	for _, x := range seen {
+		switch {
+		case x.Pod != nil && x.Pod.Deleted:
+			delete(pods, x.Pod.UID)
+		case x.Pod != nil:
+			if _, ok := pods[x.Pod.UID]; !ok {
+				podOrder = append(podOrder, x.Pod.UID)
+			}
+			pods[x.Pod.UID] = x.Pod
+		case x.Event != nil:
+			if _, ok := events[x.Event.UID]; !ok {
+				eventOrder = append(eventOrder, x.Event.UID)
+			}
+			events[x.Event.UID] = x.Event
+		}
+	}
+	var out []fact.Input
+	for _, uid := range podOrder {
+		if p, ok := pods[uid]; ok {
+			out = append(out, fact.Input{Time: at, Pod: p})
+			delete(pods, uid)
+		}
+	}
+	for _, uid := range eventOrder {
+		if e, ok := events[uid]; ok && pods[e.PodUID] == nil && podSeenLive(seen, e.PodUID) {
+			out = append(out, fact.Input{Time: at, Event: e})
+			delete(events, uid)
+		}
+	}
+	return out
+}
+
+// podSeenLive: the API server still has the pod (seen, not deleted).
+func podSeenLive(seen []fact.Input, uid string) bool {
+	live := false
+	for _, x := range seen {
+		if x.Pod != nil && x.Pod.UID == uid {
+			live = !x.Pod.Deleted
+		}
+	}
+	return live
+}
+
+// collect runs a correlator over inputs and returns what it emitted; end
+// is Shutdown (a restart) or Flush (the end of a replay).
+func collect(seed, inputs []fact.Input, end func(*correlate.Correlator)) []span.Span {
+	var spans []span.Span
+	c := correlate.New(correlate.Config{Sink: span.SinkFunc(func(s span.Span) { spans = append(spans, s) })})
+	for _, in := range seed {
+		c.Handle(in)
+	}
+	for _, in := range inputs {
+		c.Handle(in)
+	}
+	end(c)
+	return spans
+}
+
+// content is what two emissions of one span ID must agree on.
+func content(s span.Span) string {
+	attrs := make([]string, 0, len(s.Attrs))
+	for _, a := range s.Attrs {
+		attrs = append(attrs, fmt.Sprintf("%s=%v", a.Key, a.Value))
+	}
+	sort.Strings(attrs)
+	return fmt.Sprintf("%s parent=%s start=%s end=%s %s %q [%s]", s.Name, s.Parent,
+		s.Start.UTC().Format(time.RFC3339Nano), s.End.UTC().Format(time.RFC3339Nano),
+		s.Status, s.StatusMessage, strings.Join(attrs, " "))
+}
+
+// tree is a span's place in its trace.
+func tree(s span.Span) string {
+	return fmt.Sprintf("%s %s parent=%s", s.TraceID, s.Name, s.Parent)
+}
+
+// reopenPending names the one conflict left to another change: the first
+// instance ended the pod's trace (its root emitted: the pod's containers
+// and sandbox ended), the runtime still lists the stopped sandbox when the
+// second instance starts, and the second opens the pod again and flushes a
+// second root, "pod still alive". That a finished trace is never reopened
+// (issue 18, item 1) is the work of "resume (h1)" (sandbox.go, cleanup.go);
+// this exception goes when it is merged.
+const reopenPending = "reopen: a finished pod's trace opened again from its stopped sandbox, pending resume (h1)"
+
+// pendingConflict names why a span ID emitted twice with different
+// content is a pending exception, or "" when it is not one.
+func pendingConflict(first, second span.Span) string {
+	if first.Name == "pod" && second.Name == "pod" && first.Parent.IsZero() &&
+		first.Status != span.StatusUnset && second.Status == span.StatusUnset &&
+		strings.HasSuffix(second.StatusMessage, "tracer stopped") {
+		return reopenPending
+	}
+	return ""
+}
+
+// restartResult is what one cut gave.
+type restartResult struct {
+	conflicts []string // span IDs emitted twice with different content
+	pending   []string // the same, by a named pending exception
+	missing   []string // spans of the uninterrupted run neither instance emitted
+	extra     []string // spans neither run has in that place
+}
+
+func restartAt(inputs []fact.Input, i int, want map[span.SpanID]span.Span) restartResult {
+	var at time.Time
+	for _, x := range inputs[:i] {
+		if x.Time.After(at) {
+			at = x.Time
+		}
+	}
+	a := collect(nil, inputs[:i], (*correlate.Correlator).Shutdown)
+	b := collect(restartSeed(inputs[:i], at), inputs[i:], (*correlate.Correlator).Flush)
+	var r restartResult
+	got := map[span.SpanID]span.Span{}
+	for _, s := range append(a, b...) {
+		if prev, ok := got[s.SpanID]; ok {
+			if content(prev) == content(s) {
+				continue
+			}
+			if why := pendingConflict(prev, s); why != "" {
+				r.pending = append(r.pending, why)
+				continue
+			}
+			r.conflicts = append(r.conflicts, fmt.Sprintf("%s %s:\n  %s\n  %s", s.SpanID, s.Name, content(prev), content(s)))
+			continue
+		}
+		got[s.SpanID] = s
+	}
+	for id, w := range want {
+		g, ok := got[id]
+		switch {
+		case !ok:
+			r.missing = append(r.missing, fmt.Sprintf("%s %s", id, tree(w)))
+		case tree(g) != tree(w):
+			r.extra = append(r.extra, fmt.Sprintf("%s %s, uninterrupted %s", id, tree(g), tree(w)))
+		}
+	}
+	for id, g := range got {
+		if _, ok := want[id]; !ok {
+			r.extra = append(r.extra, fmt.Sprintf("%s %s", id, tree(g)))
+		}
+	}
+	sort.Strings(r.missing)
+	sort.Strings(r.extra)
+	return r
+}
+
+func TestRestartAtEveryInput(t *testing.T) {
+	for _, f := range restartStreams(t) {
+		name := strings.TrimPrefix(strings.TrimSuffix(f, ".jsonl"), "testdata/")
+		t.Run(name, func(t *testing.T) {
+			inputs := load(t, f)
+			want := map[span.SpanID]span.Span{}
+			for _, s := range replay(inputs) {
+				want[s.SpanID] = s
+			}
+			conflicts, cutsWithConflict, missing, extra := 0, 0, 0, 0
+			pending := map[string]int{}
+			for i := 1; i < len(inputs); i++ {
+				r := restartAt(inputs, i, want)
+				for _, why := range r.pending {
+					pending[why]++
+				}
+				conflicts += len(r.conflicts)
+				if len(r.conflicts) > 0 {
+					cutsWithConflict++
+					if cutsWithConflict <= 2 {
+						t.Errorf("cut before input %d (%s): span IDs emitted twice with different content:\n%s", i, describe(inputs[i]), strings.Join(r.conflicts, "\n"))
+					}
+				}
+				missing += len(r.missing)
+				extra += len(r.extra)
+			}
+			t.Logf("%d cuts: %d span IDs emitted twice with different content (in %d cuts), %d spans missing, %d extra",
+				len(inputs)-1, conflicts, cutsWithConflict, missing, extra)
+			for why, n := range pending {
+				t.Logf("%d span IDs emitted twice with different content, named exception: %s", n, why)
+			}
+		})
+	}
+}
+
+// describe names an input for a failure message.
+func describe(in fact.Input) string {
+	switch {
+	case in.Kernel != nil:
+		h := in.Kernel.Hdr()
+		return fmt.Sprintf("kernel %T pid %d %s", in.Kernel, h.TGID, h.Comm)
+	case in.Runtime != nil:
+		return "runtime " + string(in.Runtime.Type)
+	case in.Progress != nil:
+		return "progress " + in.Progress.Source
+	case in.Tick:
+		return "tick"
+	}
+	return "other"
+}
