@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/podchron/podchron/internal/clock"
+
 	"github.com/podchron/podchron/internal/fact"
 	"github.com/podchron/podchron/internal/probe"
 	"github.com/podchron/podchron/internal/redact"
@@ -146,6 +148,10 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 		return err
 	}
 
+	// One timeline for every source: the boot clock from an epoch fixed
+	// now, so a wall-clock step moves no span and no timer.
+	tl := clock.New(clock.System{})
+	set.probe.Clock = tl
 	// Kernel.
 	p, src, closeProbes, err := loadProbes(set.probe, log, "node", f.node)
 	if err != nil {
@@ -164,11 +170,11 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 	serveErr := serveMetrics(ctx, metricsLn, reg, health, log)
 
 	corr := correlate.New(correlate.Config{NodeName: f.node, Sink: sink, Observer: rec, CgroupRoots: set.probe.CgroupRoots, StuckAfter: f.stuckAfter, StartupTimeout: f.startupTO, ClusterName: f.cluster, Args: set.args, Filter: set.filter})
-	seed, err := pipeline.Seed(p.Layout(), set.probe.CgroupRoots, time.Now(), f.node)
+	seed, err := pipeline.Seed(p.Layout(), set.probe.CgroupRoots, tl.Now(), f.node)
 	if err != nil {
 		log.Warn("start-up scan incomplete: pods already running may be partly known", "err", err)
 	}
-	ls := liveSources(f, log, health)
+	ls := liveSources(f, log, health, tl.Now)
 	rw, err := recordWriter(recordFile, set.args, log)
 	if err != nil {
 		return err
@@ -181,6 +187,7 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 		Sources:     ls.sources,
 		Correlator:  corr,
 		Record:      rw,
+		Timeline:    tl,
 		Tick:        500 * time.Millisecond,
 		Progress:    ls.progress,
 		Heartbeat:   health.Beat,
@@ -328,14 +335,15 @@ type sourceSet struct {
 
 // liveSources makes the runtime and API server sources the flags ask for,
 // reporting the ones disabled or unavailable to health.
-func liveSources(f *traceFlags, log *slog.Logger, health *metrics.Health) sourceSet {
+// Every source stamps its inputs with now (the tracer's timeline).
+func liveSources(f *traceFlags, log *slog.Logger, health *metrics.Health, now func() time.Time) sourceSet {
 	ls := sourceSet{sources: map[string]pipeline.Source{}, progress: []string{fact.SourceKernel}}
 	if !f.noRuntime {
 		// Each poll's changes, then the poll's time as the runtime's
 		// progress. A container's end in the kernel brings the next poll
 		// forward.
 		ls.runtimeKick = make(chan struct{}, 1)
-		ls.sources[pipeline.SourceRuntime] = pipeline.CRI(cri.WatchConfig{Endpoint: f.runtime, Logger: log, Kick: ls.runtimeKick}, progressEvery)
+		ls.sources[pipeline.SourceRuntime] = pipeline.CRIWithClock(cri.WatchConfig{Endpoint: f.runtime, Logger: log, Kick: ls.runtimeKick}, progressEvery, now)
 		ls.progress = append(ls.progress, fact.SourceRuntime)
 	} else {
 		health.SetReady(pipeline.SourceRuntime, false, "disabled by --no-runtime")
@@ -344,16 +352,16 @@ func liveSources(f *traceFlags, log *slog.Logger, health *metrics.Health) source
 		health.SetReady(pipeline.SourceAPI, false, "disabled by --no-api")
 		return ls
 	}
-	w, err := apiWatcher(f, log)
+	w, err := apiWatcher(f, log, now)
 	if err != nil {
 		log.Warn("no API server: tracing from kernel and runtime facts only (traces are marked degraded)", "err", err)
 		health.SetReady(pipeline.SourceAPI, false, err.Error())
-		ls.seed = append(ls.seed, fact.Input{Time: time.Now(), API: &fact.APIStatus{Available: false, Since: time.Now(), Err: err.Error()}})
+		ls.seed = append(ls.seed, fact.Input{Time: now(), API: &fact.APIStatus{Available: false, Since: now(), Err: err.Error()}})
 		return ls
 	}
 	// The watcher stamps each fact as it sends it: nothing in flight is
 	// progress (less a margin for a fact stamped but not yet handed over).
-	ls.sources[pipeline.SourceAPI] = pipeline.WithProgress(fact.SourceAPI, w.Run, progressEvery, 50*time.Millisecond, nil)
+	ls.sources[pipeline.SourceAPI] = pipeline.WithProgress(fact.SourceAPI, w.Run, progressEvery, 50*time.Millisecond, now)
 	ls.progress = append(ls.progress, fact.SourceAPI)
 	return ls
 }
@@ -363,12 +371,12 @@ func liveSources(f *traceFlags, log *slog.Logger, health *metrics.Health) source
 const progressEvery = 100 * time.Millisecond
 
 // apiWatcher is the API server source: this node's pods and their Events.
-func apiWatcher(f *traceFlags, log *slog.Logger) (*watcher.Watcher, error) {
+func apiWatcher(f *traceFlags, log *slog.Logger, now func() time.Time) (*watcher.Watcher, error) {
 	client, err := watcher.NewClient(f.kubeconfig)
 	if err != nil {
 		return nil, err
 	}
-	return watcher.New(watcher.Config{Client: client, NodeName: f.node, PodLabels: f.podLabels, Logger: log})
+	return watcher.New(watcher.Config{Client: client, NodeName: f.node, PodLabels: f.podLabels, Logger: log, Clock: now})
 }
 
 // runReplay feeds a recorded stream through the model.

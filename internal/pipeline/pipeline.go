@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/podchron/podchron/internal/chans"
+	"github.com/podchron/podchron/internal/clock"
 	"github.com/podchron/podchron/internal/fact"
 
 	"github.com/podchron/podchron/internal/fact/kernel"
@@ -50,8 +51,15 @@ type Config struct {
 	Correlator *correlate.Correlator
 	// Record, when set, gets every input before the correlator does.
 	Record *record.Writer
-	// Now is the clock inputs are stamped with.
+	// Now is the clock inputs are stamped with (default: Timeline's Now,
+	// or time.Now without a Timeline).
 	Now func() time.Time
+	// Timeline, when set, is the tracer's timeline (the boot clock): the
+	// runtime's and the API server's wall-clock times are mapped onto it
+	// before they are queued (see placer), and the node wall clock's step
+	// is re-measured at every tick. The kernel source and the other
+	// sources' own clocks should be the timeline's too.
+	Timeline *clock.Timeline
 	// Tick is how often timers run (stuck terminations) and losses are read.
 	Tick time.Duration
 	// Buffer is the input channel's size.
@@ -92,6 +100,9 @@ func containerInitExit(ev kernel.Event) bool {
 }
 
 func (cfg *Config) withDefaults() {
+	if cfg.Now == nil && cfg.Timeline != nil {
+		cfg.Now = cfg.Timeline.Now
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -165,6 +176,7 @@ type run struct {
 	kernelMark time.Time
 	kernelIdle idleCheck
 	losses     lossPoller
+	step       time.Duration // the node wall clock's step, last measured
 }
 
 // item is an input in the queue, with the node that sent it.
@@ -291,10 +303,12 @@ func (r *run) startSource(ctx context.Context, n *node, src Source) {
 		defer close(q)
 		return src(ctx, q)
 	})
+	pl := newPlacer(r.cfg.Timeline, n.name)
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
 		for in := range q {
+			pl.place(&in)
 			if len(n.left) > 0 || !r.send(ctx, n, in) {
 				n.left = append(n.left, in)
 			}
@@ -360,6 +374,7 @@ func (r *run) loop(ctx context.Context) error {
 
 // tick reports the kernel's losses and idle progress, then a tick.
 func (r *run) tick() {
+	remeasure(r.cfg.Timeline, &r.step, r.log)
 	r.reportLosses()
 	now := r.cfg.Now()
 	if r.kernelProgress {

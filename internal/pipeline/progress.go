@@ -64,10 +64,14 @@ func RuntimeSource(events <-chan cri.Event, latest func() *criclient.Snapshot, e
 
 // CRI is the runtime source: the CRI watcher (criclient.Watch) polling the
 // runtime, its changes as inputs and each poll as the runtime's progress.
-func CRI(cfg criclient.WatchConfig, every time.Duration) Source {
+func CRI(cfg criclient.WatchConfig, every time.Duration) Source { return CRIWithClock(cfg, every, nil) }
+
+// CRIWithClock is CRI with its inputs stamped by now (the tracer's
+// timeline; nil: time.Now).
+func CRIWithClock(cfg criclient.WatchConfig, every time.Duration, now func() time.Time) Source {
 	return func(ctx context.Context, out chan<- fact.Input) error {
 		evs, w := criclient.Watch(ctx, cfg, 1024)
-		return RuntimeSource(evs, w.Latest, every, nil)(ctx, out)
+		return RuntimeSource(evs, w.Latest, every, now)(ctx, out)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/podchron/podchron/internal/cgroupfs"
+	"github.com/podchron/podchron/internal/probe/event"
 )
 
 // DefaultCgroupRoots are the kubepods roots of the cgroupfs and systemd
@@ -55,6 +56,11 @@ type Config struct {
 	WakeupEvents int
 	// PollInterval bounds how long an event can wait in the ring buffer.
 	PollInterval time.Duration
+	// Clock, when set, stamps the events (the tracer's timeline,
+	// internal/clock: boot clock from an epoch fixed at start). Without
+	// it the source's own Clock follows the wall clock (resynced every
+	// 10 s, steps included).
+	Clock event.Clock
 	// CgroupMode chooses v2 or v1-memory cgroup ids (auto-detected by default).
 	CgroupMode cgroupfs.Mode
 	// AllProcesses reports every process of a watched cgroup; by default
