@@ -32,7 +32,7 @@ type RingSource struct {
 	p        *Probes
 	rd       *ringbuf.Reader
 	rec      ringbuf.Record // reused: ReadInto keeps its buffer
-	clock    *Clock // nil: the configured clock (Config.Clock), never resynced
+	clock    *Clock         // nil: the configured clock (Config.Clock), never resynced
 	dec      *event.Decoder
 	poll     time.Duration
 	lastSync time.Time
