@@ -54,7 +54,19 @@ func (c *Correlator) signal(e *kernel.SignalEvent) {
 			p.terminating = e.Time
 			p.terminationReason = reason
 		}
+	} else if p != nil && rec.toInit && kind == names.SenderRuntime && !ct.sandbox && stopBeforeDeletion(p, e) {
+		p.terminating = e.Time
 	}
+}
+
+// stopBeforeDeletion tells the runtime's first stop signal after a deletion
+// was seen stamped before the deletion: the termination starts at the
+// earlier of the two. The deletion's time is the API server's clock mapped
+// onto ours (pipeline, internal/clock) with an offset that can be off by
+// up to the API's whole second, or unmeasured yet; the stop it caused
+// cannot come before it.
+func stopBeforeDeletion(p *pod, e *kernel.SignalEvent) bool {
+	return e.Signal != syscall.SIGCHLD && !p.deletedAt.IsZero() && p.terminating.Equal(p.deletedAt) && e.Time.Before(p.terminating)
 }
 
 // setupSignal tells a signal that is no lifecycle fact: the runtime's
