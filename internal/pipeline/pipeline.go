@@ -56,7 +56,7 @@ type Config struct {
 	Now func() time.Time
 	// Timeline, when set, is the tracer's timeline (the boot clock): the
 	// runtime's and the API server's wall-clock times are mapped onto it
-	// before they are queued (see placer), and the node wall clock's step
+	// before they are queued (see Placer), and the node wall clock's step
 	// is re-measured at every tick. The kernel source and the other
 	// sources' own clocks should be the timeline's too.
 	Timeline *clock.Timeline
@@ -303,12 +303,12 @@ func (r *run) startSource(ctx context.Context, n *node, src Source) {
 		defer close(q)
 		return src(ctx, q)
 	})
-	pl := newPlacer(r.cfg.Timeline, n.name)
+	pl := NewPlacer(r.cfg.Timeline, n.name)
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
 		for in := range q {
-			pl.place(&in)
+			pl.Place(&in)
 			if len(n.left) > 0 || !r.send(ctx, n, in) {
 				n.left = append(n.left, in)
 			}

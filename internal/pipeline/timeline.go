@@ -9,12 +9,12 @@ import (
 	"github.com/podchron/podchron/internal/fact/cri"
 )
 
-// placer puts one source's wall-clock times on the tracer's timeline
+// Placer puts one source's wall-clock times on the tracer's timeline
 // (clock.Timeline) before the input is queued: the runtime's and the
 // kubelet's times by the node wall clock's step, the API server's by its
 // measured offset, which it also samples from the pods it sees. One per
 // source, used only by that source's forwarder.
-type placer struct {
+type Placer struct {
 	tl     *clock.Timeline
 	source string
 	// live: pods seen without a deletion, so that the update first
@@ -23,14 +23,15 @@ type placer struct {
 	live map[string]bool
 }
 
-func newPlacer(tl *clock.Timeline, source string) *placer {
-	return &placer{tl: tl, source: source, live: map[string]bool{}}
+// NewPlacer places source's inputs (SourceRuntime, SourceAPI; others are left as they are) on tl.
+func NewPlacer(tl *clock.Timeline, source string) *Placer {
+	return &Placer{tl: tl, source: source, live: map[string]bool{}}
 }
 
-// place maps in's times onto the timeline. Inputs are stamped (Time) by
+// Place maps in's times onto the timeline. Inputs are stamped (Time) by
 // the timeline's clock already; facts' own times are copied before they
 // are changed (a source may keep what it sent).
-func (pl *placer) place(in *fact.Input) {
+func (pl *Placer) Place(in *fact.Input) {
 	if pl == nil || pl.tl == nil {
 		return
 	}
@@ -67,7 +68,7 @@ func (pl *placer) place(in *fact.Input) {
 
 // sample takes the API offset's samples from a pod: its creation when
 // first seen, its deletion request in the update that first carries it.
-func (pl *placer) sample(p *fact.PodInfo, recv time.Time) {
+func (pl *Placer) sample(p *fact.PodInfo, recv time.Time) {
 	live, seen := pl.live[p.UID]
 	if !seen && p.DeletionTimestamp == nil && !p.Deleted {
 		pl.tl.API.SampleCreation(p.CreatedAt, recv)
@@ -87,7 +88,7 @@ func (pl *placer) sample(p *fact.PodInfo, recv time.Time) {
 	}
 }
 
-func (pl *placer) runtime(ev cri.Event) *cri.Event {
+func (pl *Placer) runtime(ev cri.Event) *cri.Event {
 	node := pl.tl.FromNode
 	ev.At, ev.Observed = node(ev.At), node(ev.Observed)
 	if ev.Sandbox != nil {
@@ -111,7 +112,7 @@ func (pl *placer) runtime(ev cri.Event) *cri.Event {
 // pod maps a pod's times: the API server's own (creation, deletion) by
 // its offset, the kubelet's (conditions, container states) by the node's
 // step.
-func (pl *placer) pod(p fact.PodInfo) *fact.PodInfo {
+func (pl *Placer) pod(p fact.PodInfo) *fact.PodInfo {
 	node := pl.tl.FromNode
 	p.CreatedAt = pl.tl.FromAPI(p.CreatedAt)
 	if p.DeletionTimestamp != nil {
@@ -129,7 +130,7 @@ func (pl *placer) pod(p fact.PodInfo) *fact.PodInfo {
 	return &p
 }
 
-func (pl *placer) statuses(in []fact.ContainerStatus) []fact.ContainerStatus {
+func (pl *Placer) statuses(in []fact.ContainerStatus) []fact.ContainerStatus {
 	if in == nil {
 		return nil
 	}
@@ -141,7 +142,7 @@ func (pl *placer) statuses(in []fact.ContainerStatus) []fact.ContainerStatus {
 	return out
 }
 
-func (pl *placer) state(s fact.ContainerState) fact.ContainerState {
+func (pl *Placer) state(s fact.ContainerState) fact.ContainerState {
 	node := pl.tl.FromNode
 	if s.Running != nil {
 		r := *s.Running
@@ -158,7 +159,7 @@ func (pl *placer) state(s fact.ContainerState) fact.ContainerState {
 
 // event maps an Event's times: the kubelet's by the node's step, the
 // control plane's (scheduler, controllers) by the API server's offset.
-func (pl *placer) event(ev fact.K8sEvent) *fact.K8sEvent {
+func (pl *Placer) event(ev fact.K8sEvent) *fact.K8sEvent {
 	m := pl.tl.FromAPI
 	if ev.Source == "kubelet" {
 		m = pl.tl.FromNode

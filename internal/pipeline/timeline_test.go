@@ -17,7 +17,7 @@ var tlStart = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 func TestPlaceRuntimeAfterStep(t *testing.T) {
 	src := clock.NewFake(time.Hour, tlStart)
 	tl := clock.New(src)
-	pl := newPlacer(tl, SourceRuntime)
+	pl := NewPlacer(tl, SourceRuntime)
 	src.Advance(time.Minute)
 	src.StepWall(-time.Hour)
 	var step time.Duration
@@ -28,7 +28,7 @@ func TestPlaceRuntimeAfterStep(t *testing.T) {
 	wall := src.Real() // 10:01 on the stepped clock
 	ct := &cri.Container{ID: "c", StartedAt: wall.Add(-30 * time.Second), FinishedAt: wall}
 	in := fact.Input{Time: tl.Now(), Runtime: &cri.Event{Type: cri.EventContainerExited, At: wall, Observed: wall, Container: ct}}
-	pl.place(&in)
+	pl.Place(&in)
 	want := tlStart.Add(time.Minute)
 	if got := in.Runtime.Container.FinishedAt; !got.Equal(want) {
 		t.Errorf("finished %v, want %v (the timeline)", got, want)
@@ -43,7 +43,7 @@ func TestPlaceRuntimeAfterStep(t *testing.T) {
 		t.Errorf("the source's container was changed: %v", ct.FinishedAt)
 	}
 	pr := fact.Input{Progress: &fact.Progress{Source: fact.SourceRuntime, Until: wall}}
-	pl.place(&pr)
+	pl.Place(&pr)
 	if !pr.Progress.Until.Equal(want) {
 		t.Errorf("runtime progress %v, want %v", pr.Progress.Until, want)
 	}
@@ -55,13 +55,13 @@ func TestPlaceRuntimeAfterStep(t *testing.T) {
 func TestPlaceAPIOffset(t *testing.T) {
 	src := clock.NewFake(time.Hour, tlStart)
 	tl := clock.New(src)
-	pl := newPlacer(tl, SourceAPI)
+	pl := NewPlacer(tl, SourceAPI)
 	api := func() time.Time { return tl.Now().Add(2 * time.Second).Truncate(time.Second) }
 	created := api()
 	src.Advance(40 * time.Millisecond)
 	pod := &fact.PodInfo{UID: "u", CreatedAt: created}
 	in := fact.Input{Time: tl.Now(), Pod: pod}
-	pl.place(&in)
+	pl.Place(&in)
 	if off := tl.API.Offset(); off >= 0 || off < -2*time.Second {
 		t.Fatalf("offset %v after a creation stamped 2 s ahead, want in [-2s, 0)", off)
 	}
@@ -74,7 +74,7 @@ func TestPlaceAPIOffset(t *testing.T) {
 	del := &fact.PodInfo{UID: "u", CreatedAt: created, DeletionTimestamp: &deadline, DeletionGracePeriodSeconds: &grace,
 		Conditions: []fact.Condition{{Type: "Ready", Status: "False", LastTransitionTime: recv}}}
 	in = fact.Input{Time: recv, Pod: del}
-	pl.place(&in)
+	pl.Place(&in)
 	if got := in.Pod.DeletionTimestamp.Add(-30 * time.Second); got.After(recv) || recv.Sub(got) > time.Second {
 		t.Errorf("deletion at %v on the timeline, received %v: want at most 1 s before (the API's stamp %v is 2 s ahead)", got, recv, requested)
 	}
@@ -89,7 +89,7 @@ func TestPlaceAPIOffset(t *testing.T) {
 		moved  bool
 	}{{"kubelet", false}, {"default-scheduler", true}} {
 		ev := fact.Input{Event: &fact.K8sEvent{Source: tc.source, FirstTime: recv, LastTime: recv}}
-		pl.place(&ev)
+		pl.Place(&ev)
 		if got := !ev.Event.LastTime.Equal(recv); got != tc.moved {
 			t.Errorf("%s's Event: moved %v, want %v", tc.source, got, tc.moved)
 		}
@@ -103,11 +103,11 @@ func TestPlaceIdentity(t *testing.T) {
 	ct := &cri.Container{ID: "c", StartedAt: tlStart}
 	ev := &cri.Event{Container: ct}
 	in := fact.Input{Runtime: ev}
-	newPlacer(tl, SourceRuntime).place(&in)
+	NewPlacer(tl, SourceRuntime).Place(&in)
 	if in.Runtime != ev {
 		t.Error("the runtime event was copied with no step")
 	}
-	var nilPl *placer
-	nilPl.place(&in)
-	newPlacer(nil, SourceAPI).place(&in)
+	var nilPl *Placer
+	nilPl.Place(&in)
+	NewPlacer(nil, SourceAPI).Place(&in)
 }
