@@ -7,6 +7,10 @@
 // stays bounded by the queue, export resumes within seconds) and prints its
 // figures; `make faults` runs it and prints the table.
 //
+// TestClockStep drives a daemon-shaped pipeline (pipeline.Run over a
+// clock.Timeline on a fake clock source, the lifecycle model, the same
+// exporter) through wall clock steps of -1 h and +1 h in fake time.
+//
 // PODCHRON_FAULT_OUTAGE sets how long the collector stays down in the
 // outage case (default 20s; the issue's figure is for 10m).
 package faults
