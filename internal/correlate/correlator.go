@@ -101,6 +101,7 @@ type Correlator struct {
 	changes []change
 	// memcgOOMs: the last local OOM count seen per memory cgroup (oom.go).
 	memcgOOMs map[uint64]uint64
+	lastOOM   oomInvocation // the last OOM kill whose limit was found (oom.go)
 	pods      map[string]*pod
 	// gone keeps finished pods for a while (goneRetention): facts that
 	// arrive after a pod's trace ended (the runtime's late sandbox removal,

@@ -1,7 +1,9 @@
 package correlate
 
 import (
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/podchron/podchron/internal/fact/kernel"
 
@@ -19,6 +21,35 @@ import (
 // it the memory is cleared (counted), and the next kill of a cgroup that
 // had OOMs before is judged from zero.
 const maxMemcgCounts = 4096
+
+// One OOM invocation can kill many processes: with memory.oom.group=1 (the
+// kubelet sets it on every container on cgroup v2) the kernel kills every
+// process of the group. It counts the OOM once, on the cgroup whose limit
+// ran out, but oom/mark_victim fires for each victim, so only the first
+// victim sees a count grow. The others are recognised from the kernel's
+// facts: the OOM killer kills the whole group in one call, in the context of
+// the task that hit the limit, under the kernel's oom_lock (no other OOM
+// kill in between); so a later victim of the same invocation comes with the
+// same header task and the very same memory cgroups and counts (none grew),
+// within oomGroupWindow of the previous victim, and lies inside the cgroup
+// that ran out. A node-wide OOM right after runs in another task's context or
+// reads other counts, or kills outside that cgroup: it stays node. (The one
+// case the facts cannot tell apart: a task that hit a limit without being
+// killed, running the node out of memory within the window, and the node's
+// OOM killer choosing a victim inside that same cgroup; mark_victim carries
+// no identity of the invocation.)
+
+// oomGroupWindow bounds the kernel time between two victims of one
+// invocation (the group is killed in one loop: microseconds apart).
+const oomGroupWindow = time.Second
+
+// oomInvocation is the last OOM kill whose limit was found; c.lastOOM.
+type oomInvocation struct {
+	tgid, pid    uint32 // the task in whose context the OOM killer ran
+	at           time.Time
+	memcgs       []kernel.MemcgOOMs
+	scope, memcg string
+}
 
 // oomScope returns the scope of an OOM kill of a process of ct and the
 // memory cgroup path whose limit ran out ("" for none or unknown).
@@ -53,9 +84,43 @@ func (c *Correlator) oomScope(e *kernel.OOMEvent, ct *container) (string, string
 		c.memcgOOMs[m.ID] = m.OOMs
 	}
 	if grown < 0 {
+		if scope, path, ok := c.oomGroupVictim(e, ct); ok {
+			return scope, path
+		}
+		c.lastOOM = oomInvocation{}
 		return names.OOMScopeNode, ""
 	}
-	level := int(e.Memcgs[grown].Level)
+	scope, path := c.oomLimitScope(ct, int(e.Memcgs[grown].Level))
+	c.lastOOM = oomInvocation{}
+	if path != "" {
+		c.lastOOM = oomInvocation{tgid: e.TGID, pid: e.PID, at: e.Time, memcgs: e.Memcgs, scope: scope, memcg: path}
+	}
+	return scope, path
+}
+
+// oomGroupVictim: the scope and memory cgroup of the previous victim when
+// e is a later victim of the same OOM invocation (see oomGroupWindow).
+func (c *Correlator) oomGroupVictim(e *kernel.OOMEvent, ct *container) (string, string, bool) {
+	last := &c.lastOOM
+	if last.memcg == "" || e.TGID != last.tgid || e.PID != last.pid || !slices.Equal(e.Memcgs, last.memcgs) ||
+		e.Time.Before(last.at) || e.Time.Sub(last.at) > oomGroupWindow || !cgroupWithin(ct.cgroupPath, last.memcg) {
+		return "", "", false
+	}
+	last.at = e.Time
+	return last.scope, last.memcg, true
+}
+
+// cgroupWithin: path is the cgroup at dir or one below it.
+func cgroupWithin(path, dir string) bool {
+	if path == "" {
+		return false
+	}
+	return dir == "/" || path == dir || strings.HasPrefix(path, dir+"/")
+}
+
+// oomLimitScope is the scope of an OOM kill of a process of ct whose limit
+// ran out at the given level of its cgroup path, and that cgroup's path.
+func (c *Correlator) oomLimitScope(ct *container, level int) (string, string) {
 	path := ancestorPath(ct.cgroupPath, level)
 	if path == "" {
 		// The victim's cgroup path is unknown (never seen) or shallower.
