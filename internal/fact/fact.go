@@ -187,6 +187,13 @@ type ContainerSpec struct {
 type Handler struct {
 	Kind string   `json:"kind"` // exec, httpGet, tcpSocket, grpc, sleep
 	Exec []string `json:"exec,omitempty"`
+
+	// What a kubelet-run hook does (sleep, httpGet): nothing the kernel
+	// sees, so the model needs it from the spec. No header values (they can
+	// carry secrets), no host.
+	SleepSeconds int64  `json:"sleep_seconds,omitempty"` // sleep.seconds
+	HTTPPath     string `json:"http_path,omitempty"`     // httpGet.path
+	HTTPPort     string `json:"http_port,omitempty"`     // httpGet.port: a number or a port's name
 }
 
 // ProbeSpec is a container probe.

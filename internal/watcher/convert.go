@@ -163,11 +163,11 @@ func convertLifecycleHandler(h *corev1.LifecycleHandler) *fact.Handler {
 	case h.Exec != nil:
 		return &fact.Handler{Kind: KindExec, Exec: cloneStrings(h.Exec.Command)}
 	case h.HTTPGet != nil:
-		return &fact.Handler{Kind: KindHTTPGet}
+		return &fact.Handler{Kind: KindHTTPGet, HTTPPath: h.HTTPGet.Path, HTTPPort: h.HTTPGet.Port.String()}
 	case h.TCPSocket != nil:
 		return &fact.Handler{Kind: KindTCPSocket}
 	case h.Sleep != nil:
-		return &fact.Handler{Kind: KindSleep}
+		return &fact.Handler{Kind: KindSleep, SleepSeconds: h.Sleep.Seconds}
 	}
 	return nil
 }

@@ -155,7 +155,7 @@ func deploymentPodInfo() fact.PodInfo {
 			{Name: "migrate", Image: "registry.example/web-migrate:1.2"},
 			{
 				Name: "envoy", Image: "envoyproxy/envoy:v1.31", Sidecar: true,
-				PreStop: &fact.Handler{Kind: "sleep"},
+				PreStop: &fact.Handler{Kind: "sleep", SleepSeconds: 5},
 				Startup: &fact.ProbeSpec{Handler: fact.Handler{Kind: "httpGet"}, PeriodSeconds: 1, TimeoutSeconds: 1, FailureThreshold: 30},
 			},
 		},
