@@ -173,12 +173,23 @@ func (c *Correlator) stopSpan(ct *container) {
 		}
 	}
 	status, msg := span.StatusOK, ""
+	w, hooked := c.preStopWindow(ct, term) // hooks.go
+	killNote := ""
+	if sigkill && hooked {
+		killNote = w.kubeletKill(kill)
+	}
 	if sigkill {
 		status = span.StatusError
 		msg = "killed with SIGKILL after the grace period"
 		if p.grace > 0 && term != nil {
 			msg = fmt.Sprintf("SIGKILL %.1fs after %s (grace period %s)", kill.at.Sub(term.at).Seconds(), kernel.SignalName(term.sig), p.grace)
 		}
+	}
+	if sigkill && killNote != "" {
+		// The kubelet's decision, not the app's overrun.
+		msg = killNote
+		attrs = append(attrs, span.Bool(names.GracePeriodOverrun, false))
+	} else if sigkill {
 		attrs = append(attrs, span.Bool(names.GracePeriodOverrun, true))
 		if !p.terminating.IsZero() && !start.Before(p.terminating) {
 			// The pod's termination overran; a stop before it (a liveness
@@ -186,6 +197,11 @@ func (c *Correlator) stopSpan(ct *container) {
 			p.overrun = true
 		}
 		c.observer(p).GracePeriodOverrun(p.namespace())
+	}
+	if hooked {
+		attrs = append(attrs, w.attrs()...)
+		c.noteWindow(ct, w, killNote)
+		c.kubeletPreStopSpans(ct, w)
 	}
 	if p.grace > 0 {
 		attrs = append(attrs, span.Float(names.GracePeriodSeconds, p.grace.Seconds()))

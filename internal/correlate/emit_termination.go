@@ -70,6 +70,10 @@ func (c *Correlator) terminationSpan(p *pod, at time.Time, unfinished string) {
 	status, msg := span.StatusOK, ""
 	if p.overrun {
 		status, msg = span.StatusError, "grace period overrun: a container was killed with SIGKILL"
+	} else if p.graceUsedNote != "" {
+		// A SIGKILL the kubelet decided (hooks.go): named, not an overrun.
+		attrs = append(attrs, span.Bool(names.GraceUsedByPreStop, true))
+		status, msg = span.StatusError, p.graceUsedNote
 	}
 	if p.stuck {
 		attrs = append(attrs, span.Bool(names.TerminationStuck, true))
@@ -95,7 +99,7 @@ func (c *Correlator) terminationSpan(p *pod, at time.Time, unfinished string) {
 		c.observer(p).PodTermination(p.namespace(), p.ownerKind(), d, p.overrun, p.trace.String())
 	}
 	c.emit(p, span.Span{SpanID: c.terminationID(p), Parent: c.rootID(p), Name: names.SpanPodTermination, Start: p.terminating, End: at,
-		Status: status, StatusMessage: msg, Attrs: attrs})
+		Status: status, StatusMessage: msg, Attrs: attrs, Events: p.termEvents})
 }
 
 // rootSpan emits the pod's root span ("pod"), with the events kept on it.

@@ -199,6 +199,7 @@ func (c *Correlator) exec(e *kernel.ExecEvent) {
 	}
 	s := &session{pid: e.TGID, args: e.Args, start: e.Time}
 	s.kind = c.sessionKind(ct, e.Args)
+	ct.notePreStopRun(s)
 	ct.sessions[e.TGID] = s
 	npr.session = s
 	c.putProc(npr)

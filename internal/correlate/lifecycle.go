@@ -115,6 +115,7 @@ func (c *Correlator) decide(ch change) {
 			c.emit(ch.p, c.cniSpan(ch.p, ch.r, c.terminationParent(ch.p)))
 		}
 	case changePodUpdated:
+		c.kubeletPostStarts(ch.p)
 		c.maybeStarted(ch.p)
 	case changePodGoing:
 		c.maybeGone(ch.p, ch.at)

@@ -46,6 +46,7 @@ type container struct {
 	containerOOM      // OOM kills (oom.go)
 	containerProbes   // failed probes (causes.go)
 	containerEnd      // its exit and settling (lifecycle.go)
+	containerHooks    // preStop reruns, kubelet-run postStart (hooks.go)
 }
 
 // putProc records a live process, replacing any earlier one with its PID.

@@ -31,6 +31,7 @@ type pod struct {
 	podSandbox     // the sandbox and its network (sandbox.go)
 	podStartup     // the start-up (startup.go)
 	podTermination // the termination (emit_termination.go)
+	podHooks       // kubelet-run hooks and the grace they leave (hooks.go)
 	podEnd         // the pod going and its trace ending (lifecycle.go)
 }
 

@@ -121,3 +121,19 @@ const (
 	// keep it within the span byte cap (dropped events and attributes).
 	SpanTruncatedBytes = "podchron.span.truncated_bytes"
 )
+
+// Hooks the kubelet runs itself (sleep, httpGet: nothing in the container
+// for the kernel to see) and the grace period they leave to the app.
+const (
+	HookHandler      = "podchron.hook.handler" // exec, sleep, httpGet, tcpSocket
+	HookSleepSeconds = "podchron.hook.sleep_seconds"
+	HookHTTPPath     = "podchron.hook.http_path"
+	HookHTTPPort     = "podchron.hook.http_port"
+	// GraceLeftSeconds: the grace period the app had between the stop
+	// signal and SIGKILL after its preStop hook (the kubelet's 2 s minimum
+	// when the hook used the rest).
+	GraceLeftSeconds = "podchron.grace_left_seconds"
+	// GraceUsedByPreStop: a preStop hook used the grace period; the
+	// kubelet gave the app only its 2 s minimum.
+	GraceUsedByPreStop = "podchron.grace_period.used_by_prestop"
+)

@@ -37,6 +37,9 @@ const (
 	EventStuckTerminating        = "podchron.stuck_terminating"
 	EventsFolded                 = "podchron.events.folded"
 	EventsLost                   = "podchron.events_lost"
+	// EventPreStopRerun: the kubelet restarted mid-termination, ran the
+	// preStop hook again and began a new grace period.
+	EventPreStopRerun = "podchron.prestop_rerun"
 )
 
 // SignalEventName names a signal's event on a container's run span: "signal"
