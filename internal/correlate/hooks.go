@@ -35,6 +35,11 @@ const minimumGrace = 2 * time.Second
 // restart takes seconds).
 const rerunSlack = 2 * time.Second
 
+// hookTolerance: how much sooner than the grace period's end a stop signal
+// may come and still tell a hook that outlasted it (the deletion is when
+// the tracer saw it, which can trail the kubelet's sighting).
+const hookTolerance = 500 * time.Millisecond
+
 // killSlack: how much later than the kubelet's 2 s minimum its SIGKILL may
 // come (the runtime's timer, a loaded node).
 const killSlack = time.Second
@@ -107,10 +112,13 @@ func (c *Correlator) preStopWindow(ct *container, term *signalRec) (graceWindow,
 			w.start, w.rerun = term.at.Add(-hook), true
 		}
 	}
-	w.left = w.grace - w.stop.Sub(w.start)
-	if w.left < minimumGrace {
-		w.left, w.used = minimumGrace, true
-	}
+	// The kubelet gives the app what the hook left, at least its minimum.
+	// The hook used the grace period only when it outlasted it: a hook
+	// that left 1 s gave the app 2 s, and an app that overran those
+	// overran its own share.
+	hookTook := w.stop.Sub(w.start)
+	w.left = max(w.grace-hookTook, minimumGrace)
+	w.used = hookTook >= w.grace-hookTolerance
 	return w, true
 }
 

@@ -52,6 +52,9 @@ func TestCluster(t *testing.T) {
 		t.Run("7b-stuck-terminating", e.stuckTerminating)
 		t.Run("27-span-latency", e.spanLatency)
 		t.Run("28-long-trace-root-last", e.longTrace)
+		t.Run("40-sleep-prestop", e.sleepPreStop)
+		t.Run("41-prestop-over-grace", e.sleepPreStopOverGrace)
+		t.Run("42-httpget-prestop", e.httpGetPreStop)
 		e.longTail(t) // 10–14 (longtail_test.go)
 	})
 	if t.Failed() {

@@ -1,0 +1,183 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/podchron/podchron/internal/names"
+	"github.com/podchron/podchron/test/e2e/backends"
+)
+
+// ---- 40–42: hooks the kubelet runs itself ------------------------------------
+//
+// sleep and httpGet handlers are run by the kubelet, not in the container:
+// the kernel sees nothing of them. Their container.prestop runs from the
+// deletion to the runtime's stop signal; what they leave of the grace
+// period is on the container's stop.
+
+// floatTag reads a numeric tag.
+func floatTag(s *backends.Span, key string) (float64, error) {
+	v, err := strconv.ParseFloat(s.Str(key), 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s %s=%q: %w", s.Name, key, s.Str(key), err)
+	}
+	return v, nil
+}
+
+// deleteWithGrace deletes a pod with a deletion grace period of its own
+// (kubectl delete --grace-period) and waits until it is gone.
+func (e *env) deleteWithGrace(t *testing.T, ns, name string, grace int64) {
+	t.Helper()
+	if err := e.cs.CoreV1().Pods(ns).Delete(e.ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+		t.Fatalf("delete pod %s/%s: %v", ns, name, err)
+	}
+	e.waitGone(t, ns, name, time.Minute)
+}
+
+// 40: a 3 s sleep preStop within a 30 s grace period: the hook's span, then
+// SIGTERM, a clean termination. A 1 s sleep postStart shows as its span,
+// from the start to the kubelet's report of the container running.
+func (e *env) sleepPreStop(t *testing.T) {
+	t.Parallel()
+	const ns = "s40-sleep-prestop"
+	e.namespace(t, ns)
+	app := container("app", sh(gracefulApp)...)
+	app.Lifecycle = &corev1.Lifecycle{
+		PostStart: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 1}},
+		PreStop:   &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 3}},
+	}
+	grace := int64(30)
+	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "sleeper"},
+		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace, Containers: []corev1.Container{app}}})
+	time.Sleep(2 * time.Second)
+	e.deleteAndWait(t, ns, pod.Name)
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		pk := &pick{tr: tr}
+		term := pk.one(names.SpanPodTermination)
+		pre := pk.one(names.SpanContainerPreStop, ctrName("app"))
+		stop := pk.one(names.SpanContainerStop, ctrName("app"))
+		post := pk.one(names.SpanContainerPostStart, ctrName("app"))
+		if pk.err != nil {
+			return pk.err
+		}
+		left, err := floatTag(stop, names.GraceLeftSeconds)
+		return firstErr(err, childOf(tr, pre, term), childOf(tr, stop, term), inOrder(pre, stop),
+			attr(pre, names.HookHandler, "sleep"), attr(pre, names.HookSleepSeconds, "3"),
+			attr(post, names.HookHandler, "sleep"), attr(stop, names.Sigkill, "false"),
+			attr(term, names.GracePeriodOverrun, "false"),
+			func() error {
+				if term.Error || pre.Error || stop.Error {
+					return errors.New("a clean termination after a 3 s preStop has an error span")
+				}
+				if pre.Duration < 2800*time.Millisecond || pre.Duration > 5*time.Second {
+					return fmt.Errorf("preStop (sleep 3) lasted %s", pre.Duration)
+				}
+				if left < 24 || left > 27.5 {
+					return fmt.Errorf("grace left to the app %.1fs, want ~27 (30 - the 3 s hook)", left)
+				}
+				// The hook's end is the kubelet's status write as the
+				// tracer saw it: at least the hook's second.
+				if post.Duration < 900*time.Millisecond || post.Duration > 10*time.Second {
+					return fmt.Errorf("postStart (sleep 1) lasted %s", post.Duration)
+				}
+				return nil
+			}())
+	})
+	report(t, tr)
+	pre, _ := only(tr, names.SpanContainerPreStop)
+	post, _ := only(tr, names.SpanContainerPostStart)
+	t.Logf("scenario 40: preStop sleep 3 lasted %s, postStart sleep 1 lasted %s", pre.Duration.Round(time.Millisecond),
+		post.Duration.Round(time.Millisecond))
+}
+
+// 41: a 20 s sleep preStop deleted with a 5 s grace period (the API
+// refuses a sleep longer than the pod's own grace period; a deletion's
+// may be shorter), an app that ignores SIGTERM: the hook is cut at 5 s,
+// the kubelet gives the app its 2 s minimum, then SIGKILL. Not the app's
+// overrun: the termination names the hook.
+func (e *env) sleepPreStopOverGrace(t *testing.T) {
+	t.Parallel()
+	const ns = "s41-prestop-over-grace"
+	e.namespace(t, ns)
+	app := container("app", sh(`trap '' TERM; while :; do sleep 1; done`)...)
+	app.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 20}}}
+	grace := int64(30)
+	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "long-hook"},
+		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace, Containers: []corev1.Container{app}}})
+	time.Sleep(2 * time.Second)
+	e.deleteWithGrace(t, ns, pod.Name, 5)
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		pk := &pick{tr: tr}
+		term := pk.one(names.SpanPodTermination)
+		pre := pk.one(names.SpanContainerPreStop, ctrName("app"))
+		stop := pk.one(names.SpanContainerStop, ctrName("app"))
+		if pk.err != nil {
+			return pk.err
+		}
+		return firstErr(childOf(tr, pre, term), inOrder(pre, stop),
+			attr(pre, names.HookHandler, "sleep"), attr(stop, names.Sigkill, "true"),
+			attr(stop, names.GracePeriodOverrun, "false"), attr(stop, names.GraceUsedByPreStop, "true"),
+			attr(term, names.GracePeriodOverrun, "false"), attr(term, names.GraceUsedByPreStop, "true"),
+			func() error {
+				if pre.Duration < 4500*time.Millisecond || pre.Duration > 7*time.Second {
+					return fmt.Errorf("preStop (sleep 20, grace 5) lasted %s, want it cut at ~5 s", pre.Duration)
+				}
+				if stop.Duration < 1500*time.Millisecond || stop.Duration > 4*time.Second {
+					return fmt.Errorf("SIGTERM→SIGKILL took %s, want the kubelet's 2 s minimum", stop.Duration)
+				}
+				msg := term.Str("otel.status_description")
+				if strings.Contains(msg, "grace period overrun") || !strings.Contains(msg, "preStop hook used the grace period") {
+					return fmt.Errorf("termination says %q, want the hook named, not an overrun", msg)
+				}
+				return nil
+			}())
+	})
+	report(t, tr)
+	stop, _ := only(tr, names.SpanContainerStop)
+	t.Logf("scenario 41: SIGTERM→SIGKILL %s (%s)", stop.Duration.Round(time.Millisecond), stop.Str("otel.status_description"))
+}
+
+// 42: an httpGet preStop to busybox's httpd in the container: the hook's
+// span with its handler, path and port, then SIGTERM.
+func (e *env) httpGetPreStop(t *testing.T) {
+	t.Parallel()
+	const ns = "s42-httpget-prestop"
+	e.namespace(t, ns)
+	app := container("app", sh(`mkdir -p /www && echo bye > /www/drain && httpd -p 8080 -h /www; `+gracefulApp)...)
+	app.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
+		Path: "/drain", Port: intstr.FromInt32(8080)}}}
+	grace := int64(30)
+	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "drainer"},
+		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace, Containers: []corev1.Container{app}}})
+	time.Sleep(2 * time.Second)
+	e.deleteAndWait(t, ns, pod.Name)
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		pk := &pick{tr: tr}
+		term := pk.one(names.SpanPodTermination)
+		pre := pk.one(names.SpanContainerPreStop, ctrName("app"))
+		stop := pk.one(names.SpanContainerStop, ctrName("app"))
+		if pk.err != nil {
+			return pk.err
+		}
+		return firstErr(childOf(tr, pre, term), inOrder(pre, stop),
+			attr(pre, names.HookHandler, "httpGet"), attr(pre, names.HookHTTPPath, "/drain"), attr(pre, names.HookHTTPPort, "8080"),
+			attr(stop, names.Sigkill, "false"), attr(term, names.GracePeriodOverrun, "false"),
+			func() error {
+				if pre.Duration > 5*time.Second {
+					return fmt.Errorf("httpGet preStop lasted %s", pre.Duration)
+				}
+				return nil
+			}())
+	})
+	report(t, tr)
+	pre, _ := only(tr, names.SpanContainerPreStop)
+	t.Logf("scenario 42: httpGet preStop lasted %s", pre.Duration.Round(time.Millisecond))
+}
