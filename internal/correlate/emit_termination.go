@@ -70,10 +70,12 @@ func (c *Correlator) terminationSpan(p *pod, at time.Time, unfinished string) {
 	status, msg := span.StatusOK, ""
 	if p.overrun {
 		status, msg = span.StatusError, "grace period overrun: a container was killed with SIGKILL"
-	} else if p.graceUsedNote != "" {
+	} else if p.kubeletKillNote != "" {
 		// A SIGKILL the kubelet decided (hooks.go): named, not an overrun.
+		status, msg = span.StatusError, p.kubeletKillNote
+	}
+	if p.graceUsedByPreStop {
 		attrs = append(attrs, span.Bool(names.GraceUsedByPreStop, true))
-		status, msg = span.StatusError, p.graceUsedNote
 	}
 	if p.stuck {
 		attrs = append(attrs, span.Bool(names.TerminationStuck, true))

@@ -10,6 +10,7 @@ package correlate
 
 import (
 	"fmt"
+	"syscall"
 	"time"
 
 	"github.com/podchron/podchron/internal/fact"
@@ -59,9 +60,12 @@ type containerHooks struct {
 // reruns of preStop, and a SIGKILL that was the kubelet's 2 s minimum
 // after a hook used the grace period (not the app's overrun).
 type podHooks struct {
-	termEvents    []span.SpanEvent
-	rerunNoted    bool
-	graceUsedNote string
+	termEvents []span.SpanEvent
+	rerunNoted bool
+	// kubeletKillNote: why a SIGKILL was the kubelet's, not the app's
+	// overrun; graceUsedByPreStop: a preStop hook used the grace period.
+	kubeletKillNote    string
+	graceUsedByPreStop bool
 }
 
 // notePreStopRun records an exec preStop session's start.
@@ -112,6 +116,13 @@ func (c *Correlator) preStopWindow(ct *container, term *signalRec) (graceWindow,
 			w.start, w.rerun = term.at.Add(-hook), true
 		}
 	}
+	if w.rerun {
+		// The restarted kubelet's own stop signal ends its hook (the old
+		// kubelet may have sent one before it went).
+		if s := ct.stopSince(w.start); s != nil {
+			w.stop = s.at
+		}
+	}
 	// The kubelet gives the app what the hook left, at least its minimum.
 	// The hook used the grace period only when it outlasted it: a hook
 	// that left 1 s gave the app 2 s, and an app that overran those
@@ -124,8 +135,9 @@ func (c *Correlator) preStopWindow(ct *container, term *signalRec) (graceWindow,
 
 // kubeletKill says why a SIGKILL after the stop signal is not the app's
 // overrun ("" when it is): the hook used the grace period and the kubelet
-// gave the app its 2 s minimum, or it came inside the new grace period of
-// a kubelet that restarted.
+// gave the app its 2 s minimum, or it came within the new grace period of
+// a kubelet that restarted mid-termination (past the first one's end:
+// that is the restart's time, not the app's overrun of it).
 func (w graceWindow) kubeletKill(kill *signalRec) string {
 	if kill == nil || w.stop.IsZero() {
 		return ""
@@ -135,10 +147,25 @@ func (w graceWindow) kubeletKill(kill *signalRec) string {
 	case w.used && after <= minimumGrace+killSlack:
 		return fmt.Sprintf("preStop hook used the grace period (%s); SIGKILL %.1fs after the stop signal: the kubelet's 2 s minimum, not the app's overrun",
 			w.grace, after.Seconds())
-	case w.rerun && kill.at.Before(w.start.Add(w.grace)):
-		return fmt.Sprintf("SIGKILL inside the new grace period (%s) of a kubelet that restarted and ran preStop again: not the app's overrun", w.grace)
+	case w.rerun && !kill.at.After(latest(w.start.Add(w.grace), w.stop.Add(minimumGrace)).Add(killSlack)):
+		// The grace period the app was first given has passed: the kill
+		// ends the restarted kubelet's new one.
+		return fmt.Sprintf("SIGKILL at the end of the new grace period (%s) of a kubelet that restarted mid-termination and ran preStop again, not an overrun of the first",
+			w.grace)
 	}
 	return ""
+}
+
+// stopSince is the runtime's first stop signal (not SIGKILL) to the
+// container's init at or after t.
+func (ct *container) stopSince(t time.Time) *signalRec {
+	for i := range ct.signals {
+		s := &ct.signals[i]
+		if s.toInit && s.sig != syscall.SIGKILL && !s.at.Before(t) && (s.senderKind == names.SenderRuntime || s.senderKind == names.SenderKubelet) {
+			return s
+		}
+	}
+	return nil
 }
 
 // attrs are the window's attributes on the container's stop.
@@ -162,8 +189,11 @@ func (c *Correlator) noteWindow(ct *container, w graceWindow, killNote string) {
 			span.Float(names.GracePeriodSeconds, w.grace.Seconds()),
 			span.String(names.Message, "the kubelet restarted mid-termination, ran preStop again and began a new grace period")}})
 	}
-	if killNote != "" && p.graceUsedNote == "" {
-		p.graceUsedNote = killNote
+	if killNote != "" && p.kubeletKillNote == "" {
+		p.kubeletKillNote = killNote
+	}
+	if killNote != "" && w.used {
+		p.graceUsedByPreStop = true
 	}
 }
 
