@@ -60,6 +60,7 @@ func TestCluster(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	t.Run("43-kubelet-restart-mid-termination", e.kubeletRestartMidTermination)
 	t.Run("21-runtime-restart", e.runtimeRestart)
 	t.Run("8-tracer-restart-mid-life", e.tracerRestart)
 	t.Run("9-no-api-access", e.noAPIAccess)

@@ -181,3 +181,71 @@ func (e *env) httpGetPreStop(t *testing.T) {
 	pre, _ := only(tr, names.SpanContainerPreStop)
 	t.Logf("scenario 42: httpGet preStop lasted %s", pre.Duration.Round(time.Millisecond))
 }
+
+// 43: the kubelet restarted mid-termination, during a 10 s sleep preStop
+// (grace 30): the restarted kubelet runs the hook again and begins a new
+// grace period. The termination carries the rerun; the first run shows
+// as interrupted, the second ends at SIGTERM; the app exits in time. Run
+// after the lifecycle group: a kubelet restart disturbs every pod.
+func (e *env) kubeletRestartMidTermination(t *testing.T) {
+	const ns = "s43-kubelet-restart"
+	e.namespace(t, ns)
+	app := container("app", sh(gracefulApp)...)
+	app.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 10}}}
+	grace := int64(30)
+	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rerun"},
+		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace, Containers: []corev1.Container{app}}})
+	time.Sleep(2 * time.Second)
+	e.deletePod(t, ns, pod.Name)
+	time.Sleep(3 * time.Second)
+	restartAt := time.Now()
+	if err := e.cluster.RestartKubelet(e.ctx); err != nil {
+		t.Fatalf("restart the kubelet: %v", err)
+	}
+	t.Logf("scenario 43: kubelet restarted in %s", time.Since(restartAt).Round(time.Millisecond))
+	e.waitGone(t, ns, pod.Name, 2*time.Minute)
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		term, err := only(tr, names.SpanPodTermination)
+		if err != nil {
+			return err
+		}
+		var rerun *backends.SpanEvent
+		for i := range term.Events {
+			if term.Events[i].Name == names.EventPreStopRerun {
+				rerun = &term.Events[i]
+			}
+		}
+		if rerun == nil {
+			return fmt.Errorf("no %s event on the termination", names.EventPreStopRerun)
+		}
+		pres := tr.Named(names.SpanContainerPreStop)
+		if len(pres) != 2 {
+			return fmt.Errorf("%d container.prestop spans, want the interrupted run and the rerun", len(pres))
+		}
+		first, second := pres[0], pres[1]
+		if first.Start.After(second.Start) {
+			first, second = second, first
+		}
+		stop, err := only(tr, names.SpanContainerStop)
+		if err != nil {
+			return err
+		}
+		return firstErr(childOf(tr, second, term), inOrder(first, second, stop), attr(stop, names.Sigkill, "false"),
+			attr(term, names.GracePeriodOverrun, "false"),
+			func() error {
+				if !first.Error {
+					return errors.New("the interrupted preStop run is not an error")
+				}
+				// The rerun began with the new kubelet: after the old
+				// one was stopped (clocks of one host; 1 s of slack).
+				if rerun.Time.Before(restartAt.Add(-time.Second)) {
+					return fmt.Errorf("the rerun at %s, before the kubelet's restart at %s", rerun.Time, restartAt)
+				}
+				if term.Error {
+					return fmt.Errorf("termination error: %s", term.Str("otel.status_description"))
+				}
+				return nil
+			}())
+	})
+	report(t, tr)
+}

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -496,4 +497,31 @@ func (c *Cluster) Close(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("host not restored: %s", strings.Join(left, "; ")))
 	}
 	return errors.Join(errs...)
+}
+
+// RestartKubelet stops the kubelet (SIGTERM: pods keep running in
+// containerd), starts a new one and waits until the node is Ready again.
+// The old kubelet's log is kept as kubelet.log.1.
+func (c *Cluster) RestartKubelet(ctx context.Context) error {
+	if err := c.stopProc("kubelet"); err != nil {
+		return fmt.Errorf("stop kubelet: %w", err)
+	}
+	c.mu.Lock()
+	c.procs = slices.DeleteFunc(c.procs, func(p *proc.Process) bool { return p.Name == "kubelet" })
+	c.mu.Unlock()
+	logPath := filepath.Join(c.cfg.WorkDir, "logs", "kubelet.log")
+	if err := os.Rename(logPath, logPath+".1"); err != nil {
+		return fmt.Errorf("keep the kubelet's log: %w", err)
+	}
+	if err := c.startKubelet(); err != nil {
+		return fmt.Errorf("start kubelet: %w", err)
+	}
+	// The node stays Ready through a short restart: the new kubelet's
+	// health endpoint says it is up.
+	if err := c.waitFor(ctx, "kubelet healthz", time.Minute, func() error {
+		return HTTPOK(ctx, "http://127.0.0.1:10248/healthz", nil)
+	}); err != nil {
+		return err
+	}
+	return c.waitNodeReady(ctx)
 }
