@@ -111,8 +111,9 @@ func (c *Correlator) preStopWindow(ct *container, term *signalRec) (graceWindow,
 		// signal much later is a kubelet that restarted and slept again
 		// (from then, for as long as the hook allows). An httpGet hook's
 		// length is unknown: its reruns cannot be told.
+		// (A recording from before the seconds were kept has none.)
 		hook := min(time.Duration(spec.PreStop.SleepSeconds)*time.Second, p.grace)
-		if term.at.Sub(p.deletedAt) > hook+rerunSlack {
+		if spec.PreStop.SleepSeconds > 0 && term.at.Sub(p.deletedAt) > hook+rerunSlack {
 			w.start, w.rerun = term.at.Add(-hook), true
 		}
 	}

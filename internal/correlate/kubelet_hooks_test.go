@@ -251,3 +251,40 @@ func near(v any, want float64) bool {
 	f, ok := v.(float64)
 	return ok && f > want-1e-6 && f < want+1e-6
 }
+
+// A hook that did not outlast the grace period leaves the app its share,
+// at least the kubelet's 2 s minimum: an app that ignores SIGTERM through
+// it overran (the kubelet's exec of a 1 s hook can take 1.7 s on a loaded
+// node, leaving 1.3 s of 3: still the app's overrun). A sleep hook whose
+// seconds a recording did not keep is no rerun, however late its stop.
+func TestPreStopLeftGraceAppOverran(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		h    fact.Handler
+		took time.Duration
+	}{
+		{"sleep 1, slow", fact.Handler{Kind: "sleep", SleepSeconds: 1}, 1700 * time.Millisecond},
+		{"sleep, seconds unknown", fact.Handler{Kind: "sleep"}, 2400 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t)
+			s.info.Containers[0].PreStop = &tc.h
+			app := s.startup()
+			s.deleteWith(3)
+			s.at(tc.took)
+			s.signal("app", app, syscall.SIGTERM, "runc", kernel.SignalIgnored, kernel.DispositionDefault)
+			s.at(2 * time.Second)
+			s.killed("app", app)
+			s.at(300 * time.Millisecond)
+			s.gone()
+			stop := s.one(names.SpanContainerStop)
+			if stop.Attr(names.GracePeriodOverrun) != true || stop.Attr(names.GraceUsedByPreStop) != nil || stop.Attr(names.GraceLeftSeconds) != 2.0 {
+				t.Errorf("stop %q: %v", stop.StatusMessage, stop.Attrs)
+			}
+			tm := s.one(names.SpanPodTermination)
+			if tm.Attr(names.GracePeriodOverrun) != true || len(tm.Events) != 0 {
+				t.Errorf("termination %q: %v %+v", tm.StatusMessage, tm.Attrs, tm.Events)
+			}
+		})
+	}
+}
