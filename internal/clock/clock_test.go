@@ -159,7 +159,7 @@ func TestAPIOffsetFollowsAStep(t *testing.T) {
 // wall clock (no step measured on a machine whose clock did not just step).
 func TestSystem(t *testing.T) {
 	tl := New(System{})
-	if d := tl.Now().Sub(time.Now()); d < -time.Second || d > time.Second {
+	if d := time.Until(tl.Now()); d < -time.Second || d > time.Second {
 		t.Errorf("timeline %v from the wall clock at start, want within 1s", d)
 	}
 	b := System{}.Boot()

@@ -13,8 +13,8 @@ type Fake struct {
 	real time.Time
 }
 
-// NewFake starts a fake at boot time boot, wall time real.
-func NewFake(boot time.Duration, real time.Time) *Fake { return &Fake{boot: boot, real: real} }
+// NewFake starts a fake at boot time boot, wall time wall.
+func NewFake(boot time.Duration, wall time.Time) *Fake { return &Fake{boot: boot, real: wall} }
 
 // Boot reads the fake boot clock.
 func (f *Fake) Boot() time.Duration {

@@ -265,7 +265,8 @@ func (c *Correlator) kubeletPostStarts(p *pod) {
 		if start.IsZero() || !p.observedFrom.IsZero() && start.Before(p.observedFrom) {
 			continue // started before the tracer: the hook's start is not known
 		}
-		end, status, msg := time.Time{}, span.StatusOK, ""
+		var end time.Time
+		status, msg := span.StatusOK, ""
 		switch {
 		case p.apiRunning(ct.id):
 			end = c.now
