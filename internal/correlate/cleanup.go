@@ -10,6 +10,7 @@ import "time"
 func (c *Correlator) forget(p *pod) {
 	delete(c.pods, p.uid)
 	c.gone[p.uid] = p
+	c.bury(p)
 	if p.sandboxID != "" {
 		delete(c.bySandbox, p.sandboxID)
 	}

@@ -80,6 +80,8 @@ type Stats struct {
 	SpansEmitted uint64
 	// SpansFiltered: spans of pods the filter leaves out (not sent).
 	SpansFiltered uint64
+	// EndedPods: the tombstones of ended pods kept (ended.go).
+	EndedPods int
 }
 
 // Correlator is the lifecycle state machine. It is not safe for concurrent
@@ -107,6 +109,7 @@ type Correlator struct {
 	// arrive after a pod's trace ended (the runtime's late sandbox removal,
 	// its second CNI DEL) must not start a second trace for it.
 	gone       map[string]*pod
+	endedPods  // tombstones of the pods whose trace ended (ended.go)
 	bySandbox  map[string]*pod
 	containers map[string]*container
 	procs      map[uint32]*proc
@@ -163,6 +166,7 @@ func (c *Correlator) Stats() Stats {
 	}
 	s.LivePods = len(c.pods)
 	s.LiveProcs = len(c.procs)
+	s.EndedPods = len(c.ended)
 	return s
 }
 

@@ -23,6 +23,9 @@ func (c *Correlator) podInfo(info *fact.PodInfo) {
 		at = c.now
 	}
 	uid, info := c.mirrored(info)
+	if info.Deleted {
+		c.endedAPIDeleted(uid)
+	}
 	_, known := c.pods[uid]
 	p := c.pod(uid, at)
 	if p == nil {
@@ -220,8 +223,7 @@ func (c *Correlator) eventPod(ev *fact.K8sEvent) (*fact.K8sEvent, *pod) {
 		if ev.PodUID == "" {
 			return ev, nil
 		}
-		if _, gone := c.gone[ev.PodUID]; gone {
-			c.miss("fact_after_pod_gone")
+		if c.isEnded(ev.PodUID) {
 			return ev, nil
 		}
 		// An Event alone never makes (or, after the retention, revives) a

@@ -38,6 +38,9 @@ func (c *Correlator) cniPod(r *cniRun) *pod {
 		if _, gone := c.gone[r.podUID]; gone {
 			return nil // cniDone puts it in the finished trace
 		}
+		if c.isEnded(r.podUID) {
+			return nil
+		}
 		return c.pod(r.podUID, r.start)
 	}
 	if p, ok := c.bySandbox[r.containerID]; ok {
@@ -63,7 +66,9 @@ func (c *Correlator) cniDone(r *cniRun, e *kernel.ExitEvent) {
 	p := c.cniPod(r)
 	c.observer(p).CNICall(r.plugin, r.command, result, r.end.Sub(r.start))
 	if p == nil {
-		c.miss("cni_unknown_pod")
+		if _, ended := c.ended[r.podUID]; !ended || r.podUID == "" {
+			c.miss("cni_unknown_pod")
+		}
 		return
 	}
 	switch r.command {

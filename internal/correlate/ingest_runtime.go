@@ -54,6 +54,9 @@ func (c *Correlator) runtimeSandbox(ev *cri.Event, sb *cri.Sandbox) {
 		c.miss("sandbox_without_pod_uid")
 		return
 	}
+	if ev.Type == cri.EventSandboxRemoved {
+		c.endedSandboxRemoved(sb.PodUID)
+	}
 	p := c.pod(sb.PodUID, ev.At)
 	if p == nil {
 		return

@@ -41,8 +41,7 @@ func (c *Correlator) pod(uid string, at time.Time) *pod {
 	if p, ok := c.pods[uid]; ok {
 		return p
 	}
-	if _, ok := c.gone[uid]; ok {
-		c.miss("fact_after_pod_gone")
+	if c.isEnded(uid) {
 		return nil
 	}
 	p := &pod{

@@ -54,6 +54,7 @@ func (c *Correlator) tick() {
 			delete(c.gone, uid)
 		}
 	}
+	c.expireEnded()
 	for _, uid := range slices.Sorted(maps.Keys(c.pods)) {
 		p := c.pods[uid]
 		if p.stuck || p.deadline.IsZero() || p.finished {

@@ -1,0 +1,183 @@
+package correlate_test
+
+import (
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/fact/cri"
+	"github.com/podchron/podchron/internal/fact/kernel"
+	"github.com/podchron/podchron/internal/names"
+)
+
+// A trace ends once: after a pod's root span is out, no later fact about
+// it (its API deletion, a relist, the runtime's sandbox removal, a CNI
+// DEL, a late Event, a cgroup of its) reopens it, however late. The
+// facts are counted as the miss "ended_pod" and dropped.
+
+// lateGap is far past any short retention of a finished pod's state (the
+// model kept finished pods for 5 minutes): a Job's pod kept by its history
+// limit or TTL, an Evicted pod, is deleted hours later.
+const lateGap = 3 * time.Hour
+
+// completedJob: a Job's pod that runs and exits with code, ending on the
+// node (its pod cgroup removed) while the API keeps the object, terminal.
+func completedJob(t *testing.T, code int) *sim {
+	s := newSim(t)
+	s.info.InitContainers = nil
+	s.info.OwnerKind = "Job"
+	s.info.RestartPolicy = "Never"
+	s.info.Containers[0].Readiness = nil
+	s.info.Containers[0].PostStart = nil
+	s.info.Containers[0].PreStop = nil
+	s.sandboxUp()
+	app := s.container("app", "c0ffee02", 0)
+	s.at(2 * time.Second)
+	s.exit("app", app, code, 0)
+	reason, phase := "Completed", "Succeeded"
+	if code != 0 {
+		reason, phase = "Error", "Failed"
+	}
+	s.cri(cri.EventContainerExited, "app", int32(code), reason)
+	s.at(300 * time.Millisecond)
+	s.info.Phase = phase
+	s.pod()
+	s.at(time.Second)
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventSandboxStopped, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid}}})
+	s.rmdir(s.cg["app"], "/kubepods/burstable/pod"+s.uid+"/c0ffee02")
+	s.rmdir(8000, "/kubepods/burstable/pod"+s.uid)
+	s.tick(3 * time.Second)
+	s.one("pod")
+	return s
+}
+
+// cniDel: the runtime's CNI DEL for the pod's sandbox.
+func (s *sim) cniDel() {
+	s.pid++
+	cni := s.pid
+	s.kernel(&kernel.ExecEvent{Header: kernel.Header{Type: kernel.EventExec, Origin: kernel.OriginCNI, TGID: cni, PID: cni, Comm: "bridge"}, Filename: "/opt/cni/bin/bridge",
+		CNI: &kernel.CNIRun{Command: "DEL", ContainerID: "sb1", IfName: "eth0", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop"}})
+	s.at(20 * time.Millisecond)
+	s.kernel(&kernel.ExitEvent{Header: kernel.Header{Type: kernel.EventExit, Origin: kernel.OriginCNI, TGID: cni, PID: cni}})
+}
+
+// lateDeletion: the API deletes the terminal pod (a Job's TTL, its
+// history limit, the pod GC of an Evicted pod) long after it ended.
+func (s *sim) lateDeletion() {
+	s.at(lateGap)
+	s.in(fact.Input{Tick: true})
+	grace := int64(0)
+	del := s.now
+	s.info.DeletionTimestamp, s.info.DeletionGracePeriodSeconds = &del, &grace
+	s.pod()
+	s.at(50 * time.Millisecond)
+	s.info.Deleted = true
+	s.pod()
+	s.tick(5 * time.Second)
+}
+
+// checkEndedOnce fails unless the spans since before are none, and the late
+// facts were counted.
+func checkEndedOnce(t *testing.T, s *sim, before int) {
+	t.Helper()
+	if late := s.spans[before:]; len(late) > 0 {
+		t.Errorf("%d spans after the trace ended (a second trace):\n%s", len(late), render(late))
+	}
+	if n := s.c.Stats().Misses["ended_pod"]; n == 0 {
+		t.Errorf("late facts of an ended pod not counted (ended_pod): %v", s.c.Stats().Misses)
+	}
+	for _, name := range []string{"pod", names.SpanPodScheduling} {
+		if got := len(s.find(name)); got != 1 {
+			t.Errorf("%d %s spans, want 1", got, name)
+		}
+	}
+}
+
+// A Job's pod that succeeded, deleted hours later: no second root, no
+// second pod.scheduling, no pod.startup ERROR "gone before Ready", no
+// forced pod.termination.
+func TestEndedSucceededDeletedLate(t *testing.T) {
+	s := completedJob(t, 0)
+	before := len(s.spans)
+	s.lateDeletion()
+	checkEndedOnce(t, s, before)
+}
+
+// The same for a pod that failed (exit 1, restartPolicy Never), and the
+// runtime's late removal of its sandbox and the CNI DEL that comes with it.
+func TestEndedFailedDeletedLateWithSandboxRemoval(t *testing.T) {
+	s := completedJob(t, 1)
+	before := len(s.spans)
+	s.lateDeletion()
+	s.at(time.Minute)
+	s.cniDel()
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventSandboxRemoved, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid}}})
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventContainerRemoved, At: s.now,
+		Container: &cri.Container{ID: "c0ffee02", SandboxID: "sb1", Name: "app", PodUID: s.uid}}})
+	s.tick(5 * time.Second)
+	checkEndedOnce(t, s, before)
+}
+
+// A pod deleted through the API (its trace ends with the deletion), whose
+// sandbox the runtime removes much later: the late removal, its CNI DEL, a
+// relist of the informer (the object as last seen), a late Event and a
+// cgroup the kernel reports from it do not reopen it.
+func TestEndedDeletedPodLateRuntimeFacts(t *testing.T) {
+	s := newSim(t)
+	app := s.startup()
+	s.deleteNow()
+	s.at(time.Second)
+	s.exit("app", app, 0, syscall.SIGTERM)
+	s.cri(cri.EventContainerExited, "app", 0, "Completed")
+	s.info.Deleted = true
+	s.pod()
+	s.tick(3 * time.Second)
+	s.one("pod")
+	before := len(s.spans)
+	s.at(lateGap)
+	s.in(fact.Input{Tick: true})
+	s.cniDel()
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventSandboxRemoved, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid}}})
+	s.event("Killing", "app", "Stopping container app")
+	s.mkdir(8100, "/kubepods/burstable/pod"+s.uid+"/c0ffee09")
+	s.tick(5 * time.Second)
+	checkEndedOnce(t, s, before)
+}
+
+// A relist (the informer's, after an API server restart) hours later still
+// lists the terminal pod, not deleted: no new trace either.
+func TestEndedRelistLate(t *testing.T) {
+	s := completedJob(t, 0)
+	before := len(s.spans)
+	s.at(lateGap)
+	s.in(fact.Input{Tick: true})
+	s.pod()
+	s.tick(10 * time.Minute)
+	checkEndedOnce(t, s, before)
+}
+
+// The tombstones are bounded: past 65,536 ended pods the oldest is
+// evicted, and that is counted (ended_pod_evicted); the others still keep
+// their late facts out.
+func TestEndedTombstonesBounded(t *testing.T) {
+	s := newSim(t)
+	const n = 65536 + 1
+	uid := func(i int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", i) }
+	for i := range n {
+		// all at one instant: no timer runs over the 65,536 pods kept whole (goneRetention)
+		s.mkdir(uint64(100000+i), "/kubepods/burstable/pod"+uid(i))
+		s.rmdir(uint64(100000+i), "/kubepods/burstable/pod"+uid(i))
+	}
+	st := s.c.Stats()
+	if st.Misses["ended_pod_evicted"] != 1 || st.EndedPods != 65536 {
+		t.Fatalf("after %d ended pods: %d evicted, %d kept, want 1 and 65536", n, st.Misses["ended_pod_evicted"], st.EndedPods)
+	}
+	s.at(lateGap)
+	s.in(fact.Input{Tick: true})
+	s.mkdir(99, "/kubepods/burstable/pod"+uid(1))
+	if got := s.c.Stats().Misses["ended_pod"]; got != 1 {
+		t.Errorf("a late cgroup of a kept tombstone: ended_pod %d, want 1", got)
+	}
+}
