@@ -34,6 +34,9 @@ func (c *Correlator) podInfo(info *fact.PodInfo) {
 	if !known && !c.started.IsZero() && info.CreatedAt.Before(c.started) {
 		p.observedFrom = c.started
 	}
+	if p.info == nil {
+		c.resume(p, info)
+	}
 	cp := *info
 	c.sharpenAPITimes(p, &cp)
 	p.info = &cp

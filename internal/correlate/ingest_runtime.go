@@ -63,11 +63,13 @@ func (c *Correlator) runtimeSandbox(ev *cri.Event, sb *cri.Sandbox) {
 	}
 	switch ev.Type {
 	case cri.EventSandboxCreated:
-		if p.sandboxID != "" && p.sandboxID != sb.ID {
-			created := sb.CreatedAt
-			if created.IsZero() {
-				created = ev.At
-			}
+		created := sb.CreatedAt
+		if created.IsZero() {
+			created = ev.At
+		}
+		if p.sandboxID != "" && p.sandboxID != sb.ID || p.sandboxID == "" && p.resumed && created.After(c.started) {
+			// Another sandbox, or the first one seen of a pod resumed
+			// (a node reboot's): a recreated sandbox.
 			c.sandboxChanged(p, sb.ID, created)
 		}
 		p.sandboxID = sb.ID

@@ -50,6 +50,8 @@ type podStartup struct {
 	lateReady     bool      // Ready came after gaveUpAt (noted on the root)
 	// lastWaiting: each container's last telling waiting reason.
 	lastWaiting map[string]fact.Waiting
+	// resumed: first seen after its start-up (resume.go): none is decided.
+	resumed bool
 }
 
 // pull is a container image's pull, from the kubelet's Events.

@@ -1,0 +1,68 @@
+// Resume, never re-decide. A pod the tracer first sees after its containers
+// started (a tracer restart, an informer relist the tracer was not there
+// for, a node reboot) had its start-up decided by whoever watched it then:
+// an earlier tracer instance reported it (Ready, or an ERROR when it gave
+// up or the pod failed), or nobody did. What the API shows now cannot tell
+// that start-up again: a NotReady pod may have been Ready for days, a
+// Failed (Evicted) pod may have served for weeks, a Ready one may have
+// been NotReady across the restart. Such a pod gets no pod.startup and no
+// start-up observation; its restarts, recreated sandboxes and termination
+// are traced as they come.
+//
+// A pod caught between its app container's start and its first Ready by a
+// tracer restart is resumed too: its start-up is lost rather than told
+// twice or wrong.
+
+package correlate
+
+import (
+	"time"
+
+	"github.com/podchron/podchron/internal/fact"
+)
+
+// resume marks a pod first seen through the API after its start-up as
+// resumed: its start-up is done, undecided.
+func (c *Correlator) resume(p *pod, info *fact.PodInfo) {
+	if p.observedFrom.IsZero() || p.startupDone || !startedBefore(info, p.observedFrom) {
+		return
+	}
+	p.startupDone = true
+	p.resumed = true
+}
+
+// startedBefore tells, from the API's view, a pod whose start-up was out
+// before since: an app container ran before then (running, ended, or
+// ended before its current run), or the pod was Ready before then (Ready
+// now since before then, or Ready turned False after the pod was
+// initialized: it had been True in between, as the kubelet sets Ready
+// False when it first reports the pod, before or with Initialized).
+func startedBefore(info *fact.PodInfo, since time.Time) bool {
+	before := func(t time.Time) bool { return !t.IsZero() && t.Before(since) }
+	for _, st := range info.Statuses {
+		if r := st.State.Running; r != nil && before(r.StartedAt) {
+			return true
+		}
+		for _, t := range []*fact.Terminated{st.State.Terminated, st.LastState.Terminated} {
+			if t != nil && (before(t.StartedAt) || t.StartedAt.IsZero() && before(t.FinishedAt)) {
+				return true
+			}
+		}
+	}
+	var ready, initialized *fact.Condition
+	for i, cd := range info.Conditions {
+		switch cd.Type {
+		case "Ready":
+			ready = &info.Conditions[i]
+		case "Initialized":
+			initialized = &info.Conditions[i]
+		}
+	}
+	if ready == nil || !before(ready.LastTransitionTime) {
+		return false
+	}
+	if ready.Status == "True" {
+		return true
+	}
+	return initialized != nil && initialized.Status == "True" && ready.LastTransitionTime.After(initialized.LastTransitionTime)
+}
