@@ -55,6 +55,7 @@ func TestCluster(t *testing.T) {
 		t.Run("40-sleep-prestop", e.sleepPreStop)
 		t.Run("41-prestop-over-grace", e.sleepPreStopOverGrace)
 		t.Run("42-httpget-prestop", e.httpGetPreStop)
+		t.Run("30-terminal-deleted-late", e.terminalDeletedLate)
 		e.longTail(t) // 10–14 (longtail_test.go)
 	})
 	if t.Failed() {
