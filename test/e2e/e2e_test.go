@@ -64,6 +64,7 @@ func TestCluster(t *testing.T) {
 	t.Run("43-kubelet-restart-mid-termination", e.kubeletRestartMidTermination)
 	t.Run("21-runtime-restart", e.runtimeRestart)
 	t.Run("8-tracer-restart-mid-life", e.tracerRestart)
+	t.Run("31-tracer-restart-resume", e.restartResume)
 	t.Run("9-no-api-access", e.noAPIAccess)
 	e.checkTracerHealth(t)
 	t.Logf("all scenarios in %s", time.Since(start).Round(time.Second))

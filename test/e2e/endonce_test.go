@@ -91,3 +91,52 @@ func endedOnce(tr *backends.Trace) error {
 	}
 	return nil
 }
+
+// Scenario 31: the tracer restarted while one pod is NotReady (its
+// readiness probe fails) past the e2e's 20 s --startup-timeout and one has
+// Failed before it was ever Ready. The first tracer decided both start-ups
+// (ERROR gave_up, ERROR failed); the new one first sees them with their
+// containers started before it: it decides no new pod.startup for them.
+func (e *env) restartResume(t *testing.T) {
+	const ns = "s31-resume"
+	e.namespace(t, ns)
+	notReady := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "not-ready"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{func() corev1.Container {
+			c := container("app", sh(gracefulApp)...)
+			c.ReadinessProbe = &corev1.Probe{PeriodSeconds: 2,
+				ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"false"}}}}
+			return c
+		}()}}})
+	failed := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "failed"},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{container("job", sh("sleep 1; exit 1")...)}}})
+	oneStartup := func(tr *backends.Trace) error {
+		if n := len(tr.Named(names.SpanPodStartup)); n != 1 {
+			return fmt.Errorf("%d pod.startup spans, want 1", n)
+		}
+		return nil
+	}
+	for _, p := range []*corev1.Pod{notReady, failed} {
+		e.trace(t, string(p.UID), 2*time.Minute, oneStartup)
+	}
+	old, err := e.tracerPod("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.cs.CoreV1().Pods(podchronNS).Delete(e.ctx, old.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGone(t, podchronNS, old.Name, time.Minute)
+	fresh := e.waitTracerReady(t, old.Name)
+	t.Logf("scenario 31: tracer %s replaced by %s", old.Name, fresh.Name)
+	// The new tracer's start-up timers run within a second of its API
+	// list; give them and the export ample time.
+	time.Sleep(45 * time.Second)
+	for _, p := range []*corev1.Pod{notReady, failed} {
+		tr := e.trace(t, string(p.UID), time.Minute, func(*backends.Trace) error { return nil })
+		t.Logf("scenario 31: %s after the restart:\n%s", p.Name, tr)
+		if err := oneStartup(tr); err != nil {
+			t.Errorf("scenario 31: %s: %v (a start-up decided again after the restart)", p.Name, err)
+		}
+	}
+}
