@@ -31,7 +31,10 @@ func (c *Correlator) podInfo(info *fact.PodInfo) {
 	if p == nil {
 		return
 	}
-	if !known && !c.started.IsZero() && info.CreatedAt.Before(c.started) {
+	if p.info == nil && !c.started.IsZero() && info.CreatedAt.Before(c.started) &&
+		(!known || p.sandboxCreated.Before(c.started)) {
+		// Created before the tracer, and not seen starting by it (first
+		// named by the runtime's snapshot, or by nothing).
 		p.observedFrom = c.started
 	}
 	if p.info == nil {

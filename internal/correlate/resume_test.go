@@ -129,3 +129,21 @@ func TestResumeSandboxAfterReboot(t *testing.T) {
 		t.Errorf("want one recreated pod.sandbox, got %d:\n%s", len(sb), render(s.spans))
 	}
 }
+
+// The restarted tracer's first runtime poll can name the pod (its old
+// sandbox, its exited container) before the API server's list does: the
+// pod is still one first seen after its start-up.
+func TestResumeRuntimeBeforeAPI(t *testing.T) {
+	s, born := oldPod(t, 20*time.Second)
+	evicted := s.now.Add(-time.Hour)
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop", CreatedAt: born}}})
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventContainerExited, At: s.now,
+		Container: &cri.Container{ID: "c0ffee02", SandboxID: "sb1", Name: "app", PodUID: s.uid, ExitCode: 137, Reason: "Error", CreatedAt: born, StartedAt: born, FinishedAt: evicted}}})
+	s.info.Phase, s.info.Reason = "Failed", "Evicted"
+	s.setCond("Ready", "False", evicted)
+	s.info.Statuses = []fact.ContainerStatus{{Name: "app", ContainerID: "c0ffee02",
+		State: fact.ContainerState{Terminated: &fact.Terminated{ExitCode: 137, Reason: "Error", StartedAt: born.Add(5 * time.Second), FinishedAt: evicted}}}}
+	s.pod()
+	s.tick(time.Minute)
+	checkNoStartup(t, s, "runtime's old facts before the API's")
+}
