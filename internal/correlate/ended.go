@@ -73,7 +73,7 @@ func (c *Correlator) bury(p *pod) {
 	c.maybeRelease(p.uid, ts)
 }
 
-// ended reports whether uid's trace ended (a late fact about it is counted).
+// isEnded reports whether uid's trace ended (a late fact about it is counted).
 func (c *Correlator) isEnded(uid string) bool {
 	if _, ok := c.gone[uid]; ok {
 		c.miss("ended_pod")
