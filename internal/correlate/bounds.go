@@ -48,6 +48,13 @@ const (
 	// seen yet (the pod's own watch can lag the events'), and for how long.
 	maxPendingEvents = 1024
 	pendingEventTTL  = 2 * time.Minute
+	// maxKeptAttempts: finished attempts of one container name kept per
+	// pod when the runtime has not removed them (attempts.go); the removed
+	// ones go as soon as a later attempt started.
+	maxKeptAttempts = 4
+	// maxRetiredIDs: retired attempts' IDs remembered per pod, so the
+	// runtime's late word on one is counted, not made an attempt anew.
+	maxRetiredIDs = 16
 )
 
 // podEvents: the pod's Kubernetes events and its root span's events, each

@@ -274,6 +274,7 @@ func (c *Correlator) sessionSpan(ct *container, s *session, e *kernel.ExitEvent)
 		return // over the cap: counted on the run (podchron.sessions.folded.<kind>)
 	}
 	key := fmt.Sprintf("%s/%s/%d@%d", name, ct.id, s.pid, s.start.UnixNano())
+	ct.sessionKeys = append(ct.sessionKeys, key)
 	c.emit(p, span.Span{SpanID: p.spanID(key), Parent: parent, Name: name, Start: s.start, End: e.Time, Status: status, Attrs: attrs})
 }
 

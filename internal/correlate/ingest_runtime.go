@@ -108,6 +108,10 @@ func (c *Correlator) runtimeContainer(ev *cri.Event, rc *cri.Container) {
 		c.miss("container_without_pod")
 		return
 	}
+	if p.retired(rc.ID) {
+		c.miss("fact_after_attempt_retired")
+		return
+	}
 	ct := c.container(rc.ID, p)
 	c.runtimeDescribe(p, ct, rc)
 	if ev.Type != cri.EventContainerExited && ev.Type != cri.EventContainerRemoved {

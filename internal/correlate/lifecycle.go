@@ -99,6 +99,7 @@ func (c *Correlator) decide(ch change) {
 		c.backoff(ch.ct)
 		if ch.ct.pod != nil {
 			c.maybeStarted(ch.ct.pod)
+			c.retireAttempts(ch.ct.pod)
 		}
 	case changeContainerExited:
 		c.containerExited(ch.ct)

@@ -33,6 +33,7 @@ type pod struct {
 	podTermination // the termination (emit_termination.go)
 	podHooks       // kubelet-run hooks and the grace they leave (hooks.go)
 	podEnd         // the pod going and its trace ending (lifecycle.go)
+	podAttempts    // finished attempts retired (attempts.go)
 }
 
 // pod returns the pod with this UID, creating it, or nil when the pod's

@@ -25,6 +25,7 @@ type containerSessions struct {
 	doneSessions   []doneSession
 	sessionSpans   map[string]int
 	sessionsFolded map[string]int
+	sessionKeys    []string // the session spans' keys (attempts.go forgets them)
 }
 
 type doneSession struct {
