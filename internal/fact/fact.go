@@ -154,6 +154,17 @@ type PodInfo struct {
 	InitStatuses   []ContainerStatus `json:"init_statuses,omitempty"`
 	Statuses       []ContainerStatus `json:"statuses,omitempty"`
 
+	// Ephemeral (kubectl debug) containers and readiness gates.
+	//
+	// EphemeralContainers: the names of the pod's ephemeral containers
+	// (spec.ephemeralContainers); their runs are neither the start-up's
+	// nor a Job's completion.
+	EphemeralContainers []string          `json:"ephemeral_containers,omitempty"`
+	EphemeralStatuses   []ContainerStatus `json:"ephemeral_statuses,omitempty"`
+	// ReadinessGates: the condition types the pod's Ready also waits for
+	// (spec.readinessGates).
+	ReadinessGates []string `json:"readiness_gates,omitempty"`
+
 	// Deleted is true once the object is gone from the API server.
 	Deleted bool `json:"deleted,omitempty"`
 }

@@ -111,6 +111,7 @@ func Convert(pod *corev1.Pod, labels ...string) fact.PodInfo {
 	info.Containers = convertSpecs(pod.Spec.Containers, false)
 	info.InitStatuses = convertStatuses(pod.Status.InitContainerStatuses)
 	info.Statuses = convertStatuses(pod.Status.ContainerStatuses)
+	convertEphemeralAndGates(pod, &info)
 	return info
 }
 
