@@ -78,7 +78,7 @@ func (c *Correlator) retireAttempt(p *pod, ct *container) {
 	if ref := c.cgroups[ct.cgroupID]; ref != nil && ref.ident.ContainerID == ct.id {
 		delete(c.cgroups, ct.cgroupID)
 	}
-	for _, kind := range []string{names.SpanContainerRun, names.SpanContainerInit, names.SpanContainerStop, "backoff", "start"} {
+	for _, kind := range []string{names.SpanContainerRun, names.SpanContainerInit, names.SpanContainerEphemeral, names.SpanContainerStop, "backoff", "start"} {
 		delete(p.emitted, p.spanID(ctKey(kind, ct)).String())
 	}
 	for _, key := range ct.sessionKeys {

@@ -219,7 +219,7 @@ func (ct *container) signalOf(sig syscall.Signal) *signalRec {
 func (p *pod) mainContainersDone() bool {
 	n := 0
 	for _, ct := range p.containers {
-		if ct.sandbox || ct.init || ct.name == "" {
+		if ct.notApp() || ct.name == "" {
 			continue
 		}
 		if spec, isInit := p.spec(ct.name); isInit || spec != nil && spec.Sidecar {

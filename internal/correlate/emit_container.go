@@ -79,7 +79,9 @@ func (c *Correlator) runSpan(ct *container) {
 	p := ct.pod
 	ns := p.namespace()
 	cause, cattrs := c.cause(ct)
-	c.observer(p).ContainerExit(ns, string(cause))
+	if !p.ephemeral(ct.name) {
+		c.observer(p).ContainerExit(ns, string(cause))
+	}
 
 	attrs := containerAttrs(ct)
 	attrs = append(attrs, span.String(names.ExitCause, string(cause)), span.Int(names.ProcessPID, int64(ct.initPID)))
@@ -135,6 +137,10 @@ func (c *Correlator) runSpan(ct *container) {
 	name, parent := names.SpanContainerRun, c.rootID(p)
 	if ct.init {
 		name, parent = names.SpanContainerInit, c.startupID(p)
+	}
+	if p.ephemeral(ct.name) {
+		// A debugging session's end: whatever its exit, not the app's error.
+		name, status, msg = names.SpanContainerEphemeral, span.StatusOK, ""
 	}
 	key := ctKey(name, ct)
 	c.emit(p, span.Span{SpanID: p.spanID(key), Parent: parent, Name: name, Start: start, End: ct.exitAt,

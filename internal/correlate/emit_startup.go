@@ -62,7 +62,7 @@ func (c *Correlator) emitStartup(p *pod, end time.Time, out startupOutcome) {
 	}
 	// Each app container's start: created -> its init process runs.
 	for _, ct := range p.containers {
-		if ct.sandbox || ct.init {
+		if ct.notApp() {
 			continue
 		}
 		s := earliest(ct.createdAt, ct.cgroupAt)
@@ -195,7 +195,7 @@ func (c *Correlator) startupPhases(p *pod, ready time.Time) {
 	var initFrom, initTo, lastRun time.Time
 	for _, ct := range p.containers {
 		switch {
-		case ct.sandbox:
+		case ct.sandbox, p.ephemeral(ct.name):
 		case ct.init:
 			initFrom = earliest(initFrom, ct.startedAtOr())
 			if ct.exited {

@@ -133,7 +133,7 @@ func (c *Correlator) becomeInit(ct *container, pr *proc, at time.Time, args []st
 	ct.initPID = pr.tgid
 	ct.initExec = at
 	ct.initArgs = args
-	if ct.pod != nil && !ct.pod.startupDone && !ct.init && !ct.sandbox {
+	if ct.pod != nil && !ct.pod.startupDone && !ct.notApp() {
 		ct.pod.addReadyEvidence(at)
 	}
 	c.note(change{kind: changeInitFound, ct: ct})

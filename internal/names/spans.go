@@ -4,6 +4,7 @@ package names
 const (
 	SpanCNIPrefix           = "cni."
 	SpanContainerBackoff    = "container.backoff"
+	SpanContainerEphemeral  = "container.ephemeral" // a kubectl debug container's run
 	SpanContainerExec       = "container.exec"
 	SpanContainerImagePull  = "container.image_pull"
 	SpanContainerInit       = "container.init"
