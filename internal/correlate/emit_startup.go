@@ -95,7 +95,7 @@ func (c *Correlator) emitStartup(p *pod, end time.Time, out startupOutcome) {
 		c.startupPhases(p, ready)
 	}
 	c.emit(p, span.Span{SpanID: id, Parent: c.rootID(p), Name: names.SpanPodStartup, Start: start, End: ready, Status: status,
-		StatusMessage: msg, Attrs: attrs})
+		StatusMessage: msg, Attrs: attrs, Events: p.gateWait()})
 }
 
 func (c *Correlator) cniSpan(p *pod, r *cniRun, parent span.SpanID) span.Span {

@@ -123,6 +123,9 @@ func (c *Correlator) endStartupUnready(p *pod, end time.Time, outcome, why strin
 		if msg != "" {
 			out.failure += ": " + msg
 		}
+	} else if gates := p.gatesNotTrue(); gates != "" {
+		out.reason = waitingGateReason
+		out.failure = fmt.Sprintf("%s: readiness gate %s not True", why, gates)
 	}
 	c.emitStartup(p, end, out)
 	p.gaveUpAt = end

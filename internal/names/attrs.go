@@ -137,3 +137,15 @@ const (
 	// kubelet gave the app only its 2 s minimum.
 	GraceUsedByPreStop = "podchron.grace_period.used_by_prestop"
 )
+
+// Readiness after the start-up and readiness gates.
+const (
+	// ReadinessGatesWaitSeconds: how long readiness gates held a pod whose
+	// containers were ready.
+	ReadinessGatesWaitSeconds = "podchron.readiness_gates.wait.seconds"
+	// ReadinessProbeOutput: what the failing readiness probe said (the
+	// kubelet's Unhealthy message), or its exit when only the kernel saw it.
+	ReadinessProbeOutput = "podchron.readiness.probe_output"
+	// ReadinessNotReady: the containers not ready when the pod lost readiness.
+	ReadinessNotReady = "podchron.readiness.not_ready"
+)

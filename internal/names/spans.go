@@ -50,3 +50,11 @@ func SignalEventName(sig string) string { return EventSignal + " " + sig }
 // K8sEventName names a Kubernetes event's event on the pod's root span:
 // "k8s." and the event's reason ("k8s.Killing").
 func K8sEventName(reason string) string { return EventK8sPrefix + reason }
+
+// Readiness after the start-up and readiness gates: events on the pod's
+// root span and its start-up.
+const (
+	EventReadinessLost        = "podchron.readiness.lost"
+	EventReadinessRegained    = "podchron.readiness.regained"
+	EventReadinessGatesWaited = "podchron.readiness_gates.waited"
+)
