@@ -55,6 +55,9 @@ const (
 	// maxRetiredIDs: retired attempts' IDs remembered per pod, so the
 	// runtime's late word on one is counted, not made an attempt anew.
 	maxRetiredIDs = 16
+	// maxNotReadySpans: pod.not_ready spans per pod (readiness lost after
+	// the start-up); later episodes are root events (readiness.go).
+	maxNotReadySpans = 32
 )
 
 // podEvents: the pod's Kubernetes events and its root span's events, each

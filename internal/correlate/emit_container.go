@@ -276,6 +276,9 @@ func (c *Correlator) sessionSpan(ct *container, s *session, e *kernel.ExitEvent)
 	if len(name) > 6 && name[:6] == "probe." {
 		attrs = append(attrs, span.String(names.ProbeType, name[6:]), span.String(names.ProbeResult, result))
 	}
+	if name == names.SessionProbeReadiness && status == span.StatusError {
+		p.noteReadinessFail(ct, s, e)
+	}
 	if !ct.sessionSpanAllowed(name) {
 		return // over the cap: counted on the run (podchron.sessions.folded.<kind>)
 	}

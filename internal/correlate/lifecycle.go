@@ -118,6 +118,7 @@ func (c *Correlator) decide(ch change) {
 	case changePodUpdated:
 		c.kubeletPostStarts(ch.p)
 		c.maybeStarted(ch.p)
+		c.readinessChanged(ch.p)
 	case changePodGoing:
 		c.maybeGone(ch.p, ch.at)
 	}
@@ -364,6 +365,7 @@ func (c *Correlator) finishPod(p *pod, at time.Time, unfinished string) {
 				Start: ct.startedAtOr(), End: at, Status: span.StatusUnset, StatusMessage: "still running: " + unfinished, Attrs: containerAttrs(ct)})
 		}
 	}
+	c.notReadyAtEnd(p, at)
 	if !p.terminating.IsZero() {
 		c.terminationSpan(p, at, unfinished)
 	}

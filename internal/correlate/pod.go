@@ -34,6 +34,7 @@ type pod struct {
 	podHooks       // kubelet-run hooks and the grace they leave (hooks.go)
 	podEnd         // the pod going and its trace ending (lifecycle.go)
 	podAttempts    // finished attempts retired (attempts.go)
+	podReadiness   // readiness lost and regained after the start-up (readiness.go)
 }
 
 // pod returns the pod with this UID, creating it, or nil when the pod's

@@ -148,4 +148,7 @@ const (
 	ReadinessProbeOutput = "podchron.readiness.probe_output"
 	// ReadinessNotReady: the containers not ready when the pod lost readiness.
 	ReadinessNotReady = "podchron.readiness.not_ready"
+	// NotReadySeconds: how long an episode of lost readiness lasted (on
+	// the root's event, past the span cap).
+	NotReadySeconds = "podchron.readiness.not_ready.seconds"
 )

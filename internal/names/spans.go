@@ -54,6 +54,7 @@ func K8sEventName(reason string) string { return EventK8sPrefix + reason }
 // Readiness after the start-up and readiness gates: events on the pod's
 // root span and its start-up.
 const (
+	SpanPodNotReady           = "pod.not_ready" // Ready lost after the start-up, until regained
 	EventReadinessLost        = "podchron.readiness.lost"
 	EventReadinessRegained    = "podchron.readiness.regained"
 	EventReadinessGatesWaited = "podchron.readiness_gates.waited"

@@ -1,0 +1,169 @@
+// Readiness after the start-up: a pod that was Ready and lost it (a
+// readiness probe failing, a dependency down) is out of its Services'
+// endpoints until it regains it. Each episode is a span, pod.not_ready,
+// under the root, emitted when readiness comes back (or at the pod's
+// end), with what the failing probe said: the kubelet's Unhealthy message
+// (which carries an exec probe's output), and the exec probe the kernel saw
+// fail (its command and exit).
+
+package correlate
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/fact/kernel"
+	"github.com/podchron/podchron/internal/names"
+	"github.com/podchron/podchron/internal/span"
+)
+
+// podReadiness: readiness after the start-up.
+type podReadiness struct {
+	wasReady      bool      // Ready was True after the start-up (or ended it)
+	notReadySince time.Time // the current episode's start (Ready False)
+	notReady      string    // the containers not ready then
+	episodes      int       // episodes emitted as spans (within maxNotReadySpans)
+	// lastReadinessFail: the latest failing exec readiness probe the
+	// kernel saw.
+	lastReadinessFail *readinessFail
+}
+
+type readinessFail struct {
+	at        time.Time
+	container string
+	args      []string
+	exitCode  int
+	signal    string
+}
+
+// readyCondition is the pod's Ready condition, if the API gave one.
+func (p *pod) readyCondition() (fact.Condition, bool) {
+	if p.info != nil {
+		for _, cd := range p.info.Conditions {
+			if cd.Type == "Ready" {
+				return cd, true
+			}
+		}
+	}
+	return fact.Condition{}, false
+}
+
+// readinessChanged follows the pod's Ready condition once its start-up is
+// over: Ready lost opens an episode, Ready regained closes it.
+func (c *Correlator) readinessChanged(p *pod) {
+	if !p.startupDone || p.finished || p.info == nil {
+		return
+	}
+	cd, ok := p.readyCondition()
+	if !ok {
+		return
+	}
+	at := cd.LastTransitionTime
+	if at.IsZero() {
+		at = c.now
+	}
+	switch {
+	case cd.Status == "True" && !p.notReadySince.IsZero():
+		c.notReadySpan(p, at, "")
+	case cd.Status == "True":
+		p.wasReady = true
+	case (p.wasReady || !p.readyAt.IsZero() || p.lateReady) && p.notReadySince.IsZero() && p.terminating.IsZero() && p.info.DeletionTimestamp == nil:
+		p.notReadySince = at
+		var nr []string
+		for _, st := range p.info.Statuses {
+			if !st.Ready {
+				nr = append(nr, st.Name)
+			}
+		}
+		p.notReady = strings.Join(nr, ",")
+	}
+}
+
+// notReadyAtEnd closes an episode still open when the pod's termination
+// began or the pod ended.
+func (c *Correlator) notReadyAtEnd(p *pod, at time.Time) {
+	if p.notReadySince.IsZero() {
+		return
+	}
+	if !p.terminating.IsZero() && p.terminating.Before(at) {
+		at = p.terminating
+	}
+	c.notReadySpan(p, at, "not Ready until the pod's end")
+}
+
+// notReadySpan emits an episode (past maxNotReadySpans, an event on the
+// root: counted there when over its cap).
+func (c *Correlator) notReadySpan(p *pod, end time.Time, unfinished string) {
+	start := p.notReadySince
+	p.notReadySince = time.Time{}
+	if end.Before(start) {
+		end = start
+	}
+	attrs := c.readinessFailAttrs(p, start)
+	if p.episodes >= maxNotReadySpans {
+		p.addRootEvent(span.SpanEvent{Name: names.EventReadinessLost, Time: start,
+			Attrs: append(attrs, span.Float(names.NotReadySeconds, end.Sub(start).Seconds()))})
+		return
+	}
+	p.episodes++
+	msg := "not Ready"
+	if unfinished != "" {
+		msg = unfinished
+	}
+	for _, a := range attrs {
+		if a.Key == names.ReadinessProbeOutput {
+			msg += ": " + a.Value.(string)
+		}
+	}
+	c.emit(p, span.Span{SpanID: p.spanID(fmt.Sprintf("notready@%d", start.UnixNano())), Parent: c.rootID(p), Name: names.SpanPodNotReady,
+		Start: start, End: end, Status: span.StatusError, StatusMessage: msg, Attrs: attrs})
+}
+
+// readinessFailAttrs says what made the pod lose readiness at lost: the
+// containers not ready, the kubelet's latest Unhealthy (readiness) message,
+// the latest failing exec readiness probe.
+func (c *Correlator) readinessFailAttrs(p *pod, lost time.Time) []span.Attr {
+	var attrs []span.Attr
+	if p.notReady != "" {
+		attrs = append(attrs, span.String(names.ReadinessNotReady, p.notReady))
+	}
+	for i := len(p.k8sEvents) - 1; i >= 0; i-- {
+		ev := p.k8sEvents[i]
+		if ev.Reason != "Unhealthy" || !strings.HasPrefix(ev.Message, "Readiness probe") {
+			continue
+		}
+		if ev.LastTime.After(lost.Add(5*time.Second)) || ev.LastTime.Before(lost.Add(-readinessLookBack)) {
+			continue
+		}
+		attrs = append(attrs, span.String(names.ReadinessProbeOutput, strings.TrimPrefix(ev.Message, "Readiness probe failed: ")))
+		if ev.Container != "" && p.notReady == "" {
+			attrs = append(attrs, span.String(names.K8sContainerName, ev.Container))
+		}
+		break
+	}
+	if f := p.lastReadinessFail; f != nil && !f.at.After(lost.Add(5*time.Second)) && !f.at.Before(lost.Add(-readinessLookBack)) {
+		attrs = append(attrs, span.Strings(names.ProcessCommandArgs, f.args...))
+		if f.signal != "" {
+			attrs = append(attrs, span.String(names.SignalName, f.signal))
+		} else {
+			attrs = append(attrs, span.Int(names.ProcessExitCode, int64(f.exitCode)))
+		}
+	}
+	return attrs
+}
+
+// readinessLookBack: how long before the loss a failing probe or its
+// Unhealthy event still explains it (failureThreshold x periodSeconds is
+// 30 s by default; long periods exist).
+const readinessLookBack = 10 * time.Minute
+
+// noteReadinessFail remembers a failing exec readiness probe.
+func (p *pod) noteReadinessFail(ct *container, s *session, e *kernel.ExitEvent) {
+	f := &readinessFail{at: e.Time, container: ct.name, args: s.args, exitCode: e.ExitCode}
+	if e.Signal != 0 {
+		f.signal = kernel.SignalName(e.Signal)
+	}
+	p.lastReadinessFail = f
+}

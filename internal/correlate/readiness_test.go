@@ -1,0 +1,98 @@
+package correlate_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/names"
+	"github.com/podchron/podchron/internal/span"
+)
+
+// setReady sets the pod's Ready condition (and the app's readiness) as
+// the API server says it now.
+func (s *sim) setReady(ready bool) {
+	status := "False"
+	if ready {
+		status = "True"
+	}
+	for i := range s.info.Conditions {
+		if s.info.Conditions[i].Type == "Ready" || s.info.Conditions[i].Type == "ContainersReady" {
+			s.info.Conditions[i].Status, s.info.Conditions[i].LastTransitionTime = status, s.now
+		}
+	}
+	s.info.Statuses = []fact.ContainerStatus{{Name: "app", Ready: ready, State: fact.ContainerState{Running: &fact.Running{StartedAt: s.info.CreatedAt}}}}
+	s.pod()
+}
+
+// readinessBlip: a minute after start-up the app's readiness file goes;
+// three failing probes, the kubelet's Unhealthy event, Ready False; 30 s
+// later the file is back and the pod Ready again.
+func readinessBlip(s *sim) time.Time {
+	s.at(time.Minute)
+	for range 3 {
+		s.at(10 * time.Second)
+		pr := s.exec("app", 99, "cat", "/tmp/ready")
+		s.at(5 * time.Millisecond)
+		s.exit("app", pr, 1, 0)
+	}
+	s.event("Unhealthy", "app", "Readiness probe failed: cat: can't open '/tmp/ready': No such file or directory")
+	s.at(time.Second)
+	lost := s.now
+	s.setReady(false)
+	s.tick(2 * time.Second)
+	s.at(30 * time.Second)
+	s.setReady(true)
+	s.tick(2 * time.Second)
+	return lost
+}
+
+// Readiness lost and regained after the start-up: one pod.not_ready span
+// under the root, from the loss to the regain, with what the probe said,
+// emitted when readiness came back (not when the container or pod ends).
+func TestReadinessLostAndRegained(t *testing.T) {
+	s := newSim(t)
+	s.startup()
+	lost := readinessBlip(s)
+	nr := s.one(names.SpanPodNotReady)
+	if !nr.Start.Equal(lost) || nr.Duration() != 32*time.Second {
+		t.Errorf("not ready %s for %s, want from %s for 32s", nr.Start, nr.Duration(), lost)
+	}
+	if nr.Status != span.StatusError || !strings.Contains(nr.StatusMessage, "can't open '/tmp/ready'") {
+		t.Errorf("status %v %q", nr.Status, nr.StatusMessage)
+	}
+	if nr.Attr(names.ReadinessNotReady) != "app" || nr.Attr(names.ProcessExitCode) != int64(1) {
+		t.Errorf("attrs %v", nr.Attrs)
+	}
+	if args, _ := nr.Attr(names.ProcessCommandArgs).([]string); strings.Join(args, " ") != "cat /tmp/ready" {
+		t.Errorf("probe command %v", nr.Attrs)
+	}
+	if n := len(s.find(names.SpanPodStartup)); n != 1 {
+		t.Errorf("%d start-ups", n)
+	}
+}
+
+// Lost and not regained before the pod's deletion: the episode ends at
+// the termination, said so; the termination's own NotReady is no episode.
+func TestReadinessLostUntilTheEnd(t *testing.T) {
+	s := newSim(t)
+	app := s.startup()
+	s.at(time.Minute)
+	s.event("Unhealthy", "app", "Readiness probe failed: HTTP probe failed with statuscode: 503")
+	lost := s.now
+	s.setReady(false)
+	s.at(time.Minute)
+	del := s.now.Add(3 * time.Second)
+	s.info.DeletionTimestamp = &del
+	s.pod()
+	s.gracefulStop("app", app, time.Second)
+	s.info.Deleted = true
+	s.pod()
+	s.tick(10 * time.Second)
+	nr := s.one(names.SpanPodNotReady)
+	if !nr.Start.Equal(lost) || nr.End.After(s.one(names.SpanPodTermination).Start) ||
+		!strings.Contains(nr.StatusMessage, "until the pod's end: HTTP probe failed with statuscode: 503") {
+		t.Errorf("not ready %s..%s %q", nr.Start, nr.End, nr.StatusMessage)
+	}
+}
