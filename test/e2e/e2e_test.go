@@ -56,6 +56,9 @@ func TestCluster(t *testing.T) {
 		t.Run("41-prestop-over-grace", e.sleepPreStopOverGrace)
 		t.Run("42-httpget-prestop", e.httpGetPreStop)
 		t.Run("30-terminal-deleted-late", e.terminalDeletedLate)
+		t.Run("45-readiness-lost-regained", e.readinessLostAndRegained)
+		t.Run("46-kubectl-debug", e.kubectlDebug)
+		t.Run("47-readiness-gate", e.readinessGate)
 		e.longTail(t) // 10–14 (longtail_test.go)
 	})
 	if t.Failed() {
