@@ -60,7 +60,8 @@ func (c *Correlator) attemptDone(p *pod, ct *container) bool {
 		return false
 	}
 	for _, o := range p.containers {
-		if o != ct && o.name == ct.name && o.backoffDone && o.startedAtOr().After(ct.exitAt) {
+		// Its back-off, decided at its start, was the last use of ct.
+		if o != ct && o.name == ct.name && o.startedAtOr().After(ct.exitAt) {
 			return true
 		}
 	}

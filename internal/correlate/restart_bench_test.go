@@ -21,7 +21,11 @@ const restartAttempts = 30 * 24 * 12
 // runtime's exit, the cgroup's removal, the kubelet's BackOff event (one
 // object, its count rising), the pod's status, the runtime's removal of the
 // attempt before, and the 5-minute back-off.
-func crashLoop(s *sim, n int) {
+func crashLoop(s *sim, n int) { crashLoopRemoving(s, n, true) }
+
+// crashLoopRemoving: crashLoop, with or without the runtime's removals (a
+// tracer that missed them, a kubelet keeping dead containers).
+func crashLoopRemoving(s *sim, n int, remove bool) {
 	s.info.InitContainers = nil
 	s.sandboxUp()
 	var prev string
@@ -41,7 +45,7 @@ func crashLoop(s *sim, n int) {
 		s.info.Statuses = []fact.ContainerStatus{{Name: "app", RestartCount: int32(a),
 			State: fact.ContainerState{Waiting: &fact.Waiting{Reason: "CrashLoopBackOff"}}}}
 		s.pod()
-		if prev != "" {
+		if prev != "" && remove {
 			s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventContainerRemoved, At: s.now,
 				Container: &cri.Container{ID: prev, SandboxID: "sb1", Name: "app", PodUID: s.uid}}})
 		}
@@ -82,6 +86,22 @@ func TestCrashLoop30DaysStaysBounded(t *testing.T) {
 	s.spans, s.o.calls = nil, nil // what was exported is gone from the tracer
 	after := heapNow()
 	if kept := int64(after) - int64(before); kept > 256<<10 {
+		t.Errorf("%d bytes kept for the pod after %d attempts, want at most 256 KiB", kept, restartAttempts)
+	}
+	runtime.KeepAlive(s)
+}
+
+// Without the runtime's removals, the pod keeps its latest finished
+// attempts (maxKeptAttempts) and no more.
+func TestCrashLoopWithoutRemovalsStaysBounded(t *testing.T) {
+	before := heapNow()
+	s := newSim(t)
+	crashLoopRemoving(s, restartAttempts, false)
+	if runs := len(s.find(names.SpanContainerRun)); runs != restartAttempts {
+		t.Errorf("%d runs, want %d", runs, restartAttempts)
+	}
+	s.spans, s.o.calls = nil, nil
+	if kept := int64(heapNow()) - int64(before); kept > 256<<10 {
 		t.Errorf("%d bytes kept for the pod after %d attempts, want at most 256 KiB", kept, restartAttempts)
 	}
 	runtime.KeepAlive(s)
