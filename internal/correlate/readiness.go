@@ -101,7 +101,7 @@ func (c *Correlator) notReadySpan(p *pod, end time.Time, unfinished string) {
 	if end.Before(start) {
 		end = start
 	}
-	attrs := c.readinessFailAttrs(p, start)
+	attrs := c.readinessFailAttrs(p, start, end)
 	if p.episodes >= maxNotReadySpans {
 		p.addRootEvent(span.SpanEvent{Name: names.EventReadinessLost, Time: start,
 			Attrs: append(attrs, span.Float(names.NotReadySeconds, end.Sub(start).Seconds()))})
@@ -121,10 +121,12 @@ func (c *Correlator) notReadySpan(p *pod, end time.Time, unfinished string) {
 		Start: start, End: end, Status: span.StatusError, StatusMessage: msg, Attrs: attrs})
 }
 
-// readinessFailAttrs says what made the pod lose readiness at lost: the
+// readinessFailAttrs says what kept the pod not Ready from lost to end: the
 // containers not ready, the kubelet's latest Unhealthy (readiness) message,
-// the latest failing exec readiness probe.
-func (c *Correlator) readinessFailAttrs(p *pod, lost time.Time) []span.Attr {
+// the latest failing exec readiness probe. The probe keeps failing after
+// the loss, and the kubelet's Unhealthy Event is one object whose
+// LastTime moves on: both count up to the episode's end.
+func (c *Correlator) readinessFailAttrs(p *pod, lost, end time.Time) []span.Attr {
 	var attrs []span.Attr
 	if p.notReady != "" {
 		attrs = append(attrs, span.String(names.ReadinessNotReady, p.notReady))
@@ -134,7 +136,7 @@ func (c *Correlator) readinessFailAttrs(p *pod, lost time.Time) []span.Attr {
 		if ev.Reason != "Unhealthy" || !strings.HasPrefix(ev.Message, "Readiness probe") {
 			continue
 		}
-		if ev.LastTime.After(lost.Add(5*time.Second)) || ev.LastTime.Before(lost.Add(-readinessLookBack)) {
+		if ev.FirstTime.After(end) || ev.LastTime.Before(lost.Add(-readinessLookBack)) {
 			continue
 		}
 		attrs = append(attrs, span.String(names.ReadinessProbeOutput, strings.TrimPrefix(ev.Message, "Readiness probe failed: ")))
@@ -143,7 +145,7 @@ func (c *Correlator) readinessFailAttrs(p *pod, lost time.Time) []span.Attr {
 		}
 		break
 	}
-	if f := p.lastReadinessFail; f != nil && !f.at.After(lost.Add(5*time.Second)) && !f.at.Before(lost.Add(-readinessLookBack)) {
+	if f := p.lastReadinessFail; f != nil && !f.at.After(end) && !f.at.Before(lost.Add(-readinessLookBack)) {
 		attrs = append(attrs, span.Strings(names.ProcessCommandArgs, f.args...))
 		if f.signal != "" {
 			attrs = append(attrs, span.String(names.SignalName, f.signal))

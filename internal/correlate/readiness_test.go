@@ -27,21 +27,29 @@ func (s *sim) setReady(ready bool) {
 }
 
 // readinessBlip: a minute after start-up the app's readiness file goes;
-// three failing probes, the kubelet's Unhealthy event, Ready False; 30 s
-// later the file is back and the pod Ready again.
+// the probe fails every 10 s, the kubelet's Unhealthy event (one object,
+// its count and LastTime rising, as in the real cluster), Ready False
+// (whole seconds: before the failing probe the kernel saw); 30 s later
+// the file is back and the pod Ready again.
 func readinessBlip(s *sim) time.Time {
 	s.at(time.Minute)
-	for range 3 {
+	lost := s.now.Truncate(time.Second)
+	first := s.now
+	for i := range 4 {
 		s.at(10 * time.Second)
 		pr := s.exec("app", 99, "cat", "/tmp/ready")
 		s.at(5 * time.Millisecond)
 		s.exit("app", pr, 1, 0)
+		s.in(fact.Input{Event: &fact.K8sEvent{UID: "ev-unhealthy", PodUID: s.uid, Reason: "Unhealthy", Container: "app",
+			Message: "Readiness probe failed: cat: can't open '/tmp/ready': No such file or directory", FirstTime: first, LastTime: s.now, Count: int32(i + 1)}})
+		if i == 0 {
+			now := s.now
+			s.now = lost
+			s.setReady(false)
+			s.now = now
+			s.tick(2 * time.Second)
+		}
 	}
-	s.event("Unhealthy", "app", "Readiness probe failed: cat: can't open '/tmp/ready': No such file or directory")
-	s.at(time.Second)
-	lost := s.now
-	s.setReady(false)
-	s.tick(2 * time.Second)
 	s.at(30 * time.Second)
 	s.setReady(true)
 	s.tick(2 * time.Second)
@@ -56,8 +64,8 @@ func TestReadinessLostAndRegained(t *testing.T) {
 	s.startup()
 	lost := readinessBlip(s)
 	nr := s.one(names.SpanPodNotReady)
-	if !nr.Start.Equal(lost) || nr.Duration() != 32*time.Second {
-		t.Errorf("not ready %s for %s, want from %s for 32s", nr.Start, nr.Duration(), lost)
+	if want := s.now.Add(-2 * time.Second).Sub(lost); !nr.Start.Equal(lost) || nr.Duration() != want {
+		t.Errorf("not ready %s for %s, want from %s for %s", nr.Start, nr.Duration(), lost, want)
 	}
 	if nr.Status != span.StatusError || !strings.Contains(nr.StatusMessage, "can't open '/tmp/ready'") {
 		t.Errorf("status %v %q", nr.Status, nr.StatusMessage)
