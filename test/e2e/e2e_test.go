@@ -59,6 +59,7 @@ func TestCluster(t *testing.T) {
 		t.Run("45-readiness-lost-regained", e.readinessLostAndRegained)
 		t.Run("46-kubectl-debug", e.kubectlDebug)
 		t.Run("47-readiness-gate", e.readinessGate)
+		t.Run("50-signal-flood", e.signalFlood)
 		e.longTail(t) // 10–14 (longtail_test.go)
 	})
 	if t.Failed() {
