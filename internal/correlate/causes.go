@@ -23,6 +23,10 @@ type containerProbes struct {
 	// lastLivenessFail is when a liveness probe last failed (kernel view).
 	lastLivenessFail time.Time
 	lastStartupFail  time.Time // when a startup probe last failed (kernel view)
+	// postStartFailed: when its exec postStart hook failed (kernel view),
+	// and its exit code.
+	postStartFailed  time.Time
+	postStartExit    int
 	probeFails       []span.SpanEvent
 	probeFailsFolded int
 }
@@ -55,6 +59,9 @@ func (c *Correlator) cause(ct *container) (names.Cause, []span.Attr) {
 		return cause, a
 	}
 	if cause, a := ct.disruptionCause(); cause != "" {
+		return cause, a
+	}
+	if cause, a := c.kubeletCause(ct); cause != "" {
 		return cause, a
 	}
 	if ct.exitSignal == 0 {

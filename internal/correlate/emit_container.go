@@ -184,6 +184,13 @@ func (c *Correlator) stopSpan(ct *container) {
 	if sigkill && hooked {
 		killNote = w.kubeletKill(kill)
 	}
+	if sigkill && !hooked && p.kubeletMinimumGrace(term, kill) {
+		// No grace was left to give (an eviction's grace 0, a hook not in
+		// the spec that used it up): the kubelet's minimum, not the app's
+		// overrun. With the preStop in the spec, its window decides.
+		killNote = fmt.Sprintf("SIGKILL %.1fs after %s: the kubelet's minimum grace (%s), none of the pod's was left",
+			kill.at.Sub(term.at).Seconds(), kernel.SignalName(term.sig), minimumGrace)
+	}
 	if sigkill {
 		status = span.StatusError
 		msg = "killed with SIGKILL after the grace period"

@@ -61,10 +61,15 @@ func (c *Correlator) terminationSpan(p *pod, at time.Time, unfinished string) {
 		if m != "" {
 			attrs = append(attrs, span.String(names.Message, m))
 		}
-	} else if p.terminationReason != "" {
-		attrs = append(attrs, span.String(names.TerminationReason, p.terminationReason))
-	} else if p.info != nil && p.info.Reason != "" {
-		attrs = append(attrs, span.String(names.TerminationReason, p.info.Reason))
+	} else if p.terminationReason != "" || p.info != nil && p.info.Reason != "" {
+		reason := p.terminationReason
+		if reason == "" {
+			reason = p.info.Reason
+		}
+		attrs = append(attrs, span.String(names.TerminationReason, reason))
+		if p.info != nil && p.info.Reason == reason && p.info.Message != "" {
+			attrs = append(attrs, span.String(names.Message, p.info.Message)) // the kubelet's, e.g. an eviction's
+		}
 	}
 	attrs = append(attrs, span.Bool(names.GracePeriodOverrun, p.overrun))
 	status, msg := span.StatusOK, ""

@@ -26,8 +26,8 @@ const (
 )
 
 // minimumGrace is the kubelet's minimumGracePeriodInSeconds: what it still
-// gives a container between its stop signal and SIGKILL when a preStop hook
-// used the grace period.
+// gives a container between its stop signal and SIGKILL when no grace is
+// left (a preStop hook used the grace period, an eviction's grace 0).
 const minimumGrace = 2 * time.Second
 
 // rerunSlack: how much later than its hook allows a stop signal may come

@@ -128,8 +128,8 @@ func (p *pod) noteDeletion(info *fact.PodInfo) {
 func (p *pod) firstStop() time.Time {
 	var first time.Time
 	for _, ct := range p.containers {
-		if ct.sandbox {
-			continue
+		if ct.sandbox || ct.nextAttempt() != nil {
+			continue // an earlier run, restarted by the kubelet
 		}
 		if s := ct.stopSignal(); s != nil && (s.senderKind == names.SenderRuntime || s.senderKind == names.SenderKubelet) {
 			if first.IsZero() || s.at.Before(first) {

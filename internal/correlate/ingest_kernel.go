@@ -262,6 +262,8 @@ func (c *Correlator) sessionExited(ct *container, s *session, e *kernel.ExitEven
 		ct.lastLivenessFail = e.Time
 	case kind == names.SessionProbeStartup && !ok:
 		ct.lastStartupFail = e.Time
+	case kind == names.SessionPostStart && !ok:
+		ct.postStartFailed, ct.postStartExit = e.Time, e.ExitCode
 	case ok && !ct.pod.startupDone && (kind == names.SessionProbeReadiness || kind == names.SessionProbeStartup || kind == names.SessionPostStart):
 		// Only until the start-up is out: a probe every few seconds for
 		// the pod's whole life must not pile up here.

@@ -96,6 +96,11 @@ func (c *Correlator) step() {
 func (c *Correlator) decide(ch change) {
 	switch ch.kind {
 	case changeInitFound, changeContainerStarted:
+		if ch.ct.pod != nil {
+			// A new attempt: the kubelet's stop of the last one was a
+			// restart (its spans may wait for this).
+			c.settlePod(ch.ct.pod, false)
+		}
 		c.backoff(ch.ct)
 		if ch.ct.pod != nil {
 			c.maybeStarted(ch.ct.pod)
@@ -116,6 +121,7 @@ func (c *Correlator) decide(ch change) {
 			c.emit(ch.p, c.cniSpan(ch.p, ch.r, c.terminationParent(ch.p)))
 		}
 	case changePodUpdated:
+		c.settlePod(ch.p, false) // a stop may wait for the pod's status
 		c.kubeletPostStarts(ch.p)
 		c.maybeStarted(ch.p)
 		c.readinessChanged(ch.p)
@@ -154,6 +160,9 @@ func (c *Correlator) settleContainer(ct *container, force bool) {
 	}
 	ct.doneSessions = nil
 	if ct.exited && !ct.finalized {
+		if !force && c.verdictPending(ct) {
+			return
+		}
 		ct.finalized = true
 		if !ct.sandbox {
 			c.containerDone(ct)

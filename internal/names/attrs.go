@@ -57,6 +57,7 @@ const (
 	GracePeriodSeconds   = "podchron.grace_period.seconds"
 	K8sEventCount        = "podchron.k8s_event.count"
 	K8sEventReason       = "podchron.k8s_event.reason"
+	KubeletRestartReason = "podchron.kubelet_restart.reason"
 	LingeringContainers  = "podchron.lingering.containers"
 	LossUntil            = "podchron.loss.until"
 	OOMAnonRSSKB         = "podchron.oom.anon_rss_kb"

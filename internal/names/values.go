@@ -19,6 +19,20 @@ const (
 	CauseDeletedByPodGC      Cause = "deleted_by_pod_gc"     // the pod garbage collector deleted it
 	CauseDisrupted           Cause = "disrupted"             // another DisruptionTarget reason
 	CauseUnknown             Cause = "unknown"               // removed before its exit was seen
+	// CauseKubeletRestart: the kubelet stopped the container with no
+	// termination of its pod in progress (a failed postStart hook, a
+	// resize that restarts, a changed definition, a changed sandbox);
+	// podchron.kubelet_restart.reason says which, when a fact gives it.
+	CauseKubeletRestart Cause = "kubelet_restart"
+)
+
+// Why the kubelet restarted a container (podchron.kubelet_restart.reason).
+const (
+	KubeletRestartPostStart  = "poststart_hook_failed"
+	KubeletRestartResize     = "resize"
+	KubeletRestartDefinition = "definition_changed"
+	KubeletRestartSandbox    = "sandbox_changed"
+	KubeletRestartUnknown    = "unknown" // no fact named the reason
 )
 
 // SenderKind is who sent a signal (podchron.signal.sender.kind).
