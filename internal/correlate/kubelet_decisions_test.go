@@ -1,0 +1,220 @@
+package correlate_test
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/fact/cri"
+	"github.com/podchron/podchron/internal/fact/kernel"
+	"github.com/podchron/podchron/internal/names"
+	"github.com/podchron/podchron/internal/span"
+)
+
+// The kubelet's own decisions: it stops a container while its pod is not
+// terminating (a failed probe it runs over the network, a failed postStart
+// hook, a changed definition, a resize) and starts a new attempt, or it
+// evicts the pod alone (emptyDir sizeLimit, ephemeral storage). Its events
+// may be missing (its recorder allows 25 per pod, then one per 5 minutes)
+// or come after the runtime's exit: the stop with no termination and the
+// new attempt decide that the kubelet killed it; events only name why.
+
+// runOf is the container.run span of one attempt (by container ID).
+func (s *sim) runOf(id string) span.Span {
+	s.t.Helper()
+	for _, sp := range s.find(names.SpanContainerRun) {
+		if sp.Attr(names.ContainerID) == id {
+			return sp
+		}
+	}
+	s.t.Fatalf("no container.run of %s\n%s", id, render(s.spans))
+	return span.Span{}
+}
+
+// kubeletRestart: the runtime's SIGTERM to the app (taken by a handler),
+// its exit 0 and the runtime's Completed, then (events in between, when
+// given) the kubelet's next attempt.
+func (s *sim) kubeletRestart(app uint32, between func()) {
+	s.gracefulStop("app", app, 30*time.Millisecond)
+	s.at(100 * time.Millisecond)
+	if between != nil {
+		between()
+	}
+	s.at(200 * time.Millisecond)
+	s.container("app", "c0ffee03", 1)
+	s.tick(3 * time.Second)
+}
+
+// wantRestart checks the first attempt's run: an error with the cause, and
+// a message (or reason) containing want.
+func wantRestart(t *testing.T, run span.Span, cause names.Cause, want string) {
+	t.Helper()
+	msg, _ := run.Attr(names.Message).(string)
+	reason, _ := run.Attr(names.KubeletRestartReason).(string)
+	if run.Attr(names.ExitCause) != string(cause) || run.Status != span.StatusError || !strings.Contains(msg+" "+reason, want) {
+		t.Errorf("run: %s %q, want cause %s naming %q: %v", run.Status, run.StatusMessage, cause, want, run.Attrs)
+	}
+}
+
+func liveness(kind string) *fact.ProbeSpec {
+	return &fact.ProbeSpec{Handler: fact.Handler{Kind: kind}, PeriodSeconds: 1, FailureThreshold: 2}
+}
+
+// A postStart hook that fails: the kubelet kills the container (its
+// FailedPostStartHook event, or only the hook's failed exec the kernel saw)
+// and starts it again. Not a completion, whatever the app's exit code.
+func TestKubeletKillAfterPostStartFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		events bool
+		want   string
+	}{
+		{"exec hook, kernel only", false, "postStart hook exited 1"},
+		{"events", true, "exited with 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t)
+			first := s.startup()
+			// A later attempt whose hook fails.
+			s.at(time.Second)
+			s.exit("app", first, 1, 0)
+			s.cri(cri.EventContainerExited, "app", 1, "Error")
+			s.at(time.Second)
+			app := s.container("app", "c0ffee04", 1)
+			hook := s.exec("app", 99, "sh", "-c", "echo warm")
+			s.at(30 * time.Millisecond)
+			s.exit("app", hook, 1, 0)
+			if tc.events {
+				s.event("FailedPostStartHook", "app", `Exec lifecycle hook ([sh -c echo warm]) for Container "app" in Pod "web-7d9f_shop" failed - error: command 'sh -c echo warm' exited with 1: , message: ""`)
+				s.event("Killing", "app", "FailedPostStartHook")
+			}
+			s.at(10 * time.Millisecond)
+			s.gracefulStop("app", app, 30*time.Millisecond)
+			s.at(300 * time.Millisecond)
+			s.container("app", "c0ffee05", 2)
+			s.tick(3 * time.Second)
+			run := s.runOf("c0ffee04")
+			wantRestart(t, run, names.CauseKubeletRestart, names.KubeletRestartPostStart)
+			wantRestart(t, run, names.CauseKubeletRestart, tc.want)
+		})
+	}
+}
+
+// An httpGet liveness probe: the kernel sees nothing of it. Its Killing
+// event comes after the runtime reported the exit (the event watch lags).
+func TestHTTPProbeRestartKillingEventLate(t *testing.T) {
+	s := newSim(t)
+	s.info.Containers[0].Liveness = liveness("httpGet")
+	app := s.startup()
+	s.at(5 * time.Second)
+	s.kubeletRestart(app, func() {
+		s.event("Killing", "app", "Container app failed liveness probe, will be restarted")
+	})
+	wantRestart(t, s.runOf("c0ffee02"), names.CauseLivenessRestart, "failed liveness probe")
+}
+
+// The Killing event was dropped (the recorder's budget went on Unhealthy
+// events): the Unhealthy events name the probe.
+func TestHTTPProbeRestartOnlyUnhealthy(t *testing.T) {
+	s := newSim(t)
+	s.info.Containers[0].Liveness = liveness("httpGet")
+	app := s.startup()
+	s.at(5 * time.Second)
+	for range 2 {
+		s.event("Unhealthy", "app", `Liveness probe failed: Get "http://10.244.0.7:8080/healthz": dial tcp 10.244.0.7:8080: connect: connection refused`)
+		s.at(time.Second)
+	}
+	s.kubeletRestart(app, nil)
+	wantRestart(t, s.runOf("c0ffee02"), names.CauseLivenessRestart, "Liveness probe failed: Get")
+}
+
+// A tcpSocket liveness probe and no event at all: the stop with no
+// termination and the new attempt say the kubelet restarted it; the spec's
+// only restart it has, a probe the kernel cannot see, names why.
+func TestTCPProbeRestartNoEvent(t *testing.T) {
+	s := newSim(t)
+	s.info.Containers[0].Liveness = liveness("tcpSocket")
+	app := s.startup()
+	s.at(5 * time.Second)
+	s.kubeletRestart(app, nil)
+	wantRestart(t, s.runOf("c0ffee02"), names.CauseLivenessRestart, "tcpSocket liveness probe")
+}
+
+// A changed definition (the Killing event says so) and an in-place resize
+// that restarts the container (no event named it here): kubelet restarts,
+// errors, never completions.
+func TestResizeAndDefinitionChangeRestarts(t *testing.T) {
+	for _, tc := range []struct{ name, killing, want string }{
+		{"definition", "Container app definition changed, will be restarted", names.KubeletRestartDefinition},
+		{"resize", "", names.KubeletRestartUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t)
+			app := s.startup()
+			s.at(5 * time.Second)
+			s.kubeletRestart(app, func() {
+				if tc.killing != "" {
+					s.event("Killing", "app", tc.killing)
+				}
+			})
+			wantRestart(t, s.runOf("c0ffee02"), names.CauseKubeletRestart, tc.want)
+		})
+	}
+}
+
+// The kubelet evicts the pod alone (an emptyDir over its sizeLimit): no
+// DisruptionTarget, status Failed/Evicted with a message, written once the
+// containers stopped (or, here too, while they stop). Grace 0: the kubelet
+// still gives 2 s before SIGKILL, which is not the app's overrun.
+func TestEmptyDirEviction(t *testing.T) {
+	const msg = `Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". `
+	for _, statusFirst := range []bool{false, true} {
+		name := "status after the exit"
+		if statusFirst {
+			name = "status during the stop"
+		}
+		t.Run(name, func(t *testing.T) {
+			s := newSim(t)
+			app := s.startup()
+			s.at(5 * time.Second)
+			s.event("Evicted", "", msg)
+			stopAt := s.now
+			evicted := func() {
+				s.info.Phase, s.info.Reason, s.info.Message = "Failed", "Evicted", msg
+				s.pod()
+			}
+			// sh as PID 1 ignores SIGTERM.
+			s.signal("app", app, syscall.SIGTERM, "runc", kernel.SignalIgnored, kernel.DispositionDefault)
+			s.at(time.Second)
+			if statusFirst {
+				evicted()
+			}
+			s.at(time.Second)
+			s.signal("app", app, syscall.SIGKILL, "runc", kernel.SignalDelivered, kernel.DispositionDefault)
+			s.exit("app", app, 0, syscall.SIGKILL)
+			s.cri(cri.EventContainerExited, "app", 137, "Error")
+			s.at(400 * time.Millisecond)
+			if !statusFirst {
+				evicted()
+			}
+			s.at(time.Second)
+			s.rmdir(8000, "/kubepods/burstable/pod"+s.uid)
+			s.tick(3 * time.Second)
+			run := s.one(names.SpanContainerRun)
+			if run.Attr(names.ExitCause) != string(names.CauseEvicted) {
+				t.Errorf("run: %v", run.Attrs)
+			}
+			term := s.one(names.SpanPodTermination)
+			if !term.Start.Equal(stopAt) || term.Status == span.StatusError || term.Attr(names.GracePeriodOverrun) != false ||
+				term.Attr(names.TerminationReason) != "Evicted" || term.Attr(names.Message) != msg {
+				t.Errorf("termination %s (stop %s): %s %q %v", term.Start, stopAt, term.Status, term.StatusMessage, term.Attrs)
+			}
+			stop := s.one(names.SpanContainerStop)
+			if stop.Status == span.StatusError || stop.Attr(names.GracePeriodOverrun) != false {
+				t.Errorf("stop: %s %q %v", stop.Status, stop.StatusMessage, stop.Attrs)
+			}
+		})
+	}
+}
