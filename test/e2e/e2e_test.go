@@ -60,6 +60,9 @@ func TestCluster(t *testing.T) {
 		t.Run("46-kubectl-debug", e.kubectlDebug)
 		t.Run("47-readiness-gate", e.readinessGate)
 		t.Run("50-signal-flood", e.signalFlood)
+		t.Run("35-poststart-hook-fails", e.postStartFailure)
+		t.Run("36-network-probe-restarts", e.networkProbeRestarts)
+		t.Run("37-emptydir-eviction", e.emptyDirEviction)
 		e.longTail(t) // 10–14 (longtail_test.go)
 	})
 	if t.Failed() {
