@@ -142,13 +142,14 @@ func TestTCPProbeRestartNoEvent(t *testing.T) {
 	wantRestart(t, s.runOf("c0ffee02"), names.CauseLivenessRestart, "tcpSocket liveness probe")
 }
 
-// A changed definition (the Killing event says so) and an in-place resize
-// that restarts the container (no event named it here): kubelet restarts,
-// errors, never completions.
+// A changed definition and an in-place resize that restarts the container
+// (their Killing events say so, or were dropped): kubelet restarts, errors,
+// never completions.
 func TestResizeAndDefinitionChangeRestarts(t *testing.T) {
 	for _, tc := range []struct{ name, killing, want string }{
 		{"definition", "Container app definition changed, will be restarted", names.KubeletRestartDefinition},
-		{"resize", "", names.KubeletRestartUnknown},
+		{"resize", "Container app resize requires restart", names.KubeletRestartResize},
+		{"resize, Killing event dropped", "", names.KubeletRestartUnknown},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newSim(t)

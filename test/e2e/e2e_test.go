@@ -63,6 +63,7 @@ func TestCluster(t *testing.T) {
 		t.Run("35-poststart-hook-fails", e.postStartFailure)
 		t.Run("36-network-probe-restarts", e.networkProbeRestarts)
 		t.Run("37-emptydir-eviction", e.emptyDirEviction)
+		t.Run("38-resize-restart", e.resizeRestart)
 		e.longTail(t) // 10–14 (longtail_test.go)
 	})
 	if t.Failed() {

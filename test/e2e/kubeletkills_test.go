@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/podchron/podchron/internal/names"
@@ -121,6 +122,41 @@ func (e *env) emptyDirEviction(t *testing.T) {
 		}
 		return firstErr(attr(r, names.ExitCause, string(names.CauseEvicted)), attr(term, names.TerminationReason, "Evicted"),
 			attr(term, names.GracePeriodOverrun, "false"))
+	})
+	report(t, tr)
+	e.deletePod(t, ns, pod.Name)
+}
+
+// resizeRestart: an in-place resize of a memory limit whose resizePolicy
+// is RestartContainer: the kubelet restarts the container (Killing
+// "Container app resize requires restart"), the pod is not terminating.
+func (e *env) resizeRestart(t *testing.T) {
+	t.Parallel()
+	const ns = "s38-resize-restart"
+	e.namespace(t, ns)
+	app := container("app", sh(gracefulApp)...)
+	app.Resources = corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+	}
+	app.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}
+	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "resized"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{app}}})
+	patch := []byte(`{"spec":{"containers":[{"name":"app","resources":{"limits":{"memory":"96Mi"}}}]}}`)
+	if _, err := e.cs.CoreV1().Pods(ns).Patch(e.ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "resize"); err != nil {
+		t.Fatalf("resize: %v", err)
+	}
+	e.waitPod(t, ns, pod.Name, "restarted by the resize", 2*time.Minute, restarted(1))
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		r, err := firstRun(tr, "app")
+		if err != nil {
+			return err
+		}
+		if !r.Error {
+			return fmt.Errorf("run not an error: %v", r.Tags)
+		}
+		return firstErr(attr(r, names.ExitCause, string(names.CauseKubeletRestart)),
+			attr(r, names.KubeletRestartReason, names.KubeletRestartResize))
 	})
 	report(t, tr)
 	e.deletePod(t, ns, pod.Name)
