@@ -68,6 +68,9 @@ func (c *Correlator) cause(ct *container) (names.Cause, []span.Attr) {
 		if p != nil && p.info != nil && p.info.Reason == "Evicted" {
 			return names.CauseEvicted, nil
 		}
+		if ev := p.kubeletEviction(); ev != nil {
+			return names.CauseEvicted, append([]span.Attr{span.String(names.Message, ev.Message)}, eventCut(ev)...)
+		}
 		if ct.exitCode == 0 {
 			return names.CauseCompleted, nil
 		}

@@ -108,5 +108,8 @@ func (p *pod) goingReason() (string, bool) {
 	if p.info.Reason != "" && (p.info.Phase == "Failed" || p.info.Phase == "Succeeded" || p.info.Phase == "") {
 		return p.info.Reason, true
 	}
+	if p.kubeletEviction() != nil {
+		return "Evicted", true
+	}
 	return "", false
 }

@@ -195,6 +195,13 @@ func (c *Correlator) k8sEvent(ev *fact.K8sEvent) {
 	switch ev.Reason {
 	case "Pulling", "Pulled", "Failed", "BackOff":
 		p.pullEvent(ev)
+	case "Evicted":
+		// The kubelet evicts the pod alone (before its stop; its status
+		// may never say Evicted): the termination began at the stop.
+		if at := p.firstStop(); p.terminating.IsZero() && !at.IsZero() && p.info != nil && p.info.DeletionTimestamp == nil {
+			p.terminating, p.terminationReason = at, "Evicted"
+		}
+		c.note(change{kind: changePodUpdated, p: p})
 	case "Unhealthy":
 		for _, ct := range p.containers {
 			if ct.name == ev.Container && !ct.exited {

@@ -263,3 +263,20 @@ func (p *pod) kubeletMinimumGrace(term, kill *signalRec) bool {
 	left := p.grace - term.at.Sub(p.terminating)
 	return left < minimumGrace-500*time.Millisecond
 }
+
+// kubeletEviction is the kubelet's Evicted event for the pod (its eviction
+// manager records it, with the reason, before it stops the pod), nil if
+// none. A single-pod eviction sets no DisruptionTarget, and the pod's
+// status may not say Evicted (Kubernetes 1.34 here: phase Succeeded, no
+// reason, when the containers exited 0 on SIGTERM).
+func (p *pod) kubeletEviction() *fact.K8sEvent {
+	if p == nil {
+		return nil
+	}
+	for i := len(p.k8sEvents) - 1; i >= 0; i-- {
+		if ev := p.k8sEvents[i]; ev.Reason == "Evicted" && ev.Container == "" {
+			return ev
+		}
+	}
+	return nil
+}
