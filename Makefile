@@ -110,7 +110,7 @@ bench: build ## decode benchmark and the exec-storm benchmark (root)
 	$(GO) test -run '^$$' -bench TrackedNodeMemory -benchtime 3x ./internal/correlate
 	bash bench/execstorm.sh
 
-faults: ## OTLP fault suite with figures (test/faults: outage, partial success, oversized span, throttling, 400/401; PODCHRON_FAULT_OUTAGE=10m for the long outage, default 20s)
+faults: ## OTLP fault suite with figures (test/faults: outage, partial success, oversized span, throttling, 400/401, clock step ±1 h; PODCHRON_FAULT_OUTAGE=10m for the long outage, default 20s)
 	$(GO) test -count=1 -v -timeout 30m ./test/faults/
 
 BPF_SOURCES = $$(git ls-files 'bpf/*.c' 'bpf/*.h')
