@@ -356,6 +356,13 @@ func (c *Correlator) finishPod(p *pod, at time.Time, unfinished string) {
 	if p.finished {
 		return
 	}
+	if c.unconfirmed(p) {
+		// Not told: its end was the previous instance's (resume.go).
+		c.miss("pod_unconfirmed")
+		p.finished = true
+		c.forget(p)
+		return
+	}
 	p.finishing = true
 	if !p.startupDone && !p.readySeen.IsZero() {
 		c.maybeStarted(p) // a start-up still settling

@@ -258,41 +258,27 @@ func tree(s span.Span) string {
 	return fmt.Sprintf("%s %s parent=%s", s.TraceID, s.Name, s.Parent)
 }
 
-// reopenPending names the one conflict left to another change: the first
-// instance ended the pod's trace (its root emitted: the pod's containers
-// and sandbox ended), the runtime still lists the stopped sandbox when the
-// second instance starts, and the second opens the pod again and flushes a
-// second root, "pod still alive". That a finished trace is never reopened
-// (issue 18, item 1) is the work of "resume (h1)" (sandbox.go, cleanup.go);
-// this exception goes when it is merged.
-const reopenPending = "reopen: a finished pod's trace opened again from its stopped sandbox, pending resume (h1)"
-
-// pendingConflict names why a span ID emitted twice with different
-// content is a pending exception, or "" when it is not one.
-func pendingConflict(first, second span.Span) string {
-	if first.Name == "pod" && second.Name == "pod" && first.Parent.IsZero() &&
-		first.Status != span.StatusUnset && second.Status == span.StatusUnset &&
-		strings.HasSuffix(second.StatusMessage, "tracer stopped") {
-		return reopenPending
-	}
-	return ""
-}
-
 // restartResult is what one cut gave.
 type restartResult struct {
 	conflicts []string // span IDs emitted twice with different content
-	pending   []string // the same, by a named pending exception
 	missing   []string // spans of the uninterrupted run neither instance emitted
 	extra     []string // spans neither run has in that place
 }
 
-func restartAt(inputs []fact.Input, i int, want map[span.SpanID]span.Span) restartResult {
+// restartTime is when the second instance starts for a cut before input
+// i: when the first stopped (its last input).
+func restartTime(inputs []fact.Input, i int) time.Time {
 	var at time.Time
 	for _, x := range inputs[:i] {
 		if x.Time.After(at) {
 			at = x.Time
 		}
 	}
+	return at
+}
+
+func restartAt(inputs []fact.Input, i int, want map[span.SpanID]span.Span) restartResult {
+	at := restartTime(inputs, i)
 	a := collect(nil, inputs[:i], (*correlate.Correlator).Shutdown)
 	b := collect(restartSeed(inputs[:i], at), inputs[i:], (*correlate.Correlator).Flush)
 	var r restartResult
@@ -300,10 +286,6 @@ func restartAt(inputs []fact.Input, i int, want map[span.SpanID]span.Span) resta
 	for _, s := range append(a, b...) {
 		if prev, ok := got[s.SpanID]; ok {
 			if content(prev) == content(s) {
-				continue
-			}
-			if why := pendingConflict(prev, s); why != "" {
-				r.pending = append(r.pending, why)
 				continue
 			}
 			r.conflicts = append(r.conflicts, fmt.Sprintf("%s %s:\n  %s\n  %s", s.SpanID, s.Name, content(prev), content(s)))
@@ -340,12 +322,8 @@ func TestRestartAtEveryInput(t *testing.T) {
 				want[s.SpanID] = s
 			}
 			conflicts, cutsWithConflict, missing, extra := 0, 0, 0, 0
-			pending := map[string]int{}
 			for i := 1; i < len(inputs); i++ {
 				r := restartAt(inputs, i, want)
-				for _, why := range r.pending {
-					pending[why]++
-				}
 				conflicts += len(r.conflicts)
 				if len(r.conflicts) > 0 {
 					cutsWithConflict++
@@ -358,9 +336,6 @@ func TestRestartAtEveryInput(t *testing.T) {
 			}
 			t.Logf("%d cuts: %d span IDs emitted twice with different content (in %d cuts), %d spans missing, %d extra",
 				len(inputs)-1, conflicts, cutsWithConflict, missing, extra)
-			for why, n := range pending {
-				t.Logf("%d span IDs emitted twice with different content, named exception: %s", n, why)
-			}
 		})
 	}
 }

@@ -66,3 +66,23 @@ func startedBefore(info *fact.PodInfo, since time.Time) bool {
 	}
 	return initialized != nil && initialized.Status == "True" && ready.LastTransitionTime.After(initialized.LastTransitionTime)
 }
+
+// unconfirmed: a pod this instance knows only from the cgroup directories
+// its start-up scan found, with no process alive in them, no sandbox or
+// container the runtime named, no API object and nothing emitted. Its
+// sandbox was gone from the runtime before this instance started (the
+// kernel removes a pod's cgroup directories after the runtime's removal):
+// its trace, if any, was the previous instance's to end. Told here, it
+// would be a second root for an ended trace ("pod still alive"), with the
+// same IDs and different content.
+func (c *Correlator) unconfirmed(p *pod) bool {
+	if p.observedFrom.IsZero() || p.info != nil || p.sandboxID != "" || len(p.emitted) > 0 {
+		return false
+	}
+	for _, ct := range p.containers {
+		if !ct.createdAt.IsZero() || !ct.startedAtOr().IsZero() || len(ct.pids) > 0 {
+			return false
+		}
+	}
+	return true
+}
