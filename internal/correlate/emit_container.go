@@ -184,14 +184,16 @@ func (c *Correlator) stopSpan(ct *container) {
 	if sigkill && hooked {
 		killNote = w.kubeletKill(kill)
 	}
-	if sigkill && !hooked && p.kubeletMinimumGrace(term, kill) {
-		// No grace was left to give (an eviction's grace 0, a hook not in
-		// the spec that used it up): the kubelet's minimum, not the app's
-		// overrun. With the preStop in the spec, its window decides.
+	// No grace was left to give (an eviction's grace 0, a hook not in the
+	// spec that used it up): the kubelet's minimum, not the app's overrun,
+	// and not the app's error. With the preStop in the spec, its window
+	// decides.
+	kubeletMin := sigkill && !hooked && p.kubeletMinimumGrace(term, kill)
+	if kubeletMin {
 		killNote = fmt.Sprintf("SIGKILL %.1fs after %s: the kubelet's minimum grace (%s), none of the pod's was left",
 			kill.at.Sub(term.at).Seconds(), kernel.SignalName(term.sig), minimumGrace)
 	}
-	if sigkill {
+	if sigkill && !kubeletMin {
 		status = span.StatusError
 		msg = "killed with SIGKILL after the grace period"
 		if p.grace > 0 && term != nil {
