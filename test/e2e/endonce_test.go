@@ -93,7 +93,7 @@ func endedOnce(tr *backends.Trace) error {
 }
 
 // Scenario 31: the tracer restarted while one pod is NotReady (its
-// readiness probe fails) past the e2e's 20 s --startup-timeout and one has
+// readiness probe fails) past the e2e's 45 s --startup-timeout and one has
 // Failed before it was ever Ready. The first tracer decided both start-ups
 // (ERROR gave_up, ERROR failed); the new one first sees them with their
 // containers started before it: it decides no new pod.startup for them.

@@ -259,7 +259,7 @@ const (
 // time (20 s instead of 10 min, so a pod that never becomes Ready shows its
 // failed start-up within a scenario), and what scenario 29 checks: the
 // cluster's name, an exported pod label, an excluded namespace.
-var tracerArgs = []string{"--startup-timeout=20s", "--cluster-name=" + clusterName, "--pod-label=app",
+var tracerArgs = []string{"--startup-timeout=45s", "--cluster-name=" + clusterName, "--pod-label=app",
 	"--namespace-exclude=" + excludedNamespace}
 
 const (
@@ -395,7 +395,7 @@ func TestHelmValuesForCluster(t *testing.T) {
 //     in-cluster config reads);
 //   - the OTLP endpoint: the collector on loopback;
 //   - the runtime socket directory: the test's private containerd;
-//   - the start-up give-up time (--startup-timeout 20s instead of 10m), so a
+//   - the start-up give-up time (--startup-timeout 45s instead of 10m: room for a start-up on a loaded node running ~45 scenarios at once), so a
 //     pod that never becomes Ready shows its failed start-up within a
 //     scenario.
 func patchForCluster(rendered []byte, apiPort, otlpPort int, runtimeDir string) ([]byte, error) {

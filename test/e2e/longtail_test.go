@@ -107,7 +107,7 @@ func (e *env) imagePullFailure(t *testing.T) {
 		if !st.Error || !pull.Error || sb.Error {
 			return fmt.Errorf("status: startup error=%v pull error=%v sandbox error=%v", st.Error, pull.Error, sb.Error)
 		}
-		// Ended by the deletion, or by the e2e's 20 s give-up if the
+		// Ended by the deletion, or by the e2e's 45 s give-up if the
 		// back-off took that long.
 		if o := st.Str(names.StartupOutcome); o != "terminated" && o != "gave_up" {
 			return fmt.Errorf("pod.startup outcome %q", o)
@@ -445,7 +445,7 @@ func (e *env) readinessNeverPasses(t *testing.T) {
 		Command: []string{"cat", "/tmp/never"}}}, PeriodSeconds: 2}
 	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "unready"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{app}}})
-	// The tracer gives up after 20 s (the e2e's --startup-timeout): the
+	// The tracer gives up after 45 s (the e2e's --startup-timeout): the
 	// failed start-up is in Jaeger while the pod still lives.
 	tr := e.trace(t, string(pod.UID), 90*time.Second, func(tr *backends.Trace) error {
 		st, err := only(tr, names.SpanPodStartup)
