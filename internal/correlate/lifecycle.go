@@ -144,9 +144,13 @@ func (c *Correlator) containerExited(ct *container) {
 	c.settleContainer(ct, false)
 }
 
-// confirmed: the runtime has named the container and reported its end.
+// confirmed: the runtime has named the container and reported its end,
+// or removed it: after a removal the runtime says no more of it (its poll
+// had not seen it exit: no reason will come), so the kernel's exit is the
+// end the runtime leaves, and the next tracer instance, whose runtime
+// snapshot no longer has the container, cannot report it.
 func (ct *container) confirmed() bool {
-	return ct.name != "" && (ct.reason != "" || ct.runtimeExit)
+	return ct.name != "" && (ct.reason != "" || ct.runtimeExit || ct.removed)
 }
 
 // settleContainer emits a finished container's spans once the runtime has

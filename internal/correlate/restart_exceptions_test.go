@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/podchron/podchron/internal/fact"
-	"github.com/podchron/podchron/internal/fact/cri"
 	"github.com/podchron/podchron/internal/span"
 )
 
@@ -23,8 +22,6 @@ const (
 		"with no API deletion: the second instance has no fact that the pod is going"
 	excPhantomPod = "a pod known only from CNI runs before the cut: no runtime sandbox and no API object " +
 		"names it to the second instance"
-	excRemovedNotEmitted = "open: the first instance saw the runtime remove the container, " +
-		"but its Shutdown does not emit the container's run, and the second is not told of it"
 	excSeenBeforeRuntime = "open: a pod first seen through the start-up scan's cgroups, before the runtime " +
 		"named it, gets no pod.termination from the second instance"
 )
@@ -84,28 +81,6 @@ func (v cutView) runtimeNamed(tid span.TraceID) bool {
 	return false
 }
 
-// removedBefore: the runtime removed the span's container before the cut.
-func (v cutView) removedBefore(s span.Span) bool {
-	id := attr(s, "container.id")
-	for _, x := range v.inputs[:v.i] {
-		if ev := x.Runtime; ev != nil && ev.Type == cri.EventContainerRemoved && ev.Container != nil && ev.Container.ID == id {
-			return true
-		}
-	}
-	return false
-}
-
-func attr(s span.Span, key string) string {
-	for _, a := range s.Attrs {
-		if a.Key == key {
-			if str, ok := a.Value.(string); ok {
-				return str
-			}
-		}
-	}
-	return ""
-}
-
 // missingWhy names the exception for a span of the uninterrupted run that
 // neither instance emitted, "" when none applies.
 func (v cutView) missingWhy(w span.Span) string {
@@ -117,10 +92,6 @@ func (v cutView) missingWhy(w span.Span) string {
 	case "pod.startup", "pod.sandbox", "container.start":
 		if v.begunBefore(tid, "pod.startup") {
 			return excStartupInProgress
-		}
-	case "container.run":
-		if v.removedBefore(w) {
-			return excRemovedNotEmitted
 		}
 	case "pod":
 		if !v.runtimeNamed(tid) {
