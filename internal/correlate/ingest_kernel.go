@@ -122,6 +122,15 @@ func (c *Correlator) procSeen(ps *fact.ProcSeen) {
 		return
 	}
 	pr := &proc{tgid: ps.PID, ppid: ps.PPID, ctr: ct, execAt: ps.Started, args: ps.Args}
+	if runtimeArgv(ps.Args) && !ct.configured(ps.Args) {
+		// The runtime's bootstrap ("runc init"), caught by the scan while
+		// it sets the container up: not the init, which it execs next (as
+		// exec() tells a bootstrap's exec), then, as a live bootstrap, with
+		// no exec of the container's own yet.
+		pr.bootstrap, pr.execAt = true, time.Time{}
+		c.putProc(pr)
+		return
+	}
 	c.putProc(pr)
 	if parent, ok := c.procs[ps.PPID]; ok && parent.ctr == ct {
 		pr.session = parent.session

@@ -11,8 +11,7 @@ import (
 // Where the two instances' trees differ from the uninterrupted run's, the
 // facts the second instance can know may not allow the same tree. Each
 // named exception below says why, and applies only where the stream shows
-// its cause at that cut; any other difference fails the test. Those marked
-// "open" are model gaps the facts would allow fixing, not yet fixed.
+// its cause at that cut; any other difference fails the test.
 const (
 	excCNIBegun = "a CNI plugin run begun before the cut: its exec is a kernel fact only the first instance saw, " +
 		"and the first emits a run only with its finished phase"
@@ -22,8 +21,6 @@ const (
 		"with no API deletion: the second instance has no fact that the pod is going"
 	excPhantomPod = "a pod known only from CNI runs before the cut: no runtime sandbox and no API object " +
 		"names it to the second instance"
-	excSeenBeforeRuntime = "open: a pod first seen through the start-up scan's cgroups, before the runtime " +
-		"named it, gets no pod.termination from the second instance"
 )
 
 // cutView is what decides the exceptions at one cut.
@@ -112,11 +109,8 @@ func (v cutView) terminationWhy(w span.Span) string {
 		}
 		return ""
 	}
-	switch {
-	case v.begunBefore(tid, "pod.termination") && !v.apiDeletion():
+	if v.begunBefore(tid, "pod.termination") && !v.apiDeletion() {
 		return excTerminationBySignal
-	case !v.runtimeNamed(tid) && !v.apiDeletion():
-		return excSeenBeforeRuntime
 	}
 	return ""
 }
