@@ -148,7 +148,10 @@ func (p *pod) firstStop() time.Time {
 // condition is sharpened from the kernel instead (refineReady).
 func (c *Correlator) sharpenAPITimes(p *pod, info *fact.PodInfo) {
 	sharpen := func(key string, t time.Time) time.Time {
-		if t.IsZero() {
+		if t.IsZero() || t.Before(c.started) {
+			// Older than the tracer: the API server's list at start-up
+			// (a restart) shows it, and its sighting is the list's, not
+			// the fact's.
 			return t
 		}
 		seen, ok := p.sightings[key]

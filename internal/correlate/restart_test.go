@@ -71,7 +71,22 @@ func restartSeed(seen []fact.Input, at time.Time) []fact.Input {
 	for _, ev := range criclient.Diff(nil, runtimeAt(seen, at), cri.PhaseInitial) {
 		out = append(out, fact.Input{Time: at, Runtime: &ev})
 	}
+	if st := apiStatusAt(seen); st != nil {
+		out = append(out, fact.Input{Time: at, API: st})
+	}
 	return append(out, apiAt(seen, at)...)
+}
+
+// apiStatusAt is the API watch's state the watcher reports once its
+// informers have synced (nil: no API server in the stream).
+func apiStatusAt(seen []fact.Input) *fact.APIStatus {
+	var st *fact.APIStatus
+	for _, x := range seen {
+		if x.API != nil {
+			st = x.API
+		}
+	}
+	return st
 }
 
 // kernelScan is what pipeline.Seed finds: the cgroups that exist and the
@@ -267,10 +282,18 @@ type restartResult struct {
 	excused   map[string]int // differences by the named exception that allows them
 }
 
+// restartRuns runs the first instance over the inputs before i (then its
+// Shutdown) and the second, seeded at the cut, over the rest.
+func restartRuns(inputs []fact.Input, i int) (a, b []span.Span) {
+	at := restartTime(inputs, i)
+	a = collect(nil, inputs[:i], (*correlate.Correlator).Shutdown)
+	b = collect(restartSeed(inputs[:i], at), inputs[i:], (*correlate.Correlator).Flush)
+	return a, b
+}
+
 func restartAt(inputs []fact.Input, i int, want map[span.SpanID]span.Span) restartResult {
 	at := restartTime(inputs, i)
-	a := collect(nil, inputs[:i], (*correlate.Correlator).Shutdown)
-	b := collect(restartSeed(inputs[:i], at), inputs[i:], (*correlate.Correlator).Flush)
+	a, b := restartRuns(inputs, i)
 	r := restartResult{excused: map[string]int{}}
 	got := map[span.SpanID]span.Span{}
 	for _, s := range append(a, b...) {
