@@ -8,9 +8,14 @@ import "time"
 // for goneRetention, so late facts about it join its trace instead of
 // starting another.
 func (c *Correlator) forget(p *pod) {
-	delete(c.pods, p.uid)
 	c.gone[p.uid] = p
 	c.bury(p)
+	c.unindex(p)
+}
+
+// unindex drops a pod from the live indexes.
+func (c *Correlator) unindex(p *pod) {
+	delete(c.pods, p.uid)
 	if p.sandboxID != "" {
 		delete(c.bySandbox, p.sandboxID)
 	}

@@ -37,6 +37,10 @@ func (c *Correlator) podInfo(info *fact.PodInfo) {
 		// named by the runtime's snapshot, or by nothing).
 		p.observedFrom = c.started
 	}
+	if p.info == nil && c.endedBeforeTracer(p, info) {
+		c.untold(p, info)
+		return
+	}
 	if p.info == nil {
 		c.resume(p, info)
 	}

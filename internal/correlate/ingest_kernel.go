@@ -78,6 +78,7 @@ func (c *Correlator) cgroupSeen(id uint64, path string, at time.Time, seeded boo
 		if p == nil {
 			return
 		}
+		p.cgroupSeen = true
 		if p.sandboxCreated.IsZero() && !seeded {
 			p.sandboxCreated = at
 		}

@@ -56,6 +56,7 @@ type change struct {
 
 // podEnd: the pod going away and its trace ending.
 type podEnd struct {
+	cgroupSeen    bool      // the pod's cgroup directory was made, or found by the scan
 	cgroupRemoved time.Time // the pod cgroup's removal
 	goneAt        time.Time
 	apiGoneAt     time.Time // the object was deleted while containers still ran

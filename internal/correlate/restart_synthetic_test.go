@@ -133,3 +133,87 @@ func attr(s span.Span, key string) string {
 	}
 	return ""
 }
+
+// terminalBeforeStart: a tracer (re)started at the sim's now, whose API
+// list shows a Job's pod that ran and ended an hour before (phase, its
+// container terminated with code), kept by the Job's history limit; the
+// runtime still holds its exited container and stopped sandbox.
+func terminalBeforeStart(t *testing.T, code int32, phase, reason string) *sim {
+	s := newSim(t)
+	s.in(fact.Input{Start: &fact.Start{At: s.now, NodeName: "node-a"}})
+	return terminalBeforeStartOn(s, code, phase, reason)
+}
+
+// terminalBeforeStartOn: the same, on a sim already started (its scan fed).
+func terminalBeforeStartOn(s *sim, code int32, phase, reason string) *sim {
+	start := s.now
+	s.in(fact.Input{API: &fact.APIStatus{Available: true, Since: start}})
+	began, ended := start.Add(-time.Hour), start.Add(-time.Hour+30*time.Second)
+	s.info.InitContainers = nil
+	s.info.OwnerKind, s.info.OwnerName, s.info.RestartPolicy = "Job", "nightly-29001", "Never"
+	s.info.CreatedAt, s.info.Phase = began.Add(-2*time.Second), phase
+	s.info.Conditions = []fact.Condition{{Type: "PodScheduled", Status: "True", LastTransitionTime: began.Add(-2 * time.Second)},
+		{Type: "Ready", Status: "False", Reason: "PodCompleted", LastTransitionTime: ended}}
+	s.info.Statuses = []fact.ContainerStatus{{Name: "app", ContainerID: "c0ffee02", State: fact.ContainerState{
+		Terminated: &fact.Terminated{ExitCode: code, Reason: reason, StartedAt: began, FinishedAt: ended, ContainerID: "c0ffee02"}}}}
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventSandboxStopped, Phase: cri.PhaseInitial, At: start,
+		Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop", CreatedAt: began.Add(-time.Second)}}})
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventContainerExited, Phase: cri.PhaseInitial, At: start,
+		Container: &cri.Container{ID: "c0ffee02", SandboxID: "sb1", Name: "app", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop",
+			State: "exited", ExitCode: code, Reason: reason, CreatedAt: began, StartedAt: began, FinishedAt: ended}}})
+	s.pod()
+	s.tick(time.Second)
+	return s
+}
+
+// A pod the tracer first sees already terminal (Succeeded or Failed, every
+// container ended before the tracer started) had its trace told by the
+// previous instance, or by nobody: the new instance opens none, and its
+// late deletion (the Job's TTL, hours later), the runtime's removal of its
+// sandbox and a relist do not either. The pod is recorded as ended (its
+// facts are counted as ended_pod) and its end, not reported by this
+// instance, as the miss pod_ended_before_start.
+func TestRestartTerminalPodDeletedLater(t *testing.T) {
+	for _, tc := range []struct {
+		phase, reason string
+		code          int32
+	}{{"Succeeded", "Completed", 0}, {"Failed", "Error", 1}} {
+		t.Run(tc.phase, func(t *testing.T) {
+			s := terminalBeforeStart(t, tc.code, tc.phase, tc.reason)
+			s.lateDeletion()
+			s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventSandboxRemoved, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid}}})
+			s.tick(time.Minute)
+			s.pod() // a relist's last view
+			s.tick(time.Minute)
+			s.c.Flush()
+			if len(s.spans) > 0 {
+				t.Errorf("%d spans for a pod that ended before the tracer started:\n%s", len(s.spans), render(s.spans))
+			}
+			st := s.c.Stats()
+			if st.Misses["pod_ended_before_start"] != 1 || st.Misses["ended_pod"] == 0 {
+				t.Errorf("misses %v: want pod_ended_before_start 1 and the late facts as ended_pod", st.Misses)
+			}
+		})
+	}
+}
+
+// The same pod while the node still has its cgroup (the scan finds it): the
+// previous instance cannot have ended its trace (it ends at the cgroup's
+// removal), so this one does, once; the deletion hours later adds nothing.
+func TestRestartTerminalPodCgroupStillThere(t *testing.T) {
+	s := newSim(t)
+	s.in(fact.Input{Start: &fact.Start{At: s.now, NodeName: "node-a"}})
+	s.in(fact.Input{Cgroup: &fact.CgroupSeen{ID: 8000, Path: "/kubepods/burstable/pod" + s.uid}})
+	s = terminalBeforeStartOn(s, 0, "Succeeded", "Completed")
+	s.rmdir(8000, "/kubepods/burstable/pod"+s.uid)
+	s.tick(3 * time.Second)
+	s.one("pod")
+	before := len(s.spans)
+	s.lateDeletion()
+	if late := s.spans[before:]; len(late) > 0 {
+		t.Errorf("%d spans after the trace ended:\n%s", len(late), render(late))
+	}
+	if n := s.c.Stats().Misses["pod_ended_before_start"]; n != 0 {
+		t.Errorf("pod_ended_before_start %d for a pod whose cgroup was still there", n)
+	}
+}

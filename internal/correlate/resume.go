@@ -86,3 +86,37 @@ func (c *Correlator) unconfirmed(p *pod) bool {
 	}
 	return true
 }
+
+// endedBeforeTracer: the API server's first view of a pod, created before
+// this instance started and not seen starting by it, shows it terminal
+// (Succeeded or Failed) with every container ended before the instance
+// started, and the node no longer has its cgroup: a Job's pod kept by its
+// history limit or TTL, an Evicted pod awaiting the pod GC. Its trace was
+// the previous instance's to end (at its cgroup's removal), or nobody's:
+// opened now, its later deletion would give it a second root, a forced
+// termination and a start-up "gone before Ready", with the same IDs.
+func (c *Correlator) endedBeforeTracer(p *pod, info *fact.PodInfo) bool {
+	if p.observedFrom.IsZero() || p.cgroupSeen || len(p.emitted) > 0 ||
+		info.Phase != "Succeeded" && info.Phase != "Failed" {
+		return false
+	}
+	statuses := append(append([]fact.ContainerStatus(nil), info.InitStatuses...), info.Statuses...)
+	for _, st := range statuses {
+		t := st.State.Terminated
+		if t == nil || t.FinishedAt.IsZero() || !t.FinishedAt.Before(p.observedFrom) {
+			return false
+		}
+	}
+	return len(statuses) > 0
+}
+
+// untold records a pod whose trace ended before this instance as ended
+// (its later facts are counted as ended_pod and dropped), emitting nothing:
+// counted as the miss pod_ended_before_start.
+func (c *Correlator) untold(p *pod, info *fact.PodInfo) {
+	c.miss("pod_ended_before_start")
+	p.finished = true
+	p.info = info // for its tombstone: the object deleted already?
+	c.bury(p)
+	c.unindex(p)
+}
