@@ -284,6 +284,46 @@ func TestStartupScanPicksInitByTree(t *testing.T) {
 	}
 }
 
+// A tracer starting while the runtime sets a container up finds its
+// bootstrap ("runc init", runc's nsexec stages) in the container's cgroup:
+// that is not the init, whose exec comes next. The bootstrap's exit does
+// not end the container; the command it execs is the init.
+func TestStartupScanSkipsRuntimeBootstrap(t *testing.T) {
+	s := newSim(t)
+	s.in(fact.Input{Start: &fact.Start{At: s.now, NodeName: "node-a"}})
+	podPath := "/kubepods/burstable/pod" + s.uid
+	s.in(fact.Input{Cgroup: &fact.CgroupSeen{ID: 8000, Path: podPath}})
+	s.in(fact.Input{Cgroup: &fact.CgroupSeen{ID: 9100, Path: podPath + "/c0ffee97"}})
+	s.cg["app"], s.ids["app"] = 9100, "c0ffee97"
+	// runc:[1:CHILD] (its parent, runc:[0:PARENT], is outside the cgroup's
+	// scan) and runc:[2:INIT], which will exec the command.
+	for _, ps := range []fact.ProcSeen{
+		{PID: 5001, PPID: 5000, CgroupID: 9100, Comm: "runc:[1:CHILD]", Args: []string{"/usr/sbin/runc", "init"}, Started: s.now},
+		{PID: 5002, PPID: 5001, CgroupID: 9100, Comm: "runc:[2:INIT]", Args: []string{"/usr/sbin/runc", "init"}, Started: s.now},
+	} {
+		s.in(fact.Input{Proc: &ps})
+	}
+	s.at(time.Millisecond)
+	s.exit("app", 5001, 0, 0)
+	s.kernel(&kernel.ExecEvent{Header: kernel.Header{Type: kernel.EventExec, Origin: kernel.OriginWatched, CgroupID: 9100, TGID: 5002, PID: 5002, PPID: 4999, Comm: "app"},
+		Filename: "/app", Args: []string{"/app", "--serve"}})
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventContainerCreated, At: s.now, Container: &cri.Container{ID: "c0ffee97",
+		SandboxID: "sb1", Name: "app", PodUID: s.uid, CreatedAt: s.now}}})
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventContainerStarted, At: s.now, Container: &cri.Container{ID: "c0ffee97",
+		SandboxID: "sb1", Name: "app", PodUID: s.uid, StartedAt: s.now}}})
+	s.tick(3 * time.Second)
+	if runs := s.find(names.SpanContainerRun); len(runs) != 0 {
+		t.Fatalf("the bootstrap's exit ended the run:\n%s", render(runs))
+	}
+	s.exit("app", 5002, 3, 0)
+	s.cri(cri.EventContainerExited, "app", 3, "Error")
+	s.tick(3 * time.Second)
+	run := s.one(names.SpanContainerRun)
+	if run.Attr(names.ProcessPID) != int64(5002) || run.Attr(names.ProcessExitCode) != int64(3) {
+		t.Errorf("run: %v", run.Attrs)
+	}
+}
+
 // Span IDs come from stable facts (the container's ID, which is per
 // attempt): a tracer restarted between two attempts does not give the second
 // run the first one's span ID, and every span of the trace has its own ID.

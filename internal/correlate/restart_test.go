@@ -47,8 +47,8 @@ func restartStreams(t *testing.T) []string {
 
 // restartSeed is what a tracer started at `at` takes in before the facts
 // that follow, derived from the facts before the stop (seen): a Start, the
-// scan's cgroups and processes, the runtime's first poll, the API server's
-// lists.
+// scan's cgroups and processes, the runtime's first poll, the API watch's
+// state and the API server's lists.
 func restartSeed(seen []fact.Input, at time.Time) []fact.Input {
 	k := scanAt(seen)
 	start := k.start
