@@ -111,7 +111,7 @@ func TestDaemonSetOnContainerd(t *testing.T) {
 		case e.ValueFrom != nil:
 			t.Fatalf("env %s: unsupported valueFrom", e.Name)
 		}
-		envs = append(envs, &runtimeapi.KeyValue{Key: e.Name, Value: v})
+		envs = append(envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(v)})
 	}
 
 	pod, err := h.RunPodSandbox(ctx, containerd.PodSpec{Name: "podchron-e2e", Namespace: ds.Namespace, HostPID: spec.HostPID})

@@ -194,7 +194,7 @@ func (w *Watcher) openWindowLocked(ctx context.Context, uid types.UID, now time.
 			return wi, err
 		},
 	}
-	inf := cache.NewSharedIndexInformerWithOptions(lw, &corev1.Event{}, cache.SharedIndexInformerOptions{
+	inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, w.cfg.Client), &corev1.Event{}, cache.SharedIndexInformerOptions{
 		ResyncPeriod: w.cfg.Resync,
 		Indexers:     cache.Indexers{},
 	})

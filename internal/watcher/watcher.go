@@ -243,7 +243,10 @@ func New(cfg Config) (*Watcher, error) {
 			return wi, err
 		},
 	}
-	w.podInf = cache.NewSharedIndexInformerWithOptions(podLW, &corev1.Pod{}, cache.SharedIndexInformerOptions{
+	// client-go >= 0.35 lists by a streaming watch (WatchListClient) where
+	// the client supports it; the wrapper keeps the client's say (fake
+	// clientsets do not), which a bare ListWatch would hide.
+	w.podInf = cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(podLW, cfg.Client), &corev1.Pod{}, cache.SharedIndexInformerOptions{
 		ResyncPeriod: cfg.Resync,
 		Indexers:     cache.Indexers{},
 	})

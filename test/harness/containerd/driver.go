@@ -238,7 +238,7 @@ func (h *Harness) CreateContainer(ctx context.Context, pod *Pod, spec ContainerS
 	var envs []*runtimeapi.KeyValue
 	for _, kv := range spec.Env {
 		k, v, _ := strings.Cut(kv, "=")
-		envs = append(envs, &runtimeapi.KeyValue{Key: k, Value: v})
+		envs = append(envs, &runtimeapi.KeyValue{Key: k, Value: []byte(v)})
 	}
 	var mounts []*runtimeapi.Mount
 	for _, m := range spec.Mounts {
