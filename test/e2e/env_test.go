@@ -103,7 +103,7 @@ func setup(t *testing.T) *env {
 
 	// 1. containerd (kubelet cgroupfs layout under /kubepods).
 	t0 := time.Now()
-	h, err := containerd.New(ctx, containerd.Config{CgroupRoot: "/kubepods", BaseDir: work, Logger: e.log})
+	h, err := containerd.New(ctx, containerd.Config{CgroupRoot: "/kubepods", BaseDir: work, Logger: e.log, Containerd: stackContainerd(binDir)})
 	if err != nil {
 		t.Fatalf("containerd: %v", err)
 	}
@@ -170,10 +170,44 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Logf("cluster, containerd, Jaeger and Prometheus up in %s", time.Since(t0).Round(time.Millisecond))
+	e.logVersions(t)
 
 	// 5. podchron, with its Helm chart as users install it.
 	e.deployPodchron(t)
 	return e
+}
+
+// stackContainerd is the containerd the stack in binDir runs
+// (test/e2e/tools/build.sh with PODCHRON_E2E_STACK=k8s137-containerd2 puts
+// one there), else "": the harness's default, Debian's.
+func stackContainerd(binDir string) string {
+	p := filepath.Join(binDir, "containerd")
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
+}
+
+// logVersions prints, at the start of the run, which stack this leg is:
+// the API server's, the kubelet's and the container runtime's versions as
+// the cluster reports them, and the OCI runtime and kernel.
+func (e *env) logVersions(t *testing.T) {
+	t.Helper()
+	sv, err := e.cs.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatalf("API server version: %v", err)
+	}
+	nodes, err := e.cs.CoreV1().Nodes().List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("nodes: %v", err)
+	}
+	if len(nodes.Items) == 0 {
+		t.Fatal("no node")
+	}
+	ni := nodes.Items[0].Status.NodeInfo
+	t.Logf("e2e stack %q: kube-apiserver %s, kubelet %s, container runtime %s (%s), OCI runtime %s, kernel %s",
+		os.Getenv("PODCHRON_E2E_STACK"), sv.GitVersion, ni.KubeletVersion, ni.ContainerRuntimeVersion,
+		e.runtime.Versions.Containerd, e.runtime.Versions.Runtime, ni.KernelVersion)
 }
 
 func runCmd(ctx context.Context, dir string, env []string, name string, args ...string) ([]byte, error) {

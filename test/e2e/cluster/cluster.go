@@ -355,6 +355,7 @@ healthzBindAddress: 127.0.0.1
 healthzPort: 10248
 cgroupDriver: cgroupfs
 failSwapOn: false
+failCgroupV1: false
 containerRuntimeEndpoint: %[2]s
 tlsCertFile: %[3]s
 tlsPrivateKeyFile: %[4]s

@@ -33,7 +33,11 @@ func TestClusterUpAndDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := containerd.New(ctx, containerd.Config{CgroupRoot: "/kubepods", BaseDir: work, Logger: log})
+	var ctrd string // the stack's own containerd (PODCHRON_E2E_STACK=k8s137-containerd2), else Debian's
+	if _, err := os.Stat(binDir + "/containerd"); err == nil {
+		ctrd = binDir + "/containerd"
+	}
+	h, err := containerd.New(ctx, containerd.Config{CgroupRoot: "/kubepods", BaseDir: work, Logger: log, Containerd: ctrd})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,6 +93,11 @@ type Config struct {
 	// Zero: $PODCHRON_OCI_RUNTIME, else Debian's runc (see ResolveRuntime).
 	// A Runtime with only Name set is resolved by name.
 	Runtime Runtime
+	// Containerd is the containerd binary to run. Zero: $PODCHRON_CONTAINERD,
+	// else ContainerdBinary (Debian's 1.6, on PATH). A containerd 2 gets a
+	// version-3 config, and its own directory first on its PATH so that it
+	// starts the containerd-shim-runc-v2 beside it, not Debian's.
+	Containerd string
 }
 
 // Binaries and plugins the harness needs.
@@ -134,15 +139,17 @@ type Harness struct {
 
 	timings *Timings
 
-	mu       sync.Mutex
-	client   *cri.Client
-	cmd      *exec.Cmd
-	exited   chan struct{} // closed when the current containerd has exited
-	exitErr  error
-	logFile  *os.File
-	closed   bool
-	ipFwd    string // /proc/sys/net/ipv4/ip_forward before start
-	hostInfo hostState
+	mu      sync.Mutex
+	client  *cri.Client
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when the current containerd has exited
+	exitErr error
+	// containerdMajor is the running containerd's major version (1 or 2).
+	containerdMajor int
+	logFile         *os.File
+	closed          bool
+	ipFwd           string // /proc/sys/net/ipv4/ip_forward before start
+	hostInfo        hostState
 }
 
 // CheckRequirements reports why the harness cannot run here, wrapping
@@ -241,13 +248,18 @@ func New(ctx context.Context, cfg Config) (_ *Harness, retErr error) {
 		return nil, err
 	}
 	cfg.Runtime = rt
-	versions, err := CollectVersions(ctx, rt)
+	cfg.Containerd = cfg.containerdBinary()
+	versions, err := collectVersions(ctx, rt, cfg.Containerd)
 	if err != nil {
 		return nil, fmt.Errorf("versions: %w", err)
 	}
+	major, err := containerdMajor(versions.Containerd)
+	if err != nil {
+		return nil, fmt.Errorf("containerd version: %w", err)
+	}
 	log.Info("containerd harness versions", "oci_runtime", rt.Name, "binary", rt.Binary,
 		"runtime_version", versions.Runtime, "runtime_build", rt.VersionInfo(ctx),
-		"containerd", versions.Containerd, "kernel", versions.Kernel)
+		"containerd", versions.Containerd, "containerd_binary", cfg.Containerd, "kernel", versions.Kernel)
 
 	if n, err := CleanupStale(log); err != nil {
 		log.Warn("cleaning up stale harnesses", "err", err)
@@ -286,19 +298,20 @@ func New(ctx context.Context, cfg Config) (_ *Harness, retErr error) {
 		return nil, fmt.Errorf("runtime dir: %w", err)
 	}
 	h := &Harness{
-		cfg:          cfg,
-		log:          log.With("runtime_dir", rtDir),
-		RuntimeDir:   rtDir,
-		Socket:       filepath.Join(rtDir, "containerd.sock"),
-		NetworkName:  "podchron-e2e-" + suffix,
-		BridgeName:   cfg.BridgeName,
-		Subnet:       subnet,
-		CgroupRoot:   cfg.CgroupRoot,
-		PauseImage:   PauseImageName,
-		BusyboxImage: BusyboxImageName,
-		Runtime:      rt,
-		Versions:     versions,
-		timings:      NewTimings(),
+		cfg:             cfg,
+		log:             log.With("runtime_dir", rtDir),
+		RuntimeDir:      rtDir,
+		Socket:          filepath.Join(rtDir, "containerd.sock"),
+		NetworkName:     "podchron-e2e-" + suffix,
+		BridgeName:      cfg.BridgeName,
+		Subnet:          subnet,
+		CgroupRoot:      cfg.CgroupRoot,
+		PauseImage:      PauseImageName,
+		BusyboxImage:    BusyboxImageName,
+		Runtime:         rt,
+		Versions:        versions,
+		containerdMajor: major,
+		timings:         NewTimings(),
 	}
 	h.Endpoint = "unix://" + h.Socket
 	if len(h.Socket) > 100 {
@@ -396,54 +409,7 @@ func (h *Harness) writeConfig() error {
 			return fmt.Errorf("runtime dir: %w", err)
 		}
 	}
-	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
-	config := fmt.Sprintf(`version = 2
-root = %[1]s
-state = %[2]s
-oom_score = 0
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
-
-[grpc]
-  address = %[3]s
-
-[ttrpc]
-  address = %[4]s
-
-[debug]
-  level = %[5]s
-
-[plugins]
-  [plugins."io.containerd.internal.v1.opt"]
-    path = %[6]s
-  [plugins."io.containerd.grpc.v1.cri"]
-    sandbox_image = %[7]s
-    restrict_oom_score_adj = true
-    disable_apparmor = true
-    netns_mounts_under_state_dir = true
-    disable_tcp_service = true
-    stream_server_address = "127.0.0.1"
-    stream_server_port = "0"
-    disable_hugetlb_controller = true
-    tolerate_missing_hugetlb_controller = true
-    [plugins."io.containerd.grpc.v1.cri".containerd]
-      snapshotter = "overlayfs"
-      default_runtime_name = "runc"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-        runtime_type = "io.containerd.runc.v2"
-        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-          BinaryName = %[8]s
-          Root = %[9]s
-          SystemdCgroup = false
-    [plugins."io.containerd.grpc.v1.cri".cni]
-      bin_dir = %[10]s
-      conf_dir = %[11]s
-      max_conf_num = 1
-    [plugins."io.containerd.grpc.v1.cri".registry]
-      config_path = ""
-`,
-		q(filepath.Join(rt, "root")), q(filepath.Join(rt, "state")), q(h.Socket), q(h.Socket+".ttrpc"),
-		q(h.cfg.LogLevel), q(filepath.Join(rt, "opt")), q(h.PauseImage), q(h.Runtime.Binary),
-		q(filepath.Join(rt, "runc")), q(CNIBinDir), q(filepath.Join(rt, "net.d")))
+	config := h.containerdConfig(h.containerdMajor)
 	if err := os.WriteFile(filepath.Join(rt, "config.toml"), []byte(config), 0o600); err != nil {
 		return fmt.Errorf("containerd config: %w", err)
 	}
@@ -493,7 +459,11 @@ func (h *Harness) StartDaemon(ctx context.Context) error {
 		return fmt.Errorf("containerd log: %w", err)
 	}
 	start := time.Now()
-	cmd := exec.Command(ContainerdBinary, "--config", filepath.Join(h.RuntimeDir, "config.toml"))
+	cmd := exec.Command(h.cfg.Containerd, "--config", filepath.Join(h.RuntimeDir, "config.toml"))
+	if h.containerdMajor >= 2 {
+		// The shim is looked up on PATH first: the one beside this containerd.
+		cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(h.cfg.Containerd)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.Dir = h.RuntimeDir

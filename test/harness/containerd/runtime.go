@@ -188,13 +188,17 @@ func (v Versions) String() string {
 
 // CollectVersions runs `--version` of rt and containerd and reads uname -r.
 func CollectVersions(ctx context.Context, rt Runtime) (Versions, error) {
+	return collectVersions(ctx, rt, ContainerdBinary)
+}
+
+func collectVersions(ctx context.Context, rt Runtime, containerdBin string) (Versions, error) {
 	var v Versions
 	var errs []error
 	var err error
 	if v.Runtime, err = rt.Version(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("runtime %s: %w", rt, err))
 	}
-	if v.Containerd, err = firstLine(ctx, ContainerdBinary, "--version"); err != nil {
+	if v.Containerd, err = firstLine(ctx, containerdBin, "--version"); err != nil {
 		errs = append(errs, fmt.Errorf("containerd: %w", err))
 	}
 	var u unix.Utsname
