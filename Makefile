@@ -99,8 +99,11 @@ e2e: deps helm ## the real-cluster e2e (root): Kubernetes + containerd + podchro
 	bin="$$(PODCHRON_E2E_STACK=$(E2E_STACK) bash test/e2e/tools/build.sh)" && \
 	PODCHRON_E2E_STACK=$(E2E_STACK) PODCHRON_E2E_BIN="$$bin" $(HELM_ENV) $(GO) test -count=1 -p 1 -timeout 30m -parallel 8 -v ./test/e2e/... $(E2EARGS)
 
-e2e-stack2: ## the e2e on the second stack: Kubernetes v1.37.2 + containerd v2.4.2 (built from the module proxy; ~15 min cold)
-	$(MAKE) e2e E2E_STACK=k8s137-containerd2
+# The OCI runtime of the second stack's leg: runc-upstream (scripts/build-runc.sh) or crun.
+E2E_STACK2_RUNTIME ?= runc-upstream
+
+e2e-stack2: runc-upstream ## the e2e on the second stack: Kubernetes v1.37.2 + containerd v2.4.2 built from the module proxy, E2E_STACK2_RUNTIME (~35 min cold build)
+	$(MAKE) e2e E2E_STACK=k8s137-containerd2 PODCHRON_OCI_RUNTIME=$(E2E_STACK2_RUNTIME) PODCHRON_RUNC_UPSTREAM="$$(bash scripts/build-runc.sh)"
 
 scale: deps ## a tracer's API cost vs cluster size (root): kube-apiserver + etcd + kwok, 100 and 500 nodes (SCALE_SHORT=1: 25 and 125, < 5 min)
 	bin="$$(bash test/e2e/tools/build.sh kubernetes)" && kwok="$$(bash test/scale/build-kwok.sh)" && \
