@@ -71,6 +71,9 @@ func (c *Correlator) cause(ct *container) (names.Cause, []span.Attr) {
 		if ev := p.kubeletEviction(); ev != nil {
 			return names.CauseEvicted, append([]span.Attr{span.String(names.Message, ev.Message)}, eventCut(ev)...)
 		}
+		if p.kubeletEnded() {
+			return names.CauseEvicted, []span.Attr{span.String(names.Message, p.evictionMessage())}
+		}
 		if ct.exitCode == 0 {
 			return names.CauseCompleted, nil
 		}
@@ -94,7 +97,7 @@ func (c *Correlator) cause(ct *container) (names.Cause, []span.Attr) {
 		if ev := p.recentEvent("Killing", ct.name, ct.startedAtOr(), ct.exitAt); ev != nil && containsLiveness(ev.Message) {
 			return names.CauseLivenessRestart, append(append(attrs, span.String(names.Message, ev.Message)), eventCut(ev)...)
 		}
-		if p.info != nil && p.info.Reason == "Evicted" || p.recentEvent("Evicted", "", ct.startedAtOr(), ct.exitAt) != nil {
+		if p.info != nil && p.info.Reason == "Evicted" || p.recentEvent("Evicted", "", ct.startedAtOr(), ct.exitAt) != nil || p.kubeletEnded() {
 			return names.CauseEvicted, attrs
 		}
 	}

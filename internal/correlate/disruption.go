@@ -96,8 +96,9 @@ func (ct *container) disruptionGraceful() bool {
 }
 
 // goingReason tells a pod the API says is going away without a deletion:
-// a terminal phase with a reason (DeadlineExceeded, Evicted, Shutdown, ...)
-// or a DisruptionTarget condition.
+// a terminal phase with a reason (DeadlineExceeded, Evicted, Shutdown, ...),
+// a DisruptionTarget condition, the kubelet's Evicted event, or a terminal
+// phase its restart policy never gives on its own (kubeletEnded).
 func (p *pod) goingReason() (string, bool) {
 	if p.info == nil {
 		return "", false
@@ -108,7 +109,7 @@ func (p *pod) goingReason() (string, bool) {
 	if p.info.Reason != "" && (p.info.Phase == "Failed" || p.info.Phase == "Succeeded" || p.info.Phase == "") {
 		return p.info.Reason, true
 	}
-	if p.kubeletEviction() != nil {
+	if p.kubeletEviction() != nil || p.kubeletEnded() {
 		return "Evicted", true
 	}
 	return "", false

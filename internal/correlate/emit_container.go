@@ -164,36 +164,22 @@ func (c *Correlator) stopSpan(ct *container) {
 	attrs := containerAttrs(ct)
 	sigkill := kill != nil && (kill.senderKind == names.SenderRuntime || kill.senderKind == names.SenderKubelet)
 	attrs = append(attrs, span.Bool(names.Sigkill, sigkill))
-	if term != nil {
-		disp := term.disposition.String()
-		if term.result == kernel.SignalIgnored {
-			disp = "ignored"
-		} else if d, ok := ct.delivered[term.sig]; ok {
-			disp = d.String()
-		}
-		attrs = append(attrs, span.String(names.SignalName, kernel.SignalName(term.sig)), span.String(names.SignalDisposition, disp),
-			span.String(names.SignalSenderKind, string(term.senderKind)), span.String(names.SignalSenderComm, term.senderComm),
-			span.Int(names.SignalSenderPID, int64(term.senderPID)))
-		if term.nsInit && term.disposition == kernel.DispositionDefault {
-			attrs = append(attrs, span.Bool(names.SignalPIDNSInit, true))
-		}
-	}
+	attrs = append(attrs, stopSignalAttrs(ct, term)...)
 	status, msg := span.StatusOK, ""
 	w, hooked := c.preStopWindow(ct, term) // hooks.go
 	killNote := ""
 	if sigkill && hooked {
 		killNote = w.kubeletKill(kill)
 	}
-	// No grace was left to give (an eviction's grace 0, a hook not in the
-	// spec that used it up): the kubelet's minimum, not the app's overrun,
-	// and not the app's error. With the preStop in the spec, its window
-	// decides.
-	kubeletMin := sigkill && !hooked && p.kubeletMinimumGrace(term, kill)
-	if kubeletMin {
+	minGrace := sigkill && !hooked && p.kubeletMinimumGrace(term, kill)
+	if minGrace {
+		// No grace was left to give (an eviction's grace 0, a hook not in
+		// the spec that used it up): the kubelet's minimum, not the app's
+		// overrun. With the preStop in the spec, its window decides.
 		killNote = fmt.Sprintf("SIGKILL %.1fs after %s: the kubelet's minimum grace (%s), none of the pod's was left",
 			kill.at.Sub(term.at).Seconds(), kernel.SignalName(term.sig), minimumGrace)
 	}
-	if sigkill && !kubeletMin {
+	if sigkill {
 		status = span.StatusError
 		msg = "killed with SIGKILL after the grace period"
 		if p.grace > 0 && term != nil {
@@ -204,6 +190,12 @@ func (c *Correlator) stopSpan(ct *container) {
 		// The kubelet's decision, not the app's overrun.
 		msg = killNote
 		attrs = append(attrs, span.Bool(names.GracePeriodOverrun, false))
+		if minGrace {
+			// The kubelet gave no grace (an eviction): the stop did what it
+			// was asked; the note says how it ended.
+			status, msg = span.StatusOK, ""
+			attrs = append(attrs, span.String(names.Message, killNote))
+		}
 	} else if sigkill {
 		attrs = append(attrs, span.Bool(names.GracePeriodOverrun, true))
 		if !p.terminating.IsZero() && !start.Before(p.terminating) {
@@ -226,6 +218,27 @@ func (c *Correlator) stopSpan(ct *container) {
 	key := ctKey(names.SpanContainerStop, ct)
 	c.emit(p, span.Span{SpanID: p.spanID(key), Parent: c.terminationParent(p), Name: names.SpanContainerStop,
 		Start: start, End: ct.exitAt, Status: status, StatusMessage: msg, Attrs: attrs})
+}
+
+// stopSignalAttrs describes the stop signal of a container.stop (none
+// without one): its name, how the init took it, its sender.
+func stopSignalAttrs(ct *container, term *signalRec) []span.Attr {
+	if term == nil {
+		return nil
+	}
+	disp := term.disposition.String()
+	if term.result == kernel.SignalIgnored {
+		disp = "ignored"
+	} else if d, ok := ct.delivered[term.sig]; ok {
+		disp = d.String()
+	}
+	attrs := []span.Attr{span.String(names.SignalName, kernel.SignalName(term.sig)), span.String(names.SignalDisposition, disp),
+		span.String(names.SignalSenderKind, string(term.senderKind)), span.String(names.SignalSenderComm, term.senderComm),
+		span.Int(names.SignalSenderPID, int64(term.senderPID))}
+	if term.nsInit && term.disposition == kernel.DispositionDefault {
+		attrs = append(attrs, span.Bool(names.SignalPIDNSInit, true))
+	}
+	return attrs
 }
 
 func signalEvent(s signalRec) span.SpanEvent {

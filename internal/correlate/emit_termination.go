@@ -69,8 +69,8 @@ func (c *Correlator) terminationSpan(p *pod, at time.Time, unfinished string) {
 		attrs = append(attrs, span.String(names.TerminationReason, reason))
 		if p.info != nil && p.info.Reason == reason && p.info.Message != "" {
 			attrs = append(attrs, span.String(names.Message, p.info.Message)) // the kubelet's, e.g. an eviction's
-		} else if ev := p.kubeletEviction(); ev != nil && reason == "Evicted" {
-			attrs = append(attrs, span.String(names.Message, ev.Message))
+		} else if m := p.evictionMessage(); m != "" && reason == "Evicted" {
+			attrs = append(attrs, span.String(names.Message, m)) // its Evicted event's, or why it reads as one
 		}
 	}
 	attrs = append(attrs, span.Bool(names.GracePeriodOverrun, p.overrun))

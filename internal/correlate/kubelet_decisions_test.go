@@ -231,3 +231,60 @@ func TestEmptyDirEviction(t *testing.T) {
 		})
 	}
 }
+
+// An Always pod the kubelet ends with no reason: as Kubernetes 1.34 did in
+// e2e 37 (an emptyDir eviction), its app exits 0 on the runtime's SIGTERM,
+// the status says phase Succeeded with no reason and no message, and the
+// Evicted event may be missing (the recorder's budget of 25 per pod spent on
+// MissingClusterDNS events) or come late. A restartPolicy Always pod never
+// succeeds on its own: it was evicted, from the runtime's first stop signal,
+// with the event's message when one came (on the run only if it came before
+// the status), else a message saying the kubelet gave none. Never a
+// completion, never an overrun.
+func TestKubeletEndedAlwaysPodSucceeded(t *testing.T) {
+	const msg = `Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". `
+	for _, tc := range []struct {
+		name, event string // event: "", "before" the stop, "late" (after the status)
+		want        string // in the messages
+	}{
+		{"no reason, no event", "", "without a reason"},
+		{"Evicted event before the stop", "before", msg},
+		{"Evicted event late", "late", msg},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t)
+			s.info.RestartPolicy = "Always"
+			app := s.startup()
+			s.at(5 * time.Second)
+			if tc.event == "before" {
+				s.event("Evicted", "", msg)
+			}
+			stopAt := s.now
+			s.gracefulStop("app", app, 30*time.Millisecond)
+			s.at(400 * time.Millisecond)
+			s.info.Phase = "Succeeded"
+			s.pod()
+			if tc.event == "late" {
+				s.at(200 * time.Millisecond)
+				s.event("Evicted", "", msg)
+			}
+			s.at(time.Second)
+			s.rmdir(8000, "/kubepods/burstable/pod"+s.uid)
+			s.tick(3 * time.Second)
+			run := s.one(names.SpanContainerRun)
+			runWant := tc.want
+			if tc.event == "late" {
+				runWant = "" // the run was emitted on the status, before the event came
+			}
+			if m, _ := run.Attr(names.Message).(string); run.Attr(names.ExitCause) != string(names.CauseEvicted) || !strings.Contains(m, runWant) {
+				t.Errorf("run: %v", run.Attrs)
+			}
+			term := s.one(names.SpanPodTermination)
+			m, _ := term.Attr(names.Message).(string)
+			if !term.Start.Equal(stopAt) || term.Status == span.StatusError || term.Attr(names.GracePeriodOverrun) != false ||
+				term.Attr(names.TerminationReason) != "Evicted" || !strings.Contains(m, tc.want) {
+				t.Errorf("termination %s (stop %s): %s %q %v", term.Start, stopAt, term.Status, term.StatusMessage, term.Attrs)
+			}
+		})
+	}
+}

@@ -280,3 +280,47 @@ func (p *pod) kubeletEviction() *fact.K8sEvent {
 	}
 	return nil
 }
+
+// kubeletEnded: the API says the pod reached a terminal phase its restart
+// policy never gives on its own (Always: neither Succeeded nor Failed;
+// OnFailure: not Failed), with no reason, no deletion and no static pod's
+// manifest behind it: the kubelet ended it. Kubernetes 1.34 in e2e 37 wrote
+// phase Succeeded and no reason for an emptyDir eviction whose app exited 0
+// on SIGTERM, and its Evicted event may be dropped (the recorder's 25
+// events per pod). An activeDeadlineSeconds end says DeadlineExceeded.
+func (p *pod) kubeletEnded() bool {
+	if p == nil || p.info == nil {
+		return false
+	}
+	i := p.info
+	if i.Reason != "" || i.DeletionTimestamp != nil || i.Deleted || i.Static {
+		return false
+	}
+	switch i.RestartPolicy {
+	case "Always":
+		return i.Phase == "Succeeded" || i.Phase == "Failed"
+	case "OnFailure":
+		return i.Phase == "Failed"
+	}
+	return false
+}
+
+// evictionMessage says why the pod reads as evicted: the kubelet's status
+// message, else its Evicted event's, else (kubeletEnded) that the kubelet
+// ended it without saying why. Empty when nothing says it was evicted.
+func (p *pod) evictionMessage() string {
+	if p == nil || p.info == nil {
+		return ""
+	}
+	if p.info.Reason == "Evicted" && p.info.Message != "" {
+		return p.info.Message
+	}
+	if ev := p.kubeletEviction(); ev != nil {
+		return ev.Message
+	}
+	if p.kubeletEnded() {
+		return fmt.Sprintf("the kubelet ended the pod (phase %s under restartPolicy %s) without a reason: no status reason, no Evicted event seen",
+			p.info.Phase, p.info.RestartPolicy)
+	}
+	return ""
+}
