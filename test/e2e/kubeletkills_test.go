@@ -55,25 +55,44 @@ func (e *env) postStartFailure(t *testing.T) {
 }
 
 // networkProbeRestarts: liveness probes the kubelet runs over the network
-// (httpGet and tcpSocket to port 1, where nothing listens; 8089 answered
-// HTTP 404 and accepted TCP in this cluster): the kernel
-// sees no probe, the restart is still a liveness restart.
+// (httpGet and tcpSocket), which the kernel never sees, to a listener the
+// container runs (busybox httpd) and stops after a while: the probes pass
+// (the readiness probe on the same port makes the pod Ready), then fail with
+// "connection refused" and the kubelet restarts the container.
+//
+// The pods use the host's network: this cluster's CNI bridge has no address
+// on the host (isGateway false), so the kubelet's dial to a pod IP leaves by
+// the default route, and this machine's egress accepts every TCP connection
+// and answers HTTP 404 (a tcpSocket probe to port 1 of a pod never failed;
+// an httpGet one failed with 404 from outside the pod). With hostNetwork the
+// pod IP is the node's, and the probes reach the container.
+//
+// The third pod spends the kubelet's event budget (client-go's spam filter:
+// 25 per pod and event type, then one per 5 minutes): 13 containers give 39
+// Normal events (Pulled, Created, Started) and a readiness probe on a closed
+// port gives a Warning (Unhealthy) every second; when its liveness probe
+// fails ~35 s after the start, the Killing (Normal) and the liveness
+// Unhealthy (Warning) events are dropped. The test checks the API has
+// neither, and the run is still a liveness restart (from the spec's probe).
 func (e *env) networkProbeRestarts(t *testing.T) {
 	t.Parallel()
 	const ns = "s36-network-probes"
 	e.namespace(t, ns)
 	for _, tc := range []struct {
-		name  string
-		probe corev1.ProbeHandler
+		name      string
+		port      int32
+		listen    int // seconds the listener runs
+		throttled bool
 	}{
-		{"http", corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(1)}}},
-		{"tcp", corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(1)}}},
+		{"http", 18361, 12, false},
+		{"tcp", 18362, 12, false},
+		{"tcp-throttled", 18363, 35, true},
 	} {
-		app := container("app", sh(gracefulApp)...)
-		app.LivenessProbe = &corev1.Probe{ProbeHandler: tc.probe, InitialDelaySeconds: 2, PeriodSeconds: 1, FailureThreshold: 2}
-		pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: tc.name},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{app}}})
+		pod := e.probedPod(t, ns, tc.name, tc.port, tc.listen, tc.throttled)
 		e.waitPod(t, ns, pod.Name, "restarted by its "+tc.name+" liveness probe", 2*time.Minute, restarted(1))
+		if tc.throttled {
+			e.wantNoEvents(t, ns, pod, "Killing", "Unhealthy:Liveness")
+		}
 		tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 			r, err := firstRun(tr, "app")
 			if err != nil {
@@ -85,8 +104,65 @@ func (e *env) networkProbeRestarts(t *testing.T) {
 			return attr(r, names.ExitCause, string(names.CauseLivenessRestart))
 		})
 		report(t, tr)
+		r, _ := firstRun(tr, "app")
+		if r != nil {
+			t.Logf("scenario 36 %s: run %s: %s", tc.name, r.Str(names.ExitCause), r.Str(names.Message))
+		}
 		e.deletePod(t, ns, pod.Name)
 	}
+}
+
+// probedPod creates a host-network pod whose app serves HTTP on port for
+// listen seconds then stops listening; its liveness probe (httpGet for
+// "http", else tcpSocket) and readiness probe point at that port, Ready
+// once they pass. A throttled pod has 12 more containers and a readiness
+// probe on a closed port instead, to spend the kubelet's event budget.
+func (e *env) probedPod(t *testing.T, ns, name string, port int32, listen int, throttled bool) *corev1.Pod {
+	t.Helper()
+	app := container("app", sh(fmt.Sprintf(`trap 'exit 0' TERM; mkdir -p /www; echo ok > /www/healthz; httpd -f -p %d -h /www & h=$!; `+
+		`sleep %d & wait $!; kill $h; while :; do sleep 1 & wait $!; done`, port, listen))...)
+	handler := corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(port)}}
+	if name == "http" {
+		handler = corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(port)}}
+	}
+	app.LivenessProbe = &corev1.Probe{ProbeHandler: handler, InitialDelaySeconds: 2, PeriodSeconds: 1, FailureThreshold: 2}
+	app.ReadinessProbe = &corev1.Probe{ProbeHandler: handler, PeriodSeconds: 1}
+	ctrs := []corev1.Container{app}
+	if throttled {
+		app.ReadinessProbe.ProbeHandler = corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(port + 6)}}
+		ctrs = []corev1.Container{app}
+		for i := range 12 {
+			ctrs = append(ctrs, container(fmt.Sprintf("filler%d", i), sh(gracefulApp)...))
+		}
+	}
+	spec := corev1.PodSpec{HostNetwork: true, Containers: ctrs}
+	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec})
+	if !throttled {
+		e.waitPod(t, ns, pod.Name, "Ready (its probes reach the container)", time.Minute, ready)
+	}
+	return pod
+}
+
+// wantNoEvents fails the test if the API has an event of the pod with one
+// of the reasons ("Reason" or "Reason:message prefix"): the kubelet's
+// recorder dropped them, as the scenario needs.
+func (e *env) wantNoEvents(t *testing.T, ns string, pod *corev1.Pod, reasons ...string) {
+	t.Helper()
+	evs, err := e.cs.CoreV1().Events(ns).List(e.ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(pod.UID)})
+	if err != nil {
+		t.Fatalf("events of %s: %v", pod.Name, err)
+	}
+	counts := map[string]int32{}
+	for _, ev := range evs.Items {
+		counts[ev.Type+"/"+ev.Reason] += max(ev.Count, 1)
+		for _, r := range reasons {
+			reason, prefix, _ := strings.Cut(r, ":")
+			if ev.Reason == reason && strings.HasPrefix(ev.Message, prefix) {
+				t.Fatalf("the kubelet recorded %s %q: its event budget was not spent, the scenario shows nothing", ev.Reason, ev.Message)
+			}
+		}
+	}
+	t.Logf("scenario 36 %s: events in the API (type/reason: count): %v; no %v", pod.Name, counts, reasons)
 }
 
 // emptyDirEviction: a pod writes more than its emptyDir's sizeLimit; the
@@ -106,13 +182,25 @@ func (e *env) emptyDirEviction(t *testing.T) {
 		Spec: corev1.PodSpec{Containers: []corev1.Container{app}, Volumes: []corev1.Volume{{Name: "scratch",
 			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &limit}}}}}})
 	// Kubernetes 1.34 here wrote phase Succeeded and no reason (the app
-	// exits 0 on SIGTERM); its Evicted event says what happened.
-	e.waitPod(t, ns, pod.Name, "evicted", 4*time.Minute, func(p *corev1.Pod) error {
+	// exits 0 on SIGTERM); its Evicted event may be dropped by the kubelet's
+	// event budget. A restartPolicy Always pod never ends on its own: the
+	// model makes it evicted whatever the status and events say.
+	end := e.waitPod(t, ns, pod.Name, "evicted", 4*time.Minute, func(p *corev1.Pod) error {
 		if p.Status.Phase != corev1.PodFailed && p.Status.Phase != corev1.PodSucceeded {
 			return errors.New("not evicted yet")
 		}
 		return nil
 	})
+	want := "without a reason" // what the model says when nothing else does
+	if end.Status.Reason == "Evicted" && end.Status.Message != "" {
+		want = end.Status.Message
+	} else if evs, err := e.cs.CoreV1().Events(ns).List(e.ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(pod.UID) + ",reason=Evicted"}); err != nil {
+		t.Fatalf("events: %v", err)
+	} else if len(evs.Items) > 0 {
+		want = evs.Items[0].Message
+	}
+	t.Logf("scenario 37: the API's pod: phase %s, reason %q, message %q; the termination must say %q",
+		end.Status.Phase, end.Status.Reason, end.Status.Message, want)
 	tr := e.trace(t, string(pod.UID), 2*time.Minute, func(tr *backends.Trace) error {
 		var p pick
 		p.tr = tr
@@ -121,8 +209,8 @@ func (e *env) emptyDirEviction(t *testing.T) {
 		if p.err != nil {
 			return p.err
 		}
-		if term.Error || !strings.Contains(term.Str(names.Message), "EmptyDir") {
-			return fmt.Errorf("termination: error %v, tags %v", term.Error, term.Tags)
+		if term.Error || !strings.Contains(term.Str(names.Message), want) {
+			return fmt.Errorf("termination: error %v, tags %v, want message %q", term.Error, term.Tags, want)
 		}
 		return firstErr(attr(r, names.ExitCause, string(names.CauseEvicted)), attr(term, names.TerminationReason, "Evicted"),
 			attr(term, names.GracePeriodOverrun, "false"))
