@@ -65,14 +65,8 @@ func (c *Correlator) cause(ct *container) (names.Cause, []span.Attr) {
 		return cause, a
 	}
 	if ct.exitSignal == 0 {
-		if p != nil && p.info != nil && p.info.Reason == "Evicted" {
-			return names.CauseEvicted, nil
-		}
-		if ev := p.kubeletEviction(); ev != nil {
-			return names.CauseEvicted, append([]span.Attr{span.String(names.Message, ev.Message)}, eventCut(ev)...)
-		}
-		if p.kubeletEnded() {
-			return names.CauseEvicted, []span.Attr{span.String(names.Message, p.evictionMessage())}
+		if cause, a := p.evictedExit(); cause != "" {
+			return cause, a
 		}
 		if ct.exitCode == 0 {
 			return names.CauseCompleted, nil

@@ -324,3 +324,23 @@ func (p *pod) evictionMessage() string {
 	}
 	return ""
 }
+
+// evictedExit is the cause of a container's exit with no signal in a pod
+// the kubelet evicted: its status says Evicted, its Evicted event came (the
+// message), or the kubelet ended it with no reason (kubeletEnded). Empty
+// otherwise.
+func (p *pod) evictedExit() (names.Cause, []span.Attr) {
+	if p == nil {
+		return "", nil
+	}
+	if p.info != nil && p.info.Reason == "Evicted" {
+		return names.CauseEvicted, nil
+	}
+	if ev := p.kubeletEviction(); ev != nil {
+		return names.CauseEvicted, append([]span.Attr{span.String(names.Message, ev.Message)}, eventCut(ev)...)
+	}
+	if p.kubeletEnded() {
+		return names.CauseEvicted, []span.Attr{span.String(names.Message, p.evictionMessage())}
+	}
+	return "", nil
+}
