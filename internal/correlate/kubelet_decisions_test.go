@@ -142,6 +142,24 @@ func TestTCPProbeRestartNoEvent(t *testing.T) {
 	wantRestart(t, s.runOf("c0ffee02"), names.CauseLivenessRestart, "tcpSocket liveness probe")
 }
 
+// The kubelet's event budget spent before the kill (e2e 36 tcp-throttled:
+// a readiness probe failing every second, many containers' Normal events):
+// readiness Unhealthy events, but no liveness Unhealthy and no Killing. The
+// readiness failures do not name the restart; the spec's liveness probe does.
+func TestTCPProbeRestartEventsThrottled(t *testing.T) {
+	s := newSim(t)
+	s.info.Containers[0].Liveness = liveness("tcpSocket")
+	s.info.Containers[0].Readiness = &fact.ProbeSpec{Handler: fact.Handler{Kind: "tcpSocket"}, PeriodSeconds: 1}
+	app := s.startup()
+	for range 20 {
+		s.at(time.Second)
+		s.event("Unhealthy", "app", "Readiness probe failed: dial tcp 10.0.0.1:18369: connect: connection refused")
+	}
+	s.at(15 * time.Second)
+	s.kubeletRestart(app, nil)
+	wantRestart(t, s.runOf("c0ffee02"), names.CauseLivenessRestart, "tcpSocket liveness probe")
+}
+
 // A changed definition and an in-place resize that restarts the container
 // (their Killing events say so, or were dropped): kubelet restarts, errors,
 // never completions.
