@@ -216,6 +216,13 @@ func (e *env) emptyDirEviction(t *testing.T) {
 			attr(term, names.GracePeriodOverrun, "false"))
 	})
 	report(t, tr)
+	if r, err := only(tr, names.SpanContainerRun, ctrName("app")); err == nil {
+		t.Logf("scenario 37: run cause %s, message %q", r.Str(names.ExitCause), r.Str(names.Message))
+	}
+	if term, err := only(tr, names.SpanPodTermination); err == nil {
+		t.Logf("scenario 37: pod.termination reason %s, message %q, overrun %s",
+			term.Str(names.TerminationReason), term.Str(names.Message), term.Str(names.GracePeriodOverrun))
+	}
 	e.deletePod(t, ns, pod.Name)
 }
 
