@@ -151,12 +151,20 @@ func (e *env) httpGetPreStop(t *testing.T) {
 	t.Parallel()
 	const ns = "s42-httpget-prestop"
 	e.namespace(t, ns)
-	app := container("app", sh(`mkdir -p /www && echo bye > /www/drain && httpd -p 8080 -h /www; `+gracefulApp)...)
+	// On the host network: the kubelet dials the pod's IP, and the e2e's
+	// CNI bridge has no address on the host (isGateway false), so a pod
+	// IP's connection would leave the node instead of reaching the
+	// container's httpd. A readiness probe on the same port proves the
+	// kubelet reaches it.
+	const port = 18342
+	app := container("app", sh(fmt.Sprintf(`mkdir -p /www && echo bye > /www/drain && httpd -p %d -h /www; `, port)+gracefulApp)...)
 	app.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
-		Path: "/drain", Port: intstr.FromInt32(8080)}}}
+		Path: "/drain", Port: intstr.FromInt32(port)}}}
+	app.ReadinessProbe = &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{
+		HTTPGet: &corev1.HTTPGetAction{Path: "/drain", Port: intstr.FromInt32(port)}}}
 	grace := int64(30)
 	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "drainer"},
-		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace, Containers: []corev1.Container{app}}})
+		Spec: corev1.PodSpec{HostNetwork: true, TerminationGracePeriodSeconds: &grace, Containers: []corev1.Container{app}}})
 	time.Sleep(2 * time.Second)
 	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
@@ -168,7 +176,7 @@ func (e *env) httpGetPreStop(t *testing.T) {
 			return pk.err
 		}
 		return firstErr(childOf(tr, pre, term), inOrder(pre, stop),
-			attr(pre, names.HookHandler, "httpGet"), attr(pre, names.HookHTTPPath, "/drain"), attr(pre, names.HookHTTPPort, "8080"),
+			attr(pre, names.HookHandler, "httpGet"), attr(pre, names.HookHTTPPath, "/drain"), attr(pre, names.HookHTTPPort, strconv.Itoa(port)),
 			attr(stop, names.Sigkill, "false"), attr(term, names.GracePeriodOverrun, "false"),
 			func() error {
 				if pre.Duration > 5*time.Second {
