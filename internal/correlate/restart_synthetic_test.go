@@ -122,18 +122,6 @@ func conflicts(spans []span.Span) []string {
 	return out
 }
 
-// attr is a span's string attribute.
-func attr(s span.Span, key string) string {
-	for _, a := range s.Attrs {
-		if a.Key == key {
-			if str, ok := a.Value.(string); ok {
-				return str
-			}
-		}
-	}
-	return ""
-}
-
 // terminalBeforeStart: a tracer (re)started at the sim's now, whose API
 // list shows a Job's pod that ran and ended an hour before (phase, its
 // container terminated with code), kept by the Job's history limit; the
