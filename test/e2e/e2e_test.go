@@ -848,16 +848,7 @@ func (e *env) tracerRestart(t *testing.T) {
 		_, err := only(tr, names.SpanPodStartup)
 		return err
 	})
-	old, err := e.tracerPod("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.cs.CoreV1().Pods(podchronNS).Delete(e.ctx, old.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	e.waitGone(t, podchronNS, old.Name, time.Minute)
-	fresh := e.waitTracerReady(t, old.Name)
-	t.Logf("scenario 8: tracer %s replaced by %s", old.Name, fresh.Name)
+	e.replaceTracer(t, "8")
 	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
@@ -970,4 +961,20 @@ func (e *env) checkTracerHealth(t *testing.T) {
 			}
 		}
 	}
+}
+
+// replaceTracer deletes the tracer's pod and waits until the DaemonSet's
+// new one is ready (a tracer restart, as an upgrade or an eviction makes).
+func (e *env) replaceTracer(t *testing.T, scenario string) {
+	t.Helper()
+	old, err := e.tracerPod("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.cs.CoreV1().Pods(podchronNS).Delete(e.ctx, old.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGone(t, podchronNS, old.Name, time.Minute)
+	fresh := e.waitTracerReady(t, old.Name)
+	t.Logf("scenario %s: tracer %s replaced by %s", scenario, old.Name, fresh.Name)
 }

@@ -119,16 +119,7 @@ func (e *env) restartResume(t *testing.T) {
 	for _, p := range []*corev1.Pod{notReady, failed} {
 		e.trace(t, string(p.UID), 2*time.Minute, oneStartup)
 	}
-	old, err := e.tracerPod("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.cs.CoreV1().Pods(podchronNS).Delete(e.ctx, old.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	e.waitGone(t, podchronNS, old.Name, time.Minute)
-	fresh := e.waitTracerReady(t, old.Name)
-	t.Logf("scenario 31: tracer %s replaced by %s", old.Name, fresh.Name)
+	e.replaceTracer(t, "31")
 	// The new tracer's start-up timers run within a second of its API
 	// list; give them and the export ample time.
 	time.Sleep(45 * time.Second)
