@@ -86,10 +86,10 @@ func (e *env) networkProbeRestarts(t *testing.T) {
 	}{
 		{"http", 18361, 12, false},
 		{"tcp", 18362, 12, false},
-		{"tcp-throttled", 18363, 35, true},
+		{"tcp-throttled", 18363, 60, true}, // 60 s of readiness failures: ≥ 25 Unhealthy even with probes late under load (35 s fell short once)
 	} {
 		pod := e.probedPod(t, ns, tc.name, tc.port, tc.listen, tc.throttled)
-		e.waitPod(t, ns, pod.Name, "restarted by its "+tc.name+" liveness probe", 2*time.Minute, restarted(1))
+		e.waitPod(t, ns, pod.Name, "restarted by its "+tc.name+" liveness probe", time.Duration(tc.listen)*time.Second+2*time.Minute, restarted(1))
 		if tc.throttled {
 			e.wantNoEvents(t, ns, pod, "Killing", "Unhealthy:Liveness")
 		}
