@@ -39,19 +39,7 @@ func (e *env) postStartFailure(t *testing.T) {
 	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hookfail"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{app}}})
 	e.waitPod(t, ns, pod.Name, "restarted after its postStart hook failed", 2*time.Minute, restarted(1))
-	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
-		r, err := firstRun(tr, "app")
-		if err != nil {
-			return err
-		}
-		if !r.Error {
-			return fmt.Errorf("run not an error: %v", r.Tags)
-		}
-		return firstErr(attr(r, names.ExitCause, string(names.CauseKubeletRestart)),
-			attr(r, names.KubeletRestartReason, names.KubeletRestartPostStart))
-	})
-	report(t, tr)
-	e.deletePod(t, ns, pod.Name)
+	e.wantKubeletRestart(t, ns, pod, names.KubeletRestartPostStart)
 }
 
 // networkProbeRestarts: liveness probes the kubelet runs over the network
@@ -257,19 +245,7 @@ func (e *env) resizeRestart(t *testing.T) {
 		t.Fatalf("resize: %v", err)
 	}
 	e.waitPod(t, ns, pod.Name, "restarted by the resize", 2*time.Minute, restarted(1))
-	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
-		r, err := firstRun(tr, "app")
-		if err != nil {
-			return err
-		}
-		if !r.Error {
-			return fmt.Errorf("run not an error: %v", r.Tags)
-		}
-		return firstErr(attr(r, names.ExitCause, string(names.CauseKubeletRestart)),
-			attr(r, names.KubeletRestartReason, names.KubeletRestartResize))
-	})
-	report(t, tr)
-	e.deletePod(t, ns, pod.Name)
+	e.wantKubeletRestart(t, ns, pod, names.KubeletRestartResize)
 }
 
 // hasSpanEvent: some span of the trace has an event with that name.
@@ -282,4 +258,22 @@ func hasSpanEvent(tr *backends.Trace, name string) bool {
 		}
 	}
 	return false
+}
+
+// wantKubeletRestart: the pod's first run of "app" is an ERROR the kubelet
+// decided (cause kubelet_restart) for the reason given; the pod is deleted.
+func (e *env) wantKubeletRestart(t *testing.T, ns string, pod *corev1.Pod, reason string) {
+	t.Helper()
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		r, err := firstRun(tr, "app")
+		if err != nil {
+			return err
+		}
+		if !r.Error {
+			return fmt.Errorf("run not an error: %v", r.Tags)
+		}
+		return firstErr(attr(r, names.ExitCause, string(names.CauseKubeletRestart)), attr(r, names.KubeletRestartReason, reason))
+	})
+	report(t, tr)
+	e.deletePod(t, ns, pod.Name)
 }
