@@ -171,11 +171,7 @@ func TestClockStepDuringRun(t *testing.T) {
 func TestClockStepDuringStartup(t *testing.T) {
 	for _, step := range wallSteps {
 		t.Run(step.String(), func(t *testing.T) {
-			s := newClockSim(t, 0)
-			created := s.tl.Now()
-			s.start()
-			s.tick(10 * time.Second)
-			s.src.StepWall(step)
+			s, created := steppedWhileUnready(t, step)
 			for range 6 {
 				s.tick(5 * time.Second)
 			}
@@ -200,11 +196,7 @@ func TestClockStepDuringStartup(t *testing.T) {
 func TestClockStepTimersFireOnTime(t *testing.T) {
 	for _, step := range wallSteps {
 		t.Run(step.String(), func(t *testing.T) {
-			s := newClockSim(t, 0)
-			created := s.tl.Now()
-			s.start()
-			s.tick(10 * time.Second)
-			s.src.StepWall(step)
+			s, created := steppedWhileUnready(t, step)
 			for range 9 {
 				s.tick(5 * time.Second)
 				if len(s.find(names.SpanPodStartup)) > 0 {
@@ -271,4 +263,16 @@ func TestClockNodeBehindAPIServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// steppedWhileUnready starts a pod that is not Ready yet and steps the wall
+// clock 10 s after its creation; it returns the sim and the creation time.
+func steppedWhileUnready(t *testing.T, step time.Duration) (*clockSim, time.Time) {
+	t.Helper()
+	s := newClockSim(t, 0)
+	created := s.tl.Now()
+	s.start()
+	s.tick(10 * time.Second)
+	s.src.StepWall(step)
+	return s, created
 }
