@@ -115,12 +115,9 @@ func (e *env) sleepPreStopOverGrace(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	e.deleteWithGrace(t, ns, pod.Name, 5)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
-		pk := &pick{tr: tr}
-		term := pk.one(names.SpanPodTermination)
-		pre := pk.one(names.SpanContainerPreStop, ctrName("app"))
-		stop := pk.one(names.SpanContainerStop, ctrName("app"))
-		if pk.err != nil {
-			return pk.err
+		term, pre, stop, err := preStopSpans(tr)
+		if err != nil {
+			return err
 		}
 		return firstErr(childOf(tr, pre, term), inOrder(pre, stop),
 			attr(pre, names.HookHandler, "sleep"), attr(stop, names.Sigkill, "true"),
@@ -168,12 +165,9 @@ func (e *env) httpGetPreStop(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
-		pk := &pick{tr: tr}
-		term := pk.one(names.SpanPodTermination)
-		pre := pk.one(names.SpanContainerPreStop, ctrName("app"))
-		stop := pk.one(names.SpanContainerStop, ctrName("app"))
-		if pk.err != nil {
-			return pk.err
+		term, pre, stop, err := preStopSpans(tr)
+		if err != nil {
+			return err
 		}
 		return firstErr(childOf(tr, pre, term), inOrder(pre, stop),
 			attr(pre, names.HookHandler, "httpGet"), attr(pre, names.HookHTTPPath, "/drain"), attr(pre, names.HookHTTPPort, strconv.Itoa(port)),
@@ -256,4 +250,14 @@ func (e *env) kubeletRestartMidTermination(t *testing.T) {
 			}())
 	})
 	report(t, tr)
+}
+
+// preStopSpans picks the termination and the app's container.prestop and
+// container.stop spans, each exactly once.
+func preStopSpans(tr *backends.Trace) (term, pre, stop *backends.Span, err error) {
+	pk := &pick{tr: tr}
+	term = pk.one(names.SpanPodTermination)
+	pre = pk.one(names.SpanContainerPreStop, ctrName("app"))
+	stop = pk.one(names.SpanContainerStop, ctrName("app"))
+	return term, pre, stop, pk.err
 }
