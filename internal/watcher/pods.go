@@ -51,12 +51,16 @@ func (w *Watcher) onPod(obj any, deleted bool) {
 	} else {
 		s.terminating = pod.DeletionTimestamp != nil
 		s.probed = unseenProbes(pod)
-		quiet := podReady(pod) || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+		// A quiet pod that changes how it is quiet (Ready, then Failed
+		// because the kubelet evicted it; Ready, then Succeeded) settles
+		// again: the kubelet's Evicted event, written before the kill, comes
+		// with the window this reopens.
+		quiet := quietKind(pod)
 		switch {
-		case !quiet:
-			s.quietSince = time.Time{}
-		case s.quietSince.IsZero():
-			s.quietSince = now
+		case quiet == "":
+			s.quietSince, s.quietKind = time.Time{}, ""
+		case s.quietSince.IsZero(), s.quietKind != quiet:
+			s.quietSince, s.quietKind = now, quiet
 		}
 	}
 	w.mu.Unlock()
@@ -84,6 +88,18 @@ func unseenProbes(pod *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// quietKind is how a pod is quiet: its phase once it has finished,
+// "Ready" while it is Ready, "" while it is neither.
+func quietKind(pod *corev1.Pod) string {
+	switch {
+	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
+		return string(pod.Status.Phase)
+	case podReady(pod):
+		return string(corev1.PodReady)
+	}
+	return ""
 }
 
 func podReady(pod *corev1.Pod) bool {

@@ -365,3 +365,49 @@ func TestEventWindowStaticPod(t *testing.T) {
 		t.Error("Run returned nil")
 	}
 }
+
+// A pod Ready long enough for its window to close, then evicted by the
+// kubelet: the kubelet writes its Evicted event before the kill, while no
+// window is open, and the pod's status then goes from Ready to Failed (as
+// quiet as Ready was). The change of how the pod is quiet reopens the
+// window, whose initial list brings the Evicted event with the status.
+func TestEventWindowReopensWhenReadyPodFails(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	clock := newTestClock()
+	h := newHarness(t, clock.now)
+	h.start()
+	h.waitFor("API available", isAPI(true, false))
+	h.waitWatching("pods", 1)
+	ctx := context.Background()
+	pods, events := h.cs.CoreV1().Pods("shop"), h.cs.CoreV1().Events("shop")
+
+	web := testPod("web", node)
+	if _, err := pods.Create(ctx, withReady(web, true), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("pod Ready", isPod(web.UID, nil))
+	clock.advance(settle + time.Second)
+	h.waitStats("the window closed", func(st Stats) bool { return st.EventWatches == 0 })
+
+	evicted := testEvent("web.evicted", web, "Evicted", 1)
+	evicted.Message = "Usage of EmptyDir volume \"scratch\" exceeds the limit \"1Mi\"."
+	if _, err := events.Create(ctx, evicted, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	failed := withReady(web, false)
+	failed.Status.Phase, failed.Status.Reason = corev1.PodFailed, "Evicted"
+	if _, err := pods.Update(ctx, failed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("pod Failed", isPod(web.UID, func(p *fact.PodInfo) bool { return p.Phase == "Failed" }))
+	got := h.waitFor("Evicted, from the reopened window's list", isEvent(evicted.UID, 1)).Event
+	if got.Reason != "Evicted" || got.Message != evicted.Message {
+		t.Errorf("event = %+v", got)
+	}
+	// Failed is quiet: the window closes again after settle.
+	clock.advance(settle + time.Second)
+	h.waitStats("the window closed again", func(st Stats) bool { return st.EventWatches == 0 })
+	if err := h.stop(); err == nil {
+		t.Error("Run returned nil")
+	}
+}

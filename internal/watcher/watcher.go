@@ -152,6 +152,8 @@ type podState struct {
 	// quietSince is when the pod became Ready or finished (zero while it
 	// is neither).
 	quietSince time.Time
+	// quietKind is how it is quiet since quietSince (quietKind()).
+	quietKind string
 	// probed: a container has a liveness or startup probe the kernel does
 	// not see run (httpGet, tcpSocket, grpc): the kubelet's Killing event is
 	// the only word on its restarts, and it comes before the pod's status
