@@ -36,7 +36,8 @@ import (
 
 func TestCluster(t *testing.T) {
 	e := setup(t)
-	startLoad(t) // PODCHRON_TEST_LOAD=1: the scenarios run on a busy node
+	e.startRecorder(t) // PODCHRON_E2E_RECORD=<dir>: also record the node's input stream
+	startLoad(t)       // PODCHRON_TEST_LOAD=1: the scenarios run on a busy node
 	start := time.Now()
 	// Scenarios 1–7 run side by side, each in its own namespace (the
 	// crash loop's back-off and the stuck termination take half a minute);
