@@ -69,6 +69,11 @@ type Config struct {
 	// Filter decides which pods are traced (filter.go); the zero value
 	// traces all.
 	Filter Filter
+	// Emitted are the span IDs the previous tracer instance on this node
+	// emitted (its checkpoint: internal/checkpoint). They are not emitted
+	// again, and a pod whose root span is among them has ended: its later
+	// facts are dropped (restart.go).
+	Emitted []span.SpanID
 }
 
 // Stats are the correlator's own counters.
@@ -90,11 +95,13 @@ type Correlator struct {
 	cfg    Config
 	parser *cgroupid.Parser
 
-	now        time.Time
-	timersAt   time.Time // when timers next run
-	started    time.Time // tracer start (fact.Input.Start), zero if unknown
-	apiUp      bool
-	apiKnown   bool
+	now      time.Time
+	timersAt time.Time // when timers next run
+	started  time.Time // tracer start (fact.Input.Start), zero if unknown
+	apiUp    bool
+	apiKnown bool
+	// prior: the span IDs the previous instance emitted (Config.Emitted).
+	prior      map[span.SpanID]struct{}
 	apiReason  string
 	runtimeGap *cri.Gap
 
@@ -141,7 +148,13 @@ func New(cfg Config) *Correlator {
 	if cfg.StuckAfter == 0 {
 		cfg.StuckAfter = 30 * time.Second
 	}
+	prior := make(map[span.SpanID]struct{}, len(cfg.Emitted))
+	for _, id := range cfg.Emitted {
+		prior[id] = struct{}{}
+	}
+	cfg.Emitted = nil
 	return &Correlator{
+		prior:      prior,
 		cfg:        cfg,
 		parser:     cgroupid.NewParser(cfg.CgroupRoots...),
 		cgroups:    map[uint64]*cgroupRef{},

@@ -18,6 +18,12 @@ func (c *Correlator) emit(p *pod, s span.Span) {
 		return
 	}
 	p.emitted[key] = true
+	if _, ok := c.prior[s.SpanID]; ok {
+		// The previous instance on this node emitted this span ID
+		// (Config.Emitted): told once, by it.
+		c.miss("emitted_before_restart")
+		return
+	}
 	if !c.traced(p) {
 		c.stats.SpansFiltered++
 		return

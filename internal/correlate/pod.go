@@ -43,7 +43,7 @@ func (c *Correlator) pod(uid string, at time.Time) *pod {
 	if p, ok := c.pods[uid]; ok {
 		return p
 	}
-	if c.isEnded(uid) {
+	if c.isEnded(uid) || c.endedBeforeRestart(uid) {
 		return nil
 	}
 	p := &pod{

@@ -21,6 +21,11 @@ const (
 		"with no API deletion: the second instance has no fact that the pod is going"
 	excPhantomPod = "a pod known only from CNI runs before the cut: no runtime sandbox and no API object " +
 		"names it to the second instance"
+	excStopBegun = "a container's stop begun before the cut by the runtime's stop signal (a kernel fact only the " +
+		"first instance saw) whose end the first did not emit: the second instance sees the exit, not the stop"
+	excLateAfterEnd = "a fact of a trace the first instance ended (its root is in the checkpoint), joined to that " +
+		"trace by the uninterrupted run: the second instance keeps the ended pod's tombstone, not its trace, " +
+		"and counts the fact (ended_pod) instead"
 )
 
 // cutView is what decides the exceptions at one cut.
@@ -52,14 +57,27 @@ func (v cutView) begunBefore(tid span.TraceID, name string) bool {
 }
 
 // apiDeletion: the stream has an API deletion (a deletionTimestamp or the
-// object gone).
-func (v cutView) apiDeletion() bool {
+// object gone) of the trace's pod.
+func (v cutView) apiDeletion(tid span.TraceID) bool {
 	for _, x := range v.inputs {
-		if x.Pod != nil && (x.Pod.Deleted || x.Pod.DeletionTimestamp != nil) {
+		if x.Pod != nil && (x.Pod.Deleted || x.Pod.DeletionTimestamp != nil) && span.TraceIDForPod(x.Pod.UID) == tid {
 			return true
 		}
 	}
 	return false
+}
+
+// endedBefore: the first instance emitted the trace's root (it ended
+// before the cut).
+func (v cutView) endedBefore(tid span.TraceID) bool {
+	r, ok := v.want[span.RootSpanID(tid)]
+	return ok && r.End.Before(v.at)
+}
+
+// underStartup: the span is a child of the trace's pod.startup.
+func (v cutView) underStartup(w span.Span) bool {
+	s, ok := v.phase[w.TraceID]["pod.startup"]
+	return ok && w.Parent == s.SpanID
 }
 
 // runtimeNamed: the runtime (or the API) named the trace's pod before the cut.
@@ -85,11 +103,19 @@ func (v cutView) missingWhy(w span.Span) string {
 	if strings.HasPrefix(w.Name, "cni.") && w.Start.Before(v.at) {
 		return excCNIBegun
 	}
-	switch w.Name {
-	case "pod.startup", "pod.sandbox", "container.start":
+	if v.endedBefore(tid) && !w.Start.Before(v.at) {
+		return excLateAfterEnd
+	}
+	if w.Name == "container.stop" && w.Start.Before(v.at) {
+		return excStopBegun
+	}
+	switch {
+	case w.Name == "pod.startup" || v.underStartup(w):
 		if v.begunBefore(tid, "pod.startup") {
 			return excStartupInProgress
 		}
+	}
+	switch w.Name {
 	case "pod":
 		if !v.runtimeNamed(tid) {
 			return excPhantomPod
@@ -109,7 +135,7 @@ func (v cutView) terminationWhy(w span.Span) string {
 		}
 		return ""
 	}
-	if v.begunBefore(tid, "pod.termination") && !v.apiDeletion() {
+	if v.begunBefore(tid, "pod.termination") && !v.apiDeletion(tid) {
 		return excTerminationBySignal
 	}
 	return ""

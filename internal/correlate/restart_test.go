@@ -3,6 +3,7 @@ package correlate_test
 import (
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -15,6 +16,7 @@ import (
 	"github.com/podchron/podchron/internal/fact"
 	"github.com/podchron/podchron/internal/fact/cri"
 	"github.com/podchron/podchron/internal/fact/kernel"
+	"github.com/podchron/podchron/internal/record"
 	"github.com/podchron/podchron/internal/span"
 )
 
@@ -28,27 +30,55 @@ import (
 // initial) and the API server's pods and their Events (the informers'
 // lists); then the facts that follow.
 
-// restartStreams are every recorded stream.
-func restartStreams(t *testing.T) []string {
+// restartStreams are every recorded stream: the runtime tests' (one pod
+// each) and each namespace's stream cut out of the e2e's node recordings
+// (nodeRecordings).
+func restartStreams(t *testing.T) []recordedStream {
 	t.Helper()
-	var files []string
+	var out []recordedStream
 	for _, glob := range []string{"testdata/*.jsonl", "testdata/runtimes/*.jsonl", "testdata/progress/*.jsonl"} {
-		f, err := filepath.Glob(glob)
+		files, err := filepath.Glob(glob)
 		if err != nil {
 			t.Fatal(err)
 		}
-		files = append(files, f...)
+		for _, f := range files {
+			out = append(out, recordedStream{name: strings.TrimPrefix(strings.TrimSuffix(f, ".jsonl"), "testdata/"), inputs: load(t, f)})
+		}
 	}
-	if len(files) == 0 {
+	if os.Getenv(restartE2EEnv) == "" {
+		t.Logf("the e2e's node recordings (testdata/e2e) are not replayed here: set %s=1 (issue 18: the property does not hold on them yet)", restartE2EEnv)
+		return out
+	}
+	for _, n := range nodeRecordings(t) {
+		split := record.SplitByNamespace(n.inputs, e2eSplitTail)
+		for _, ns := range slices.Sorted(maps.Keys(split)) {
+			out = append(out, recordedStream{name: n.name + "/" + ns, inputs: split[ns]})
+		}
+	}
+	if len(out) == 0 {
 		t.Fatal("no recorded streams in testdata")
 	}
-	return files
+	return out
+}
+
+// restartE2EEnv, set, adds each namespace's stream of the e2e's node
+// recordings to the restart property. They were recorded on 2026-11-25
+// (PODCHRON_E2E_RECORD) and the property does not hold on them yet: the
+// differences and the span IDs emitted twice are listed per stream in
+// issue 18's closing note; the daemon's checkpoint (Config.Emitted) is not
+// written yet. Until it holds they are not part of the default run.
+const restartE2EEnv = "PODCHRON_RESTART_E2E"
+
+// recordedStream is a recorded input stream and its name.
+type recordedStream struct {
+	name   string
+	inputs []fact.Input
 }
 
 // restartSeed is what a tracer started at `at` takes in before the facts
 // that follow, derived from the facts before the stop (seen): a Start, the
 // scan's cgroups and processes, the runtime's first poll, the API watch's
-// state and the API server's lists.
+// server's lists and then its state.
 func restartSeed(seen []fact.Input, at time.Time) []fact.Input {
 	k := scanAt(seen)
 	start := k.start
@@ -71,10 +101,18 @@ func restartSeed(seen []fact.Input, at time.Time) []fact.Input {
 	for _, ev := range criclient.Diff(nil, runtimeAt(seen, at), cri.PhaseInitial) {
 		out = append(out, fact.Input{Time: at, Runtime: &ev})
 	}
+	if slices.Contains(start.Progress, fact.SourceRuntime) {
+		// The runtime's source reports its first poll complete once its
+		// changes are handed over (pipeline.RuntimeSource).
+		out = append(out, fact.Input{Time: at, Progress: &fact.Progress{Source: fact.SourceRuntime, Until: at}})
+	}
+	// The watcher sends the informers' initial lists first, then the
+	// API's availability once they have synced (watcher.Run).
+	out = append(out, apiAt(seen, at)...)
 	if st := apiStatusAt(seen); st != nil {
 		out = append(out, fact.Input{Time: at, API: st})
 	}
-	return append(out, apiAt(seen, at)...)
+	return out
 }
 
 // apiStatusAt is the API watch's state the watcher reports once its
@@ -245,8 +283,19 @@ func podSeenLive(seen []fact.Input, uid string) bool {
 // collect runs a correlator over inputs and returns what it emitted; end
 // is Shutdown (a restart) or Flush (the end of a replay).
 func collect(seed, inputs []fact.Input, end func(*correlate.Correlator)) []span.Span {
+	return collectAfter(nil, seed, inputs, end)
+}
+
+// collectAfter is collect for an instance started after one that emitted
+// prior: it is given their span IDs, as the daemon gives it the node's
+// checkpoint (internal/checkpoint).
+func collectAfter(prior []span.Span, seed, inputs []fact.Input, end func(*correlate.Correlator)) []span.Span {
 	var spans []span.Span
-	c := correlate.New(correlate.Config{Sink: span.SinkFunc(func(s span.Span) { spans = append(spans, s) })})
+	ids := make([]span.SpanID, 0, len(prior))
+	for _, s := range prior {
+		ids = append(ids, s.SpanID)
+	}
+	c := correlate.New(correlate.Config{Emitted: ids, Sink: span.SinkFunc(func(s span.Span) { spans = append(spans, s) })})
 	for _, in := range seed {
 		c.Handle(in)
 	}
@@ -287,7 +336,7 @@ type restartResult struct {
 func restartRuns(inputs []fact.Input, i int) (a, b []span.Span) {
 	at := restartTime(inputs, i)
 	a = collect(nil, inputs[:i], (*correlate.Correlator).Shutdown)
-	b = collect(restartSeed(inputs[:i], at), inputs[i:], (*correlate.Correlator).Flush)
+	b = collectAfter(a, restartSeed(inputs[:i], at), inputs[i:], (*correlate.Correlator).Flush)
 	return a, b
 }
 
@@ -335,10 +384,9 @@ func (r *restartResult) differ(why string, list *[]string, what string) {
 }
 
 func TestRestartAtEveryInput(t *testing.T) {
-	for _, f := range restartStreams(t) {
-		name := strings.TrimPrefix(strings.TrimSuffix(f, ".jsonl"), "testdata/")
-		t.Run(name, func(t *testing.T) {
-			inputs := load(t, f)
+	for _, st := range restartStreams(t) {
+		t.Run(st.name, func(t *testing.T) {
+			inputs := st.inputs
 			want := map[span.SpanID]span.Span{}
 			for _, s := range replay(inputs) {
 				want[s.SpanID] = s
