@@ -70,7 +70,7 @@ type Config struct {
 	// traces all.
 	Filter Filter
 	// Emitted are the span IDs the previous tracer instance on this node
-	// emitted (its checkpoint: internal/checkpoint). They are not emitted
+	// emitted (a node checkpoint; the daemon does not write one yet). They are not emitted
 	// again, and a pod whose root span is among them has ended: its later
 	// facts are dropped (restart.go).
 	Emitted []span.SpanID
