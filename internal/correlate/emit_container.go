@@ -94,6 +94,7 @@ func (c *Correlator) runSpan(ct *container) {
 		attrs = append(attrs, span.Strings(names.ProcessCommandArgs, ct.initArgs...))
 	}
 	attrs = append(attrs, cattrs...)
+	attrs = append(attrs, p.runVerdictAttrs(ct, cause, cattrs)...)
 	status := span.StatusOK
 	msg := ""
 	if isDisruptionCause(cause) && ct.disruptionGraceful() {
@@ -332,7 +333,8 @@ func (c *Correlator) backoff(ct *container) {
 	}
 	ct.backoffDone = true
 	wait := start.Sub(prev.exitAt)
-	attrs := append(containerAttrs(ct), span.Float(names.BackoffSeconds, wait.Seconds()))
+	attrs := append(containerAttrs(ct), span.Float(names.BackoffSeconds, wait.Seconds()), span.String(names.Verdict, backoffVerdict(ct, wait)))
+	p.verdict.noteAttempt(ct.name, ct.attempt)
 	if ev := p.recentEvent("BackOff", ct.name, prev.exitAt, start); ev != nil {
 		attrs = append(attrs, span.String(names.Message, ev.Message))
 	}

@@ -76,7 +76,18 @@ func (c *Correlator) emitStartup(p *pod, end time.Time, out startupOutcome) {
 		}
 		c.emit(p, span.Span{SpanID: p.spanID(ctKey("start", ct)), Parent: id, Name: names.SpanContainerStart, Start: s, End: e, Status: span.StatusOK, Attrs: attrs})
 	}
-	attrs := []span.Attr{span.String(names.OwnerKind, p.ownerKind())}
+	c.startupSpan(p, id, start, ready, out)
+}
+
+// startupSpan emits pod.startup itself, with its verdict and long pole, and
+// measures a successful one.
+func (c *Correlator) startupSpan(p *pod, id span.SpanID, start, ready time.Time, out startupOutcome) {
+	phases := p.startupPhaseTimes(ready, out.failure != "")
+	pole, hasPole := longPole(phases)
+	p.verdict.longPole, p.verdict.hasPole = pole, hasPole
+	p.verdict.startupVerdict = p.startupVerdict(ready.Sub(start), out, pole, hasPole)
+	attrs := []span.Attr{span.String(names.OwnerKind, p.ownerKind()), span.String(names.Verdict, p.verdict.startupVerdict)}
+	attrs = append(attrs, poleAttrs(pole, hasPole)...)
 	status, msg := span.StatusOK, ""
 	if out.failure != "" {
 		status, msg = span.StatusError, out.failure
@@ -91,8 +102,8 @@ func (c *Correlator) emitStartup(p *pod, end time.Time, out startupOutcome) {
 		if out.outcome != "" {
 			attrs = append(attrs, span.String(names.StartupOutcome, out.outcome))
 		}
-		c.observer(p).PodStartup(p.namespace(), p.ownerKind(), ready.Sub(start), p.trace.String())
-		c.startupPhases(p, ready)
+		c.observer(p).PodStartup(p.namespace(), p.ownerKind(), pole.name, ready.Sub(start), p.trace.String())
+		c.startupPhases(p, phases)
 	}
 	c.emit(p, span.Span{SpanID: id, Parent: c.rootID(p), Name: names.SpanPodStartup, Start: start, End: ready, Status: status,
 		StatusMessage: msg, Attrs: attrs, Events: p.gateWait()})
@@ -169,16 +180,25 @@ func (c *Correlator) pullSpan(p *pod, pl *pull, parent span.SpanID) span.Span {
 		Status: status, StatusMessage: msg, Attrs: attrs}
 }
 
-// startupPhases measures where a successful start-up's time went, by phase
+// startupPhases measures where a successful start-up's time went, by phase.
+func (c *Correlator) startupPhases(p *pod, phases []phaseTime) {
+	obs, ns, trace := c.observer(p), p.namespace(), p.trace.String()
+	for _, ph := range phases {
+		obs.PodStartupPhase(ns, ph.name, ph.d, trace)
+	}
+}
+
+// startupPhaseTimes is where a start-up's time went, by phase
 // (names.Phase*): scheduling, the sandbox (with its network), each image
 // pull, the init containers (first start to last exit), each app
 // container's start, and the wait for Ready after the last app container
-// ran.
-func (c *Correlator) startupPhases(p *pod, ready time.Time) {
-	obs, ns, trace := c.observer(p), p.namespace(), p.trace.String()
+// ran. failed: the start-up never got Ready; a failed pull counts to its
+// last failure.
+func (p *pod) startupPhaseTimes(ready time.Time, failed bool) []phaseTime {
+	var out []phaseTime
 	phase := func(name string, from, to time.Time) {
 		if !from.IsZero() && !to.IsZero() {
-			obs.PodStartupPhase(ns, name, to.Sub(from), trace)
+			out = append(out, phaseTime{name: name, d: to.Sub(from)})
 		}
 	}
 	if sched, ok := p.condition("PodScheduled"); ok && p.info != nil {
@@ -190,6 +210,8 @@ func (c *Correlator) startupPhases(p *pod, ready time.Time) {
 	for _, name := range slices.Sorted(maps.Keys(p.pulls)) {
 		if pl := p.pulls[name]; !pl.end.IsZero() {
 			phase(names.PhaseImagePull, pl.start, pl.end)
+		} else if failed && !pl.failedAt.IsZero() {
+			phase(names.PhaseImagePull, pl.start, pl.failedAt)
 		}
 	}
 	var initFrom, initTo, lastRun time.Time
@@ -209,4 +231,5 @@ func (c *Correlator) startupPhases(p *pod, ready time.Time) {
 	}
 	phase(names.PhaseInit, initFrom, initTo)
 	phase(names.PhaseReadiness, lastRun, ready)
+	return out
 }

@@ -107,6 +107,7 @@ func (c *Correlator) terminationSpan(p *pod, at time.Time, unfinished string) {
 	if unfinished == "" {
 		c.observer(p).PodTermination(p.namespace(), p.ownerKind(), d, p.overrun, p.trace.String())
 	}
+	attrs = append(attrs, span.String(names.Verdict, p.endTermination(d, msg, unfinished)))
 	c.emit(p, span.Span{SpanID: c.terminationID(p), Parent: c.rootID(p), Name: names.SpanPodTermination, Start: p.terminating, End: at,
 		Status: status, StatusMessage: msg, Attrs: attrs, Events: p.termEvents})
 }
@@ -146,6 +147,7 @@ func (c *Correlator) rootSpan(p *pod, at time.Time, unfinished string) {
 	if p.signalsThrottled > 0 {
 		attrs = append(attrs, span.Int(names.SignalsThrottled, int64(p.signalsThrottled)))
 	}
+	attrs = append(attrs, p.rootVerdictAttrs(unfinished)...)
 	c.emit(p, span.Span{SpanID: c.rootID(p), Name: names.SpanPod, Start: start, End: at, Status: status, StatusMessage: msg,
 		Attrs: attrs, Events: p.rootEvents})
 }

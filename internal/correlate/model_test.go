@@ -32,7 +32,7 @@ func (o *obs) PodSeen(ns, owner string) { o.calls = append(o.calls, "seen "+ns+"
 func (o *obs) PodStartupPhase(ns, phase string, d time.Duration, _ string) {
 	o.calls = append(o.calls, "phase "+ns+" "+phase)
 }
-func (o *obs) PodStartup(ns, owner string, d time.Duration, _ string) {
+func (o *obs) PodStartup(ns, owner, _ string, d time.Duration, _ string) {
 	o.calls = append(o.calls, fmt.Sprintf("startup %s %s %s", ns, owner, d))
 }
 func (o *obs) PodTermination(ns, owner string, d time.Duration, overrun bool, _ string) {

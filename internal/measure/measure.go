@@ -17,7 +17,8 @@ type Observer interface {
 	PodSeen(namespace, ownerKind string)
 	// PodStartup, PodStartupPhase, PodTermination and ContainerStop carry
 	// the pod's trace ID (for exemplars).
-	PodStartup(namespace, ownerKind string, d time.Duration, traceID string)
+	// longPole: the start-up's longest phase (names.Phase*).
+	PodStartup(namespace, ownerKind, longPole string, d time.Duration, traceID string)
 	PodStartupPhase(namespace, phase string, d time.Duration, traceID string) // phase: names.Phase*
 	PodTermination(namespace, ownerKind string, d time.Duration, overrun bool, traceID string)
 	ContainerStop(namespace string, d time.Duration, sigkill bool, traceID string)
@@ -40,7 +41,7 @@ type NopObserver struct{}
 func (NopObserver) PodSeen(string, string) {}
 
 // PodStartup discards the measurement.
-func (NopObserver) PodStartup(string, string, time.Duration, string) {}
+func (NopObserver) PodStartup(string, string, string, time.Duration, string) {}
 
 // PodStartupPhase discards the measurement.
 func (NopObserver) PodStartupPhase(string, string, time.Duration, string) {}

@@ -153,3 +153,26 @@ const (
 	// the root's event, past the span cap).
 	NotReadySeconds = "podchron.readiness.not_ready.seconds"
 )
+
+// The verdict and the start-up's long pole (internal/correlate/verdict.go).
+const (
+	// Verdict: what happened, in plain words, on the root span (the whole
+	// lifecycle) and on each phase span (that phase).
+	Verdict = "podchron.verdict"
+	// StartupLongPole: the start-up phase that took longest (Phase*), on
+	// pod.startup and the root.
+	StartupLongPole = "podchron.startup.long_pole"
+	// StartupLongPoleSeconds: how long the long pole took.
+	StartupLongPoleSeconds = "podchron.startup.long_pole_seconds"
+)
+
+// Semantic-convention status keys (v1.43) beside podchron's own.
+const (
+	// K8sContainerStatusLastTerminatedReason: why a container's run ended,
+	// as Kubernetes writes it (OOMKilled, Error, Completed,
+	// ContainerCannotRun, ...): the runtime's reason, else the API status's.
+	K8sContainerStatusLastTerminatedReason = "k8s.container.status.last_terminated_reason"
+	// K8sPodStatusReason: the pod status's reason (Evicted, NodeLost,
+	// Shutdown, UnexpectedAdmissionError, ...).
+	K8sPodStatusReason = "k8s.pod.status.reason"
+)

@@ -9,6 +9,7 @@ const (
 	LabelGoVersion  = "goversion"   // the Go version podchron was built with
 	LabelKernel     = "kernel"      // the node's kernel release
 	LabelLabel      = "label"       // the label whose values were folded into "other"
+	LabelLongPole   = "long_pole"   // a start-up's longest phase (StartupPhases)
 	LabelMetric     = "metric"      // the histogram a negative duration was left out of
 	LabelNamespace  = "namespace"   // the pod's namespace
 	LabelOverrun    = "overrun"     // "true" when a container outlived the grace period

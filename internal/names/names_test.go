@@ -32,6 +32,7 @@ func init() {
 		string(semconv.K8SDaemonSetNameKey), string(semconv.K8SDaemonSetUIDKey),
 		string(semconv.K8SJobNameKey), string(semconv.K8SJobUIDKey),
 		string(semconv.K8SCronJobNameKey), string(semconv.K8SCronJobUIDKey),
+		string(semconv.K8SContainerStatusLastTerminatedReasonKey), string(semconv.K8SPodStatusReasonKey),
 	} {
 		semconvKeys[k] = true
 	}

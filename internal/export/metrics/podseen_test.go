@@ -140,7 +140,7 @@ func TestPodSeenBounded(t *testing.T) {
 		"namespace=other,overrun=false,owner_kind=other": 0, "namespace=other,overrun=true,owner_kind=other": 0})
 	wantSeries(t, rec, "podchron_label_values_folded_total", map[string]float64{
 		"label=namespace": 0, "label=owner_kind": 0, "label=phase": 0, "label=plugin": 0, "label=command": 0, "label=result": 0,
-		"label=cause": 0, "label=scope": 0, "label=signal": 0, "label=sender_kind": 0, "label=reason": 0})
+		"label=cause": 0, "label=scope": 0, "label=signal": 0, "label=sender_kind": 0, "label=reason": 0, "label=long_pole": 0})
 	rec.GracePeriodOverrun("e")
 	wantSeries(t, rec, "podchron_grace_period_overruns_total", map[string]float64{
 		"namespace=a": 0, "namespace=b": 0, "namespace=other": 1})

@@ -90,7 +90,7 @@ type Recorder struct {
 	namespace, ownerKind                     *labelLimiter
 	plugin, command, result                  *labelLimiter
 	cause, scope, signal, sender, missReason *labelLimiter
-	phase                                    *labelLimiter
+	phase, longPole                          *labelLimiter
 
 	stuckMu    sync.Mutex
 	stuckCount map[string]int // by (folded) namespace label value
@@ -143,9 +143,9 @@ func NewRecorder(lim Limits) *Recorder {
 func (r *Recorder) newPodMetrics() {
 	r.startup = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "podchron_pod_startup_duration_seconds",
-		Help:    "Time from pod creation to the pod being ready, as podchron traced it.",
+		Help:    "Time from pod creation to the pod being ready, as podchron traced it; long_pole: the start-up's longest phase (as in podchron_pod_startup_phase_duration_seconds).",
 		Buckets: startupBuckets,
-	}, []string{names.LabelNamespace, names.LabelOwnerKind})
+	}, []string{names.LabelNamespace, names.LabelOwnerKind, names.LabelLongPole})
 	r.startupPhase = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "podchron_pod_startup_phase_duration_seconds",
 		Help:    "Where start-ups' time went, by phase: scheduling, sandbox (with its network), image_pull (each pull), init (first init container start to last exit), start (each app container: created to running), readiness (last app container running to Ready).",
@@ -245,6 +245,7 @@ func (r *Recorder) newLimiters(lim Limits) {
 	r.result = newLabelLimiter(names.LabelResult, "unknown", lim.Values, []string{cniOK, cniError}, r.folded)
 	r.cause = newLabelLimiter(names.LabelCause, "unknown", lim.Values, zeroExitCauses, r.folded)
 	r.phase = newLabelLimiter(names.LabelPhase, "unknown", len(names.StartupPhases), names.StartupPhases, r.folded)
+	r.longPole = newLabelLimiter(names.LabelLongPole, "unknown", len(names.StartupPhases), names.StartupPhases, r.folded)
 	r.scope = newLabelLimiter(names.LabelScope, names.OOMScopeUnknown, len(names.OOMScopes), names.OOMScopes, r.folded)
 	// Linux has 64 signals; names or numbers, a few more is already a bug.
 	r.signal = newLabelLimiter(names.LabelSignal, "unknown", 72, nil, r.folded)
@@ -328,8 +329,8 @@ func (r *Recorder) PodSeen(namespace, ownerKind string) {
 }
 
 // PodStartup implements measure.Observer.
-func (r *Recorder) PodStartup(namespace, ownerKind string, d time.Duration, traceID string) {
-	r.observeTrace(r.startup, histPodStartup, d, traceID, r.namespace.value(namespace), r.ownerKind.value(ownerKind))
+func (r *Recorder) PodStartup(namespace, ownerKind, longPole string, d time.Duration, traceID string) {
+	r.observeTrace(r.startup, histPodStartup, d, traceID, r.namespace.value(namespace), r.ownerKind.value(ownerKind), r.longPole.value(longPole))
 }
 
 // PodStartupPhase implements measure.Observer.

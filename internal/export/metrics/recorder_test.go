@@ -51,7 +51,7 @@ func TestCardinalityGuard(t *testing.T) {
 		ns := fmt.Sprintf("ci-run-%d", i)
 		s := fmt.Sprint(i)
 		rec.PodSeen(ns, "Kind"+s)
-		rec.PodStartup(ns, "Kind"+s, time.Second, "")
+		rec.PodStartup(ns, "Kind"+s, "pole"+s, time.Second, "")
 		rec.PodTermination(ns, "Kind"+s, time.Second, i%2 == 0, "")
 		rec.ContainerStop(ns, time.Second, i%3 == 0, "")
 		rec.GracePeriodOverrun(ns)
@@ -73,13 +73,14 @@ func TestCardinalityGuard(t *testing.T) {
 		"result":      4 + 2 + 1,
 		"cause":       4 + len(zeroExitCauses) + 1,
 		"scope":       2*len(names.OOMScopes) + 1,
+		"long_pole":   2*len(names.StartupPhases) + 1,
 		"signal":      72 + 1,
 		"sender_kind": 5 + 4 + 1,
 		"reason":      4 + 1,
 		"overrun":     2,
 		"sigkill":     2,
 		"le":          len(cniBuckets) + 1,
-		"label":       11,
+		"label":       12,
 		"metric":      4,
 		// One series per stuck pod, at most MaxStuckPods at once.
 		"pod":      MaxStuckPods,
@@ -120,7 +121,7 @@ func TestCardinalityGuard(t *testing.T) {
 	}
 	// Known values are never folded, however full the cap. (Two owner
 	// kind observations per iteration, 998 kinds past the cap.)
-	rec.PodStartup("ci-run-0", "StatefulSet", time.Second, "")
+	rec.PodStartup("ci-run-0", "StatefulSet", "readiness", time.Second, "")
 	if got := testutil.ToFloat64(rec.folded.WithLabelValues("owner_kind")); got != 2*(n-2) {
 		t.Errorf("folded owner kinds %v, want %d", got, 2*(n-2))
 	}
@@ -131,7 +132,7 @@ func TestLabelValueSanitized(t *testing.T) {
 	long := strings.Repeat("é", 200) // 400 bytes
 	rec.ContainerExit("bad\xff\xfens", long)
 	rec.OOMKill("", "")
-	rec.PodStartup("", "", time.Second, "")
+	rec.PodStartup("", "", "readiness", time.Second, "")
 	lv := labelValues(t, rec)
 	for v := range lv["podchron_container_exits_total"]["namespace"] {
 		if !utf8.ValidString(v) {
@@ -153,7 +154,7 @@ func TestLabelValueSanitized(t *testing.T) {
 
 func TestNegativeDurationsNotObserved(t *testing.T) {
 	rec := NewRecorder(Limits{})
-	rec.PodStartup("default", "ReplicaSet", -time.Second, "")
+	rec.PodStartup("default", "ReplicaSet", "readiness", -time.Second, "")
 	rec.PodTermination("default", "ReplicaSet", -time.Second, false, "")
 	rec.ContainerStop("default", -time.Second, true, "")
 	rec.CNICall("bridge", "ADD", "success", -time.Millisecond)
@@ -295,7 +296,7 @@ func TestRecorderPedanticRegistry(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	rec := NewRecorder(Limits{})
 	reg.MustRegister(rec)
-	rec.PodStartup("default", "ReplicaSet", time.Second, "")
+	rec.PodStartup("default", "ReplicaSet", "readiness", time.Second, "")
 	rec.Signal("SIGTERM", "kubelet")
 	if _, err := reg.Gather(); err != nil {
 		t.Fatal(err)
