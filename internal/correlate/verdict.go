@@ -72,8 +72,9 @@ func longPole(phases []phaseTime) (pole phaseTime, ok bool) {
 	return pole, ok
 }
 
+// bound makes a verdict one line of at most maxVerdict bytes.
 func bound(v string) string {
-	s, _ := fact.Truncate(v, maxVerdict)
+	s, _ := fact.Truncate(strings.Join(strings.Fields(v), " "), maxVerdict)
 	return s
 }
 
@@ -275,7 +276,7 @@ func (p *pod) terminationVerdict(d time.Duration, reason, statusMsg, unfinished 
 	var why []string
 	if reason == "Evicted" {
 		if m := p.evictionMessage(); m != "" {
-			head = "evicted by the kubelet: " + strings.TrimSuffix(m, ".") + "; " + head
+			head = "evicted by the kubelet: " + strings.TrimRight(strings.TrimSpace(m), ".") + "; " + head
 		} else {
 			head = "evicted by the kubelet; " + head
 		}
@@ -423,7 +424,7 @@ func (p *pod) rootVerdict(unfinished string) string {
 	case unfinished != "":
 		parts = append(parts, "still alive: "+unfinished)
 	case p.info != nil && p.info.Reason == "Evicted":
-		parts = append(parts, "evicted by the kubelet: "+p.evictionMessage())
+		parts = append(parts, strings.TrimSuffix("evicted by the kubelet: "+strings.TrimRight(strings.TrimSpace(p.evictionMessage()), "."), ": "))
 	case p.info != nil && p.info.Phase != "":
 		parts = append(parts, "ended in phase "+p.info.Phase)
 	default:
