@@ -65,6 +65,7 @@ func TestCluster(t *testing.T) {
 		t.Run("36-network-probe-restarts", e.networkProbeRestarts)
 		t.Run("37-emptydir-eviction", e.emptyDirEviction)
 		t.Run("38-resize-restart", e.resizeRestart)
+		t.Run("51-verdict-long-pole", e.verdict)
 		e.longTail(t) // 10–14 (longtail_test.go)
 	})
 	if t.Failed() {
@@ -76,6 +77,7 @@ func TestCluster(t *testing.T) {
 	t.Run("31-tracer-restart-resume", e.restartResume)
 	t.Run("9-no-api-access", e.noAPIAccess)
 	e.checkTracerHealth(t)
+	e.checkVerdicts(t, start)
 	t.Logf("all scenarios in %s", time.Since(start).Round(time.Second))
 }
 

@@ -1,0 +1,176 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podchron/podchron/internal/names"
+	"github.com/podchron/podchron/test/e2e/backends"
+)
+
+// 51: the verdict in plain words and the start-up's long pole. An init
+// container that sleeps 4 s is the long pole (podchron.startup.long_pole
+// "init" on pod.startup and the root, long_pole="init" on the start-up
+// histogram); the app ignores SIGTERM, so the termination's verdict says
+// it was SIGKILLed at the end of its 3 s grace period; the run says why it
+// ended as Kubernetes writes it (k8s.container.status.last_terminated_reason).
+func (e *env) verdict(t *testing.T) {
+	t.Parallel()
+	const ns = "s51-verdict"
+	e.namespace(t, ns)
+	grace := int64(3)
+	pod := e.readyPod(t, ns, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "slow-init"},
+		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace,
+			InitContainers: []corev1.Container{container("warm", "sleep", "4")},
+			Containers:     []corev1.Container{container("app", sh(`trap '' TERM; while :; do sleep 1; done`)...)}},
+	})
+	wantPole := func(s *backends.Span) error {
+		secs, err := strconv.ParseFloat(s.Str(names.StartupLongPoleSeconds), 64)
+		if err != nil || secs < 3.5 || secs > 60 {
+			return fmt.Errorf("%s %s=%q, want the init's 4 s", s.Name, names.StartupLongPoleSeconds, s.Str(names.StartupLongPoleSeconds))
+		}
+		return attr(s, names.StartupLongPole, names.PhaseInit)
+	}
+	e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		pk := &pick{tr: tr}
+		st := pk.one(names.SpanPodStartup)
+		if pk.err != nil {
+			return pk.err
+		}
+		return firstErr(wantPole(st), verdictHas(st, "started in ", "; long pole: init "))
+	})
+	e.metric(t, fmt.Sprintf(`sum(podchron_pod_startup_duration_seconds_count{namespace=%q,%s=%q})`, ns, names.LabelLongPole, names.PhaseInit),
+		time.Minute, func(v float64) bool { return v == 1 })
+	e.deleteAndWait(t, ns, pod.Name)
+	killed := "container app ignored SIGTERM and was SIGKILLed at the end of the 3 s grace period"
+	e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		pk := &pick{tr: tr}
+		root := pk.one(names.SpanPod)
+		term := pk.one(names.SpanPodTermination)
+		run := pk.one(names.SpanContainerRun, ctrName("app"))
+		if pk.err != nil {
+			return pk.err
+		}
+		return firstErr(verdictHas(term, "terminated in ", killed),
+			verdictHas(root, "started in ", "; long pole: init ", killed), wantPole(root),
+			attr(run, names.K8sContainerStatusLastTerminatedReason, "Error"))
+	})
+}
+
+// verdictHas checks that a span's podchron.verdict holds every piece.
+func verdictHas(s *backends.Span, pieces ...string) error {
+	v := s.Str(names.Verdict)
+	for _, p := range pieces {
+		if !strings.Contains(v, p) {
+			return fmt.Errorf("%s verdict %q lacks %q", s.Name, v, p)
+		}
+	}
+	return nil
+}
+
+// checkVerdicts is the run's last check: every pod root in Jaeger since
+// start has a verdict, every pod.startup its long pole, and Prometheus's
+// start-up histogram is labelled by long poles it knows.
+func (e *env) checkVerdicts(t *testing.T, start time.Time) {
+	for _, op := range []string{names.SpanPod, names.SpanPodStartup} {
+		spans, err := e.allSpans(op, start)
+		if err != nil {
+			t.Errorf("Jaeger: %s spans: %v", op, err)
+			continue
+		}
+		if len(spans) == 0 {
+			t.Errorf("Jaeger holds no %s span since the run began", op)
+		}
+		bad := 0
+		for _, s := range spans {
+			miss := s.Str(names.Verdict) == ""
+			if op == names.SpanPodStartup {
+				miss = miss || s.Str(names.StartupLongPole) == ""
+			}
+			if miss {
+				bad++
+				if bad <= 5 {
+					t.Errorf("%s span of pod %v/%v: verdict %q, long pole %q", op, s.Resource[names.K8sNamespaceName], s.Resource[names.K8sPodName], s.Str(names.Verdict), s.Str(names.StartupLongPole))
+				}
+			}
+		}
+		t.Logf("%d %s spans in Jaeger since the run began, %d without a verdict or long pole", len(spans), op, bad)
+	}
+	q := fmt.Sprintf(`count by (%s) (podchron_pod_startup_duration_seconds_count)`, names.LabelLongPole)
+	s, err := e.prom.Query(e.ctx, q)
+	if err != nil || len(s) == 0 {
+		t.Errorf("%s: %v, %d series", q, err, len(s))
+		return
+	}
+	for _, x := range s {
+		if pole := x.Labels[names.LabelLongPole]; !slices.Contains(names.StartupPhases, pole) {
+			t.Errorf("%s: long_pole=%q is not a start-up phase (%v)", q, pole, names.StartupPhases)
+		}
+	}
+}
+
+// allSpans returns every span called op in the traces Jaeger holds since
+// start (its search, not limited to the 20 traces of backends.Search).
+func (e *env) allSpans(op string, start time.Time) ([]*backends.Span, error) {
+	q := url.Values{"service": {"podchron"}, "operation": {op}, "limit": {"5000"},
+		"start": {strconv.FormatInt(start.UnixMicro(), 10)}, "end": {strconv.FormatInt(time.Now().UnixMicro(), 10)}}
+	req, err := http.NewRequestWithContext(e.ctx, http.MethodGet, e.jaeger.Query+"/api/traces?"+q.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", req.URL, resp.Status)
+	}
+	type kv struct {
+		Key   string `json:"key"`
+		Value any    `json:"value"`
+	}
+	var body struct {
+		Data []struct {
+			Spans []struct {
+				OperationName string `json:"operationName"`
+				Tags          []kv   `json:"tags"`
+				ProcessID     string `json:"processID"`
+			} `json:"spans"`
+			Processes map[string]struct {
+				Tags []kv `json:"tags"`
+			} `json:"processes"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", req.URL, err)
+	}
+	var out []*backends.Span
+	for _, tr := range body.Data {
+		for _, sp := range tr.Spans {
+			if sp.OperationName != op {
+				continue
+			}
+			s := &backends.Span{Name: op, Tags: map[string]any{}, Resource: map[string]any{}}
+			for _, a := range sp.Tags {
+				s.Tags[a.Key] = a.Value
+			}
+			for _, a := range tr.Processes[sp.ProcessID].Tags {
+				s.Resource[a.Key] = a.Value
+			}
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
