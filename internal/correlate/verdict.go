@@ -25,6 +25,9 @@ import (
 // eviction's message, a waiting reason's) is cut on a UTF-8 boundary.
 const maxVerdict = 320
 
+// maxFailureWords bounds the words of a start-up's failure in its verdict.
+const maxFailureWords = 160
+
 // maxRestartCauses caps the causes counted per pod for the root's verdict
 // (there are fewer causes than this; a bound all the same).
 const maxRestartCauses = 16
@@ -96,7 +99,11 @@ func (p *pod) startupVerdict(d time.Duration, out startupOutcome, pole phaseTime
 	var v string
 	switch {
 	case out.failure != "":
-		v = fmt.Sprintf("never Ready (%s): %s", secs(d), out.failure)
+		// The failure's words (a pull error can be long) come last, cut,
+		// so that the long pole and the root's later parts keep their room.
+		why, _ := fact.Truncate(out.failure, maxFailureWords)
+		v = fmt.Sprintf("never Ready after %s%s: %s", secs(d), poleWords(d, pole, hasPole, " (", ")"), why)
+		return bound(v)
 	case out.outcome == names.StartupCompleted:
 		v = fmt.Sprintf("completed in %s before it was ever Ready", secs(d))
 	case out.outcome != "":
@@ -104,13 +111,20 @@ func (p *pod) startupVerdict(d time.Duration, out startupOutcome, pole phaseTime
 	default:
 		v = "started in " + secs(d)
 	}
-	if hasPole {
-		v += "; long pole: " + phaseWords(pole.name) + " " + secs(pole.d)
-		if d > 0 {
-			v += fmt.Sprintf(" (%.0f %%)", 100*pole.d.Seconds()/d.Seconds())
-		}
+	return bound(v + poleWords(d, pole, hasPole, "; ", ""))
+}
+
+// poleWords: "long pole: image pull 35.0 s (85 %)" of a start-up of d,
+// between before and after; empty without a long pole.
+func poleWords(d time.Duration, pole phaseTime, ok bool, before, after string) string {
+	if !ok {
+		return ""
 	}
-	return bound(v)
+	w := before + "long pole: " + phaseWords(pole.name) + " " + secs(pole.d)
+	if d > 0 {
+		w += fmt.Sprintf(" (%.0f %%)", 100*pole.d.Seconds()/d.Seconds())
+	}
+	return w + after
 }
 
 // poleAttrs are the long pole's attributes, none without one.

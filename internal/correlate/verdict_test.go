@@ -343,3 +343,36 @@ func TestVerdictKubeletRestart(t *testing.T) {
 		t.Errorf("root verdict %q", v)
 	}
 }
+
+// A start-up that never got Ready: its long pole first (a failed pull
+// counts to its last failure), the failure's long words last and cut, so
+// the root still says how the pod ended.
+func TestVerdictFailedStartup(t *testing.T) {
+	s := newSim(t)
+	s.info.InitContainers = nil
+	s.info.Containers[0].Image = "registry.invalid/app:1"
+	s.sandboxUp()
+	s.event("Pulling", "app", `Pulling image "registry.invalid/app:1"`)
+	s.at(300 * time.Millisecond)
+	s.event("Failed", "app", "Error: ErrImagePull")
+	s.waiting(false, "app", "ErrImagePull", "failed to resolve reference")
+	s.at(20 * time.Second)
+	s.event("Failed", "app", "Error: ErrImagePull")
+	s.waiting(false, "app", "ImagePullBackOff", `Back-off pulling image "registry.invalid/app:1": `+strings.Repeat("failed to resolve reference; ", 20))
+	s.at(time.Second)
+	s.deleteNow()
+	s.tick(time.Second)
+	s.gone()
+	st := s.one(names.SpanPodStartup)
+	v := verdict(st)
+	if !strings.HasPrefix(v, "never Ready after 21.") || !strings.Contains(v, " (long pole: image pull 20.3 s (") ||
+		!strings.Contains(v, "): terminating before Ready: container app: ImagePullBackOff: Back-off pulling image") || len(v) > 300 {
+		t.Errorf("start-up verdict (%d bytes) %q", len(v), v)
+	}
+	if st.Attr(names.StartupLongPole) != names.PhaseImagePull {
+		t.Errorf("long pole %v", st.Attr(names.StartupLongPole))
+	}
+	if root := verdict(s.one(names.SpanPod)); !strings.HasPrefix(root, v+"; ") || !strings.Contains(root, "terminated in ") {
+		t.Errorf("root verdict %q, want the start-up's then the termination's", root)
+	}
+}
