@@ -20,6 +20,7 @@ import (
 	"github.com/podchron/podchron/internal/redact"
 	"github.com/podchron/podchron/internal/span"
 
+	"github.com/podchron/podchron/internal/checkpoint"
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/cri"
 	"github.com/podchron/podchron/internal/export/console"
@@ -49,6 +50,7 @@ type traceFlags struct {
 	podLabels   listFlag
 	nsInclude   string
 	nsExclude   string
+	stateDir    string
 }
 
 func (f *traceFlags) register(fs *flag.FlagSet) {
@@ -69,6 +71,7 @@ func (f *traceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.metricsAddr, "metrics-addr", ":9464", "serve /metrics, /healthz, /readyz here (empty: off)")
 	fs.StringVar(&f.output, "output", "text", "console output when no OTLP endpoint is set: text, json or none")
 	fs.BoolVar(&f.verbose, "verbose", false, "console: show every span attribute")
+	fs.StringVar(&f.stateDir, "state-dir", "/var/lib/podchron", "where the tracer keeps its checkpoint on the node (the span IDs it emitted, so that a restarted tracer tells none twice; empty: none)")
 	fs.DurationVar(&f.stuckAfter, "stuck-after", 30*time.Second, "report a terminating pod stuck this long after its grace period ended")
 	fs.DurationVar(&f.startupTO, "startup-timeout", 10*time.Minute, "end a pod's start-up as an error when it is not Ready this long after creation (0: only at termination)")
 	f.probeFlags.register(fs)
@@ -169,7 +172,9 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 	}
 	serveErr := serveMetrics(ctx, metricsLn, reg, health, log)
 
-	corr := correlate.New(correlate.Config{NodeName: f.node, Sink: sink, Observer: rec, CgroupRoots: set.probe.CgroupRoots, StuckAfter: f.stuckAfter, StartupTimeout: f.startupTO, ClusterName: f.cluster, Args: set.args, Filter: set.filter})
+	sink, emitted, closeCheckpoint := openCheckpoint(f.stateDir, sink, log)
+	defer closeCheckpoint()
+	corr := correlate.New(correlate.Config{NodeName: f.node, Sink: sink, Observer: rec, CgroupRoots: set.probe.CgroupRoots, StuckAfter: f.stuckAfter, StartupTimeout: f.startupTO, ClusterName: f.cluster, Args: set.args, Filter: set.filter, Emitted: emitted})
 	seed, err := pipeline.Seed(p.Layout(), set.probe.CgroupRoots, tl.Now(), f.node)
 	if err != nil {
 		log.Warn("start-up scan incomplete: pods already running may be partly known", "err", err)
@@ -200,6 +205,30 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 	})
 	stopTrace(stopSinks, serveErr, corr, rw, recordPath, log)
 	return err
+}
+
+// openCheckpoint opens the node's checkpoint in dir: the span IDs the
+// previous instance emitted, and a sink that records each new one before
+// passing it on. Without one (dir empty, or unusable: a clear warning) a
+// restart may tell a span the previous instance told, with other content.
+func openCheckpoint(dir string, sink span.Sink, log *slog.Logger) (span.Sink, []span.SpanID, func()) {
+	if dir == "" {
+		return sink, nil, func() {}
+	}
+	cp, ids, err := checkpoint.Open(dir, checkpoint.DefaultSlots)
+	if err != nil {
+		log.Warn("no checkpoint: after a restart, spans the previous tracer emitted may be emitted again", "err", err)
+		return sink, nil, func() {}
+	}
+	log.Info("checkpoint", "dir", dir, "span_ids", len(ids), "written_before", cp.Written())
+	sink = cp.Sink(sink, func(err error) {
+		log.Warn("checkpoint write failed: recording stopped; spans go on", "err", err)
+	})
+	return sink, ids, func() {
+		if err := cp.Close(); err != nil {
+			log.Warn("checkpoint close", "err", err)
+		}
+	}
 }
 
 // traceContext is done at SIGINT or SIGTERM, or after d (0: no limit).

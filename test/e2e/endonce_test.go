@@ -3,6 +3,8 @@ package e2e
 import (
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -120,6 +122,7 @@ func (e *env) restartResume(t *testing.T) {
 		e.trace(t, string(p.UID), 2*time.Minute, oneStartup)
 	}
 	e.replaceTracer(t, "31")
+	e.checkpointLoaded(t)
 	// The new tracer's start-up timers run within a second of its API
 	// list; give them and the export ample time.
 	time.Sleep(45 * time.Second)
@@ -129,5 +132,46 @@ func (e *env) restartResume(t *testing.T) {
 		if err := oneStartup(tr); err != nil {
 			t.Errorf("scenario 31: %s: %v (a start-up decided again after the restart)", p.Name, err)
 		}
+		if err := noSpanTwice(tr); err != nil {
+			t.Errorf("scenario 31: %s: %v (told again after the restart)", p.Name, err)
+		}
 	}
+}
+
+// noSpanTwice: the back end received each span ID once.
+func noSpanTwice(tr *backends.Trace) error {
+	seen := map[string]bool{}
+	for _, s := range tr.Spans {
+		if seen[s.SpanID] {
+			return fmt.Errorf("span %s %s received twice", s.SpanID, s.Name)
+		}
+		seen[s.SpanID] = true
+	}
+	return nil
+}
+
+// checkpointLoaded: the tracer that replaced the previous one read the
+// previous one's checkpoint (internal/checkpoint, on the node's
+// /var/lib/podchron) and found the span IDs it emitted.
+func (e *env) checkpointLoaded(t *testing.T) {
+	t.Helper()
+	e.eventually(t, "the new tracer's checkpoint line", 30*time.Second, func() error {
+		p, err := e.tracerPod("")
+		if err != nil {
+			return err
+		}
+		logs, err := e.cs.CoreV1().Pods(podchronNS).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(e.ctx)
+		if err != nil {
+			return err
+		}
+		m := regexp.MustCompile(`msg=checkpoint .*span_ids=(\d+)`).FindSubmatch(logs)
+		if m == nil {
+			return fmt.Errorf("no checkpoint line in %s's log", p.Name)
+		}
+		if n, _ := strconv.Atoi(string(m[1])); n == 0 {
+			return fmt.Errorf("%s found no span IDs in the checkpoint: %s", p.Name, m[0])
+		}
+		t.Logf("scenario 31: %s", m[0])
+		return nil
+	})
 }

@@ -46,7 +46,7 @@ func (e *env) startRecorder(t *testing.T) {
 	}
 	file := filepath.Join(dir, "e2e.jsonl")
 	args := append([]string{"record", file, "--kubeconfig", e.cluster.Kubeconfig, "--node-name", e.cluster.NodeName(),
-		"--runtime-endpoint", "unix://" + e.runtime.Socket, "--metrics-addr=", "--output=none"}, tracerArgs...)
+		"--runtime-endpoint", "unix://" + e.runtime.Socket, "--metrics-addr=", "--output=none", "--state-dir="}, tracerArgs...)
 	cmd := exec.Command(bin, args...)
 	logf, err := os.Create(filepath.Join(dir, "recorder.log"))
 	if err != nil {
