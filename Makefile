@@ -21,8 +21,9 @@ check-generate: ## fail if the committed eBPF objects differ from what bpf/ gene
 
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-build: ## build the tracer (and the demo driver) into bin/
+build: ## build the tracer, the kubectl plugin (kubectl-podchron) and the demo driver into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(BIN)/tracer ./cmd/tracer
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(BIN)/kubectl-podchron ./cmd/kubectl-podchron
 	$(GO) build -o $(BIN)/demo ./examples/demo
 
 run: deps build ## a real trace on this node (root): pods driven through a private containerd, traced
@@ -78,7 +79,7 @@ test-load: build runc-upstream ## under background CPU load (test/load; root): t
 
 # The model, record/replay and the exporters build on any OS: only the probe
 # loader (internal/probe, //go:build linux) is Linux's.
-PORTABLE_PKGS := ./internal/correlate/... ./internal/fact/... ./internal/span/... ./internal/measure/... ./internal/record/... ./internal/export/... ./internal/probe/event/... ./internal/names/... ./internal/redact/...
+PORTABLE_PKGS := ./internal/correlate/... ./internal/fact/... ./internal/span/... ./internal/measure/... ./internal/record/... ./internal/export/... ./internal/probe/event/... ./internal/names/... ./internal/redact/... ./internal/query ./cmd/kubectl-podchron
 portable: ## build the portable packages for darwin (no Linux-only code in them)
 	GOOS=darwin GOARCH=arm64 $(GO) build $(PORTABLE_PKGS)
 
