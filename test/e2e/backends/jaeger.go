@@ -7,12 +7,10 @@ package backends
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,6 +19,8 @@ import (
 	"time"
 
 	"github.com/podchron/podchron/internal/names"
+	"github.com/podchron/podchron/internal/query"
+	"github.com/podchron/podchron/internal/span"
 
 	"github.com/podchron/podchron/test/e2e/proc"
 )
@@ -87,7 +87,8 @@ func (e *httpError) Error() string {
 
 // Jaeger is a running Jaeger v2 all-in-one.
 type Jaeger struct {
-	p *proc.Process
+	p      *proc.Process
+	client *query.Client
 	// OTLPGRPC is the OTLP/gRPC receiver's host:port; Query the query
 	// API's base URL.
 	OTLPGRPC, Query string
@@ -163,7 +164,11 @@ exporters:
 	}
 	j := &Jaeger{p: p, OTLPGRPC: fmt.Sprintf("127.0.0.1:%d", ports.OTLPGRPC),
 		Query: fmt.Sprintf("http://127.0.0.1:%d", ports.QueryHTTP)}
-	if err := waitHTTP(ctx, p, j.Query+"/api/services", 60*time.Second); err != nil {
+	if j.client, err = query.New(query.Jaeger, j.Query, nil); err != nil {
+		_ = p.Stop(stopGrace)
+		return nil, err
+	}
+	if err := waitHTTP(ctx, p, j.Query+"/api/v3/services", 60*time.Second); err != nil {
 		_ = p.Stop(stopGrace)
 		return nil, err
 	}
@@ -179,25 +184,18 @@ const stopGrace = 15 * time.Second
 // Log returns the tail of Jaeger's log.
 func (j *Jaeger) Log(n int) string { return j.p.LogTail(n) }
 
-// Search returns the IDs of a service's traces (last hour, at most 20)
-// with spans or processes carrying every tag given.
+// Search returns the IDs of a service's traces (spans started in the last
+// hour) one of whose spans carries every tag given, as a resource or a span
+// attribute. Jaeger's api/v3 search takes no attributes: the traces are
+// filtered here (internal/query).
 func (j *Jaeger) Search(ctx context.Context, service string, tags map[string]string) ([]string, error) {
-	tj, err := json.Marshal(tags)
+	found, err := j.client.Search(ctx, query.Search{Service: service, Attrs: tags, Since: time.Now().Add(-time.Hour)})
 	if err != nil {
 		return nil, err
 	}
-	q := url.Values{"service": {service}, "lookback": {"1h"}, "limit": {"20"}, "tags": {string(tj)}}
-	var resp struct {
-		Data []struct {
-			TraceID string `json:"traceID"`
-		} `json:"data"`
-	}
-	if err := getJSON(ctx, j.Query+"/api/traces?"+q.Encode(), &resp); err != nil {
-		return nil, err
-	}
-	ids := make([]string, 0, len(resp.Data))
-	for _, d := range resp.Data {
-		ids = append(ids, d.TraceID)
+	ids := make([]string, 0, len(found))
+	for _, t := range found {
+		ids = append(ids, t.ID.String())
 	}
 	return ids, nil
 }
@@ -241,96 +239,77 @@ func (s *Span) Str(key string) string {
 	return fmt.Sprint(v)
 }
 
-type jaegerKV struct {
-	Key   string `json:"key"`
-	Type  string `json:"type"`
-	Value any    `json:"value"`
-}
-
-type jaegerTrace struct {
-	TraceID string `json:"traceID"`
-	Spans   []struct {
-		TraceID       string `json:"traceID"`
-		SpanID        string `json:"spanID"`
-		OperationName string `json:"operationName"`
-		References    []struct {
-			RefType string `json:"refType"`
-			SpanID  string `json:"spanID"`
-		} `json:"references"`
-		StartTime int64      `json:"startTime"` // µs
-		Duration  int64      `json:"duration"`  // µs
-		Tags      []jaegerKV `json:"tags"`
-		Logs      []struct {
-			Timestamp int64      `json:"timestamp"`
-			Fields    []jaegerKV `json:"fields"`
-		} `json:"logs"`
-		ProcessID string `json:"processID"`
-	} `json:"spans"`
-	Processes map[string]struct {
-		ServiceName string     `json:"serviceName"`
-		Tags        []jaegerKV `json:"tags"`
-	} `json:"processes"`
-}
-
-func kvMap(kvs []jaegerKV) map[string]any {
-	m := make(map[string]any, len(kvs))
-	for _, kv := range kvs {
-		m[kv.Key] = kv.Value
-	}
-	return m
-}
-
 // ErrNoTrace means Jaeger does not (yet) have the trace.
-var ErrNoTrace = errors.New("trace not found")
+var ErrNoTrace = query.ErrNoTrace
 
-// Trace fetches one trace by ID (GET /api/traces/<id>).
+// Trace fetches one trace by ID through Jaeger's public api/v3
+// (GET /api/v3/traces/<id>, OTLP JSON decoded by internal/query, the
+// decoder kubectl-podchron uses). Attribute values keep their OTLP types:
+// ints are int64, doubles float64, string arrays []string.
 func (j *Jaeger) Trace(ctx context.Context, traceID string) (*Trace, error) {
-	var resp struct {
-		Data []jaegerTrace `json:"data"`
-	}
-	if err := getJSON(ctx, j.Query+"/api/traces/"+url.PathEscape(traceID), &resp); err != nil {
-		var he *httpError
-		if errors.As(err, &he) && he.Status == http.StatusNotFound {
-			return nil, ErrNoTrace
-		}
+	id, err := query.ParseTraceID(traceID)
+	if err != nil {
 		return nil, err
 	}
-	if len(resp.Data) == 0 {
-		return nil, ErrNoTrace
+	spans, err := j.client.Trace(ctx, id)
+	if err != nil {
+		return nil, err
 	}
-	jt := resp.Data[0]
-	t := &Trace{TraceID: jt.TraceID}
-	for _, s := range jt.Spans {
-		sp := &Span{SpanID: s.SpanID, Name: s.OperationName,
-			Start: time.UnixMicro(s.StartTime), Duration: time.Duration(s.Duration) * time.Microsecond,
-			Tags: kvMap(s.Tags)}
-		for _, r := range s.References {
-			if r.RefType == "CHILD_OF" {
-				sp.ParentID = r.SpanID
-			}
-		}
-		for _, l := range s.Logs {
-			f := kvMap(l.Fields)
-			sp.Events = append(sp.Events, SpanEvent{Time: time.UnixMicro(l.Timestamp), Name: fmt.Sprint(f["event"]), Fields: f})
-		}
-		if pr, ok := jt.Processes[s.ProcessID]; ok {
-			sp.Service = pr.ServiceName
-			sp.Resource = kvMap(pr.Tags)
-		}
-		sp.Error = sp.Str("otel.status_code") == "ERROR" || sp.Str("error") == "true"
-		t.Spans = append(t.Spans, sp)
+	t := &Trace{TraceID: id.String()}
+	for _, s := range spans {
+		t.Spans = append(t.Spans, fromSpan(s))
 	}
 	sort.SliceStable(t.Spans, func(a, b int) bool { return t.Spans[a].Start.Before(t.Spans[b].Start) })
 	return t, nil
 }
 
+// fromSpan flattens a span as the e2e reads it: Tags are the span's
+// attributes plus, as Jaeger's own model has them, otel.status_code and
+// otel.status_description for a status set and error=true for an error;
+// an event's Fields carry its name under "event".
+func fromSpan(s span.Span) *Span {
+	sp := &Span{SpanID: s.SpanID.String(), Name: s.Name, Start: s.Start, Duration: s.Duration(),
+		Tags: attrMap(s.Attrs), Resource: attrMap(s.Resource)}
+	if !s.Parent.IsZero() {
+		sp.ParentID = s.Parent.String()
+	}
+	switch s.Status {
+	case span.StatusError:
+		sp.Tags["otel.status_code"] = "ERROR"
+		sp.Tags["error"] = true
+		sp.Error = true
+	case span.StatusOK:
+		sp.Tags["otel.status_code"] = "OK"
+	}
+	if s.StatusMessage != "" {
+		sp.Tags["otel.status_description"] = s.StatusMessage
+	}
+	for _, e := range s.Events {
+		f := attrMap(e.Attrs)
+		f["event"] = e.Name
+		sp.Events = append(sp.Events, SpanEvent{Time: e.Time, Name: e.Name, Fields: f})
+	}
+	if svc, ok := sp.Resource["service.name"].(string); ok {
+		sp.Service = svc
+	}
+	return sp
+}
+
+func attrMap(as []span.Attr) map[string]any {
+	m := make(map[string]any, len(as))
+	for _, a := range as {
+		m[a.Key] = a.Value
+	}
+	return m
+}
+
 // Services lists the services Jaeger knows.
 func (j *Jaeger) Services(ctx context.Context) ([]string, error) {
 	var resp struct {
-		Data []string `json:"data"`
+		Services []string `json:"services"`
 	}
-	err := getJSON(ctx, j.Query+"/api/services", &resp)
-	return resp.Data, err
+	err := getJSON(ctx, j.Query+"/api/v3/services", &resp)
+	return resp.Services, err
 }
 
 // Named returns the spans called name.

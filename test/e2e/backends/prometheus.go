@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	promapi "github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
 
 	"github.com/podchron/podchron/test/e2e/proc"
 )
@@ -93,30 +96,46 @@ type Sample struct {
 	Value  float64
 }
 
-// Query runs an instant PromQL query.
-func (pr *Prometheus) Query(ctx context.Context, q string) ([]Sample, error) {
-	var resp struct {
-		Status string `json:"status"`
-		Data   struct {
-			ResultType string `json:"resultType"`
-			Result     []struct {
-				Metric map[string]string `json:"metric"`
-				Value  [2]any            `json:"value"`
-			} `json:"result"`
-		} `json:"data"`
+// requestTimeout bounds one query to Prometheus.
+const requestTimeout = 10 * time.Second
+
+// api is Prometheus's HTTP API through client_golang's client.
+func (pr *Prometheus) api() (promv1.API, error) {
+	c, err := promapi.NewClient(promapi.Config{Address: pr.URL})
+	if err != nil {
+		return nil, fmt.Errorf("prometheus client: %w", err)
 	}
-	if err := getJSON(ctx, pr.URL+"/api/v1/query?query="+url.QueryEscape(q), &resp); err != nil {
+	return promv1.NewAPI(c), nil
+}
+
+// Query runs an instant PromQL query (a vector, or a scalar as one sample
+// without labels).
+func (pr *Prometheus) Query(ctx context.Context, q string) ([]Sample, error) {
+	api, err := pr.api()
+	if err != nil {
 		return nil, err
 	}
-	var out []Sample
-	for _, r := range resp.Data.Result {
-		v, err := strconv.ParseFloat(fmt.Sprint(r.Value[1]), 64)
-		if err != nil {
-			return nil, fmt.Errorf("query %q: value %v: %w", q, r.Value[1], err)
-		}
-		out = append(out, Sample{Labels: r.Metric, Value: v})
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	v, _, _, err := api.Query(ctx, q, time.Time{})
+	if err != nil {
+		return nil, fmt.Errorf("query %q: %w", q, err)
 	}
-	return out, nil
+	switch r := v.(type) {
+	case model.Vector:
+		out := make([]Sample, 0, len(r))
+		for _, s := range r {
+			labels := make(map[string]string, len(s.Metric))
+			for k, v := range s.Metric {
+				labels[string(k)] = string(v)
+			}
+			out = append(out, Sample{Labels: labels, Value: float64(s.Value)})
+		}
+		return out, nil
+	case *model.Scalar:
+		return []Sample{{Labels: map[string]string{}, Value: float64(r.Value)}}, nil
+	}
+	return nil, fmt.Errorf("query %q: a %s, want a vector", q, v.Type())
 }
 
 // Alert is an alert as /api/v1/alerts reports it.
@@ -129,21 +148,23 @@ type Alert struct {
 
 // Alerts lists the pending and firing alerts.
 func (pr *Prometheus) Alerts(ctx context.Context) ([]Alert, error) {
-	var resp struct {
-		Data struct {
-			Alerts []struct {
-				Labels   map[string]string `json:"labels"`
-				State    string            `json:"state"`
-				ActiveAt time.Time         `json:"activeAt"`
-			} `json:"alerts"`
-		} `json:"data"`
-	}
-	if err := getJSON(ctx, pr.URL+"/api/v1/alerts", &resp); err != nil {
+	api, err := pr.api()
+	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	res, err := api.Alerts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("alerts: %w", err)
+	}
 	var out []Alert
-	for _, a := range resp.Data.Alerts {
-		out = append(out, Alert{Name: a.Labels["alertname"], State: a.State, Labels: a.Labels, ActiveAt: a.ActiveAt})
+	for _, a := range res.Alerts {
+		labels := make(map[string]string, len(a.Labels))
+		for k, v := range a.Labels {
+			labels[string(k)] = string(v)
+		}
+		out = append(out, Alert{Name: labels["alertname"], State: string(a.State), Labels: labels, ActiveAt: a.ActiveAt})
 	}
 	return out, nil
 }
@@ -157,43 +178,44 @@ type Target struct {
 
 // Targets lists the active scrape targets.
 func (pr *Prometheus) Targets(ctx context.Context) ([]Target, error) {
-	var resp struct {
-		Data struct {
-			ActiveTargets []struct {
-				ScrapeURL string `json:"scrapeUrl"`
-				Health    string `json:"health"`
-				LastError string `json:"lastError"`
-			} `json:"activeTargets"`
-		} `json:"data"`
-	}
-	if err := getJSON(ctx, pr.URL+"/api/v1/targets", &resp); err != nil {
+	api, err := pr.api()
+	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	res, err := api.Targets(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("targets: %w", err)
+	}
 	var out []Target
-	for _, t := range resp.Data.ActiveTargets {
-		out = append(out, Target{ScrapeURL: t.ScrapeURL, Health: t.Health, LastError: t.LastError})
+	for _, t := range res.Active {
+		out = append(out, Target{ScrapeURL: t.ScrapeURL, Health: string(t.Health), LastError: t.LastError})
 	}
 	return out, nil
 }
 
 // RuleNames returns the names of the loaded rules.
 func (pr *Prometheus) RuleNames(ctx context.Context) ([]string, error) {
-	var resp struct {
-		Data struct {
-			Groups []struct {
-				Rules []struct {
-					Name string `json:"name"`
-				} `json:"rules"`
-			} `json:"groups"`
-		} `json:"data"`
-	}
-	if err := getJSON(ctx, pr.URL+"/api/v1/rules", &resp); err != nil {
+	api, err := pr.api()
+	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	res, err := api.Rules(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("rules: %w", err)
+	}
 	var out []string
-	for _, g := range resp.Data.Groups {
+	for _, g := range res.Groups {
 		for _, r := range g.Rules {
-			out = append(out, r.Name)
+			switch r := r.(type) {
+			case promv1.AlertingRule:
+				out = append(out, r.Name)
+			case promv1.RecordingRule:
+				out = append(out, r.Name)
+			}
 		}
 	}
 	return out, nil
