@@ -66,6 +66,7 @@ func TestCluster(t *testing.T) {
 		t.Run("37-emptydir-eviction", e.emptyDirEviction)
 		t.Run("38-resize-restart", e.resizeRestart)
 		t.Run("51-verdict-long-pole", e.verdict)
+		t.Run("52-kubectl-podchron", e.kubectlPodchronPlugin)
 		e.longTail(t) // 10–14 (longtail_test.go)
 	})
 	if t.Failed() {
