@@ -55,9 +55,10 @@ func (e *env) kubectlPodchron(t *testing.T) string {
 // Jaeger's query API; it returns stdout and stderr.
 func (e *env) podchronCLI(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
+	bin := e.kubectlPodchron(t)
 	ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, e.kubectlPodchron(t), append([]string{"--kubeconfig", e.cluster.Kubeconfig,
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", e.cluster.Kubeconfig,
 		"--backend", "jaeger"}, args...)...)
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -77,6 +78,9 @@ func printed(out string, want ...string) error {
 
 func (e *env) kubectlPodchronPlugin(t *testing.T) {
 	t.Parallel()
+	// Built first: under load the build takes minutes, which must not eat
+	// the time the checks below allow.
+	e.kubectlPodchron(t)
 	const ns = "s52-kubectl-podchron"
 	e.namespace(t, ns)
 	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "shown"},
