@@ -31,6 +31,8 @@ func pod(uid, name string, t0 time.Time) []span.Span {
 	return []span.Span{
 		{TraceID: tid, SpanID: span.SpanIDFor(tid, "startup/pull/app"), Parent: startup, Name: "image.pull",
 			Start: at(0.5), End: at(3.5), Resource: res},
+		{TraceID: tid, SpanID: span.SpanIDFor(tid, "startup/start/app"), Parent: startup, Name: "container.start",
+			Start: at(3.5), End: at(4.1), Resource: res},
 		{TraceID: tid, SpanID: startup, Parent: root, Name: "pod.startup", Start: at(0), End: at(4), Resource: res},
 		{TraceID: tid, SpanID: span.SpanIDFor(tid, "container/app/0/run"), Parent: root, Name: "container.run",
 			Start: at(4), End: at(9), Resource: res, Attrs: []span.Attr{span.String("k8s.container.name", "app")}},
@@ -63,8 +65,8 @@ func TestAgainstJaeger(t *testing.T) {
 	jaegertest.Export(t, otlpAddr, pod("uid-a", "web-0", t0))
 	jaegertest.Export(t, otlpAddr, pod("uid-b", "web-0", t0.Add(20*time.Second)))
 	id := span.TraceIDForPod("uid-a")
-	waitFor(t, url, id, 4)
-	waitFor(t, url, span.TraceIDForPod("uid-b"), 4)
+	waitFor(t, url, id, 5)
+	waitFor(t, url, span.TraceIDForPod("uid-b"), 5)
 
 	out, _, err := runCLI(t, "--uid", "uid-a", "--url", url)
 	if err != nil {
@@ -72,6 +74,9 @@ func TestAgainstJaeger(t *testing.T) {
 	}
 	wantLines(t, out, "pod.startup", "image.pull", "container.run", "══ pod shop/web-0", "trace "+id.String(),
 		"verdict: started in 4.0 s; long pole: image pull 3.0 s (75 %)")
+	if strings.Contains(out, "late span") {
+		t.Errorf("a span printed after its phase:\n%s", out)
+	}
 	if strings.Index(out, "verdict:") < strings.Index(out, "══ pod") {
 		t.Errorf("verdict before the timeline:\n%s", out)
 	}
@@ -108,9 +113,9 @@ func TestWatchUntilRoot(t *testing.T) {
 		err = run(ctx, []string{"--uid", "uid-w", "--url", url, "--watch", "--interval", "100ms"}, &out, &errb)
 	})
 	time.Sleep(300 * time.Millisecond)
-	jaegertest.Export(t, otlpAddr, spans[:3])
+	jaegertest.Export(t, otlpAddr, spans[:4])
 	time.Sleep(time.Second)
-	jaegertest.Export(t, otlpAddr, spans[3:])
+	jaegertest.Export(t, otlpAddr, spans[4:])
 	wg.Wait()
 	if err != nil || ctx.Err() != nil {
 		t.Fatalf("watch: %v (ctx %v)\n%s", err, ctx.Err(), errb.String())

@@ -78,33 +78,57 @@ func (c *cli) printer() *console.Printer {
 }
 
 // emit gives the printer the spans not seen yet in the order the tracer
-// emits them (by end, the root last) and returns the root, if among them.
+// emits them — every span after its descendants, siblings by end, the root
+// last — and returns the root, if among them.
 func emit(p *console.Printer, spans []span.Span, seen map[span.SpanID]bool) *span.Span {
-	var fresh []span.Span
+	fresh := map[span.SpanID]span.Span{}
 	for _, s := range spans {
 		if !seen[s.SpanID] {
 			seen[s.SpanID] = true
-			fresh = append(fresh, s)
+			fresh[s.SpanID] = s
 		}
 	}
-	sort.SliceStable(fresh, func(a, b int) bool {
-		ra, rb := isRoot(fresh[a]), isRoot(fresh[b])
+	children := map[span.SpanID][]span.Span{}
+	var tops []span.Span
+	for _, s := range fresh {
+		if _, ok := fresh[s.Parent]; ok && s.Parent != s.SpanID {
+			children[s.Parent] = append(children[s.Parent], s)
+		} else {
+			tops = append(tops, s)
+		}
+	}
+	var root *span.Span
+	var visit func(s span.Span)
+	visit = func(s span.Span) {
+		kids := children[s.SpanID]
+		byEnd(kids)
+		for _, c := range kids {
+			visit(c)
+		}
+		p.Emit(s)
+		if isRoot(s) {
+			root = &s
+		}
+	}
+	byEnd(tops)
+	for _, s := range tops {
+		visit(s)
+	}
+	return root
+}
+
+// byEnd sorts spans by end (then start), the root last.
+func byEnd(ss []span.Span) {
+	sort.SliceStable(ss, func(a, b int) bool {
+		ra, rb := isRoot(ss[a]), isRoot(ss[b])
 		if ra != rb {
 			return rb
 		}
-		if !fresh[a].End.Equal(fresh[b].End) {
-			return fresh[a].End.Before(fresh[b].End)
+		if !ss[a].End.Equal(ss[b].End) {
+			return ss[a].End.Before(ss[b].End)
 		}
-		return fresh[a].Start.Before(fresh[b].Start)
+		return ss[a].Start.Before(ss[b].Start)
 	})
-	var root *span.Span
-	for i := range fresh {
-		p.Emit(fresh[i])
-		if isRoot(fresh[i]) {
-			root = &fresh[i]
-		}
-	}
-	return root
 }
 
 func isRoot(s span.Span) bool { return s.SpanID == span.RootSpanID(s.TraceID) }
