@@ -76,7 +76,7 @@ func (c *File) load() ([]span.SpanID, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ids []span.SpanID
+	ids := []span.SpanID{} // not nil: a checkpoint, even empty (correlate.Config.Emitted)
 	if len(data) >= 8 {
 		c.count = binary.BigEndian.Uint64(data[:8])
 		for off := 8; off+8 <= len(data); off += 8 {

@@ -70,7 +70,8 @@ type Config struct {
 	// traces all.
 	Filter Filter
 	// Emitted are the span IDs the previous tracer instance on this node
-	// emitted (a node checkpoint; the daemon does not write one yet). They are not emitted
+	// emitted (the node's checkpoint: internal/checkpoint; nil: none, an
+	// empty slice: a checkpoint with nothing in it). They are not emitted
 	// again, and a pod whose root span is among them has ended: its later
 	// facts are dropped (restart.go).
 	Emitted []span.SpanID
@@ -148,7 +149,10 @@ func New(cfg Config) *Correlator {
 	if cfg.StuckAfter == 0 {
 		cfg.StuckAfter = 30 * time.Second
 	}
-	prior := make(map[span.SpanID]struct{}, len(cfg.Emitted))
+	var prior map[span.SpanID]struct{} // nil: no checkpoint
+	if cfg.Emitted != nil {
+		prior = make(map[span.SpanID]struct{}, len(cfg.Emitted))
+	}
 	for _, id := range cfg.Emitted {
 		prior[id] = struct{}{}
 	}

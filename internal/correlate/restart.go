@@ -1,8 +1,7 @@
 // Restart-safe: what the previous tracer instance on this node emitted.
 // A checkpoint of the span IDs emitted on the node (as the kubelet keeps
-// its own) is given to a new instance as Config.Emitted. Not yet written
-// by the daemon (issue 18): the restart property test hands the first
-// instance's IDs to the second. Without them, a pod's phase that the
+// its own; internal/checkpoint, in the daemon's --state-dir) is given to
+// a new instance as Config.Emitted. Without them, a pod's phase that the
 // previous instance told and that the runtime's first snapshot still shows
 // (an exited attempt, a back-off, a stopped sandbox) would be told again
 // from the snapshot, with the same span ID and other content; and a pod
@@ -26,4 +25,16 @@ func (c *Correlator) endedBeforeRestart(uid string) bool {
 	p.finished = true
 	c.bury(p)
 	return true
+}
+
+// toldBefore reports whether the previous instance emitted uid's root, and
+// whether that is known: only when this instance was given a checkpoint
+// (Config.Emitted not nil). Without one, a pod whose end came before this
+// instance is taken to be the previous instance's to have told (resume.go).
+func (c *Correlator) toldBefore(uid string) (told, known bool) {
+	if c.prior == nil {
+		return false, false
+	}
+	_, told = c.prior[span.RootSpanID(span.TraceIDForPod(uid))]
+	return told, true
 }

@@ -35,10 +35,11 @@ type cutView struct {
 	at     time.Time
 	want   map[span.SpanID]span.Span
 	phase  map[span.TraceID]map[string]span.Span // the uninterrupted run's spans by trace and name
+	first  map[span.SpanID]bool                  // what the first instance emitted
 }
 
 func newCutView(inputs []fact.Input, i int, at time.Time, want map[span.SpanID]span.Span) cutView {
-	v := cutView{inputs: inputs, i: i, at: at, want: want, phase: map[span.TraceID]map[string]span.Span{}}
+	v := cutView{inputs: inputs, i: i, at: at, want: want, phase: map[span.TraceID]map[string]span.Span{}, first: map[span.SpanID]bool{}}
 	for _, s := range want {
 		if v.phase[s.TraceID] == nil {
 			v.phase[s.TraceID] = map[string]span.Span{}
@@ -70,8 +71,7 @@ func (v cutView) apiDeletion(tid span.TraceID) bool {
 // endedBefore: the first instance emitted the trace's root (it ended
 // before the cut).
 func (v cutView) endedBefore(tid span.TraceID) bool {
-	r, ok := v.want[span.RootSpanID(tid)]
-	return ok && r.End.Before(v.at)
+	return v.first[span.RootSpanID(tid)]
 }
 
 // underStartup: the span is a child of the trace's pod.startup.
@@ -103,7 +103,7 @@ func (v cutView) missingWhy(w span.Span) string {
 	if strings.HasPrefix(w.Name, "cni.") && w.Start.Before(v.at) {
 		return excCNIBegun
 	}
-	if v.endedBefore(tid) && !w.Start.Before(v.at) {
+	if v.endedBefore(tid) {
 		return excLateAfterEnd
 	}
 	if w.Name == "container.stop" && w.Start.Before(v.at) {

@@ -336,8 +336,25 @@ type restartResult struct {
 func restartRuns(inputs []fact.Input, i int) (a, b []span.Span) {
 	at := restartTime(inputs, i)
 	a = collect(nil, inputs[:i], (*correlate.Correlator).Shutdown)
-	b = collectAfter(a, restartSeed(inputs[:i], at), inputs[i:], (*correlate.Correlator).Flush)
+	early, rest := beforeStart(inputs[i:], at)
+	b = collectAfter(a, restartSeed(append(slices.Clip(inputs[:i]), early...), at), rest, (*correlate.Correlator).Flush)
 	return a, b
+}
+
+// beforeStart splits the inputs after the cut: the kernel facts of what
+// happened before the second instance started at `at` (they reached the
+// first instance's ring buffer after it stopped reading) never reach the
+// second, whose probes were not attached then; their effects (a cgroup
+// removed, a process gone) are what its start-up scan finds.
+func beforeStart(after []fact.Input, at time.Time) (early, rest []fact.Input) {
+	for _, x := range after {
+		if x.Kernel != nil && x.Kernel.Hdr().Time.Before(at) {
+			early = append(early, x)
+			continue
+		}
+		rest = append(rest, x)
+	}
+	return early, rest
 }
 
 func restartAt(inputs []fact.Input, i int, want map[span.SpanID]span.Span) restartResult {
@@ -355,6 +372,9 @@ func restartAt(inputs []fact.Input, i int, want map[span.SpanID]span.Span) resta
 		got[s.SpanID] = s
 	}
 	v := newCutView(inputs, i, at, want)
+	for _, s := range a {
+		v.first[s.SpanID] = true
+	}
 	for id, w := range want {
 		g, ok := got[id]
 		switch {

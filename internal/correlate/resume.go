@@ -79,6 +79,9 @@ func (c *Correlator) unconfirmed(p *pod) bool {
 	if p.observedFrom.IsZero() || p.info != nil || p.sandboxID != "" || len(p.emitted) > 0 {
 		return false
 	}
+	if told, known := c.toldBefore(p.uid); known && !told {
+		return false // nobody told its end: this instance does
+	}
 	for _, ct := range p.containers {
 		if !ct.createdAt.IsZero() || !ct.startedAtOr().IsZero() || len(ct.pids) > 0 {
 			return false
@@ -99,6 +102,9 @@ func (c *Correlator) endedBeforeTracer(p *pod, info *fact.PodInfo) bool {
 	if p.observedFrom.IsZero() || p.cgroupSeen || len(p.emitted) > 0 ||
 		info.Phase != "Succeeded" && info.Phase != "Failed" {
 		return false
+	}
+	if told, known := c.toldBefore(p.uid); known && !told {
+		return false // nobody told its end: this instance does
 	}
 	statuses := append(append([]fact.ContainerStatus(nil), info.InitStatuses...), info.Statuses...)
 	for _, st := range statuses {

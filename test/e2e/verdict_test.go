@@ -1,10 +1,7 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podchron/podchron/internal/names"
+	"github.com/podchron/podchron/internal/query"
 	"github.com/podchron/podchron/test/e2e/backends"
 )
 
@@ -107,7 +105,9 @@ func (e *env) checkVerdicts(t *testing.T, start time.Time) {
 		}
 		t.Logf("%d %s spans in Jaeger since the run began, %d without a verdict or long pole", len(spans), op, bad)
 	}
-	q := fmt.Sprintf(`count by (%s) (podchron_pod_startup_duration_seconds_count)`, names.LabelLongPole)
+	// Over the run: a tracer restart (scenarios 8, 31) starts its
+	// counters again.
+	q := fmt.Sprintf(`count by (%s) (last_over_time(podchron_pod_startup_duration_seconds_count[1h]))`, names.LabelLongPole)
 	s, err := e.prom.Query(e.ctx, q)
 	if err != nil || len(s) == 0 {
 		t.Errorf("%s: %v, %d series", q, err, len(s))
@@ -121,52 +121,28 @@ func (e *env) checkVerdicts(t *testing.T, start time.Time) {
 }
 
 // allSpans returns every span called op in the traces Jaeger holds since
-// start (its search, not limited to the 20 traces of backends.Search).
+// start, through its public api/v3 search (internal/query, as kubectl
+// podchron reads them; not limited to the 20 traces of backends.Search).
 func (e *env) allSpans(op string, start time.Time) ([]*backends.Span, error) {
-	q := url.Values{"service": {"podchron"}, "operation": {op}, "limit": {"5000"},
-		"start": {strconv.FormatInt(start.UnixMicro(), 10)}, "end": {strconv.FormatInt(time.Now().UnixMicro(), 10)}}
-	req, err := http.NewRequestWithContext(e.ctx, http.MethodGet, e.jaeger.Query+"/api/traces?"+q.Encode(), nil)
+	c, err := query.New(query.Jaeger, e.jaeger.Query, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	traces, err := c.Search(e.ctx, query.Search{Since: start, Limit: 5000})
 	if err != nil {
 		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", req.URL, resp.Status)
-	}
-	type kv struct {
-		Key   string `json:"key"`
-		Value any    `json:"value"`
-	}
-	var body struct {
-		Data []struct {
-			Spans []struct {
-				OperationName string `json:"operationName"`
-				Tags          []kv   `json:"tags"`
-				ProcessID     string `json:"processID"`
-			} `json:"spans"`
-			Processes map[string]struct {
-				Tags []kv `json:"tags"`
-			} `json:"processes"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", req.URL, err)
 	}
 	var out []*backends.Span
-	for _, tr := range body.Data {
+	for _, tr := range traces {
 		for _, sp := range tr.Spans {
-			if sp.OperationName != op {
+			if sp.Name != op {
 				continue
 			}
 			s := &backends.Span{Name: op, Tags: map[string]any{}, Resource: map[string]any{}}
-			for _, a := range sp.Tags {
+			for _, a := range sp.Attrs {
 				s.Tags[a.Key] = a.Value
 			}
-			for _, a := range tr.Processes[sp.ProcessID].Tags {
+			for _, a := range sp.Resource {
 				s.Resource[a.Key] = a.Value
 			}
 			out = append(out, s)
