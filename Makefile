@@ -4,7 +4,7 @@ BIN       ?= bin
 CLANG     ?= clang-19
 GENERATED := internal/probe/event/podchron_bpfel.go internal/probe/event/podchron_bpfel.o
 
-.PHONY: help deps generate check-generate build runc-upstream helm portable test test-load test-unit test-vm test-vm-selftest e2e e2e-build e2e-stack2 scale bench lint run trace events clean faults
+.PHONY: help deps deps-behind generate check-generate build runc-upstream helm portable test test-load test-unit test-vm test-vm-selftest e2e e2e-build e2e-stack2 scale bench lint run trace events clean faults
 
 help: ## list targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -15,6 +15,9 @@ deps: ## install build and test dependencies (Debian, as root; idempotent)
 
 generate: ## regenerate the eBPF object and Go bindings from bpf/
 	cd internal/probe && $(GO) generate ./...
+
+deps-behind: ## list every pinned dependency (go.mod, Helm, golangci-lint, kwok, the collector, Jaeger, Kubernetes, ...) against the newest the Go module proxy serves
+	bash scripts/deps-behind.sh
 
 check-generate: ## fail if the committed eBPF objects differ from what bpf/ generates
 	bash scripts/check-generate.sh
@@ -54,16 +57,21 @@ runc-upstream: ## build the newest upstream runc release from the Go module prox
 # Helm for the chart's checks (deploy/helm_test.go), `make lint` and the e2e,
 # which installs podchron with deploy/helm/podchron.
 HELM_ENV = PODCHRON_HELM="$$(bash scripts/build-helm.sh)"
+# The unit tests also lint and install the chart with Helm 4, the install
+# into a kube-apiserver from the e2e's Kubernetes build (deploy/helm_install_test.go).
+CHART_ENV = $(HELM_ENV) PODCHRON_HELM4="$$(HELM_VERSION=v4 bash scripts/build-helm.sh)" \
+	PODCHRON_KUBE_BIN="$$(bash test/e2e/tools/build.sh kubernetes)"
 
-helm: ## build Helm (and crane, the OCI registry the chart test pushes to) from the Go module proxy (cached; prints Helm's path)
+helm: ## build Helm 3 and Helm 4 (and crane, the OCI registry the chart test pushes to) from the Go module proxy (cached; prints their paths)
 	bash scripts/build-helm.sh
+	HELM_VERSION=v4 bash scripts/build-helm.sh
 
 test: deps check-generate runc-upstream helm ## everything CI runs (root): unit, real-kernel, containerd (runc, upstream runc, crun), under load, guest-kernel (5.10, 6.1, 6.12), real-cluster tests and the short scale test
 	$(RUNTIME_MATRIX_ENV) bash scripts/versions.sh
 	$(GO) vet ./...
 	$(MAKE) portable lint
 	@mkdir -p $(BIN) && rm -f $(RUNTIME_REPORT)
-	$(RUNTIME_MATRIX_ENV) $(HELM_ENV) $(GO) test -count=1 -timeout 20m ./...; $(SHOW_RUNTIME_REPORT)
+	$(RUNTIME_MATRIX_ENV) $(CHART_ENV) $(GO) test -count=1 -timeout 20m ./...; $(SHOW_RUNTIME_REPORT)
 	$(MAKE) test-load
 	$(MAKE) test-vm
 	PODCHRON_TEST_LOAD=1 $(MAKE) e2e
@@ -85,7 +93,7 @@ portable: ## build the portable packages for darwin (no Linux-only code in them)
 
 test-unit: runc-upstream helm ## tests without the VM run
 	@mkdir -p $(BIN) && rm -f $(RUNTIME_REPORT)
-	$(RUNTIME_MATRIX_ENV) $(HELM_ENV) $(GO) test -count=1 -timeout 20m ./...; $(SHOW_RUNTIME_REPORT)
+	$(RUNTIME_MATRIX_ENV) $(CHART_ENV) $(GO) test -count=1 -timeout 20m ./...; $(SHOW_RUNTIME_REPORT)
 
 # The e2e node's stack (test/e2e/tools/build.sh): k8s134-containerd16 (Kubernetes v1.34.4,
 # Debian's containerd 1.6) or k8s137-containerd2 (Kubernetes v1.37.2, containerd v2.4.2 from its
@@ -127,10 +135,11 @@ faults: ## OTLP fault suite with figures (test/faults: outage, partial success, 
 	$(GO) test -count=1 -v -timeout 30m ./test/faults/
 
 BPF_SOURCES = $$(git ls-files 'bpf/*.c' 'bpf/*.h')
-lint: helm ## golangci-lint (.golangci.yaml), clang-format of bpf/ (bpf/.clang-format), helm lint of the chart
+lint: helm ## golangci-lint (.golangci.yaml), clang-format of bpf/ (bpf/.clang-format), helm lint of the chart (Helm 3 and 4)
 	"$$(bash scripts/build-golangci-lint.sh)" run ./...
 	clang-format-19 --dry-run --Werror $(BPF_SOURCES)
 	"$$(bash scripts/build-helm.sh)" lint --strict deploy/helm/podchron
+	"$$(HELM_VERSION=v4 bash scripts/build-helm.sh)" lint --strict deploy/helm/podchron
 
 clean:
 	rm -rf $(BIN)

@@ -9,8 +9,10 @@ package deploy
 // (ServiceMonitor, PrometheusRule, dashboard, OTLP headers, RBAC, ...) add
 // or remove exactly their objects.
 //
-// Helm comes from $PODCHRON_HELM (`make test` builds it with
-// scripts/build-helm.sh); without it these tests skip, except the copy check.
+// Helm comes from $PODCHRON_HELM (Helm 3) and $PODCHRON_HELM4 (Helm 4;
+// `make test` builds both with scripts/build-helm.sh); without them these
+// tests skip, except the copy check. Lint (here) and a real install
+// (helm_install_test.go) run with both.
 
 import (
 	"bytes"
@@ -85,21 +87,42 @@ func TestHelmChartCopies(t *testing.T) {
 	}
 }
 
+// helmBin is Helm 3's binary, which the rendering checks use.
 func helmBin(t *testing.T) string {
 	t.Helper()
-	p := os.Getenv("PODCHRON_HELM")
+	return helmMajors[0].bin(t)
+}
+
+// helmMajor is one Helm major version the chart is checked with.
+type helmMajor struct {
+	name string // "helm3", "helm4": the subtest's name
+	env  string // the variable holding its binary's path
+}
+
+var helmMajors = []helmMajor{{"helm3", "PODCHRON_HELM"}, {"helm4", "PODCHRON_HELM4"}}
+
+// bin is the binary's path; the test skips when the variable is not set.
+func (h helmMajor) bin(t *testing.T) string {
+	t.Helper()
+	p := os.Getenv(h.env)
 	if p == "" {
-		t.Skip("PODCHRON_HELM is not set: `make test` builds Helm (scripts/build-helm.sh) and sets it")
+		t.Skipf("%s is not set: `make test` builds %s (scripts/build-helm.sh) and sets it", h.env, h.name)
 	}
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("PODCHRON_HELM=%s: %v", p, err)
+		t.Fatalf("%s=%s: %v", h.env, p, err)
 	}
 	return p
 }
 
 func runHelm(t *testing.T, args ...string) ([]byte, error) {
 	t.Helper()
-	cmd := exec.Command(helmBin(t), args...)
+	return runHelmWith(t, helmBin(t), args...)
+}
+
+// runHelmWith runs the Helm binary bin with its own empty configuration.
+func runHelmWith(t *testing.T, bin string, args ...string) ([]byte, error) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	// No repositories, plugins or registry logins from the machine's own
 	// Helm configuration.
 	home := t.TempDir()
@@ -279,7 +302,14 @@ func sameObject(t *testing.T, what string, kz, hm object) {
 	}
 }
 
+// TestHelmLint: `helm lint` (also --strict) is clean with Helm 3 and Helm 4.
 func TestHelmLint(t *testing.T) {
+	for _, h := range helmMajors {
+		t.Run(h.name, func(t *testing.T) { helmLint(t, h.bin(t)) })
+	}
+}
+
+func helmLint(t *testing.T, helm string) {
 	for _, sets := range [][]string{
 		nil,
 		{"serviceMonitor.enabled=true", "prometheusRule.enabled=true", "dashboard.enabled=true",
@@ -293,7 +323,7 @@ func TestHelmLint(t *testing.T) {
 			for _, s := range sets {
 				args = append(args, "--set", s)
 			}
-			out, err := runHelm(t, args...)
+			out, err := runHelmWith(t, helm, args...)
 			if err != nil {
 				t.Fatal(err)
 			}
