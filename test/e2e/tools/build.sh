@@ -2,7 +2,7 @@
 # Builds what the e2e cluster runs that Debian does not ship: kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubelet, kubectl (v1.34.4) and
 # Jaeger v2 (v1.76.0), from the Go module proxy through the wrapper modules
-# beside this script, and an OpenTelemetry Collector (v0.162.0, from
+# beside this script, and an OpenTelemetry Collector (v0.165.0, from
 # otelcol/builder.yaml with the collector builder) that fans the tracer's
 # spans out to the trace back ends. Output: $PODCHRON_E2E_BIN (default
 # ${PODCHRON_CACHE:-$HOME/.cache/podchron}/e2e/bin); a binary is rebuilt only
@@ -15,7 +15,6 @@
 #     <default>-k8s137-containerd2 (jaeger and otelcol are linked in from the default directory).
 # The e2e test runs the containerd found in the output directory, else Debian's.
 # (A comment here, not in the wrapper's go.mod, whose change would rebuild Kubernetes:)
-# deps-behind: collector builder: retried v0.165.0 once on 2026-11-25 (builder and components v0.165.0, providers v1.71.0): the proxy now serves every module (no refusal; the builder got past "Getting go modules"), but the compile did not finish within the session on 2 cores under load ~40, so v0.162.0 stays until `bash test/e2e/tools/build.sh otelcol` builds it
 # deps-behind: e2e-kubernetes: the default stack (k8s134-containerd16, CI's) runs Debian's containerd 1.6, which Kubernetes 1.36+ refuse (1.35, the last with containerd 1.x, refuses this cgroup v1 hybrid host without failCgroupV1: false); v1.34.4 is 1.34's newest patch on the proxy; the newest, v1.37.2, is the k8s137-containerd2 stack's (kubernetes-1.37/)
 # Measured 2026-11-25 on 2 shared cores under load ~8-13 (module cache warm for
 # Kubernetes 1.34's deps only): containerd v2.4.2 474 s, Kubernetes v1.37.2 2502 s;
@@ -91,9 +90,9 @@ build_otelcol() {
 	local out=$base
 	local s; s=$(sha256sum <"$here/otelcol/builder.yaml" | cut -c1-16)
 	if [ "$(cat "$out/.otelcol.stamp" 2>/dev/null)" = "$s" ]; then return; fi
-	echo "e2e: building the OpenTelemetry Collector v0.162.0 (cold: ~2 min)" >&2
+	echo "e2e: building the OpenTelemetry Collector v0.165.0 (cold: ~2 min)" >&2
 	local t0=$SECONDS w; w=$(mktemp -d)
-	GOBIN=$w go install go.opentelemetry.io/collector/cmd/builder@v0.162.0
+	GOBIN=$w go install go.opentelemetry.io/collector/cmd/builder@v0.165.0
 	cp "$here/otelcol/builder.yaml" "$w/"
 	(cd "$w" && ./builder --config builder.yaml --ldflags "-s -w" >"$w/build.log" 2>&1) || { cat "$w/build.log" >&2; rm -rf "$w"; return 1; }
 	mv "$w/dist/otelcol" "$out/otelcol"
