@@ -404,7 +404,7 @@ func TestHelmValuesForCluster(t *testing.T) {
 	ctx := context.Background()
 	home := t.TempDir()
 	manifest, err := runCmd(ctx, repo, []string{"HELM_CACHE_HOME=" + home, "HELM_CONFIG_HOME=" + home, "HELM_DATA_HOME=" + home},
-		helm, "template", "podchron", filepath.Join("deploy", "helm", "podchron"), "--namespace", podchronNS, "--values", valuesFile)
+		helm, "template", "podchron", filepath.Join("deploy", "helm", "podchron"), "--namespace", podchronNS, "--values", valuesFile, "--kube-version", "1.35.0")
 	if err != nil {
 		t.Fatalf("helm template: %v\n%s", err, manifest)
 	}
