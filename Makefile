@@ -4,7 +4,7 @@ BIN       ?= bin
 CLANG     ?= clang-19
 GENERATED := internal/probe/event/podchron_bpfel.go internal/probe/event/podchron_bpfel.o
 
-.PHONY: help deps deps-behind generate check-generate build runc-upstream helm portable test test-load test-unit test-vm test-vm-selftest e2e e2e-build e2e-stack2 scale bench lint run trace events clean faults
+.PHONY: help deps deps-behind generate check-generate build runc-upstream helm cosign release-local portable test test-load test-unit test-vm test-vm-selftest e2e e2e-build e2e-stack2 scale bench lint run trace events clean faults
 
 help: ## list targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -66,12 +66,19 @@ helm: ## build Helm 3 and Helm 4 (and crane, the OCI registry the chart test pus
 	bash scripts/build-helm.sh
 	HELM_VERSION=v4 bash scripts/build-helm.sh
 
+cosign: ## build cosign and syft (the release's signing and SBOM tools) from the Go module proxy (cached; prints cosign's path)
+	bash scripts/build-cosign.sh
+
+release-local: helm cosign ## the release dry run (part of make test): scripts/release.sh into a local registry, signed with a key made for the run, verified, saved as an OCI layout in bin/release/oci
+	bash scripts/release-local.sh
+
 test: deps check-generate runc-upstream helm ## everything CI runs (root): unit, real-kernel, containerd (runc, upstream runc, crun), under load, guest-kernel (5.10, 6.1, 6.12), real-cluster tests and the short scale test
 	$(RUNTIME_MATRIX_ENV) bash scripts/versions.sh
 	$(GO) vet ./...
 	$(MAKE) portable lint
 	@mkdir -p $(BIN) && rm -f $(RUNTIME_REPORT)
 	$(RUNTIME_MATRIX_ENV) $(CHART_ENV) $(GO) test -count=1 -timeout 20m ./...; $(SHOW_RUNTIME_REPORT)
+	$(MAKE) release-local
 	$(MAKE) test-load
 	$(MAKE) test-vm
 	PODCHRON_TEST_LOAD=1 $(MAKE) e2e
