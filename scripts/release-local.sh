@@ -19,9 +19,11 @@
 # Tools: cosign and syft (scripts/build-cosign.sh), Helm and crane
 # (scripts/build-helm.sh), all built from the Go module proxy and cached.
 #
-# TIMES (this 2-core machine, shared with other work, 2026-11-25):
-#   cold build, cosign v3.1.3: (measuring)    syft v1.57.1: (measuring)
-#   this script, tools cached: (measuring)
+# TIMES (this 2-core machine at load average 25-38 from parallel work,
+# 2026-11-25): the cold builds of cosign and syft did not finish within the
+# session (scripts/build-cosign.sh); scripts/release.sh's build and push part
+# (image for both arches, Go build cache warm, chart, local registry) took
+# 8 min 15 s. The whole run with cosign is not yet measured.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$PATH:/usr/local/go/bin"
