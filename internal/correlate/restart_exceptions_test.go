@@ -23,6 +23,10 @@ const (
 		"names it to the second instance"
 	excStopBegun = "a container's stop begun before the cut by the runtime's stop signal (a kernel fact only the " +
 		"first instance saw) whose end the first did not emit: the second instance sees the exit, not the stop"
+	excHookBegun = "a preStop hook begun before the cut, in a termination the first instance had not ended (it emits " +
+		"the hook with its stop): the hook's start (the kernel's exec of an exec hook, the deletion's arrival for a " +
+		"sleep or httpGet hook) is a fact only the first instance saw; the API's deletionTimestamp minus the grace " +
+		"period could give the second a sleep or httpGet hook's start (not done)"
 	excLateAfterEnd = "a fact of a trace the first instance ended (its root is in the checkpoint), joined to that " +
 		"trace by the uninterrupted run: the second instance keeps the ended pod's tombstone, not its trace, " +
 		"and counts the fact (ended_pod) instead"
@@ -108,6 +112,9 @@ func (v cutView) missingWhy(w span.Span) string {
 	}
 	if w.Name == "container.stop" && w.Start.Before(v.at) {
 		return excStopBegun
+	}
+	if w.Name == "container.prestop" && w.Start.Before(v.at) {
+		return excHookBegun
 	}
 	switch {
 	case w.Name == "pod.startup" || v.underStartup(w):
