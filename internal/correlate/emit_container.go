@@ -276,6 +276,10 @@ func (c *Correlator) sessionSpan(ct *container, s *session, e *kernel.ExitEvent)
 		if !p.startupDone {
 			readyBy = p.readySeen
 		}
+		if readyBy.IsZero() && p.resumed {
+			// No start-up decided here: Ready as the API said.
+			readyBy = p.resumedReady
+		}
 		if readyBy.IsZero() || !s.start.After(readyBy) {
 			parent = c.startupID(p)
 		} else if e.ExitCode == 0 && e.Signal == 0 {

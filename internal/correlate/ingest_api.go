@@ -45,6 +45,7 @@ func (c *Correlator) podInfo(info *fact.PodInfo) {
 		c.resume(p, info)
 	}
 	cp := *info
+	p.readyRaw = readyTransition(info)
 	c.sharpenAPITimes(p, &cp)
 	p.info = &cp
 	info = p.info

@@ -24,6 +24,15 @@ type podReadiness struct {
 	wasReady      bool      // Ready was True after the start-up (or ended it)
 	notReadySince time.Time // the current episode's start (Ready False)
 	notReady      string    // the containers not ready then
+	// readyRaw: the Ready condition's transition time as the API gave it
+	// (before its sharpening by the sighting, which only the instance that
+	// saw it change can do); notReadyKey: readyRaw when the episode began,
+	// its span's ID, the same for a restarted tracer that resumes it.
+	readyRaw, notReadyKey time.Time
+	// resumedReady: for a pod resumed (resume.go), when it was Ready as
+	// far as the API says (zero while it has not been): the probes after
+	// it are not the start-up's.
+	resumedReady time.Time
 	episodes      int       // episodes emitted as spans (within maxNotReadySpans)
 	// lastReadinessFail: the latest failing exec readiness probe the
 	// kernel saw.
@@ -36,6 +45,16 @@ type readinessFail struct {
 	args      []string
 	exitCode  int
 	signal    string
+}
+
+// readyTransition is the Ready condition's transition time in info.
+func readyTransition(info *fact.PodInfo) time.Time {
+	for _, cd := range info.Conditions {
+		if cd.Type == "Ready" {
+			return cd.LastTransitionTime
+		}
+	}
+	return time.Time{}
 }
 
 // readyCondition is the pod's Ready condition, if the API gave one.
@@ -69,8 +88,11 @@ func (c *Correlator) readinessChanged(p *pod) {
 		c.notReadySpan(p, at, "")
 	case cd.Status == "True":
 		p.wasReady = true
+		if p.resumed && p.resumedReady.IsZero() {
+			p.resumedReady = at
+		}
 	case (p.wasReady || !p.readyAt.IsZero() || p.lateReady) && p.notReadySince.IsZero() && p.terminating.IsZero() && p.info.DeletionTimestamp == nil:
-		p.notReadySince = at
+		p.notReadySince, p.notReadyKey = at, p.readyRaw
 		var nr []string
 		for _, st := range p.info.Statuses {
 			if !st.Ready {
@@ -96,8 +118,15 @@ func (c *Correlator) notReadyAtEnd(p *pod, at time.Time) {
 // notReadySpan emits an episode (past maxNotReadySpans, an event on the
 // root: counted there when over its cap).
 func (c *Correlator) notReadySpan(p *pod, end time.Time, unfinished string) {
-	start := p.notReadySince
-	p.notReadySince = time.Time{}
+	start, key := p.notReadySince, p.notReadyKey
+	p.notReadySince, p.notReadyKey = time.Time{}, time.Time{}
+	if key.IsZero() {
+		key = start
+	}
+	// The API's times are whole seconds; an instance places them on its
+	// timeline with its own measured offset (ns to ms apart): the nearest
+	// second is the same for every instance.
+	key = key.Round(time.Second)
 	if end.Before(start) {
 		end = start
 	}
@@ -117,7 +146,7 @@ func (c *Correlator) notReadySpan(p *pod, end time.Time, unfinished string) {
 			msg += ": " + a.Value.(string)
 		}
 	}
-	c.emit(p, span.Span{SpanID: p.spanID(fmt.Sprintf("notready@%d", start.UnixNano())), Parent: c.rootID(p), Name: names.SpanPodNotReady,
+	c.emit(p, span.Span{SpanID: p.spanID(fmt.Sprintf("notready@%d", key.UnixNano())), Parent: c.rootID(p), Name: names.SpanPodNotReady,
 		Start: start, End: end, Status: span.StatusError, StatusMessage: msg, Attrs: attrs})
 }
 

@@ -27,6 +27,8 @@ const (
 		"the hook with its stop): the hook's start (the kernel's exec of an exec hook, the deletion's arrival for a " +
 		"sleep or httpGet hook) is a fact only the first instance saw; the API's deletionTimestamp minus the grace " +
 		"period could give the second a sleep or httpGet hook's start (not done)"
+	excSessionCap = "a probe, hook or exec session span past the cap of 32 per container run the first instance had " +
+		"reached (bounds.go): the second counts the cap anew (the checkpoint keeps span IDs, not counts)"
 	excLateAfterEnd = "a fact of a trace the first instance ended (its root is in the checkpoint), joined to that " +
 		"trace by the uninterrupted run: the second instance keeps the ended pod's tombstone, not its trace, " +
 		"and counts the fact (ended_pod) instead"
@@ -153,6 +155,24 @@ func (v cutView) terminationWhy(w span.Span) string {
 func (v cutView) movedWhy(got, w span.Span) string {
 	if strings.HasPrefix(w.Name, "cni.DEL") && got.Parent == span.RootSpanID(w.TraceID) {
 		return v.terminationWhy(w)
+	}
+	return ""
+}
+
+// extraWhy names the exception for a span the uninterrupted run does not
+// have at all, "" when none applies.
+func (v cutView) extraWhy(g span.Span) string {
+	if !strings.HasPrefix(g.Name, "probe.") && !strings.HasPrefix(g.Name, "hook.") && g.Name != "container.exec" {
+		return ""
+	}
+	n := 0
+	for _, w := range v.want {
+		if w.TraceID == g.TraceID && w.Name == g.Name && w.Parent == g.Parent {
+			n++
+		}
+	}
+	if n >= 32 {
+		return excSessionCap
 	}
 	return ""
 }

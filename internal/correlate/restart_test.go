@@ -386,7 +386,7 @@ func restartAt(inputs []fact.Input, i int, want map[span.SpanID]span.Span) resta
 	}
 	for id, g := range got {
 		if _, ok := want[id]; !ok {
-			r.extra = append(r.extra, fmt.Sprintf("%s %s", id, tree(g)))
+			r.differ(v.extraWhy(g), &r.extra, fmt.Sprintf("%s %s", id, tree(g)))
 		}
 	}
 	sort.Strings(r.missing)

@@ -29,6 +29,13 @@ func (c *Correlator) resume(p *pod, info *fact.PodInfo) {
 	}
 	p.startupDone = true
 	p.resumed = true
+	// Ready before this instance, Ready no more: a readiness episode in
+	// progress (readiness.go), from the condition's transition time, as
+	// the previous instance had it.
+	p.wasReady = readyBefore(info, p.observedFrom)
+	if p.wasReady {
+		p.resumedReady = p.observedFrom
+	}
 }
 
 // startedBefore tells, from the API's view, a pod whose start-up was out
@@ -49,6 +56,15 @@ func startedBefore(info *fact.PodInfo, since time.Time) bool {
 			}
 		}
 	}
+	return readyBefore(info, since)
+}
+
+// readyBefore: the API shows the pod Ready before since (Ready now since
+// before then, or Ready turned False after the pod was initialized: it had
+// been True in between, as the kubelet sets Ready False when it first
+// reports the pod, before or with Initialized).
+func readyBefore(info *fact.PodInfo, since time.Time) bool {
+	before := func(t time.Time) bool { return !t.IsZero() && t.Before(since) }
 	var ready, initialized *fact.Condition
 	for i, cd := range info.Conditions {
 		switch cd.Type {
