@@ -33,7 +33,7 @@ type podReadiness struct {
 	// far as the API says (zero while it has not been): the probes after
 	// it are not the start-up's.
 	resumedReady time.Time
-	episodes      int       // episodes emitted as spans (within maxNotReadySpans)
+	episodes     int // episodes emitted as spans (within maxNotReadySpans)
 	// lastReadinessFail: the latest failing exec readiness probe the
 	// kernel saw.
 	lastReadinessFail *readinessFail
