@@ -1,5 +1,7 @@
-// Package e2e proves podchron on a real single-node Kubernetes v1.34 cluster
-// (test/e2e/cluster) on a real containerd, runc and CNI bridge: podchron is
+// Package e2e proves podchron on a real single-node Kubernetes cluster
+// (test/e2e/cluster) on a real containerd, runc and CNI bridge, in two legs
+// (PODCHRON_E2E_STACK, both in `make test`): Kubernetes v1.35 on Debian's
+// containerd 1.6, and Kubernetes v1.37 on containerd 2 with upstream runc: podchron is
 // deployed with deploy/ itself, its spans are read back from a real Jaeger
 // and its metrics and alerts from a real Prometheus loading
 // deploy/rules/podchron.rules.yml. Run with `make e2e`.

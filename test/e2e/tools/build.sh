@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 # Builds what the e2e cluster runs that Debian does not ship: kube-apiserver,
-# kube-controller-manager, kube-scheduler, kubelet, kubectl (v1.34.4) and
-# Jaeger v2 (v1.76.0), from the Go module proxy through the wrapper modules
+# kube-controller-manager, kube-scheduler, kubelet, kubectl (v1.35.4 or
+# v1.37.2, see below) and Jaeger v2 (v1.76.0), from the Go module proxy through the wrapper modules
 # beside this script, and an OpenTelemetry Collector (v0.165.0, from
 # otelcol/builder.yaml with the collector builder) that fans the tracer's
-# spans out to the trace back ends. Output: $PODCHRON_E2E_BIN (default
-# ${PODCHRON_CACHE:-$HOME/.cache/podchron}/e2e/bin); a binary is rebuilt only
-# when its wrapper module changes. Prints the directory.
+# spans out to the trace back ends. Output: <base>-<stack>, base being
+# $PODCHRON_E2E_BIN (default ${PODCHRON_CACHE:-$HOME/.cache/podchron}/e2e/bin),
+# which holds Jaeger and the collector (linked into each stack's directory); a
+# binary is rebuilt only when its wrapper module changes. Prints the directory.
 #
 # PODCHRON_E2E_STACK picks the node's stack:
-#   k8s134-containerd16 (default): Kubernetes v1.34.4 (wrapper kubernetes/), Debian's containerd 1.6;
+#   k8s135-containerd16 (default): Kubernetes v1.35.4 (wrapper kubernetes/), Debian's containerd 1.6
+#     (1.35 is the last Kubernetes minor that supports containerd 1.x);
 #   k8s137-containerd2: Kubernetes v1.37.2 (wrapper kubernetes-1.37/) and containerd v2.4.2's
-#     containerd + containerd-shim-runc-v2 built from its Go module; the output directory is then
-#     <default>-k8s137-containerd2 (jaeger and otelcol are linked in from the default directory).
+#     containerd + containerd-shim-runc-v2 built from its Go module.
+# Each stack has its own directory, so switching stacks never rebuilds the other's Kubernetes.
 # The e2e test runs the containerd found in the output directory, else Debian's.
 # (A comment here, not in the wrapper's go.mod, whose change would rebuild Kubernetes:)
-# deps-behind: e2e-kubernetes: the default stack (k8s134-containerd16, CI's) runs Debian's containerd 1.6, which Kubernetes 1.36+ refuse (1.35, the last with containerd 1.x, refuses this cgroup v1 hybrid host without failCgroupV1: false); v1.34.4 is 1.34's newest patch on the proxy; the newest, v1.37.2, is the k8s137-containerd2 stack's (kubernetes-1.37/)
+# deps-behind: e2e-kubernetes: the default stack (k8s135-containerd16) runs Debian's containerd 1.6, which Kubernetes 1.36+ refuse; v1.35.4 is 1.35's newest patch on the proxy; the newest, v1.37.2, is the k8s137-containerd2 stack's (kubernetes-1.37/)
 # Measured 2026-11-25 on 2 shared cores under load ~8-13 (module cache warm for
 # Kubernetes 1.34's deps only): containerd v2.4.2 474 s, Kubernetes v1.37.2 2502 s;
 # expect about half on an idle CI machine.
@@ -23,12 +25,12 @@
 # Cold, on 2 cores: Kubernetes ~11 min, Jaeger ~12 min, the collector ~2 min. Peak link memory ~2.3 GB.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-stack=${PODCHRON_E2E_STACK:-k8s134-containerd16}
+stack=${PODCHRON_E2E_STACK:-k8s135-containerd16}
 base=${PODCHRON_E2E_BIN:-${PODCHRON_CACHE:-$HOME/.cache/podchron}/e2e/bin}
 case "$stack" in
-k8s134-containerd16) out=$base kdir=kubernetes kv=v1.34.4 ;;
+k8s135-containerd16) out=$base-$stack kdir=kubernetes kv=v1.35.4 ;;
 k8s137-containerd2) out=$base-$stack kdir=kubernetes-1.37 kv=v1.37.2 ;;
-*) echo "build.sh: unknown PODCHRON_E2E_STACK=$stack (k8s134-containerd16 | k8s137-containerd2)" >&2; exit 2 ;;
+*) echo "build.sh: unknown PODCHRON_E2E_STACK=$stack (k8s135-containerd16 | k8s137-containerd2)" >&2; exit 2 ;;
 esac
 containerd_version=v2.4.2
 mkdir -p "$out" "$base"
