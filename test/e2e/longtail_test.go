@@ -477,13 +477,17 @@ func (e *env) initCrashLoop(t *testing.T) {
 	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "blocked"},
 		Spec: corev1.PodSpec{InitContainers: []corev1.Container{container("setup", sh("sleep 0.5; exit 3")...)},
 			Containers: []corev1.Container{container("app", "sleep", "3604")}}})
-	e.waitPod(t, ns, pod.Name, "init container restarted", 2*time.Minute, func(p *corev1.Pod) error {
+	// Deleted only once the API says what the startup waits on (back-off,
+	// or the second run's exit): under load, deleting 2 s after the restart
+	// count rose once came before the kubelet wrote CrashLoopBackOff, and
+	// the trace then rightly had no waiting reason (stack k8s137, 2026-11-25).
+	e.waitPod(t, ns, pod.Name, "init container restarted and waiting", 2*time.Minute, func(p *corev1.Pod) error {
 		for _, cs := range p.Status.InitContainerStatuses {
-			if cs.RestartCount >= 1 {
+			if cs.RestartCount >= 1 && (cs.State.Terminated != nil || cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff") {
 				return nil
 			}
 		}
-		return errors.New("no init restart yet")
+		return errors.New("no init restart and back-off yet")
 	})
 	time.Sleep(2 * time.Second)
 	e.deleteAndWait(t, ns, pod.Name)

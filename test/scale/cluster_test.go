@@ -25,8 +25,8 @@ const (
 	kwokPort    = 26444
 )
 
-// controlPlane is etcd (Debian's etcd-server) and kube-apiserver v1.34.4
-// (test/e2e/tools/build.sh), with kwok simulating the nodes and their pods'
+// controlPlane is etcd (Debian's etcd-server) and kube-apiserver v1.35.4
+// (test/e2e/tools/build.sh's default stack), with kwok simulating the nodes and their pods'
 // status. No controller-manager, scheduler or kubelet: the driver binds
 // pods itself (spec.nodeName) and writes the kubelet's events.
 type controlPlane struct {

@@ -1,5 +1,5 @@
 // Package scale measures what one tracer's API side (internal/watcher, no
-// BPF) costs as the cluster grows: a real kube-apiserver v1.34.4 and etcd,
+// BPF) costs as the cluster grows: a real kube-apiserver v1.35.4 and etcd,
 // kwok simulating nodes and their pods' status, a driver binding and
 // churning pods and writing their scheduler and kubelet events, and a few
 // tracer watchers, each in its own process for one node. See README.md.
