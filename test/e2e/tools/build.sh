@@ -20,6 +20,7 @@
 # deps-behind: e2e-kubernetes: the default stack (k8s135-containerd16) runs Debian's containerd 1.6, which Kubernetes 1.36+ refuse; v1.35.4 is 1.35's newest patch on the proxy; the newest, v1.37.2, is the k8s137-containerd2 stack's (kubernetes-1.37/)
 # Measured 2026-11-25 on 2 shared cores under load ~8-13 (module cache warm for
 # Kubernetes 1.34's deps only): containerd v2.4.2 474 s, Kubernetes v1.37.2 2502 s;
+# Kubernetes v1.35.4 4378 s (25 min of CPU) under load 25-42;
 # expect about half on an idle CI machine.
 #
 # Cold, on 2 cores: Kubernetes ~11 min, Jaeger ~12 min, the collector ~2 min. Peak link memory ~2.3 GB.
