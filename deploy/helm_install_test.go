@@ -301,7 +301,7 @@ func TestHelmKubeVersion(t *testing.T) {
 	for _, h := range helmMajors {
 		t.Run(h.name, func(t *testing.T) {
 			helm := h.bin(t)
-			for _, kv := range []string{"", "1.34.0", "v1.34.2-eks-1234567"} {
+			for _, kv := range []string{"", "1.35.0", "v1.35.2-eks-1234567"} {
 				args := []string{"template", helmRelease, chartDir}
 				if kv != "" {
 					args = append(args, "--kube-version", kv)
@@ -310,9 +310,9 @@ func TestHelmKubeVersion(t *testing.T) {
 					t.Errorf("kube version %q: %v", kv, err)
 				}
 			}
-			out, err := runHelmWith(t, helm, "template", helmRelease, chartDir, "--kube-version", "1.33.9")
+			out, err := runHelmWith(t, helm, "template", helmRelease, chartDir, "--kube-version", "1.34.9")
 			if err == nil || !strings.Contains(err.Error(), "kubeVersion") {
-				t.Errorf("kube version 1.33.9: want an error naming kubeVersion, got %v\n%s", err, out)
+				t.Errorf("kube version 1.34.9: want an error naming kubeVersion, got %v\n%s", err, out)
 			}
 		})
 	}
