@@ -91,7 +91,9 @@ func TestCheckpointResizeAndTornFile(t *testing.T) {
 	dir := t.TempDir()
 	c, _ := open(t, dir, 4)
 	for n := byte(1); n <= 4; n++ {
-		c.Add(id(n))
+		if err := c.Add(id(n)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c.Close()
 	c, ids := open(t, dir, 2)
@@ -120,7 +122,9 @@ func TestCheckpointResizeAndTornFile(t *testing.T) {
 
 func TestCheckpointBadDir(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "file")
-	os.WriteFile(f, nil, 0o600)
+	if err := os.WriteFile(f, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if _, _, err := Open(filepath.Join(f, "sub"), 8); err == nil {
 		t.Fatal("Open under a regular file succeeded")
 	}
