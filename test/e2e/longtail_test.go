@@ -113,7 +113,7 @@ func (e *env) imagePullFailure(t *testing.T) {
 			return fmt.Errorf("pod.startup outcome %q", o)
 		}
 		return firstErr(childOf(tr, pull, st), childOf(tr, sb, st), attr(st, names.K8sContainerName, "app"),
-			attr(pull, names.ContainerImageName, "localhost:5999/podchron-e2e/absent"), attr(pull, names.ContainerImageTags, `["1"]`))
+			attr(pull, names.ContainerImageName, "localhost:5999/podchron-e2e/absent"), attr(pull, names.ContainerImageTags, "[1]")) // a string array, as api/v3 types it
 	})
 	report(t, tr)
 	st, _ := only(tr, names.SpanPodStartup)
