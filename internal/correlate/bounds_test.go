@@ -59,7 +59,7 @@ func TestSignalFloodIsFolded(t *testing.T) {
 	s.signal("app", app, syscall.SIGKILL, "runc", kernel.SignalDelivered, kernel.DispositionDefault)
 	s.exit("app", app, 0, syscall.SIGKILL)
 	s.cri(cri.EventContainerExited, "app", 137, "Error")
-	s.tick(3 * time.Second)
+	s.tick(12 * time.Second) // past the wait for the kubelet's word on a stop with no termination (kubelet_kill.go)
 	run := s.one(names.SpanContainerRun)
 	if len(run.Events) > wantMaxSignalEvents {
 		t.Errorf("run has %d events, want at most %d", len(run.Events), wantMaxSignalEvents)

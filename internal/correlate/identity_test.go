@@ -238,7 +238,7 @@ func TestEventFromAnotherNamespaceIgnored(t *testing.T) {
 				Message: "Container app failed liveness probe, will be restarted", FirstTime: s.now, LastTime: s.now, Count: 1}})
 			s.at(10 * time.Millisecond)
 			s.gracefulStop("app", app, 30*time.Millisecond)
-			s.tick(3 * time.Second)
+			s.tick(12 * time.Second) // past the wait for the kubelet's word on a stop with no termination (kubelet_kill.go)
 			if got := s.one(names.SpanContainerRun).Attr(names.ExitCause); got != want {
 				t.Errorf("Killing event from namespace %q: cause %v, want %s", ns, got, want)
 			}

@@ -22,8 +22,13 @@ import (
 // first comes at once), or the pod's status (a kubelet eviction or deadline
 // writes Failed and its reason once the containers have stopped, at the
 // status manager's next sync). Later restarts wait out the kubelet's back-off
-// (10 s to 5 min): the run is decided without them.
-const kubeletVerdictWait = settle
+// (10 s to 5 min): the run is decided without them. The status comes when
+// the kubelet's pod worker has finished the kill and its status manager
+// synced: on Kubernetes 1.35 and 1.37 under load (e2e 37 on 2 cores at load
+// ~40, 2026-11-25) that was later than the 1.5 s settle the wait used to be,
+// and an emptyDir eviction's run read completed. Only runs the kubelet
+// stopped with no termination wait this long.
+const kubeletVerdictWait = 10 * time.Second
 
 // kubeletStop is the runtime's (or the kubelet's) first signal to ct's init
 // when no termination of its pod was in progress then: the kubelet stopped
