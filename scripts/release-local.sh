@@ -14,7 +14,7 @@
 # and that verification can fail: another key, an unsigned digest (one
 # platform's manifest) and a tampered SBOM predicate type are refused. Finally
 # it saves the signed image with its signatures and attestation into a local
-# OCI layout (bin/release/oci, cosign save) and verifies it there offline.
+# OCI layout (bin/release/oci, cosign save; its index must be the signed digest: cosign v3 verifies signatures in the registry, its save does not carry them).
 #
 # Tools: cosign and syft (scripts/build-cosign.sh), Helm and crane
 # (scripts/build-helm.sh), all built from the Go module proxy and cached.
@@ -41,7 +41,8 @@ export COSIGN HELM
 work=$(mktemp -d)
 reg_pid=
 cleanup() {
-	[ -n "$reg_pid" ] && kill "$reg_pid" 2>/dev/null && wait "$reg_pid" 2>/dev/null
+	# The script's own status stands: the registry's end (SIGTERM, 143) is not it.
+	if [ -n "$reg_pid" ]; then kill "$reg_pid" 2>/dev/null || true; wait "$reg_pid" 2>/dev/null || true; fi
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -103,6 +104,7 @@ PY
 "$COSIGN" verify "${key[@]}" "${reg[@]}" "$CHART_REF" >/dev/null 2>"$work/v.log" || { cat "$work/v.log" >&2; exit 1; }
 ok "chart signature $CHART_REF"
 export HELM_CACHE_HOME=$work/helm HELM_CONFIG_HOME=$work/helm HELM_DATA_HOME=$work/helm
+mkdir -p "$work/pull" # Helm 3.22 and 4 write into an existing directory only
 pulled=$("$HELM" pull "$CHART_OCI" --version "$CHART_VERSION" --plain-http -d "$work/pull" 2>&1)
 echo "$pulled" | grep -q "^Digest: ${CHART_REF#*@}$" || {
 	echo "release-local: helm pull gave another digest than the signed one:" >&2
@@ -125,15 +127,23 @@ platform_ref="${IMAGE_REF%@*}@$("$crane" manifest --insecure "$IMAGE_REF" | pyth
 must_fail "an unsigned digest ($platform_ref)" "$COSIGN" verify "${key[@]}" "${reg[@]}" "$platform_ref"
 must_fail "the attestation as another predicate type (cyclonedx)" "$COSIGN" verify-attestation "${key[@]}" "${reg[@]}" --type cyclonedx "$IMAGE_REF"
 
-# The signed image, its signature and attestation in a local OCI layout,
-# verified there without the registry.
+# The signed image in a local OCI layout (what the workflow pushes, kept as
+# files): its index must be the signed digest. cosign v3 keeps signatures
+# and attestations as bundles its `save` does not carry (`verify
+# --local-image` then finds none, seen 2026-11-25 with v3.1.3), so they are
+# verified above, in the local registry, against the run's key.
 rm -rf "$OUT/oci"
 "$COSIGN" save "${reg[@]}" --dir "$OUT/oci" "$IMAGE_REF" >/dev/null 2>"$work/v.log" || { cat "$work/v.log" >&2; exit 1; }
-kill "$reg_pid" && wait "$reg_pid" 2>/dev/null || true
+kill "$reg_pid" 2>/dev/null || true
+wait "$reg_pid" 2>/dev/null || true
 reg_pid=
-"$COSIGN" verify "${key[@]}" --local-image "$OUT/oci" >/dev/null 2>"$work/v.log" || { cat "$work/v.log" >&2; exit 1; }
-ok "the OCI layout $OUT/oci (registry stopped)"
-must_fail "the OCI layout with another key" "$COSIGN" verify --key "$work/other.pub" --insecure-ignore-tlog=true --local-image "$OUT/oci"
+python3 - "$OUT/oci" "${IMAGE_REF#*@}" <<'PY'
+import json, sys
+idx = json.load(open(sys.argv[1] + "/index.json"))
+digests = [m["digest"] for m in idx["manifests"]]
+assert sys.argv[2] in digests, "the layout's index lacks the signed digest %s: %s" % (sys.argv[2], digests)
+PY
+ok "the OCI layout $OUT/oci holds the signed image index ${IMAGE_REF#*@}"
 
 echo "release-local: all verified in $(($(date +%s) - start)) s; what was built:"
 cat "$OUT/release.txt"
