@@ -83,7 +83,10 @@ var (
 		"/sys/kernel/tracing": "/sys/kernel/tracing",
 		"/sys/fs/cgroup":      "/sys/fs/cgroup",
 		"/run/containerd":     "/run/containerd",
+		"/var/lib/podchron":   "/var/lib/podchron", // the checkpoint, the one writable mount
 	}
+	// writableMounts: the mounts the tracer writes (its checkpoint).
+	writableMounts = map[string]bool{"state": true}
 )
 
 // ---------------------------------------------------------------------------
@@ -465,12 +468,13 @@ func TestDaemonSetShape(t *testing.T) {
 		}
 	}
 
-	// Volumes: exactly the expected host paths, all mounted read-only; no
-	// /proc (hostPID gives the host's), no /sys/fs/bpf (nothing is pinned).
+	// Volumes: exactly the expected host paths, all mounted read-only but
+	// the checkpoint's directory; no /proc (hostPID gives the host's), no
+	// /sys/fs/bpf (nothing is pinned).
 	mounts := map[string]corev1.VolumeMount{}
 	for _, m := range c.VolumeMounts {
 		mounts[m.Name] = m
-		if !m.ReadOnly {
+		if !m.ReadOnly && !writableMounts[m.Name] {
 			t.Errorf("volume mount %s (%s) must be readOnly", m.Name, m.MountPath)
 		}
 		if m.MountPropagation != nil && *m.MountPropagation != corev1.MountPropagationNone {

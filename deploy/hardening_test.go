@@ -128,6 +128,11 @@ func TestRBACMatchesWatcher(t *testing.T) {
 	var files int
 	for _, root := range []string{"../internal", "../cmd"} {
 		err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() && p == filepath.Join("..", "cmd", "kubectl-podchron") {
+				// The kubectl plugin runs with the user's own credentials,
+				// not the DaemonSet's ServiceAccount.
+				return filepath.SkipDir
+			}
 			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
 				return err
 			}

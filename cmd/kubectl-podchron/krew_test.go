@@ -10,11 +10,11 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 )
 
-// TestKrewManifest renders deploy/krew/podchron.yaml as krew-release-bot
+// TestKrewManifest renders .krew.yaml as krew-release-bot
 // would for a tag and checks it is a krew Plugin for the four platforms,
 // each archive at that release.
 func TestKrewManifest(t *testing.T) {
-	raw, err := os.ReadFile("../../deploy/krew/podchron.yaml")
+	raw, err := os.ReadFile("../../.krew.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,10 @@ func volatileAttr(k string) bool {
 	switch k {
 	case names.ContainerID, names.K8sPodUID, names.K8sPodName, names.K8sNodeName,
 		names.CNINetNS, names.GapUntil, names.OOMMemcg,
-		names.BackoffSeconds, names.PastDeadlineSeconds:
+		names.BackoffSeconds, names.PastDeadlineSeconds,
+		// Durations in words, and which start-up phase took longest: the
+		// runtimes differ in speed, not in the tree.
+		names.Verdict, names.StartupLongPole, names.StartupLongPoleSeconds:
 		return true
 	}
 	return strings.HasSuffix(k, ".pid") || strings.HasSuffix(k, ".comm") ||
