@@ -140,7 +140,9 @@ func run(o options) error {
 		metricsAddr = freeAddr(metricsAddr)
 	}
 	args := []string{"--cgroup-root", h.CgroupRoot, "--runtime-endpoint", h.Endpoint, "--no-api",
-		"--metrics-addr", metricsAddr, "--output", "json", "--log-level", "info"}
+		"--metrics-addr", metricsAddr, "--output", "json", "--log-level", "info",
+		"--state-dir=", // no checkpoint: each demo run is a fresh node's first tracer
+	}
 	if o.record != "" {
 		args = append([]string{"record", o.record}, args...)
 	}
