@@ -4,6 +4,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podchron/podchron/internal/correlate"
+
 	"github.com/podchron/podchron/internal/fact"
 	"github.com/podchron/podchron/internal/span"
 )
@@ -171,7 +173,7 @@ func (v cutView) extraWhy(g span.Span) string {
 			n++
 		}
 	}
-	if n >= 32 {
+	if n >= correlate.MaxSessionSpans {
 		return excSessionCap
 	}
 	return ""

@@ -121,6 +121,18 @@ func (h *harness) waitStats(what string, ok func(Stats) bool) {
 	}
 }
 
+// startedOnClock starts a watcher on a test clock and waits until the API
+// is available and the pods are watched.
+func startedOnClock(t *testing.T) (*testClock, *harness) {
+	t.Helper()
+	clock := newTestClock()
+	h := newHarness(t, clock.now)
+	h.start()
+	h.waitFor("API available", isAPI(true, false))
+	h.waitWatching("pods", 1)
+	return clock, h
+}
+
 func withReady(p *corev1.Pod, ready bool) *corev1.Pod {
 	p = p.DeepCopy()
 	st := corev1.ConditionFalse
@@ -138,11 +150,7 @@ func withReady(p *corev1.Pod, ready bool) *corev1.Pod {
 // closes a while after the pod is gone; then the pod is forgotten.
 func TestEventWindowLifecycle(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	clock := newTestClock()
-	h := newHarness(t, clock.now)
-	h.start()
-	h.waitFor("API available", isAPI(true, false))
-	h.waitWatching("pods", 1)
+	clock, h := startedOnClock(t)
 	ctx := context.Background()
 	pods, events := h.cs.CoreV1().Pods("shop"), h.cs.CoreV1().Events("shop")
 
@@ -338,11 +346,7 @@ func TestEventWindowStandby(t *testing.T) {
 // mirror's. The window watches that UID, and the Events arrive.
 func TestEventWindowStaticPod(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	clock := newTestClock()
-	h := newHarness(t, clock.now)
-	h.start()
-	h.waitFor("API available", isAPI(true, false))
-	h.waitWatching("pods", 1)
+	_, h := startedOnClock(t)
 	ctx := context.Background()
 	mirror := testPod("etcd", node)
 	mirror.Annotations = map[string]string{MirrorAnnotation: "0f1e2d3c"}
@@ -373,11 +377,7 @@ func TestEventWindowStaticPod(t *testing.T) {
 // window, whose initial list brings the Evicted event with the status.
 func TestEventWindowReopensWhenReadyPodFails(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	clock := newTestClock()
-	h := newHarness(t, clock.now)
-	h.start()
-	h.waitFor("API available", isAPI(true, false))
-	h.waitWatching("pods", 1)
+	clock, h := startedOnClock(t)
 	ctx := context.Background()
 	pods, events := h.cs.CoreV1().Pods("shop"), h.cs.CoreV1().Events("shop")
 
