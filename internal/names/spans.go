@@ -20,6 +20,10 @@ const (
 	SpanPodStartup          = "pod.startup"
 	SpanPodTerminationStuck = "pod.termination.stuck"
 	SpanPodTermination      = "pod.termination"
+	// SpanPodRestart: an in-place restart of the whole pod (Kubernetes
+	// 1.35+, a RestartAllContainers restart rule): from the exit that
+	// matched the rule until the pod is Ready again.
+	SpanPodRestart = "pod.restart"
 )
 
 // Span event names. The composed ones are built by SignalEventName and
