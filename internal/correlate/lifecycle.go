@@ -130,6 +130,7 @@ func (c *Correlator) decide(ch change) {
 		c.kubeletPostStarts(ch.p)
 		c.maybeStarted(ch.p)
 		c.restartAllCondition(ch.p)
+		c.resizeChanged(ch.p)
 		c.maybeRestartedAll(ch.p)
 		c.readinessChanged(ch.p)
 	case changePodGoing:

@@ -61,7 +61,9 @@ const (
 	// RestartRule: the restartPolicyRules entry an exit matched ("Restart
 	// on exit code In [42]"), on the run that ended and, for
 	// RestartAllContainers, on its siblings the kubelet stopped.
-	RestartRule          = "podchron.restart_rule"
+	RestartRule = "podchron.restart_rule"
+	// ResizeSeconds: how long an in-place resize was in progress.
+	ResizeSeconds        = "podchron.resize.seconds"
 	LingeringContainers  = "podchron.lingering.containers"
 	LossUntil            = "podchron.loss.until"
 	OOMAnonRSSKB         = "podchron.oom.anon_rss_kb"
