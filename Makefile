@@ -78,7 +78,7 @@ cosign: ## build cosign (and syft with SYFT=1: the release's signing and SBOM to
 release-local: helm cosign ## the release dry run (part of make test): scripts/release.sh into a local registry, signed with a key made for the run, verified, saved as an OCI layout in bin/release/oci
 	SYFT=$(SYFT) KREW_PLATFORMS="$${KREW_PLATFORMS:-linux/amd64 darwin/arm64}" bash scripts/release-local.sh
 
-test: deps check-generate runc-upstream helm ## everything CI runs (root): unit, real-kernel, containerd (runc, upstream runc, crun), under load, guest-kernel (5.10, 6.1, 6.12), real-cluster tests (Kubernetes 1.35 on containerd 1.6) and the short scale test
+test: deps check-generate runc-upstream helm ## everything CI runs (root): unit, real-kernel, containerd (runc, upstream runc, crun), under load, guest-kernel (5.10, 6.1, 6.12), the demo on a pure cgroup v2 node in a guest, real-cluster tests (Kubernetes 1.35 on containerd 1.6) and the short scale test
 	$(RUNTIME_MATRIX_ENV) bash scripts/versions.sh
 	$(GO) vet ./...
 	$(MAKE) portable lint
@@ -87,6 +87,7 @@ test: deps check-generate runc-upstream helm ## everything CI runs (root): unit,
 	$(MAKE) release-local
 	$(MAKE) test-load
 	$(MAKE) test-vm
+	$(MAKE) test-vm-node
 	PODCHRON_TEST_LOAD=1 $(MAKE) e2e
 	$(MAKE) scale SCALE_SHORT=1
 
