@@ -43,7 +43,10 @@ func checkOOMGroupSet(ctx context.Context, p *containerd.Pod, id string) (string
 			}
 		}
 		if time.Now().After(deadline) {
-			return "", fmt.Errorf("cgroup v2: %s: want more than one process within 20 s, have %v (%v)", dir, pids, err)
+			if err != nil {
+				return "", fmt.Errorf("cgroup v2: want more than one process in %s within 20 s: %w", dir, err)
+			}
+			return "", fmt.Errorf("cgroup v2: %s: want more than one process within 20 s, have %v", dir, pids)
 		}
 		select {
 		case <-ctx.Done():
