@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -90,6 +91,12 @@ func checkOOMGroupSet(ctx context.Context, p *containerd.Pod, id string) (string
 // task already marked is not traced).
 func checkOOMGroupKilled(p *containerd.Pod) (int, error) {
 	dir := filepath.Join(cgroupV2Mount, p.CgroupParent)
+	if localEvents() {
+		// memory.events then counts the cgroup's own events only, and the
+		// container's cgroup (which had them) is gone.
+		fmt.Fprintf(os.Stderr, "demo: cgroup v2: %s is mounted with memory_localevents: the pod's memory.events does not count its container's OOM kills; not checked\n", cgroupV2Mount)
+		return 0, nil
+	}
 	ev, err := readKeyed(filepath.Join(dir, "memory.events"))
 	if err != nil {
 		return 0, fmt.Errorf("cgroup v2: %w", err)
@@ -118,6 +125,23 @@ func checkOOMGroupKilled(p *containerd.Pod) (int, error) {
 		return 0, fmt.Errorf("cgroup v2: %s: %s", dir, strings.Join(problems, "; "))
 	}
 	return int(ev["oom_kill"]), nil
+}
+
+// localEvents reports whether the cgroup2 hierarchy is mounted with
+// memory_localevents (memory.events without the descendants' events).
+func localEvents() bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		pre, post, ok := strings.Cut(l, " - ")
+		pf, qf := strings.Fields(pre), strings.Fields(post)
+		if ok && len(pf) > 4 && pf[4] == cgroupV2Mount && len(qf) > 2 && qf[0] == "cgroup2" {
+			return slices.Contains(strings.Split(qf[2], ","), "memory_localevents")
+		}
+	}
+	return false
 }
 
 // readKeyed reads a cgroup v2 flat-keyed file ("key value" lines).
