@@ -312,6 +312,10 @@ func (c *Correlator) oom(e *kernel.OOMEvent) {
 		}
 	}
 	if ct == nil {
+		// A group kill's victim the probes never reported.
+		ct = c.oomGroupContainer(e)
+	}
+	if ct == nil {
 		c.miss("oom_unknown_victim")
 		return
 	}
