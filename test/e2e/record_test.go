@@ -18,8 +18,9 @@ import (
 // recordEnv names a directory: the run then also records the input stream
 // a tracer on this node takes in (`tracer record`, a second tracer run on
 // the host beside the DaemonSet's, with the same flags), and at the end
-// writes it whole and split by namespace (record.SplitByNamespace), one
-// file per scenario namespace. internal/correlate's restart property
+// writes it whole (e2e.jsonl) and split by namespace
+// (record.SplitByNamespace), one file per scenario namespace under
+// namespaces/. internal/correlate's restart property
 // (TestRestartAtEveryInput) runs on the scenarios' streams committed to
 // internal/correlate/testdata/e2e. Not set in `make test`: recording is
 // for making those files, not for checking a run.
@@ -98,9 +99,15 @@ func splitRecording(file, dir string) (int, error) {
 	if err != nil && !errors.As(err, &torn) {
 		return 0, err
 	}
+	// Each namespace's stream goes under namespaces/: a namespace named
+	// like the node's file ("e2e") once overwrote it there.
+	nsDir := filepath.Join(dir, "namespaces")
+	if err := os.MkdirAll(nsDir, 0o755); err != nil {
+		return 0, err
+	}
 	split := record.SplitByNamespace(inputs, recordTail)
 	for ns, st := range split {
-		if err := writeStream(filepath.Join(dir, strings.ReplaceAll(ns, "/", "_")+".jsonl"), st); err != nil {
+		if err := writeStream(filepath.Join(nsDir, strings.ReplaceAll(ns, "/", "_")+".jsonl"), st); err != nil {
 			return 0, err
 		}
 	}
