@@ -105,6 +105,8 @@ type Correlator struct {
 	prior      map[span.SpanID]struct{}
 	apiReason  string
 	runtimeGap *cri.Gap
+	// shuttingDown: Shutdown is emitting what has ended.
+	shuttingDown bool
 
 	cgroups map[uint64]*cgroupRef
 	// changes noted by the ingest handlers for the lifecycle step.
@@ -250,6 +252,7 @@ func (c *Correlator) apply(in fact.Input) {
 // in progress are not. The next tracer instance continues their traces, with
 // the same trace and span IDs, and emits them once, when they end.
 func (c *Correlator) Shutdown() {
+	c.shuttingDown = true
 	c.release(true)
 	for _, uid := range slices.Sorted(maps.Keys(c.pods)) {
 		p := c.pods[uid]

@@ -142,6 +142,7 @@ func (c *Correlator) runSpan(ct *container) {
 		name, parent = names.SpanContainerInit, c.startupID(p)
 		if p.startupDone && p.inRestartAll(start) {
 			parent = c.restartAllID(p) // run again by the pod's in-place restart
+			p.restartAllUsed = true
 		}
 	}
 	if p.ephemeral(ct.name) {
@@ -265,6 +266,15 @@ func (c *Correlator) sessionSpan(ct *container, s *session, e *kernel.ExitEvent)
 	p := ct.pod
 	if s.kind == names.SessionExec || s.kind == "" {
 		s.kind = c.sessionKind(ct, s.args)
+	}
+	if s.kind == names.SessionExec && (p.info == nil || ct.name == "") && c.shuttingDown {
+		// Ended before the pod's spec came (or the container's name, which
+		// finds its hooks and probes in it), at this instance's shutdown:
+		// it cannot be told from a hook or a probe (container.exec would
+		// be a guess, with the span ID of no span the next instance could
+		// tell). Counted, not told.
+		c.miss("session_unnamed_at_shutdown")
+		return
 	}
 	name := ""
 	parent := c.rootID(p)

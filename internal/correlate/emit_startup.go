@@ -65,6 +65,13 @@ func (c *Correlator) emitStartup(p *pod, end time.Time, out startupOutcome) {
 		if ct.notApp() {
 			continue
 		}
+		if ct.name == "" {
+			// No source named it (the API's statuses name every app
+			// container): the sandbox's pause container before the
+			// runtime or a CNI run said so, not an app's start.
+			c.miss("start_unnamed_container")
+			continue
+		}
 		s := earliest(ct.createdAt, ct.cgroupAt)
 		e := latest(ct.startedAt, ct.initExec)
 		if s.IsZero() || e.IsZero() {

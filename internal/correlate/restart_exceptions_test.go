@@ -8,6 +8,7 @@ import (
 
 	"github.com/podchron/podchron/internal/fact"
 	"github.com/podchron/podchron/internal/fact/kernel"
+	"github.com/podchron/podchron/internal/names"
 	"github.com/podchron/podchron/internal/span"
 )
 
@@ -35,6 +36,15 @@ const (
 	excSessionInGap = "an exec session (a probe, a hook, a kubectl exec) that began and ended between the first " +
 		"instance's last input and the second's start: its exec and exit reached the ring buffer after the first " +
 		"stopped reading and before the second attached, so no instance saw it, and the scan finds no process"
+	excRestartAllBegun = "a pod's in-place restart (RestartAllContainers) begun before the cut from its trigger's exit, " +
+		"a kernel fact only the first instance saw (the runtime had not reported it to the second): the second begins " +
+		"it from the AllContainersRestarting condition, at the condition's time, so under another span ID, or, when the " +
+		"condition was over too, not at all (the init containers' runs again go under the start-up)"
+	excSessionUnnamed = "an exec session that ended before the pod's spec reached the first instance, at its shutdown: " +
+		"it could not tell a hook or a probe from a kubectl exec and did not guess; its exec and exit were kernel facts " +
+		"only the first instance saw"
+	excStopBeforeGoing = "a container the kubelet stopped with no termination known, its run and stop told at the first " +
+		"instance's shutdown under the root: the status that made the stop a termination (an eviction's) came after the cut"
 	excLateAfterEnd = "a fact of a trace the first instance ended (its root is in the checkpoint), joined to that " +
 		"trace by the uninterrupted run: the second instance keeps the ended pod's tombstone, not its trace, " +
 		"and counts the fact (ended_pod) instead"
@@ -48,10 +58,13 @@ type cutView struct {
 	want   map[span.SpanID]span.Span
 	phase  map[span.TraceID]map[string]span.Span // the uninterrupted run's spans by trace and name
 	first  map[span.SpanID]bool                  // what the first instance emitted
+	// secondRestart: the pod.restart span IDs the instances emitted.
+	secondRestart map[span.SpanID]bool
 }
 
 func newCutView(inputs []fact.Input, i int, at time.Time, want map[span.SpanID]span.Span) cutView {
-	v := cutView{inputs: inputs, i: i, at: at, want: want, phase: map[span.TraceID]map[string]span.Span{}, first: map[span.SpanID]bool{}}
+	v := cutView{inputs: inputs, i: i, at: at, want: want, phase: map[span.TraceID]map[string]span.Span{}, first: map[span.SpanID]bool{},
+		secondRestart: map[span.SpanID]bool{}}
 	for _, s := range want {
 		if v.phase[s.TraceID] == nil {
 			v.phase[s.TraceID] = map[string]span.Span{}
@@ -69,27 +82,24 @@ func (v cutView) begunBefore(tid span.TraceID, name string) bool {
 	return ok && s.Start.Before(v.at)
 }
 
-// apiDeletion: the stream has an API deletion (a deletionTimestamp or the
-// object gone) of the trace's pod.
-func (v cutView) apiDeletion(tid span.TraceID) bool {
-	for _, x := range v.inputs {
-		if x.Pod != nil && (x.Pod.Deleted || x.Pod.DeletionTimestamp != nil) && span.TraceIDForPod(x.Pod.UID) == tid {
-			return true
-		}
-	}
-	return false
-}
-
 // endedBefore: the first instance emitted the trace's root (it ended
 // before the cut).
 func (v cutView) endedBefore(tid span.TraceID) bool {
 	return v.first[span.RootSpanID(tid)]
 }
 
-// underStartup: the span is a child of the trace's pod.startup.
+// underStartup: the span is a child of the trace's pod.startup, or a
+// child's child (a CNI run of the start-up's sandbox).
 func (v cutView) underStartup(w span.Span) bool {
 	s, ok := v.phase[w.TraceID]["pod.startup"]
-	return ok && w.Parent == s.SpanID
+	if !ok {
+		return false
+	}
+	if w.Parent == s.SpanID {
+		return true
+	}
+	parent, ok := v.want[w.Parent]
+	return ok && parent.Parent == s.SpanID
 }
 
 // runtimeNamed: the runtime (or the API) named the trace's pod before the cut.
@@ -142,7 +152,22 @@ func (v cutView) missingWhy(w span.Span) string {
 	if v.sessionInGap(w) {
 		return excSessionInGap
 	}
+	if v.sessionUnnamed(w) {
+		return excSessionUnnamed
+	}
+	if w.Name == "pod.restart" && w.Start.Before(v.at) {
+		return excRestartAllBegun
+	}
 	return ""
+}
+
+// restartAllBegun: the trace's pod.restart (uninterrupted) began before
+// the cut, and g is a pod.restart of the second instance or a child of one.
+func (v cutView) restartAllBegun(g span.Span) bool {
+	if !v.begunBefore(g.TraceID, "pod.restart") {
+		return false
+	}
+	return g.Name == "pod.restart" || v.secondRestart[g.Parent]
 }
 
 // terminationWhy names the exception for a span of the termination.
@@ -156,7 +181,7 @@ func (v cutView) terminationWhy(w span.Span) string {
 		}
 		return ""
 	}
-	if v.begunBefore(tid, "pod.termination") && !v.apiDeletion(tid) {
+	if v.begunBefore(tid, "pod.termination") && !v.deletedBy(tid, v.phase[tid]["pod.termination"].Start) {
 		return excTerminationBySignal
 	}
 	return ""
@@ -165,6 +190,13 @@ func (v cutView) terminationWhy(w span.Span) string {
 // movedWhy names the exception for a span both runs have in different
 // places (got is where the two instances put it).
 func (v cutView) movedWhy(got, w span.Span) string {
+	if got.Name == "container.stop" && v.first[got.SpanID] && got.Parent == span.RootSpanID(got.TraceID) &&
+		v.phase[w.TraceID]["pod.termination"].SpanID == w.Parent && !v.deletedBy(w.TraceID, v.at) {
+		return excStopBeforeGoing
+	}
+	if r, ok := v.phase[w.TraceID]["pod.restart"]; v.restartAllBegun(got) || ok && w.Parent == r.SpanID && r.Start.Before(v.at) {
+		return excRestartAllBegun
+	}
 	if strings.HasPrefix(w.Name, "cni.DEL") && got.Parent == span.RootSpanID(w.TraceID) {
 		return v.terminationWhy(w)
 	}
@@ -174,6 +206,9 @@ func (v cutView) movedWhy(got, w span.Span) string {
 // extraWhy names the exception for a span the uninterrupted run does not
 // have at all, "" when none applies.
 func (v cutView) extraWhy(g span.Span) string {
+	if v.restartAllBegun(g) {
+		return excRestartAllBegun
+	}
 	if !strings.HasPrefix(g.Name, "probe.") && !strings.HasPrefix(g.Name, "hook.") && g.Name != "container.exec" {
 		return ""
 	}
@@ -201,6 +236,43 @@ func (v cutView) sessionInGap(w span.Span) bool {
 	}
 	for _, x := range v.inputs[v.i:] {
 		if e, ok := x.Kernel.(*kernel.ExitEvent); ok && e.Time.Equal(w.End) {
+			return true
+		}
+	}
+	return false
+}
+
+// sessionUnnamed: an exec session's span whose process exited before the
+// cut while no API pod object (its spec) had reached the first instance,
+// or nothing had named its container (the runtime, the API's statuses).
+func (v cutView) sessionUnnamed(w span.Span) bool {
+	if !strings.HasPrefix(w.Name, "probe.") && w.Name != "container.poststart" && w.Name != "container.prestop" || !w.End.Before(v.at) {
+		return false
+	}
+	pod, named := false, false
+	id, _ := w.Attr(names.ContainerID).(string)
+	for _, x := range v.inputs[:v.i] {
+		if x.Pod != nil && span.TraceIDForPod(x.Pod.UID) == w.TraceID {
+			pod = true
+			for _, st := range x.Pod.Statuses {
+				named = named || st.ContainerID == id
+			}
+		}
+		if x.Runtime != nil && x.Runtime.Container != nil && x.Runtime.Container.ID == id && x.Runtime.Container.Name != "" {
+			named = true
+		}
+	}
+	return !pod || !named
+}
+
+// deletedBy: the API showed the trace's pod deleted (a deletionTimestamp,
+// or gone) in an input before t.
+func (v cutView) deletedBy(tid span.TraceID, t time.Time) bool {
+	for _, x := range v.inputs {
+		if x.Time.After(t) {
+			break
+		}
+		if x.Pod != nil && (x.Pod.Deleted || x.Pod.DeletionTimestamp != nil) && span.TraceIDForPod(x.Pod.UID) == tid {
 			return true
 		}
 	}

@@ -38,6 +38,10 @@ type podRestartAll struct {
 	restartAllAt  time.Time
 	restartAllWhy string // "container app exited 42: RestartAllContainers on exit code In [42]"
 	restartAllKey string // the restart's span key
+	// restartAllByCond: begun from the condition, its trigger not known yet.
+	restartAllByCond bool
+	// restartAllUsed: a span went out under it (its ID is fixed now).
+	restartAllUsed bool
 	// restartAllDone: restarts emitted (their keys), to tell late facts of
 	// one from a new one.
 	restartAllDone int
@@ -82,14 +86,20 @@ func (c *Correlator) restartRuleCause(ct *container) (names.Cause, []span.Attr) 
 // matched a RestartAllContainers rule.
 func (c *Correlator) noteRestartAll(ct *container) {
 	p := ct.pod
-	if p == nil || !p.restartAllAt.IsZero() || ct.exitAt.IsZero() {
+	if p == nil || ct.exitAt.IsZero() {
 		return
+	}
+	if !p.restartAllAt.IsZero() && (!p.restartAllByCond || p.restartAllUsed || ct.exitAt.Before(p.restartAllAt.Add(-restartAllTriggerWindow))) {
+		return // in progress: from its trigger, or with spans under it already (or this exit is older)
 	}
 	rule := c.restartRule(ct)
 	if rule == nil || rule.Action != fact.RestartRuleRestartAll {
 		return
 	}
-	c.beginRestartAll(p, ct.exitAt, fmt.Sprintf("container %s exited %d: %s", ct.name, ct.exitCode, rule.String()))
+	// A restart begun from the condition before the trigger's exit was
+	// known (the runtime reports it after the API server, or the kernel's
+	// was before this instance) takes the trigger's start and span ID.
+	c.beginRestartAll(p, ct, ct.exitAt, fmt.Sprintf("container %s exited %d: %s", ct.name, ct.exitCode, rule.String()))
 }
 
 // restartAllCondition begins the restart from the API's
@@ -100,19 +110,44 @@ func (c *Correlator) restartAllCondition(p *pod) {
 		return
 	}
 	for _, cd := range p.info.Conditions {
-		if cd.Type == "AllContainersRestarting" && cd.Status == "True" && !cd.LastTransitionTime.IsZero() {
-			why := "the pod's AllContainersRestarting condition"
-			if cd.Message != "" {
-				why += ": " + cd.Message
-			}
-			c.beginRestartAll(p, cd.LastTransitionTime, why)
+		if cd.Type != "AllContainersRestarting" || cd.Status != "True" || cd.LastTransitionTime.IsZero() {
+			continue
 		}
+		// The trigger, when the runtime reported its exit (the kernel's
+		// was lost, or came before this tracer): the restart's span is then
+		// the one the instance that saw the exit emits.
+		for _, ct := range p.containers {
+			t := cd.LastTransitionTime
+			if ct.exited && !ct.exitAt.IsZero() && !ct.exitAt.After(t.Add(time.Second)) && ct.exitAt.After(t.Add(-restartAllTriggerWindow)) {
+				if rule := c.restartRule(ct); rule != nil && rule.Action == fact.RestartRuleRestartAll {
+					c.noteRestartAll(ct)
+					return
+				}
+			}
+		}
+		why := "the pod's AllContainersRestarting condition"
+		if cd.Message != "" {
+			why += ": " + cd.Message
+		}
+		c.beginRestartAll(p, nil, cd.LastTransitionTime, why)
 	}
 }
 
-func (c *Correlator) beginRestartAll(p *pod, at time.Time, why string) {
-	p.restartAllAt, p.restartAllWhy = at, why
-	p.restartAllKey = fmt.Sprintf("restart_all@%d", at.UnixNano())
+// restartAllTriggerWindow bounds how long before the AllContainersRestarting
+// condition (its whole second) the trigger's exit can be: the kubelet sets it
+// at its next sync of the pod, seconds after the exit under load.
+const restartAllTriggerWindow = 30 * time.Second
+
+// beginRestartAll opens the pod's restart; its span ID derives from the
+// trigger's container ID (the same for every tracer instance that knows
+// the trigger), else from the condition's time.
+func (c *Correlator) beginRestartAll(p *pod, trigger *container, at time.Time, why string) {
+	p.restartAllAt, p.restartAllWhy, p.restartAllByCond = at, why, trigger == nil
+	if trigger != nil {
+		p.restartAllKey = "restart_all/" + trigger.id
+	} else {
+		p.restartAllKey = fmt.Sprintf("restart_all@%d", at.Unix())
+	}
 }
 
 // restartAllID is the span ID of the pod's restart in progress.
@@ -177,6 +212,6 @@ func (c *Correlator) restartAllSpan(p *pod, end time.Time, unfinished string) {
 	}
 	c.emit(p, span.Span{SpanID: c.restartAllID(p), Parent: c.rootID(p), Name: names.SpanPodRestart,
 		Start: p.restartAllAt, End: end, Status: status, StatusMessage: msg, Attrs: attrs})
-	p.restartAllAt, p.restartAllWhy, p.restartAllKey = time.Time{}, "", ""
+	p.restartAllAt, p.restartAllWhy, p.restartAllKey, p.restartAllByCond, p.restartAllUsed = time.Time{}, "", "", false, false
 	p.restartAllDone++
 }

@@ -362,6 +362,11 @@ func restartAt(inputs []fact.Input, i int, want map[span.SpanID]span.Span) resta
 	for _, s := range a {
 		v.first[s.SpanID] = true
 	}
+	for _, s := range append(a, b...) {
+		if s.Name == "pod.restart" {
+			v.secondRestart[s.SpanID] = true
+		}
+	}
 	for id, w := range want {
 		g, ok := got[id]
 		switch {
