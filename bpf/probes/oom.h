@@ -82,8 +82,17 @@ int handle_mark_victim(struct trace_event_raw_mark_victim *ctx)
 	}
 	read_memcgs(e);
 
-	/* Most often the task that hit the limit is the victim itself. */
-	if (e->hdr.tgid == victim) {
+	/* Most often the task that hit the limit is the victim itself. The
+	 * tracepoint gives the victim's pid in the initial namespace only:
+	 * compare it with the current task's, whatever namespace we report in.
+	 * In a non-initial pid namespace a victim other than the current task
+	 * cannot be translated (before 6.8 the tracepoint carries nothing but
+	 * that number, 5.10 included): victim_tgid is then 0 and user space goes
+	 * by the victim's comm and cgroup. */
+	if (cfg_pidns_level)
+		e->victim_tgid = 0;
+	if ((__u32)(bpf_get_current_pid_tgid() >> 32) == victim) {
+		e->victim_tgid = e->hdr.tgid;
 		e->flags |= OOM_F_VICTIM_KNOWN;
 		e->victim_cgroup_id = cgid;
 		__builtin_memcpy(e->victim_comm, e->hdr.comm, sizeof(e->victim_comm));

@@ -127,7 +127,9 @@ int BPF_PROG(handle_signal_generate, int sig, struct kernel_siginfo *info, struc
 	if (cgroup_watched(tcg))
 		origin |= ORIGIN_TARGET;
 	origin |= tracked(ttgid);
-	if (!origin)
+	/* A target outside the tracer's pid namespace is not this node's; a
+	 * sender outside it is reported with pid 0. */
+	if (!origin || nested_skip(task))
 		return 0;
 
 	cgid = current_cgroup_id();
@@ -154,8 +156,13 @@ int BPF_PROG(handle_signal_generate, int sig, struct kernel_siginfo *info, struc
 		e->code = BPF_CORE_READ(info, si_code);
 	e->result = result;
 	e->group = group;
-	e->target_tgid = ttgid;
-	e->target_pid = BPF_CORE_READ(task, pid);
+	if (cfg_pidns_level) {
+		e->target_tgid = ns_tgid(task);
+		e->target_pid = ns_pid(task);
+	} else {
+		e->target_tgid = ttgid;
+		e->target_pid = BPF_CORE_READ(task, pid);
+	}
 	e->target_cgroup_id = cgroup_id(tcg);
 	BPF_CORE_READ_STR_INTO(&e->target_comm, task, comm);
 	e->disposition = disposition(sig_handler(task, sig));
@@ -185,7 +192,7 @@ int BPF_PROG(handle_signal_deliver, int sig, struct kernel_siginfo *info, struct
 	if (current_watched())
 		origin |= ORIGIN_WATCHED;
 	origin |= tracked(tgid);
-	if (!origin)
+	if (!origin || nested_skip((struct task_struct *)bpf_get_current_task()))
 		return 0;
 	cgid = current_cgroup_id();
 	/* A pod's task receives it: its container pays. */

@@ -33,6 +33,7 @@ const prefixKeyLen = 64
 type Probes struct {
 	cfg    Config
 	layout cgroupfs.Layout
+	ns     Namespaces
 	objs   event.PodchronObjects
 	links  []link.Link
 	log    *slog.Logger
@@ -77,6 +78,16 @@ func Load(cfg Config) (*Probes, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse embedded BPF object: %w", err)
 	}
+	// A node inside a container: pids and cgroup paths as its namespaces
+	// give them (see Namespaces).
+	ns, err := readNamespaces(spec, layout)
+	if err != nil {
+		return nil, fmt.Errorf("the tracer's namespaces: %w", err)
+	}
+	if ns.Nested() {
+		cfg.Logger.Info("the tracer runs in its own namespaces: pids and cgroup paths are reported as they see them",
+			"pid_ns_level", ns.PIDLevel, "cgroup_ns_root", ns.CgroupRoot)
+	}
 	minLevel, maxLevel := rootLevels(cfg.CgroupRoots)
 	groupDead, err := exitHasGroupDead()
 	if err != nil {
@@ -95,7 +106,9 @@ func Load(cfg Config) (*Probes, error) {
 		"cfg_self_tgid":           uint32(cfg.SelfTGID),
 		"cfg_cgroup_v1":           flag32(layout.Mode == cgroupfs.ModeV1Memory),
 		"cfg_hierarchy_id":        layout.HierarchyID(),
-		"cfg_report_level":        int32(maxLevel),
+		"cfg_report_level":        int32(maxLevel + ns.CgroupLevel), // the kernel's levels count from the real root
+		"cfg_pidns_level":         ns.PIDLevel,
+		"cfg_pidns_ino":           ns.PIDNamespace,
 		"cfg_signal_mask":         cfg.SignalMask,
 		"cfg_wakeup_events":       uint32(cfg.WakeupEvents),
 		"cfg_exit_has_group_dead": groupDead,
@@ -108,7 +121,7 @@ func Load(cfg Config) (*Probes, error) {
 	}
 	spec.Maps["events"].MaxEntries = uint32(cfg.RingBufferBytes)
 
-	p := &Probes{cfg: cfg, layout: layout, log: cfg.Logger, roots: map[string]bool{}, minLevel: minLevel, maxLevel: maxLevel,
+	p := &Probes{cfg: cfg, layout: layout, ns: ns, log: cfg.Logger, roots: map[string]bool{}, minLevel: minLevel, maxLevel: maxLevel,
 		groupDead: groupDead == 1 && !cfg.exitDedupe, ancestorHelper: ancestorHelper == 1}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
 		return nil, verifierError(err)
@@ -243,9 +256,14 @@ func (p *Probes) AddRoot(rel string) error {
 	if len(rel) >= len(event.PodchronRootPath{}.Path) {
 		return fmt.Errorf("cgroup root %s: longer than %d bytes", rel, len(event.PodchronRootPath{}.Path)-1)
 	}
+	// The kernel's cgroup_mkdir reports the path from the hierarchy's root.
+	kpath := p.ns.KernelPath(rel)
+	if len(kpath) >= len(event.PodchronRootPath{}.Path) {
+		return fmt.Errorf("cgroup root %s: longer than %d bytes", kpath, len(event.PodchronRootPath{}.Path)-1)
+	}
 	var key event.PodchronRootPath
-	for i := 0; i < len(rel); i++ {
-		key.Path[i] = int8(rel[i])
+	for i := 0; i < len(kpath); i++ {
+		key.Path[i] = int8(kpath[i])
 	}
 	one := uint8(1)
 	if err := p.objs.RootPaths.Put(&key, &one); err != nil {
@@ -313,6 +331,9 @@ func (p *Probes) observe(ev kernel.Event) {
 		p.log.Warn("update watched cgroups", "err", err)
 	}
 }
+
+// Namespaces are the tracer's namespaces the probes report in.
+func (p *Probes) Namespaces() Namespaces { return p.ns }
 
 // Layout is the cgroup layout the probes report ids in.
 func (p *Probes) Layout() cgroupfs.Layout { return p.layout }

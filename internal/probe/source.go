@@ -101,6 +101,16 @@ func (s *RingSource) Next(ctx context.Context) (kernel.Event, error) {
 			s.p.log.Warn("undecodable event skipped", "err", err, "bytes", len(s.rec.RawSample))
 			continue
 		}
+		if c, ok := ev.(*kernel.CgroupEvent); ok && s.p.ns.CgroupLevel > 0 {
+			// Paths as the tracer's cgroup namespace shows them; a cgroup
+			// outside it is not this node's.
+			local, ok := s.p.ns.LocalPath(c.Path)
+			if !ok {
+				continue
+			}
+			c.Path = local
+			c.Level -= int32(s.p.ns.CgroupLevel)
+		}
 		s.p.observe(ev)
 		return ev, nil
 	}
