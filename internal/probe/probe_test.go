@@ -3,6 +3,7 @@
 package probe
 
 import (
+	"github.com/podchron/podchron/test/harness/nested"
 	"bufio"
 	"context"
 	"errors"
@@ -148,6 +149,14 @@ var shared struct {
 }
 
 func TestMain(m *testing.M) {
+	// Run by TestNestedNode inside a node's namespaces: see the node's
+	// cgroup hierarchies first, as a kind node's processes do.
+	if nested.Inside() {
+		if err := nested.SetUp(); err != nil {
+			fmt.Fprintln(os.Stderr, "probe tests:", err)
+			os.Exit(2)
+		}
+	}
 	code := m.Run()
 	if shared.stop != nil {
 		shared.stop()

@@ -1,0 +1,143 @@
+//go:build linux
+
+package probe
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/podchron/podchron/internal/cgroupfs"
+	"github.com/podchron/podchron/test/harness/nested"
+)
+
+// The probe tests TestNestedNode runs again inside a node's namespaces. Each
+// holds the events' pids against the pids the test's own process (inside)
+// sees, and cgroup paths and levels against its own /sys/fs/cgroup.
+var nestedTests = []string{
+	"TestNamespacesAreRead",
+	"TestEveryProgramIsCheapToVerify",
+	"TestExecForkExit",
+	"TestOnlyProcessTreeRootsByDefault",
+	"TestExitOfPIDNamespaceInit",
+	"TestKilledBySIGKILL",
+	"TestSIGTERMFromKnownSender",
+	"TestSIGTERMIgnored",
+	"TestOOMKill",
+	"TestCgroupMkdirRmdir",
+	"TestRootCreatedAfterLoad",
+	"TestRuntimeProcessFollowed",
+	"TestUnwatchedProcessIsFiltered",
+}
+
+// TestNestedNode runs the probe tests in a node inside a container, as kind
+// and minikube make one: the test binary in new pid, mount and cgroup
+// namespaces (test/harness/nested), the cgroup namespace's root a test root
+// of its own. There the kernel's pids and cgroup paths are not the node's;
+// every test must still pass, none may skip.
+func TestNestedNode(t *testing.T) {
+	if nested.Inside() {
+		t.Skip("this is the nested node itself")
+	}
+	requireProbes(t)
+	if err := nested.Check(); err != nil {
+		t.Skipf("a nested node cannot run here: %v", err)
+	}
+	node, err := nested.Prepare(fmt.Sprintf("/podchron-probe-node-%d", os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := node.Close(); err != nil {
+			t.Errorf("clean up the node's cgroups: %v", err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := node.Command(ctx, os.Args[0], "-test.run", "^("+strings.Join(nestedTests, "|")+")$", "-test.v", "-test.count=1")
+	out, err := cmd.CombinedOutput()
+	t.Logf("inside the nested node:\n%s", out)
+	if err != nil {
+		t.Fatalf("probe tests inside the nested node: %v", err)
+	}
+	for _, name := range nestedTests {
+		if !strings.Contains(string(out), "--- PASS: "+name+" ") {
+			t.Errorf("%s did not pass inside the nested node", name)
+		}
+	}
+}
+
+// The inodes of the initial pid and cgroup namespaces (PROC_PID_INIT_INO,
+// PROC_CGROUP_INIT_INO in include/linux/proc_ns.h): fixed by the kernel.
+const (
+	initPIDNamespace    = 0xEFFFFFFC
+	initCgroupNamespace = 0xEFFFFFFB
+)
+
+// TestNamespacesAreRead: what the nsinfo program reads is this process's
+// namespaces: in the host's, no translation; in a nested node (see
+// TestNestedNode), its pid namespace's level and its cgroup root.
+func TestNamespacesAreRead(t *testing.T) {
+	requireProbes(t)
+	layout, err := cgroupfs.Detect(cgroupfs.ModeAuto)
+	if err != nil {
+		t.Skipf("cgroups: %v", err)
+	}
+	n, err := ReadNamespaces(layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("namespaces: %+v", n)
+	var pidns, cgns unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/pid", &pidns); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Stat("/proc/self/ns/cgroup", &cgns); err != nil {
+		t.Fatal(err)
+	}
+	if (pidns.Ino == initPIDNamespace) != (n.PIDLevel == 0) {
+		t.Errorf("pid namespace %d at level %d: the initial namespace is %d, and only it is at level 0", pidns.Ino, n.PIDLevel, uint32(initPIDNamespace))
+	}
+	if cgns.Ino == initCgroupNamespace && (n.CgroupRoot != "/" || n.CgroupLevel != 0) {
+		t.Errorf("initial cgroup namespace, yet its root is %s (level %d)", n.CgroupRoot, n.CgroupLevel)
+	}
+	if !nested.Inside() {
+		return
+	}
+	root := os.Getenv(nested.Env)
+	if n.PIDLevel < 1 || n.CgroupRoot != root || n.CgroupLevel != strings.Count(root, "/") {
+		t.Errorf("inside a nested node with cgroup root %s: read pid level %d, cgroup root %s level %d", root, n.PIDLevel, n.CgroupRoot, n.CgroupLevel)
+	}
+}
+
+func TestNamespacesMapCgroupPaths(t *testing.T) {
+	host := Namespaces{CgroupRoot: "/"}
+	node := Namespaces{CgroupRoot: "/docker/abc", CgroupLevel: 2}
+	for _, c := range []struct {
+		ns            Namespaces
+		local, kernel string
+	}{
+		{host, "/kubepods", "/kubepods"},
+		{node, "/kubepods", "/docker/abc/kubepods"},
+		{node, "/kubepods.slice/kubepods-burstable.slice", "/docker/abc/kubepods.slice/kubepods-burstable.slice"},
+		{node, "/", "/docker/abc"},
+	} {
+		if got := c.ns.KernelPath(c.local); got != c.kernel {
+			t.Errorf("%s: KernelPath(%s) = %s, want %s", c.ns.CgroupRoot, c.local, got, c.kernel)
+		}
+		if got, ok := c.ns.LocalPath(c.kernel); !ok || got != c.local {
+			t.Errorf("%s: LocalPath(%s) = %s, %v; want %s", c.ns.CgroupRoot, c.kernel, got, ok, c.local)
+		}
+	}
+	// Outside the node's root, a sibling whose name extends it included.
+	for _, p := range []string{"/", "/docker", "/docker/abcd/kubepods", "/kubepods"} {
+		if got, ok := node.LocalPath(p); ok {
+			t.Errorf("LocalPath(%s) = %s: a cgroup outside the namespace mapped onto it", p, got)
+		}
+	}
+}
