@@ -3,7 +3,6 @@
 package probe
 
 import (
-	"github.com/podchron/podchron/test/harness/nested"
 	"bufio"
 	"context"
 	"errors"
@@ -27,6 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/podchron/podchron/internal/cgroupfs"
+	"github.com/podchron/podchron/test/harness/nested"
 )
 
 // These tests load the real probes into the running kernel, start real helper
