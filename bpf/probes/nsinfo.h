@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
 /*
- * The tracer's own namespaces, as the kernel sees them. Run once by user
- * space before the other programs are loaded (BPF_PROG_TEST_RUN of a raw
+ * The tracer's own place, as the kernel sees it. Run once by user space
+ * before the other programs are loaded (BPF_PROG_TEST_RUN of a raw
  * tracepoint program runs it in the caller's context; Linux 5.10+), never
  * attached. It answers what /proc cannot from inside a namespace:
  *  - the level of the tracer's pid namespace (its inode is also in
- *    /proc/self/ns/pid, which user space checks against), so the hot
+ *    /proc/self/ns/pid, which user space checks against), so that the hot
  *    programs report pids as the tracer's namespace numbers them;
- *  - where the root of the tracer's cgroup namespace is in the real
- *    hierarchy: cgroup_mkdir/rmdir report paths from the hierarchy's root,
- *    while the tracer's /sys/fs/cgroup and /proc/<pid>/cgroup (and CRI)
- *    show paths from the namespace's root. A namespace's root is invisible
- *    from inside it: its path is read here, one kernfs name per level.
+ *  - the real path of the tracer's own cgroup: cgroup_mkdir/rmdir report
+ *    paths from the hierarchy's root, while the tracer's cgroupfs mount
+ *    (a kind node's, bind-mounted into the tracer's pod) starts at a cgroup
+ *    namespace's root, which is invisible from inside. That root is an
+ *    ancestor of the tracer's cgroup: user space finds it among ids[] by the
+ *    mount's inode and takes its path from names[].
  */
 #ifndef __PODCHRON_PROBES_NSINFO_H
 #define __PODCHRON_PROBES_NSINFO_H
@@ -19,18 +20,17 @@
 #include "common.h"
 
 #define NS_CGROUP_LEVELS 16
-#define NS_NAME_LEN 64
+#define NS_NAME_LEN 256 /* a kernfs name is at most NAME_MAX bytes */
 
 struct ns_info {
 	__u32 pid_level;    /* level of the caller's pid namespace (0: the initial one) */
 	__u32 pid_ns_ino;   /* its inode number */
-	__u32 cgroup_level; /* level of the caller's cgroup namespace's root cgroup */
-	__u32 cgroup_ns_ino;
-	__u64 cgroup_id;    /* that root's cgroup id */
-	__u32 names_read;   /* names[0..names_read) were read */
+	__u32 cgroup_level; /* level of the caller's own cgroup */
 	__u32 _pad;
-	/* names[i]: the kernfs name of the root's ancestor at level i+1 (the
-	 * root itself last); the path is "/" + names joined by "/". */
+	/* ids[l]: the cgroup id of its ancestor at level l (the root's at 0,
+	 * its own at cgroup_level), for levels up to NS_CGROUP_LEVELS;
+	 * names[l-1]: that ancestor's kernfs name. */
+	__u64 ids[NS_CGROUP_LEVELS + 1];
 	char names[NS_CGROUP_LEVELS][NS_NAME_LEN];
 };
 
@@ -48,8 +48,6 @@ int nsinfo(u64 *ctx)
 {
 	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
 	__s64 subsys = (__s64)ctx[0];
-	struct cgroup_namespace *cns;
-	struct css_set *cset;
 	struct cgroup *cg;
 	struct upid up = {};
 	struct pid *pid;
@@ -70,36 +68,32 @@ int nsinfo(u64 *ctx)
 		return 4;
 	info->pid_ns_ino = BPF_CORE_READ(up.ns, ns.inum);
 
-	cns = BPF_CORE_READ(t, nsproxy, cgroup_ns);
-	if (!cns)
-		return 5;
-	info->cgroup_ns_ino = BPF_CORE_READ(cns, ns.inum);
-	cset = BPF_CORE_READ(cns, root_cset);
 	if (subsys < 0) {
-		cg = BPF_CORE_READ(cset, dfl_cgrp);
+		cg = BPF_CORE_READ(t, cgroups, dfl_cgrp);
 	} else {
 		struct cgroup_subsys_state *css;
 
 		if (subsys >= 12)
-			return 6;
-		css = BPF_CORE_READ(cset, subsys[subsys]);
+			return 5;
+		css = BPF_CORE_READ(t, cgroups, subsys[subsys]);
 		cg = BPF_CORE_READ(css, cgroup);
 	}
 	if (!cg)
-		return 7;
+		return 6;
 	info->cgroup_level = BPF_CORE_READ(cg, level);
-	info->cgroup_id = BPF_CORE_READ(cg, kn, id);
-	info->names_read = 0;
-	for (int i = 0; i < NS_CGROUP_LEVELS; i++) {
+	/* Up to the root; a cgroup deeper than NS_CGROUP_LEVELS is walked
+	 * through, its deepest levels not recorded. */
+	for (int i = 0; i < 2 * NS_CGROUP_LEVELS; i++) {
 		int level = BPF_CORE_READ(cg, level);
 		struct cgroup_subsys_state *parent;
 
-		if (level <= 0 || level > NS_CGROUP_LEVELS)
-			break;
-		bpf_probe_read_kernel_str(info->names[level - 1], NS_NAME_LEN, BPF_CORE_READ(cg, kn, name));
-		info->names_read++;
+		if (level >= 0 && level <= NS_CGROUP_LEVELS) {
+			info->ids[level] = BPF_CORE_READ(cg, kn, id);
+			if (level > 0)
+				bpf_probe_read_kernel_str(info->names[level - 1], NS_NAME_LEN, BPF_CORE_READ(cg, kn, name));
+		}
 		parent = BPF_CORE_READ(cg, self.parent);
-		if (!parent)
+		if (!parent || level <= 0)
 			break;
 		cg = BPF_CORE_READ(parent, cgroup);
 	}

@@ -6,6 +6,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +24,7 @@ import (
 // sees, and cgroup paths and levels against its own /sys/fs/cgroup.
 var nestedTests = []string{
 	"TestNamespacesAreRead",
+	"TestCgroupRootIsTheMountsNotThePods",
 	"TestEveryProgramIsCheapToVerify",
 	"TestExecForkExit",
 	"TestOnlyProcessTreeRootsByDefault",
@@ -72,12 +76,25 @@ func TestNestedNode(t *testing.T) {
 	}
 }
 
-// The inodes of the initial pid and cgroup namespaces (PROC_PID_INIT_INO,
-// PROC_CGROUP_INIT_INO in include/linux/proc_ns.h): fixed by the kernel.
-const (
-	initPIDNamespace    = 0xEFFFFFFC
-	initCgroupNamespace = 0xEFFFFFFB
-)
+// The inode of the initial pid namespace (PROC_PID_INIT_INO in
+// include/linux/proc_ns.h): fixed by the kernel.
+const initPIDNamespace = 0xEFFFFFFC
+
+// mountRoot is mountinfo's root field for the mount at mnt (the last one).
+func mountRoot(t *testing.T, mountinfo, mnt string) string {
+	t.Helper()
+	root := ""
+	for _, l := range strings.Split(mountinfo, "\n") {
+		f := strings.Fields(l)
+		if len(f) > 4 && cgroupfs.UnescapeMount(f[4]) == mnt {
+			root = f[3]
+		}
+	}
+	if root == "" {
+		t.Fatalf("%s is not in mountinfo", mnt)
+	}
+	return root
+}
 
 // TestNamespacesAreRead: what the nsinfo program reads is this process's
 // namespaces: in the host's, no translation; in a nested node (see
@@ -93,18 +110,19 @@ func TestNamespacesAreRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("namespaces: %+v", n)
-	var pidns, cgns unix.Stat_t
+	var pidns unix.Stat_t
 	if err := unix.Stat("/proc/self/ns/pid", &pidns); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Stat("/proc/self/ns/cgroup", &cgns); err != nil {
 		t.Fatal(err)
 	}
 	if (pidns.Ino == initPIDNamespace) != (n.PIDLevel == 0) {
 		t.Errorf("pid namespace %d at level %d: the initial namespace is %d, and only it is at level 0", pidns.Ino, n.PIDLevel, uint32(initPIDNamespace))
 	}
-	if cgns.Ino == initCgroupNamespace && (n.CgroupRoot != "/" || n.CgroupLevel != 0) {
-		t.Errorf("initial cgroup namespace, yet its root is %s (level %d)", n.CgroupRoot, n.CgroupLevel)
+	// The host's cgroupfs starts at the hierarchy's root; a nested node's
+	// at its cgroup namespace's root, which is where its own cgroup is.
+	if mi, err := os.ReadFile("/proc/self/mountinfo"); err == nil && !nested.Inside() {
+		if mountRoot(t, string(mi), layout.Mount()) == "/" && (n.CgroupRoot != "/" || n.CgroupLevel != 0) {
+			t.Errorf("cgroupfs mounted at the hierarchy's root, yet read root %s (level %d)", n.CgroupRoot, n.CgroupLevel)
+		}
 	}
 	if !nested.Inside() {
 		return
@@ -139,5 +157,72 @@ func TestNamespacesMapCgroupPaths(t *testing.T) {
 		if got, ok := node.LocalPath(p); ok {
 			t.Errorf("LocalPath(%s) = %s: a cgroup outside the namespace mapped onto it", p, got)
 		}
+	}
+}
+
+// TestCgroupRootIsTheMountsNotThePods: the tracer's pod on a node gets a
+// cgroup namespace of its own (containerd does so on cgroup v2) while its
+// hostPath /sys/fs/cgroup shows the node's view. Kernel paths must be mapped
+// onto that mount, not onto the pod's namespace: here the test moves itself
+// into a cgroup of its own and reads its namespaces from a thread in a new
+// cgroup namespace rooted there, with the mounts unchanged.
+func TestCgroupRootIsTheMountsNotThePods(t *testing.T) {
+	requireProbes(t)
+	layout, err := cgroupfs.Detect(cgroupfs.ModeAuto)
+	if err != nil {
+		t.Skipf("cgroups: %v", err)
+	}
+	if layout.Mode != cgroupfs.ModeV2 {
+		t.Skip("needs a cgroup v2 hierarchy to move the test process into a cgroup of its own")
+	}
+	want, err := ReadNamespaces(layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, err := layout.ProcPath(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := layout.Path(fmt.Sprintf("/podchron-podns-%d", os.Getpid()))
+	mkCgroup(t, dir)
+	moveSelf := func(to string) error {
+		return os.WriteFile(filepath.Join(to, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0o644)
+	}
+	if err := moveSelf(dir); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := moveSelf(layout.Path(orig)); err != nil {
+			t.Errorf("move the test back to %s: %v", orig, err)
+		}
+	})
+	type result struct {
+		n   Namespaces
+		own string
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		// Never unlocked: the thread, in its own cgroup namespace, ends
+		// with this goroutine.
+		runtime.LockOSThread()
+		if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
+			ch <- result{err: fmt.Errorf("unshare the cgroup namespace: %w", err)}
+			return
+		}
+		own, _ := os.ReadFile("/proc/thread-self/cgroup")
+		n, err := ReadNamespaces(layout)
+		ch <- result{n: n, own: string(own), err: err}
+	}()
+	r := <-ch
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if !strings.Contains(r.own, "0::/\n") {
+		t.Fatalf("the thread's cgroup namespace is not rooted at its cgroup: %q", r.own)
+	}
+	if r.n.CgroupRoot != want.CgroupRoot || r.n.CgroupLevel != want.CgroupLevel {
+		t.Errorf("from a cgroup namespace rooted at %s: cgroup root %s (level %d), want the mount's %s (level %d)",
+			dir, r.n.CgroupRoot, r.n.CgroupLevel, want.CgroupRoot, want.CgroupLevel)
 	}
 }

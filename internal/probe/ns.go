@@ -18,22 +18,24 @@ import (
 
 // Namespaces is where the tracer runs, as the kernel sees it (read by the
 // nsinfo program, bpf/probes/nsinfo.h). On a node that is itself a
-// container (kind, minikube) the tracer, containerd and the kubelet share a
-// pid and a cgroup namespace of their own: CRI and the tracer's /proc number
-// processes in that pid namespace, and cgroup paths start at that cgroup
-// namespace's root, while the kernel's tracepoints see the host's pids and
-// the hierarchy's real root.
+// container (kind, minikube) the node's processes, the tracer's included,
+// share a pid namespace of their own, and the node's cgroupfs starts at its
+// cgroup namespace's root: CRI and the tracer's /proc number processes in
+// that pid namespace, and cgroup paths start at that root, while the
+// kernel's tracepoints see the host's pids and the hierarchy's real root.
 type Namespaces struct {
 	// PIDLevel is the depth of the tracer's pid namespace (0: the initial
 	// one); PIDNamespace its inode (as in /proc/self/ns/pid).
 	PIDLevel     uint32
 	PIDNamespace uint32
-	// CgroupRoot is the path of the tracer's cgroup namespace's root in the
-	// real hierarchy the probes use ("/" in the initial namespace, or when
-	// the namespace's root is the hierarchy's); CgroupLevel is its depth.
-	CgroupRoot      string
-	CgroupLevel     int
-	CgroupNamespace uint32
+	// CgroupRoot is the real path (from the hierarchy's root) of the cgroup
+	// the tracer's cgroupfs mount starts at: "/" on a host, a kind node's
+	// cgroup namespace root when the tracer runs on such a node (its pod's
+	// hostPath /sys/fs/cgroup is the node's). Not the tracer's own cgroup
+	// namespace: containerd gives a pod its own on cgroup v2, while its
+	// hostPath mount shows the node's view. CgroupLevel is its depth.
+	CgroupRoot  string
+	CgroupLevel int
 }
 
 // Nested says whether the tracer runs in a pid or cgroup namespace other
@@ -63,7 +65,7 @@ func (n Namespaces) LocalPath(kernelPath string) (string, bool) {
 }
 
 // ReadNamespaces runs the nsinfo program once in this process's context
-// and checks what it read against /proc/self/ns.
+// and checks what it read against /proc/self/ns/pid and the cgroupfs mount.
 func ReadNamespaces(layout cgroupfs.Layout) (Namespaces, error) {
 	spec, err := event.LoadPodchron()
 	if err != nil {
@@ -102,32 +104,42 @@ func readNamespaces(spec *ebpf.CollectionSpec, layout cgroupfs.Layout) (Namespac
 	if err := objs.Out.Lookup(uint32(0), &info); err != nil {
 		return Namespaces{}, fmt.Errorf("read nsinfo: %w", err)
 	}
-	n := Namespaces{PIDLevel: info.PidLevel, PIDNamespace: info.PidNsIno, CgroupLevel: int(info.CgroupLevel),
-		CgroupNamespace: info.CgroupNsIno, CgroupRoot: "/"}
-	if int(info.NamesRead) != n.CgroupLevel {
-		return n, fmt.Errorf("the cgroup namespace's root is at level %d; only %d levels are supported", n.CgroupLevel, len(info.Names))
-	}
-	var parts []string
-	for i := 0; i < n.CgroupLevel; i++ {
-		parts = append(parts, cstr(info.Names[i][:]))
-	}
-	n.CgroupRoot = "/" + strings.Join(parts, "/")
+	n := Namespaces{PIDLevel: info.PidLevel, PIDNamespace: info.PidNsIno, CgroupRoot: "/"}
 
-	// What the program read must be this process's namespaces.
-	for _, c := range []struct {
-		file string
-		ino  uint32
-	}{{"/proc/self/ns/pid", n.PIDNamespace}, {"/proc/self/ns/cgroup", n.CgroupNamespace}} {
-		var st unix.Stat_t
-		if err := unix.Stat(c.file, &st); err != nil {
-			return n, fmt.Errorf("namespaces: %w", err)
-		}
-		if uint64(c.ino) != st.Ino {
-			return n, fmt.Errorf("nsinfo read namespace inode %d, but %s is %d", c.ino, c.file, st.Ino)
-		}
+	// What the program read must be this process's pid namespace.
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/pid", &st); err != nil {
+		return n, fmt.Errorf("namespaces: %w", err)
 	}
-	return n, nil
+	if uint64(n.PIDNamespace) != st.Ino {
+		return n, fmt.Errorf("nsinfo read pid namespace inode %d, but /proc/self/ns/pid is %d", n.PIDNamespace, st.Ino)
+	}
+
+	// The cgroupfs mount's root is one of the tracer's own cgroup's
+	// ancestors (every process of a node is below the node's root).
+	mountID, err := cgroupfs.DirID(layout.Mount())
+	if err != nil {
+		return n, err
+	}
+	deepest := min(int(info.CgroupLevel), len(info.Ids)-1)
+	for l := 0; l <= deepest; l++ {
+		if info.Ids[l] != mountID {
+			continue
+		}
+		parts := make([]string, l)
+		for i := range parts {
+			parts[i] = cstr(info.Names[i][:])
+		}
+		n.CgroupRoot, n.CgroupLevel = "/"+strings.Join(parts, "/"), l
+		return n, nil
+	}
+	return n, fmt.Errorf("%w: %s (cgroup %d) is not an ancestor of the tracer's own cgroup %v (level %d)",
+		errMountNotAncestor, layout.Mount(), mountID, info.Ids[:deepest+1], info.CgroupLevel)
 }
+
+// errMountNotAncestor: the real path of the cgroupfs mount's root is not
+// known, so cgroup_mkdir/rmdir paths cannot be mapped onto it.
+var errMountNotAncestor = errors.New("the cgroupfs mount's root is not one of the tracer's cgroup's ancestors")
 
 // memorySubsysID is the kernel's id of the memory controller (enum
 // cgroup_subsys_id depends on the kernel's configuration).

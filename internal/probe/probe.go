@@ -81,12 +81,17 @@ func Load(cfg Config) (*Probes, error) {
 	// A node inside a container: pids and cgroup paths as its namespaces
 	// give them (see Namespaces).
 	ns, err := readNamespaces(spec, layout)
-	if err != nil {
+	switch {
+	case errors.Is(err, errMountNotAncestor):
+		// As before namespaces were known: kernel paths taken as they are.
+		cfg.Logger.Warn("cgroup paths are reported from the hierarchy's root", "err", err)
+		ns.CgroupRoot, ns.CgroupLevel = "/", 0
+	case err != nil:
 		return nil, fmt.Errorf("the tracer's namespaces: %w", err)
 	}
 	if ns.Nested() {
 		cfg.Logger.Info("the tracer runs in its own namespaces: pids and cgroup paths are reported as they see them",
-			"pid_ns_level", ns.PIDLevel, "cgroup_ns_root", ns.CgroupRoot)
+			"pid_ns_level", ns.PIDLevel, "cgroup_root", ns.CgroupRoot)
 	}
 	minLevel, maxLevel := rootLevels(cfg.CgroupRoots)
 	groupDead, err := exitHasGroupDead()

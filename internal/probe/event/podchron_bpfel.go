@@ -126,11 +126,9 @@ type PodchronNsInfo struct {
 	PidLevel    uint32
 	PidNsIno    uint32
 	CgroupLevel uint32
-	CgroupNsIno uint32
-	CgroupId    uint64
-	NamesRead   uint32
 	Pad         uint32
-	Names       [16][64]int8
+	Ids         [17]uint64
+	Names       [16][256]int8
 }
 
 type PodchronOomEvent struct {
