@@ -279,6 +279,25 @@ static __always_inline __u32 ns_pid(struct task_struct *t)
 	return ns_nr(BPF_CORE_READ(t, thread_pid));
 }
 
+/*
+ * In a non-initial pid namespace, per CPU, the last SIGKILL's target: its
+ * pid in the initial namespace and its tgid in the tracer's. The OOM killer
+ * sends its SIGKILL (signal_generate, which has the task) just before
+ * oom/mark_victim (which has only the victim's initial-namespace pid), in
+ * the same call on the same CPU: __oom_kill_process() on 5.10 and since.
+ */
+struct kill_target {
+	__u32 host_pid;
+	__u32 ns_tgid;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct kill_target);
+} last_kill SEC(".maps");
+
 /* tgid is the host's: in the initial pid namespace, the tracer's own. In
  * another one the tracer knows only its pid there, so the programs ask
  * nested_skip() instead, only for what they are about to report. */

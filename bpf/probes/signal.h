@@ -120,6 +120,16 @@ int BPF_PROG(handle_signal_generate, int sig, struct kernel_siginfo *info, struc
 	if (!signal_wanted(sig))
 		return 0;
 	ttgid = BPF_CORE_READ(task, tgid);
+	if (cfg_pidns_level && sig == SIGKILL) {
+		/* For an OOM kill's mark_victim, next on this CPU (see last_kill). */
+		__u32 zero = 0;
+		struct kill_target *k = bpf_map_lookup_elem(&last_kill, &zero);
+
+		if (k) {
+			k->host_pid = BPF_CORE_READ(task, pid);
+			k->ns_tgid = ns_tgid(task);
+		}
+	}
 	if (is_self(ttgid))
 		return 0;
 
@@ -146,6 +156,10 @@ int BPF_PROG(handle_signal_generate, int sig, struct kernel_siginfo *info, struc
 	if (!e)
 		return 0;
 	fill_header(&e->hdr, EVENT_SIGNAL_GENERATE, origin, cgid);
+	/* A sender with no number in the tracer's pid namespace is a host's
+	 * process (not the kernel's idle task, whose host tgid is 0 too). */
+	if (cfg_pidns_level && !e->hdr.tgid && (bpf_get_current_pid_tgid() >> 32))
+		tflags |= SIGNAL_SENDER_OUTSIDE;
 	e->sig = sig;
 	/* SEND_SIG_NOINFO (0) and SEND_SIG_PRIV (1) are not real pointers. */
 	if ((unsigned long)info == 0)

@@ -33,11 +33,18 @@ var nestedTests = []string{
 	"TestSIGTERMFromKnownSender",
 	"TestSIGTERMIgnored",
 	"TestOOMKill",
+	"TestOOMGroupKill",
 	"TestCgroupMkdirRmdir",
 	"TestRootCreatedAfterLoad",
 	"TestRuntimeProcessFollowed",
 	"TestUnwatchedProcessIsFiltered",
 }
+
+// nestedMaySkip may skip for the host's own reasons, inside as outside:
+// memory.oom.group exists on cgroup v2 only (a hybrid host's memory
+// controller is v1). Where it runs (make test-vm's guests) it is the one
+// whose victims are not the task the OOM killer runs in.
+var nestedMaySkip = map[string]bool{"TestOOMGroupKill": true}
 
 // TestNestedNode runs the probe tests in a node inside a container, as kind
 // and minikube make one: the test binary in new pid, mount and cgroup
@@ -70,7 +77,8 @@ func TestNestedNode(t *testing.T) {
 		t.Fatalf("probe tests inside the nested node: %v", err)
 	}
 	for _, name := range nestedTests {
-		if !strings.Contains(string(out), "--- PASS: "+name+" ") {
+		if !strings.Contains(string(out), "--- PASS: "+name+" ") &&
+			!(nestedMaySkip[name] && strings.Contains(string(out), "--- SKIP: "+name+" ")) {
 			t.Errorf("%s did not pass inside the nested node", name)
 		}
 	}

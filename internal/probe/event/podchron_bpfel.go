@@ -121,6 +121,12 @@ type PodchronForkEvent struct {
 	ChildPid  uint32
 }
 
+type PodchronKillTarget struct {
+	_       structs.HostLayout
+	HostPid uint32
+	NsTgid  uint32
+}
+
 type PodchronNsInfo struct {
 	_           structs.HostLayout
 	PidLevel    uint32
@@ -223,6 +229,7 @@ type PodchronSignalTargetFlags uint32
 const (
 	PodchronSignalTargetFlagsSIGNAL_TARGET_NS_INIT PodchronSignalTargetFlags = 1
 	PodchronSignalTargetFlagsSIGNAL_SENDER_WATCHED PodchronSignalTargetFlags = 2
+	PodchronSignalTargetFlagsSIGNAL_SENDER_OUTSIDE PodchronSignalTargetFlags = 4
 )
 
 type PodchronWatchVerdict struct {
@@ -241,6 +248,7 @@ const (
 	PodchronMapCounters              = "counters"
 	PodchronMapEvents                = "events"
 	PodchronMapExitsSeen             = "exits_seen"
+	PodchronMapLastKill              = "last_kill"
 	PodchronMapNsinfoOut             = "nsinfo_out"
 	PodchronMapProcRoots             = "proc_roots"
 	PodchronMapQuietSubmits          = "quiet_submits"
@@ -361,6 +369,7 @@ type PodchronMapSpecs struct {
 	Counters       *ebpf.MapSpec `ebpf:"counters"`
 	Events         *ebpf.MapSpec `ebpf:"events"`
 	ExitsSeen      *ebpf.MapSpec `ebpf:"exits_seen"`
+	LastKill       *ebpf.MapSpec `ebpf:"last_kill"`
 	NsinfoOut      *ebpf.MapSpec `ebpf:"nsinfo_out"`
 	ProcRoots      *ebpf.MapSpec `ebpf:"proc_roots"`
 	QuietSubmits   *ebpf.MapSpec `ebpf:"quiet_submits"`
@@ -441,6 +450,7 @@ type PodchronMaps struct {
 	Counters       *ebpf.Map `ebpf:"counters"`
 	Events         *ebpf.Map `ebpf:"events"`
 	ExitsSeen      *ebpf.Map `ebpf:"exits_seen"`
+	LastKill       *ebpf.Map `ebpf:"last_kill"`
 	NsinfoOut      *ebpf.Map `ebpf:"nsinfo_out"`
 	ProcRoots      *ebpf.Map `ebpf:"proc_roots"`
 	QuietSubmits   *ebpf.Map `ebpf:"quiet_submits"`
@@ -460,6 +470,7 @@ func (m *PodchronMaps) Close() error {
 		m.Counters,
 		m.Events,
 		m.ExitsSeen,
+		m.LastKill,
 		m.NsinfoOut,
 		m.ProcRoots,
 		m.QuietSubmits,
