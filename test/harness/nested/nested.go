@@ -46,6 +46,12 @@ func Check() error {
 	if _, err := exec.LookPath("unshare"); err != nil {
 		return fmt.Errorf("unshare (util-linux) not found: %w", err)
 	}
+	// busybox's unshare, say, has no cgroup namespaces: try the real thing.
+	if out, err := exec.Command("unshare", append(unshareArgs, "--", "/bin/sh", "-c", "exit 0")...).CombinedOutput(); err != nil {
+		first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+		return fmt.Errorf("unshare %s cannot make a node's namespaces here (busybox's cannot; util-linux's can): %w: %s",
+			strings.Join(unshareArgs, " "), err, first)
+	}
 	if _, err := os.Stat("/proc/self/ns/cgroup"); err != nil {
 		return fmt.Errorf("no cgroup namespaces (Linux 4.6+): %w", err)
 	}
@@ -54,6 +60,10 @@ func Check() error {
 	}
 	return nil
 }
+
+// unshareArgs make a node's namespaces: with --fork the command is PID 1
+// of the new pid namespace, with /proc mounted for it; mounts are private.
+var unshareArgs = []string{"--pid", "--mount", "--cgroup", "--fork", "--mount-proc", "--propagation", "private"}
 
 // Node is a cgroup root prepared to be a node's cgroup namespace root.
 type Node struct {
@@ -94,10 +104,9 @@ func Prepare(root string) (*Node, error) {
 	return n, nil
 }
 
-// Command runs name with args as the node's first process (the pid
-// namespace's init is unshare's child, which runs it): moved into the
-// node's cgroups, then into new pid, mount and cgroup namespaces, with /proc
-// mounted for the new pid namespace. The command should call SetUp first.
+// Command runs name with args as the node's first process (PID 1 of its
+// pid namespace): moved into the node's cgroups, then into new pid, mount
+// and cgroup namespaces, with /proc mounted for the new pid namespace. The command should call SetUp first.
 // Mount propagation is private: nothing mounted inside shows outside.
 func (n *Node) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	var procs []string
@@ -105,7 +114,7 @@ func (n *Node) Command(ctx context.Context, name string, args ...string) *exec.C
 		procs = append(procs, filepath.Join(d, "cgroup.procs"))
 	}
 	script := `for f in $PODCHRON_NESTED_PROCS; do echo $$ > "$f" || exit 97; done
-exec unshare --pid --mount --cgroup --fork --mount-proc --propagation private -- "$@"`
+exec unshare ` + strings.Join(unshareArgs, " ") + ` -- "$@"`
 	cmd := exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", script, "sh", name}, args...)...)
 	cmd.Env = append(os.Environ(), "PODCHRON_NESTED_PROCS="+strings.Join(procs, " "), Env+"="+n.Root)
 	// The node's init gets SIGTERM when ctx ends; when it exits the kernel
