@@ -95,7 +95,7 @@ func readNamespaces(spec *ebpf.CollectionSpec, layout cgroupfs.Layout) (Namespac
 	}
 	ret, err := objs.Prog.Run(&ebpf.RunOptions{Context: []int64{subsys}})
 	if err != nil {
-		return Namespaces{}, fmt.Errorf("run nsinfo (BPF_PROG_TEST_RUN of a raw tracepoint program needs Linux 5.10+): %w", err)
+		return Namespaces{}, fmt.Errorf("run nsinfo (BPF_PROG_TEST_RUN of a raw tracepoint program, Linux 5.10+): %w", err)
 	}
 	if ret != 0 {
 		return Namespaces{}, fmt.Errorf("nsinfo failed at step %d", ret)
@@ -140,6 +140,13 @@ func readNamespaces(spec *ebpf.CollectionSpec, layout cgroupfs.Layout) (Namespac
 // errMountNotAncestor: the real path of the cgroupfs mount's root is not
 // known, so cgroup_mkdir/rmdir paths cannot be mapped onto it.
 var errMountNotAncestor = errors.New("the cgroupfs mount's root is not one of the tracer's cgroup's ancestors")
+
+// initialPIDNamespace: this process runs in the initial pid namespace,
+// whose inode the kernel fixes (PROC_PID_INIT_INO).
+func initialPIDNamespace() bool {
+	var st unix.Stat_t
+	return unix.Stat("/proc/self/ns/pid", &st) == nil && st.Ino == 0xEFFFFFFC
+}
 
 // memorySubsysID is the kernel's id of the memory controller (enum
 // cgroup_subsys_id depends on the kernel's configuration).

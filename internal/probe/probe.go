@@ -86,6 +86,11 @@ func Load(cfg Config) (*Probes, error) {
 		// As before namespaces were known: kernel paths taken as they are.
 		cfg.Logger.Warn("cgroup paths are reported from the hierarchy's root", "err", err)
 		ns.CgroupRoot, ns.CgroupLevel = "/", 0
+	case errors.Is(err, ebpf.ErrNotSupported) && initialPIDNamespace():
+		// A kernel that cannot run nsinfo: in the initial pid namespace
+		// nothing needs translating (cgroup paths are taken as they are).
+		cfg.Logger.Warn("cannot read the tracer's namespaces; it runs in the initial pid namespace, so pids need no translation", "err", err)
+		ns = Namespaces{CgroupRoot: "/"}
 	case err != nil:
 		return nil, fmt.Errorf("the tracer's namespaces: %w", err)
 	}

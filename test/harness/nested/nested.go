@@ -191,10 +191,11 @@ func (n *Node) pids() []int {
 	return out
 }
 
-// SetUp runs first in the node: it mounts every cgroup hierarchy afresh
-// in place of the host's mounts it inherited, so that the node sees its cgroup
-// namespace's view (the root its own), as a container runtime mounts
-// cgroupfs in a container with a private cgroup namespace.
+// SetUp runs first in the node, before it starts any other process: it
+// mounts every cgroup hierarchy afresh in place of the host's mounts it
+// inherited, so that the node sees its cgroup namespace's view (the root its
+// own), as a container runtime mounts cgroupfs in a container with a private
+// cgroup namespace; on cgroup v2 it then moves into init.scope below it.
 func SetUp() error {
 	if !Inside() {
 		return errors.New("nested: not inside a nested node")
@@ -227,6 +228,28 @@ func SetUp() error {
 	for _, l := range strings.Split(strings.TrimSpace(cur[1]), "\n") {
 		if !strings.HasSuffix(l, ":/") {
 			return fmt.Errorf("nested: not at the cgroup namespace's root: %q (before the mounts: %q)", l, cur[0])
+		}
+	}
+	// On cgroup v2 a cgroup with processes cannot hand controllers to its
+	// children: like kind's entrypoint (and systemd's init.scope), the node's
+	// processes move into a leaf, and the root delegates every controller it
+	// has, so that pods below it get memory limits.
+	for _, h := range hierarchies() {
+		if h.fstype != "cgroup2" {
+			continue
+		}
+		leaf := filepath.Join(h.mountPoint, "init.scope")
+		if err := os.Mkdir(leaf, 0o755); err != nil {
+			return fmt.Errorf("nested: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+			return fmt.Errorf("nested: move into %s: %w", leaf, err)
+		}
+		ctrls, _ := os.ReadFile(filepath.Join(h.mountPoint, "cgroup.controllers"))
+		for _, c := range strings.Fields(string(ctrls)) {
+			// A controller the root cannot delegate is not needed by the
+			// node's own tests; they say so when they miss it.
+			_ = os.WriteFile(filepath.Join(h.mountPoint, "cgroup.subtree_control"), []byte("+"+c), 0o644)
 		}
 	}
 	return nil
