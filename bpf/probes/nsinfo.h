@@ -20,6 +20,7 @@
 #include "common.h"
 
 #define NS_CGROUP_LEVELS 16
+#define NS_IDS 32       /* ids[]: levels 0..NS_CGROUP_LEVELS, a power of two for the mask */
 #define NS_NAME_LEN 256 /* a kernfs name is at most NAME_MAX bytes */
 
 struct ns_info {
@@ -30,7 +31,7 @@ struct ns_info {
 	/* ids[l]: the cgroup id of its ancestor at level l (the root's at 0,
 	 * its own at cgroup_level), for levels up to NS_CGROUP_LEVELS;
 	 * names[l-1]: that ancestor's kernfs name. */
-	__u64 ids[NS_CGROUP_LEVELS + 1];
+	__u64 ids[NS_IDS];
 	char names[NS_CGROUP_LEVELS][NS_NAME_LEN];
 };
 
@@ -88,9 +89,17 @@ int nsinfo(u64 *ctx)
 		struct cgroup_subsys_state *parent;
 
 		if (level >= 0 && level <= NS_CGROUP_LEVELS) {
-			info->ids[level] = BPF_CORE_READ(cg, kn, id);
+			/* The verifiers of 5.10 and 6.1 lose the range check's
+			 * bounds on the computed offsets ("R1 unbounded memory
+			 * access"): mask the indexes, behind a barrier so that
+			 * clang cannot drop masks the range makes redundant. */
+			__u32 li = level, ni = level - 1;
+
+			asm volatile("" : "+r"(li), "+r"(ni));
+			info->ids[li & (NS_IDS - 1)] = BPF_CORE_READ(cg, kn, id);
 			if (level > 0)
-				bpf_probe_read_kernel_str(info->names[level - 1], NS_NAME_LEN, BPF_CORE_READ(cg, kn, name));
+				bpf_probe_read_kernel_str(info->names[ni & (NS_CGROUP_LEVELS - 1)], NS_NAME_LEN,
+				                          BPF_CORE_READ(cg, kn, name));
 		}
 		parent = BPF_CORE_READ(cg, self.parent);
 		if (!parent || level <= 0)

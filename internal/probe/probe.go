@@ -86,9 +86,10 @@ func Load(cfg Config) (*Probes, error) {
 		// As before namespaces were known: kernel paths taken as they are.
 		cfg.Logger.Warn("cgroup paths are reported from the hierarchy's root", "err", err)
 		ns.CgroupRoot, ns.CgroupLevel = "/", 0
-	case errors.Is(err, ebpf.ErrNotSupported) && initialPIDNamespace():
-		// A kernel that cannot run nsinfo: in the initial pid namespace
-		// nothing needs translating (cgroup paths are taken as they are).
+	case err != nil && initialPIDNamespace():
+		// A kernel that cannot load or run nsinfo: in the initial pid
+		// namespace nothing needs translating (cgroup paths are taken as
+		// they are, as before nsinfo).
 		cfg.Logger.Warn("cannot read the tracer's namespaces; it runs in the initial pid namespace, so pids need no translation", "err", err)
 		ns = Namespaces{CgroupRoot: "/"}
 	case err != nil:

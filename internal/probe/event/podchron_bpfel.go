@@ -133,7 +133,7 @@ type PodchronNsInfo struct {
 	PidNsIno    uint32
 	CgroupLevel uint32
 	Pad         uint32
-	Ids         [17]uint64
+	Ids         [32]uint64
 	Names       [16][256]int8
 }
 
