@@ -113,10 +113,15 @@ func (n *Node) Command(ctx context.Context, name string, args ...string) *exec.C
 	for _, d := range n.dirs {
 		procs = append(procs, filepath.Join(d, "cgroup.procs"))
 	}
+	// unshare by its path: busybox's sh runs its own applet for a bare name.
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		unshare = "unshare"
+	}
 	script := `for f in $PODCHRON_NESTED_PROCS; do echo $$ > "$f" || exit 97; done
-exec unshare ` + strings.Join(unshareArgs, " ") + ` -- "$@"`
+exec "$PODCHRON_UNSHARE" ` + strings.Join(unshareArgs, " ") + ` -- "$@"`
 	cmd := exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", script, "sh", name}, args...)...)
-	cmd.Env = append(os.Environ(), "PODCHRON_NESTED_PROCS="+strings.Join(procs, " "), Env+"="+n.Root)
+	cmd.Env = append(os.Environ(), "PODCHRON_NESTED_PROCS="+strings.Join(procs, " "), "PODCHRON_UNSHARE="+unshare, Env+"="+n.Root)
 	// The node's init gets SIGTERM when ctx ends; when it exits the kernel
 	// kills everything else in its pid namespace.
 	cmd.Cancel = func() error { return cmd.Process.Signal(unix.SIGTERM) }
