@@ -63,13 +63,22 @@ func Check() error {
 
 // unshareArgs make a node's namespaces: with --fork the command is PID 1
 // of the new pid namespace, with /proc mounted for it; mounts are private.
-var unshareArgs = []string{"--pid", "--mount", "--cgroup", "--fork", "--mount-proc", "--propagation", "private"}
+// Command makes the cgroup namespace first, on its own (see there).
+var (
+	pidMountArgs = []string{"--pid", "--mount", "--fork", "--mount-proc", "--propagation", "private"}
+	unshareArgs  = append([]string{"--cgroup"}, pidMountArgs...)
+)
 
 // Node is a cgroup root prepared to be a node's cgroup namespace root.
 type Node struct {
 	// Root is the node's cgroup root, relative to each hierarchy's root.
 	Root string
 	dirs []string // <mount><Root>, one per hierarchy
+	// leaves: <cgroup2 mount><Root>/init.scope, where the node's processes
+	// live (on cgroup v2 a cgroup with processes cannot delegate
+	// controllers to its children: kind's entrypoint and systemd's
+	// init.scope do the same).
+	leaves []string
 }
 
 // Prepare creates root (e.g. "/podchron-node-1234") in every cgroup
@@ -87,6 +96,14 @@ func Prepare(root string) (*Node, error) {
 			return nil, fmt.Errorf("nested: create cgroup %s: %w", d, err)
 		}
 		n.dirs = append(n.dirs, d)
+		if h.fstype == "cgroup2" {
+			leaf := filepath.Join(d, "init.scope")
+			if err := os.Mkdir(leaf, 0o755); err != nil {
+				_ = n.Close()
+				return nil, fmt.Errorf("nested: create cgroup %s: %w", leaf, err)
+			}
+			n.leaves = append(n.leaves, leaf)
+		}
 		if slices.Contains(h.options, "cpuset") {
 			// A v1 cpuset cgroup takes no task before it has cpus and mems.
 			for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
@@ -105,23 +122,33 @@ func Prepare(root string) (*Node, error) {
 }
 
 // Command runs name with args as the node's first process (PID 1 of its
-// pid namespace): moved into the node's cgroups, then into new pid, mount
-// and cgroup namespaces, with /proc mounted for the new pid namespace. The command should call SetUp first.
-// Mount propagation is private: nothing mounted inside shows outside.
+// pid namespace): moved into the node's cgroups, it makes a cgroup
+// namespace rooted there, moves on cgroup v2 into init.scope below (the
+// cgroup namespace stays), then makes new pid and mount namespaces with
+// /proc mounted for the new pid namespace and private mount propagation
+// (nothing mounted inside shows outside). unshare's own process stays in
+// init.scope too, so the node's root has no process of its own and can
+// delegate controllers. The command should call SetUp first.
 func (n *Node) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
-	var procs []string
-	for _, d := range n.dirs {
-		procs = append(procs, filepath.Join(d, "cgroup.procs"))
+	procs := func(dirs []string) string {
+		var out []string
+		for _, d := range dirs {
+			out = append(out, filepath.Join(d, "cgroup.procs"))
+		}
+		return strings.Join(out, " ")
 	}
 	// unshare by its path: busybox's sh runs its own applet for a bare name.
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {
 		unshare = "unshare"
 	}
+	leafStage := `for f in $PODCHRON_NESTED_LEAVES; do echo $$ > "$f" || exit 97; done
+exec "$PODCHRON_UNSHARE" ` + strings.Join(pidMountArgs, " ") + ` -- "$@"`
 	script := `for f in $PODCHRON_NESTED_PROCS; do echo $$ > "$f" || exit 97; done
-exec "$PODCHRON_UNSHARE" ` + strings.Join(unshareArgs, " ") + ` -- "$@"`
+exec "$PODCHRON_UNSHARE" --cgroup -- /bin/sh -c "$PODCHRON_NESTED_STAGE2" sh "$@"`
 	cmd := exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", script, "sh", name}, args...)...)
-	cmd.Env = append(os.Environ(), "PODCHRON_NESTED_PROCS="+strings.Join(procs, " "), "PODCHRON_UNSHARE="+unshare, Env+"="+n.Root)
+	cmd.Env = append(os.Environ(), "PODCHRON_NESTED_PROCS="+procs(n.dirs), "PODCHRON_NESTED_LEAVES="+procs(n.leaves),
+		"PODCHRON_NESTED_STAGE2="+leafStage, "PODCHRON_UNSHARE="+unshare, Env+"="+n.Root)
 	// The node's init gets SIGTERM when ctx ends; when it exits the kernel
 	// kills everything else in its pid namespace.
 	cmd.Cancel = func() error { return cmd.Process.Signal(unix.SIGTERM) }
@@ -200,7 +227,7 @@ func (n *Node) pids() []int {
 // mounts every cgroup hierarchy afresh in place of the host's mounts it
 // inherited, so that the node sees its cgroup namespace's view (the root its
 // own), as a container runtime mounts cgroupfs in a container with a private
-// cgroup namespace; on cgroup v2 it then moves into init.scope below it.
+// cgroup namespace; on cgroup v2 the root then delegates its controllers.
 func SetUp() error {
 	if !Inside() {
 		return errors.New("nested: not inside a nested node")
@@ -224,36 +251,27 @@ func SetUp() error {
 			return fmt.Errorf("nested: mount %s (%s) at %s: %w", h.fstype, data, h.mountPoint, err)
 		}
 	}
-	// Every line of /proc/self/cgroup is the namespace's root now.
+	// Every line of /proc/self/cgroup is the namespace's root now (the v2
+	// line its init.scope).
 	b, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return fmt.Errorf("nested: %w", err)
 	}
 	cur[1] = string(b)
 	for _, l := range strings.Split(strings.TrimSpace(cur[1]), "\n") {
-		if !strings.HasSuffix(l, ":/") {
+		if !strings.HasSuffix(l, ":/") && !strings.HasPrefix(l, "0::/init.scope") {
 			return fmt.Errorf("nested: not at the cgroup namespace's root: %q (before the mounts: %q)", l, cur[0])
 		}
 	}
-	// On cgroup v2 a cgroup with processes cannot hand controllers to its
-	// children: like kind's entrypoint (and systemd's init.scope), the node's
-	// processes move into a leaf, and the root delegates every controller it
-	// has, so that pods below it get memory limits.
+	// The root delegates every controller it has, so that pods below it
+	// get memory limits. One it cannot delegate is not needed by the
+	// node's own tests; they say so when they miss it.
 	for _, h := range hierarchies() {
 		if h.fstype != "cgroup2" {
 			continue
 		}
-		leaf := filepath.Join(h.mountPoint, "init.scope")
-		if err := os.Mkdir(leaf, 0o755); err != nil {
-			return fmt.Errorf("nested: %w", err)
-		}
-		if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-			return fmt.Errorf("nested: move into %s: %w", leaf, err)
-		}
 		ctrls, _ := os.ReadFile(filepath.Join(h.mountPoint, "cgroup.controllers"))
 		for _, c := range strings.Fields(string(ctrls)) {
-			// A controller the root cannot delegate is not needed by the
-			// node's own tests; they say so when they miss it.
 			_ = os.WriteFile(filepath.Join(h.mountPoint, "cgroup.subtree_control"), []byte("+"+c), 0o644)
 		}
 	}
