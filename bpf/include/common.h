@@ -280,15 +280,17 @@ static __always_inline __u32 ns_pid(struct task_struct *t)
 }
 
 /*
- * In a non-initial pid namespace, per CPU, the last SIGKILL's target: its
- * pid in the initial namespace and its tgid in the tracer's. The OOM killer
+ * In a non-initial pid namespace, per CPU, the last SIGKILL's target task:
+ * its pid in the initial namespace and in the tracer's. The OOM killer
  * sends its SIGKILL (signal_generate, which has the task) just before
- * oom/mark_victim (which has only the victim's initial-namespace pid), in
- * the same call on the same CPU: __oom_kill_process() on 5.10 and since.
+ * oom/mark_victim (which has only the victim task's initial-namespace pid),
+ * in the same call on the same CPU: __oom_kill_process() on 5.10 and since.
+ * Task pids, not tgids, as mark_victim names a task: a group kill
+ * (memory.oom.group) names every thread of a process.
  */
 struct kill_target {
 	__u32 host_pid;
-	__u32 ns_tgid;
+	__u32 ns_pid;
 };
 
 struct {

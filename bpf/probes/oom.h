@@ -93,7 +93,7 @@ int handle_mark_victim(struct trace_event_raw_mark_victim *ctx)
 		__u32 zero = 0;
 		struct kill_target *k = bpf_map_lookup_elem(&last_kill, &zero);
 
-		e->victim_tgid = k && k->host_pid == victim ? k->ns_tgid : 0;
+		e->victim_tgid = k && k->host_pid == victim ? k->ns_pid : 0;
 	}
 	if ((__u32)(bpf_get_current_pid_tgid() >> 32) == victim) {
 		e->victim_tgid = e->hdr.tgid;

@@ -127,7 +127,7 @@ int BPF_PROG(handle_signal_generate, int sig, struct kernel_siginfo *info, struc
 
 		if (k) {
 			k->host_pid = BPF_CORE_READ(task, pid);
-			k->ns_tgid = ns_tgid(task);
+			k->ns_pid = ns_pid(task);
 		}
 	}
 	if (is_self(ttgid))

@@ -124,7 +124,7 @@ type PodchronForkEvent struct {
 type PodchronKillTarget struct {
 	_       structs.HostLayout
 	HostPid uint32
-	NsTgid  uint32
+	NsPid   uint32
 }
 
 type PodchronNsInfo struct {
