@@ -78,26 +78,9 @@ func Load(cfg Config) (*Probes, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse embedded BPF object: %w", err)
 	}
-	// A node inside a container: pids and cgroup paths as its namespaces
-	// give them (see Namespaces).
-	ns, err := readNamespaces(spec, layout)
-	switch {
-	case errors.Is(err, errMountNotAncestor):
-		// As before namespaces were known: kernel paths taken as they are.
-		cfg.Logger.Warn("cgroup paths are reported from the hierarchy's root", "err", err)
-		ns.CgroupRoot, ns.CgroupLevel = "/", 0
-	case err != nil && initialPIDNamespace():
-		// A kernel that cannot load or run nsinfo: in the initial pid
-		// namespace nothing needs translating (cgroup paths are taken as
-		// they are, as before nsinfo).
-		cfg.Logger.Warn("cannot read the tracer's namespaces; it runs in the initial pid namespace, so pids need no translation", "err", err)
-		ns = Namespaces{CgroupRoot: "/"}
-	case err != nil:
-		return nil, fmt.Errorf("the tracer's namespaces: %w", err)
-	}
-	if ns.Nested() {
-		cfg.Logger.Info("the tracer runs in its own namespaces: pids and cgroup paths are reported as they see them",
-			"pid_ns_level", ns.PIDLevel, "cgroup_root", ns.CgroupRoot)
+	ns, err := loadNamespaces(spec, layout, cfg.Logger)
+	if err != nil {
+		return nil, err
 	}
 	minLevel, maxLevel := rootLevels(cfg.CgroupRoots)
 	groupDead, err := exitHasGroupDead()
@@ -147,6 +130,31 @@ func Load(cfg Config) (*Probes, error) {
 	}
 	p.log.Debug("probes loaded", "ancestor_helper", p.ancestorHelper, "exit_group_dead", p.groupDead)
 	return p, nil
+}
+
+// loadNamespaces reads the tracer's namespaces (see Namespaces): on a node
+// inside a container, pids and cgroup paths are reported as they see them.
+func loadNamespaces(spec *ebpf.CollectionSpec, layout cgroupfs.Layout, log *slog.Logger) (Namespaces, error) {
+	ns, err := readNamespaces(spec, layout)
+	switch {
+	case errors.Is(err, errMountNotAncestor):
+		// As before namespaces were known: kernel paths taken as they are.
+		log.Warn("cgroup paths are reported from the hierarchy's root", "err", err)
+		ns.CgroupRoot, ns.CgroupLevel = "/", 0
+	case err != nil && initialPIDNamespace():
+		// A kernel that cannot load or run nsinfo: in the initial pid
+		// namespace nothing needs translating (cgroup paths are taken as
+		// they are, as before nsinfo).
+		log.Warn("cannot read the tracer's namespaces; it runs in the initial pid namespace, so pids need no translation", "err", err)
+		ns = Namespaces{CgroupRoot: "/"}
+	case err != nil:
+		return ns, fmt.Errorf("the tracer's namespaces: %w", err)
+	}
+	if ns.Nested() {
+		log.Info("the tracer runs in its own namespaces: pids and cgroup paths are reported as they see them",
+			"pid_ns_level", ns.PIDLevel, "cgroup_root", ns.CgroupRoot)
+	}
+	return ns, nil
 }
 
 // rootLevels returns the lowest and highest level of the cgroup roots.
