@@ -10,12 +10,14 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/podchron/podchron/internal/cgroupfs"
+	"github.com/podchron/podchron/internal/fact/kernel"
 	"github.com/podchron/podchron/test/harness/nested"
 )
 
@@ -31,6 +33,7 @@ var nestedTests = []string{
 	"TestOnlyProcessTreeRootsByDefault",
 	"TestExitOfPIDNamespaceInit",
 	"TestKilledBySIGKILL",
+	"TestSignalFromOutsideTheNode",
 	"TestSIGTERMFromKnownSender",
 	"TestSIGTERMIgnored",
 	"TestOOMKill",
@@ -74,7 +77,18 @@ func TestNestedNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := node.Command(ctx, os.Args[0], "-test.run", "^("+strings.Join(nestedTests, "|")+")$", "-test.v", "-test.count=1")
+	// The host's side of TestSignalFromOutsideTheNode: a kill from outside
+	// the node's pid namespace, on request.
+	reqDir := t.TempDir()
+	cmd.Env = append(cmd.Env, signalRequestEnv+"="+reqDir)
+	hostCtx, stopHost := context.WithCancel(ctx)
+	hostDone := make(chan error, 1)
+	go func() { hostDone <- killOnRequest(hostCtx, reqDir, node.Root) }()
 	out, err := cmd.CombinedOutput()
+	stopHost()
+	if herr := <-hostDone; herr != nil {
+		t.Errorf("the host's kill for TestSignalFromOutsideTheNode: %v", herr)
+	}
 	t.Logf("inside the nested node:\n%s", out)
 	if err != nil {
 		t.Fatalf("probe tests inside the nested node: %v", err)
@@ -235,5 +249,84 @@ func TestCgroupRootIsTheMountsNotThePods(t *testing.T) {
 	if r.n.CgroupRoot != want.CgroupRoot || r.n.CgroupLevel != want.CgroupLevel {
 		t.Errorf("from a cgroup namespace rooted at %s: cgroup root %s (level %d), want the mount's %s (level %d)",
 			dir, r.n.CgroupRoot, r.n.CgroupLevel, want.CgroupRoot, want.CgroupLevel)
+	}
+}
+
+// signalRequestEnv names the directory where TestSignalFromOutsideTheNode
+// (inside a nested node) asks TestNestedNode (on the host) for a kill: a
+// file "request" with the target's cgroup as the node sees it; the host
+// kills every process there with SIGTERM and writes "done".
+const signalRequestEnv = "PODCHRON_NESTED_SIGNAL_DIR"
+
+// killOnRequest is the host's side: it serves one request, or none.
+func killOnRequest(ctx context.Context, dir, nodeRoot string) error {
+	layout, err := cgroupfs.Detect(cgroupfs.ModeAuto)
+	if err != nil {
+		return err
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "request"))
+		if err != nil {
+			continue
+		}
+		local := strings.TrimSpace(string(b))
+		procs, err := os.ReadFile(filepath.Join(layout.Path(nodeRoot+local), "cgroup.procs"))
+		if err != nil {
+			return fmt.Errorf("the node's cgroup %s: %w", local, err)
+		}
+		for _, f := range strings.Fields(string(procs)) {
+			pid, err := strconv.Atoi(f)
+			if err != nil {
+				return fmt.Errorf("cgroup.procs: %w", err)
+			}
+			if err := unix.Kill(pid, unix.SIGTERM); err != nil {
+				return fmt.Errorf("kill %d: %w", pid, err)
+			}
+		}
+		return os.WriteFile(filepath.Join(dir, "done"), []byte(strings.TrimSpace(string(procs))), 0o644)
+	}
+}
+
+// TestSignalFromOutsideTheNode: a signal from a process outside the node's
+// pid namespace (the host's, here TestNestedNode's) has no sender pid in
+// the node: the event says pid 0 and sender outside, and the target is
+// named by its node pid.
+func TestSignalFromOutsideTheNode(t *testing.T) {
+	dir := os.Getenv(signalRequestEnv)
+	if !nested.Inside() || dir == "" {
+		t.Skip("needs a sender outside the node: run inside a nested node by TestNestedNode")
+	}
+	e := setup(t)
+	rel := e.cgroup(t, "outside-kill")
+	target := e.start(t, []string{e.dir(rel)}, "handle-term")
+	target.waitReady(t)
+	if err := os.WriteFile(filepath.Join(dir, "request"), []byte(rel), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	target.wait(t)
+	sig := wait(t, e.col, "SIGTERM from outside", func(ev *kernel.SignalEvent) bool {
+		return ev.TargetTGID == target.pid && ev.Signal == syscall.SIGTERM
+	})
+	if sig.TGID != 0 || sig.PID != 0 || !sig.SenderOutside || sig.SenderWatched || sig.Code != kernel.SIUser {
+		t.Errorf("SIGTERM from the host: sender tgid %d pid %d outside %v watched %v code %d; want 0, 0, outside, user",
+			sig.TGID, sig.PID, sig.SenderOutside, sig.SenderWatched, sig.Code)
+	}
+	if sig.TargetCgroupID != cgid(t, e.dir(rel)) {
+		t.Errorf("target cgroup %d, want %d", sig.TargetCgroupID, cgid(t, e.dir(rel)))
+	}
+	// The node's own senders are not outside (TestSIGTERMFromKnownSender
+	// checks their pids).
+	for _, ev := range e.col.all(func(ev kernel.Event) bool {
+		s, ok := ev.(*kernel.SignalEvent)
+		return ok && s.TGID != 0 && s.SenderOutside
+	}) {
+		t.Errorf("a sender with a node pid marked outside: %+v", ev)
 	}
 }
