@@ -4,7 +4,7 @@ BIN       ?= bin
 CLANG     ?= clang-19
 GENERATED := internal/probe/event/podchron_bpfel.go internal/probe/event/podchron_bpfel.o
 
-.PHONY: help deps deps-behind generate check-generate build runc-upstream helm cosign release-local portable test test-load test-unit test-vm test-vm-selftest e2e e2e-build e2e-stack2 scale bench lint run run-nested trace events clean faults
+.PHONY: help deps deps-behind generate check-generate build runc-upstream helm cosign release-local portable test test-load test-unit test-vm test-vm-node test-vm-selftest e2e e2e-build e2e-stack2 scale bench lint run run-nested trace events clean faults
 
 help: ## list targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -81,7 +81,7 @@ cosign: ## build cosign (and syft with SYFT=1: the release's signing and SBOM to
 release-local: helm cosign ## the release dry run (part of make test): scripts/release.sh into a local registry, signed with a key made for the run, verified, saved as an OCI layout in bin/release/oci
 	SYFT=$(SYFT) KREW_PLATFORMS="$${KREW_PLATFORMS:-linux/amd64 darwin/arm64}" bash scripts/release-local.sh
 
-test: deps check-generate runc-upstream helm ## everything CI runs (root): unit, real-kernel, containerd (runc, upstream runc, crun), under load, guest-kernel (5.10, 6.1, 6.12), real-cluster tests (Kubernetes 1.35 on containerd 1.6) and the short scale test
+test: deps check-generate runc-upstream helm ## everything CI runs (root): unit, real-kernel, containerd (runc, upstream runc, crun), under load, guest-kernel (5.10, 6.1, 6.12), the demo on a pure cgroup v2 node in a guest, real-cluster tests (Kubernetes 1.35 on containerd 1.6) and the short scale test
 	$(RUNTIME_MATRIX_ENV) bash scripts/versions.sh
 	$(GO) vet ./...
 	$(MAKE) portable lint
@@ -90,6 +90,7 @@ test: deps check-generate runc-upstream helm ## everything CI runs (root): unit,
 	$(MAKE) release-local
 	$(MAKE) test-load
 	$(MAKE) test-vm
+	$(MAKE) test-vm-node
 	PODCHRON_TEST_LOAD=1 $(MAKE) e2e
 	$(MAKE) scale SCALE_SHORT=1
 
@@ -141,6 +142,20 @@ scale: deps ## a tracer's API cost vs cluster size (root): kube-apiserver + etcd
 
 test-vm: ## probe tests on every kernel in test/vm/kernels.txt, under qemu
 	$(GO) run ./test/vm $(VMARGS)
+
+# A pure cgroup v2 node in a qemu guest (TCG): Debian's containerd, runc and
+# CNI plugins (the runner copies them with their shared libraries), the
+# demo and the tracer built static, the guest's root switched to a tmpfs
+# (runc's pivot_root refuses the initramfs), 4 GiB of guest memory.
+VM_NODE_KERNEL ?= linux-image-6.12-cloud-amd64
+VM_NODE_DIR    := $(abspath $(BIN))/vm-node
+VM_NODE_EXTRA  := $(VM_NODE_DIR)/demo:/podchron/bin/demo,$(VM_NODE_DIR)/tracer:/podchron/bin/tracer,/usr/bin/containerd,/usr/bin/containerd-shim-runc-v2,/usr/bin/ctr,/usr/sbin/runc,/usr/lib/cni/bridge,/usr/lib/cni/host-local,/usr/lib/cni/loopback
+
+test-vm-node: ## the self-checking demo (containerd + runc + CNI, five pods, an OOM group kill) on a pure cgroup v2 node: a qemu guest with Debian's 6.12 kernel
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(VM_NODE_DIR)/tracer ./cmd/tracer
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(VM_NODE_DIR)/demo ./examples/demo
+	$(GO) run ./test/vm -pkg ./test/vm/testdata/node -kernel $(VM_NODE_KERNEL) -switch-root -mem 4096 \
+		-modules veth,bridge,overlay -extra $(VM_NODE_EXTRA) -timeout 15m $(VMARGS)
 
 test-vm-selftest: ## the VM runner's own smoke test
 	$(GO) run ./test/vm -pkg ./test/vm/testdata/smoke

@@ -86,6 +86,17 @@ type runWant struct {
 	// signalEvent, when set, must be on the run: a signal with this
 	// name, sender kind and result ("SIGKILL", "in_pod", "ignored").
 	signalEvent *signalWant
+	// oomScope, when set: podchron.oom.scope of the run (which limit ran
+	// out) and of each of its oom_kill events.
+	oomScope string
+	// oomMemcg, when set: podchron.oom.memcg, the cgroup whose limit ran
+	// out, on the run and each oom_kill event.
+	oomMemcg string
+	// oomKills, when > 0: the kernel's count of OOM kills in the
+	// container (memory.events' oom_kill): the run must have at least two
+	// oom_kill events (a group kill), each of another process, and no more
+	// than the kernel counted.
+	oomKills int
 }
 
 type signalWant struct{ sig, senderKind, result string }
@@ -241,6 +252,13 @@ func check(all []span.Span, w podWant) verdict {
 				bad("%s: no %s event from sender kind %s with result %s", what, sw.sig, sw.senderKind, sw.result)
 			}
 		}
+		if want.oomScope != "" || want.oomMemcg != "" || want.oomKills > 0 {
+			oomSum, problems := checkOOM(r, want)
+			for _, p := range problems {
+				bad("%s: %s", what, p)
+			}
+			sum = append(sum, oomSum)
+		}
 		s := got
 		if want.signal != "" {
 			s += " " + fmt.Sprint(r.Attr(names.SignalName))
@@ -302,4 +320,44 @@ func check(all []span.Span, w podWant) verdict {
 	}
 	v.summary = strings.Join(sum, "; ")
 	return v
+}
+
+// checkOOM holds a run's OOM attributes and oom_kill events against want;
+// it returns a summary and the problems.
+func checkOOM(r span.Span, want runWant) (string, []string) {
+	var problems []string
+	scope, memcg := fmt.Sprint(r.Attr(names.OOMScope)), fmt.Sprint(r.Attr(names.OOMMemcg))
+	if want.oomScope != "" && scope != want.oomScope {
+		problems = append(problems, fmt.Sprintf("OOM scope %s, want %s", scope, want.oomScope))
+	}
+	if want.oomMemcg != "" && memcg != want.oomMemcg {
+		problems = append(problems, fmt.Sprintf("OOM memcg %s, want %s", memcg, want.oomMemcg))
+	}
+	kills := 0
+	victims := map[string]bool{}
+	for _, ev := range r.Events {
+		if ev.Name != names.EventOOMKill {
+			continue
+		}
+		kills++
+		m := map[string]any{}
+		for _, a := range ev.Attrs {
+			m[a.Key] = a.Value
+		}
+		pid := fmt.Sprint(m[names.OOMVictimPID])
+		if victims[pid] {
+			problems = append(problems, fmt.Sprintf("oom_kill of pid %s twice", pid))
+		}
+		victims[pid] = true
+		if want.oomScope != "" && fmt.Sprint(m[names.OOMScope]) != want.oomScope {
+			problems = append(problems, fmt.Sprintf("oom_kill of pid %v: scope %v, want %s", m[names.OOMVictimPID], m[names.OOMScope], want.oomScope))
+		}
+		if want.oomMemcg != "" && fmt.Sprint(m[names.OOMMemcg]) != want.oomMemcg {
+			problems = append(problems, fmt.Sprintf("oom_kill of pid %v: memcg %v, want %s", m[names.OOMVictimPID], m[names.OOMMemcg], want.oomMemcg))
+		}
+	}
+	if want.oomKills > 0 && (kills < 2 || kills > want.oomKills) {
+		problems = append(problems, fmt.Sprintf("%d oom_kill events, want a group kill: 2 to %d (the kernel's memory.events oom_kill)", kills, want.oomKills))
+	}
+	return fmt.Sprintf("OOM scope %s, %d oom_kill events", scope, kills), problems
 }

@@ -148,3 +148,41 @@ func TestPIDCheck(t *testing.T) {
 		t.Errorf("a wrong pid for run #2: problems %v, %d compared", p, n)
 	}
 }
+
+// TestCheckOOMGroupKill: the OOM pod's run on a pure cgroup v2 node is
+// held against the kernel's figures: scope and memcg on the run and every
+// oom_kill event, at least two kills of distinct processes, no more than
+// memory.events' oom_kill.
+func TestCheckOOMGroupKill(t *testing.T) {
+	const cg = "/podchron-e2e-1/burstable/pod1/c1"
+	kill := func(pid int64, scope, memcg string) span.SpanEvent {
+		return span.SpanEvent{Name: names.EventOOMKill, Attrs: []span.Attr{
+			span.Int(names.OOMVictimPID, pid), span.String(names.OOMScope, scope), span.String(names.OOMMemcg, memcg)}}
+	}
+	run := func(scope string, kills ...span.SpanEvent) span.Span {
+		return span.Span{Name: names.SpanContainerRun, Events: kills,
+			Attrs: []span.Attr{span.String(names.OOMScope, scope), span.String(names.OOMMemcg, cg)}}
+	}
+	want := runWant{oomScope: "container", oomMemcg: cg, oomKills: 3}
+	for _, tc := range []struct {
+		name    string
+		run     span.Span
+		problem string // "" for right
+	}{
+		{"group kill, right", run("container", kill(7, "container", cg), kill(8, "container", cg)), ""},
+		{"one kill only", run("container", kill(7, "container", cg)), "1 oom_kill events, want a group kill: 2 to 3"},
+		{"a victim taken for the node's", run("container", kill(7, "container", cg), kill(8, "node", "")), "oom_kill of pid 8: scope node, want container"},
+		{"run's scope", run("node", kill(7, "container", cg), kill(8, "container", cg)), "OOM scope node, want container"},
+		{"a victim twice", run("container", kill(7, "container", cg), kill(7, "container", cg)), "oom_kill of pid 7 twice"},
+		{"more kills than the kernel's", run("container", kill(7, "container", cg), kill(8, "container", cg), kill(9, "container", cg), kill(10, "container", cg)),
+			"4 oom_kill events, want a group kill: 2 to 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, problems := checkOOM(tc.run, want)
+			got := strings.Join(problems, "; ")
+			if tc.problem == "" && got != "" || tc.problem != "" && !strings.Contains(got, tc.problem) {
+				t.Errorf("problems %q, want %q", got, tc.problem)
+			}
+		})
+	}
+}

@@ -79,15 +79,21 @@ func main() {
 // scenario is one pod the demo drives, and what its trace must say.
 type scenario struct {
 	title string
-	fn    func(context.Context, *containerd.Harness) error
-	want  podWant
+	// fn drives the pod; it may complete the want with what only the run
+	// shows (the OOM pod's cgroup path and victim count on cgroup v2).
+	fn   func(context.Context, *containerd.Harness, *podWant) error
+	want podWant
 }
 
 // The pods' commands, shared by the scenarios and their expectations.
 var (
-	gracefulCmd  = []string{"sh", "-c", "trap 'echo bye; exit 0' TERM; while :; do sleep 0.2; done"}
-	stubbornCmd  = []string{"sleep", "1000"}
-	oomCmd       = []string{"sh", "-c", "sleep 1; dd if=/dev/zero of=/dev/null bs=256M count=1"}
+	gracefulCmd = []string{"sh", "-c", "trap 'echo bye; exit 0' TERM; while :; do sleep 0.2; done"}
+	stubbornCmd = []string{"sleep", "1000"}
+	oomCmd      = []string{"sh", "-c", "sleep 1; dd if=/dev/zero of=/dev/null bs=256M count=1"}
+	// On pure cgroup v2 the OOM pod's container gets memory.oom.group=1 (as
+	// from a kubelet) and has a second process, so the OOM kill is a group
+	// kill of both.
+	oomGroupCmd  = []string{"sh", "-c", "sleep 1000 & sleep 2; dd if=/dev/zero of=/dev/null bs=256M count=1"}
 	crashCmd     = []string{"sh", "-c", "echo starting; sleep 0.3; exit 1"}
 	victimCmd    = []string{"sh", "-c", "trap 'exit 0' TERM; while :; do sleep 0.2; done"}
 	crashAttempt = 3
@@ -152,6 +158,9 @@ func run(o options) error {
 		}
 	}()
 	fmt.Fprintf(os.Stderr, "demo: %s\n", h.Versions)
+	if h.PureV2 {
+		fmt.Fprintf(os.Stderr, "demo: pure cgroup v2 host: containers get %s=1 (as from a kubelet); the OOM pod's kill is a group kill\n", containerd.OOMGroupKey)
+	}
 
 	metricsAddr := o.metricsAddr
 	if metricsAddr == defaultMetricsAddr {
@@ -231,12 +240,13 @@ func run(o options) error {
 
 	scs := scenarios()
 	failed := map[string]error{}
-	for _, s := range scs {
+	for i := range scs {
+		s := &scs[i]
 		if ctx.Err() != nil {
 			break
 		}
 		fmt.Fprintf(os.Stderr, "demo: scenario: %s\n", s.title)
-		if err := s.fn(ctx, h); err != nil {
+		if err := s.fn(ctx, h, &s.want); err != nil {
 			fmt.Fprintf(os.Stderr, "demo: %s: %v\n", s.title, err)
 			failed[s.want.pod] = err
 			continue
@@ -365,7 +375,7 @@ func pod(ctx context.Context, h *containerd.Harness, name string) (*containerd.P
 	return h.RunPodSandbox(ctx, containerd.PodSpec{Name: name, Namespace: "demo"})
 }
 
-func graceful(ctx context.Context, h *containerd.Harness) error {
+func graceful(ctx context.Context, h *containerd.Harness, _ *podWant) error {
 	p, err := pod(ctx, h, "web")
 	if err != nil {
 		return err
@@ -383,7 +393,7 @@ func graceful(ctx context.Context, h *containerd.Harness) error {
 	return h.TeardownPod(ctx, p.ID, 0)
 }
 
-func stubborn(ctx context.Context, h *containerd.Harness) error {
+func stubborn(ctx context.Context, h *containerd.Harness, _ *podWant) error {
 	p, err := pod(ctx, h, "stubborn")
 	if err != nil {
 		return err
@@ -400,19 +410,39 @@ func stubborn(ctx context.Context, h *containerd.Harness) error {
 	return h.TeardownPod(ctx, p.ID, 0)
 }
 
-func oom(ctx context.Context, h *containerd.Harness) error {
+func oom(ctx context.Context, h *containerd.Harness, w *podWant) error {
 	p, err := pod(ctx, h, "hungry")
 	if err != nil {
 		return err
 	}
+	cmd := oomCmd
+	if h.PureV2 {
+		cmd = oomGroupCmd
+		w.runs[0].args = cmd
+	}
 	id, err := h.RunContainer(ctx, p, containerd.ContainerSpec{Name: "eater", MemoryLimitBytes: 32 << 20,
-		Command: oomCmd})
+		Command: cmd})
 	if err != nil {
 		return err
 	}
 	runPIDs.record(ctx, h, "demo/hungry", id)
+	var cg string
+	if h.PureV2 {
+		if cg, err = checkOOMGroupSet(ctx, p, id); err != nil {
+			return err
+		}
+	}
 	if _, err := h.WaitExited(ctx, id); err != nil {
 		return err
+	}
+	if h.PureV2 {
+		kills, err := checkOOMGroupKilled(p)
+		if err != nil {
+			return err
+		}
+		// The trace must name the container's own cgroup as the one whose
+		// limit ran out, and tell each of the kernel's OOM kills.
+		w.runs[0].oomScope, w.runs[0].oomMemcg, w.runs[0].oomKills = "container", cg, kills
 	}
 	time.Sleep(1500 * time.Millisecond)
 	return h.TeardownPod(ctx, p.ID, 0)
@@ -420,7 +450,7 @@ func oom(ctx context.Context, h *containerd.Harness) error {
 
 // crashloop restarts a failing container with a growing delay, as the
 // kubelet's back-off does (10 s, 20 s, ... there; 1 s, 2 s here).
-func crashloop(ctx context.Context, h *containerd.Harness) error {
+func crashloop(ctx context.Context, h *containerd.Harness, _ *podWant) error {
 	p, err := pod(ctx, h, "crasher")
 	if err != nil {
 		return err
@@ -445,7 +475,7 @@ func crashloop(ctx context.Context, h *containerd.Harness) error {
 	return h.TeardownPod(ctx, p.ID, 0)
 }
 
-func inPodKill(ctx context.Context, h *containerd.Harness) error {
+func inPodKill(ctx context.Context, h *containerd.Harness, _ *podWant) error {
 	p, err := pod(ctx, h, "victim")
 	if err != nil {
 		return err

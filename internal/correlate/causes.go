@@ -64,6 +64,9 @@ func (c *Correlator) cause(ct *container) (names.Cause, []span.Attr) {
 	if cause, a := c.kubeletCause(ct); cause != "" {
 		return cause, a
 	}
+	if cause, a := c.restartRuleCause(ct); cause != "" {
+		return cause, a
+	}
 	if ct.exitSignal == 0 {
 		if cause, a := p.evictedExit(); cause != "" {
 			return cause, a

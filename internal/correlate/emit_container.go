@@ -99,6 +99,8 @@ func (c *Correlator) runSpan(ct *container) {
 	msg := ""
 	if isDisruptionCause(cause) && ct.disruptionGraceful() {
 		// Made to go, and went in time: not the container's failure.
+	} else if cause == names.CauseRestartRule && ct.exitCode == 0 {
+		// Exited 0, and its rule restarts it: as the spec asks.
 	} else if cause != names.CauseCompleted && !(cause == names.CauseKilledByRuntime && !p.terminating.IsZero() && ct.exitSignal == syscall.SIGTERM) {
 		status = span.StatusError
 		msg = string(cause)
@@ -138,6 +140,9 @@ func (c *Correlator) runSpan(ct *container) {
 	name, parent := names.SpanContainerRun, c.rootID(p)
 	if ct.init {
 		name, parent = names.SpanContainerInit, c.startupID(p)
+		if p.startupDone && p.inRestartAll(start) {
+			parent = c.restartAllID(p) // run again by the pod's in-place restart
+		}
 	}
 	if p.ephemeral(ct.name) {
 		// A debugging session's end: whatever its exit, not the app's error.
@@ -324,6 +329,12 @@ func (c *Correlator) backoff(ct *container) {
 	// The wait ends when the kubelet creates the next attempt.
 	start := ct.startedAtOr()
 	if start.IsZero() {
+		return
+	}
+	if p.inRestartAll(start) {
+		// Started again by the pod's in-place restart (restart_rules.go):
+		// no back-off, a step of the pod.restart span.
+		ct.backoffDone = true
 		return
 	}
 	var prev *container

@@ -41,6 +41,9 @@ func (c *Correlator) podInfo(info *fact.PodInfo) {
 		c.untold(p, info)
 		return
 	}
+	// Done on the node before this instance, and this instance tells its
+	// end (endedBeforeTracer).
+	doneBefore := p.info == nil && !p.cgroupRemoved.IsZero() && !p.cgroupSeen
 	if p.info == nil {
 		c.resume(p, info)
 	}
@@ -62,12 +65,15 @@ func (c *Correlator) podInfo(info *fact.PodInfo) {
 		// deletion, and its status can come after the stop: the
 		// termination began with the runtime's first stop signal to a
 		// container that then ended.
-		if at := p.firstStop(); !at.IsZero() {
+		if at := c.stopBegun(p); !at.IsZero() {
 			p.terminating = at
 			p.terminationReason = reason
 		}
 	}
 	c.note(change{kind: changePodUpdated, p: p})
+	if doneBefore {
+		c.note(change{kind: changePodGoing, p: p, at: p.cgroupRemoved})
+	}
 }
 
 // mirrored returns the UID a pod object's facts go under, and the object
@@ -206,7 +212,7 @@ func (c *Correlator) k8sEvent(ev *fact.K8sEvent) {
 	case "Evicted":
 		// The kubelet evicts the pod alone (before its stop; its status
 		// may never say Evicted): the termination began at the stop.
-		if at := p.firstStop(); p.terminating.IsZero() && !at.IsZero() && p.info != nil && p.info.DeletionTimestamp == nil {
+		if at := c.stopBegun(p); p.terminating.IsZero() && !at.IsZero() && p.info != nil && p.info.DeletionTimestamp == nil {
 			p.terminating, p.terminationReason = at, "Evicted"
 		}
 		c.note(change{kind: changePodUpdated, p: p})

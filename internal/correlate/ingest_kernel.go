@@ -145,7 +145,21 @@ func (c *Correlator) procSeen(ps *fact.ProcSeen) {
 	}
 	if cur, ok := c.procs[ct.initPID]; ok && cur.ctr == ct && cur.ppid == ps.PID {
 		ct.initPID, ct.initExec, ct.initArgs = ps.PID, ps.Started, ps.Args
+		return
 	}
+	if parent, ok := c.procs[ps.PPID]; ok && parent.ctr != nil && parent.ctr.pod == ct.pod {
+		// Its parent is another container of the pod (the sandbox's pause
+		// reaps orphans in a shared PID namespace): no session.
+		return
+	}
+	// A process that entered the container from outside after its init,
+	// alive at the start-up scan: an exec session begun before this
+	// instance (a probe, a hook, a kubectl exec; its kind is decided from
+	// the spec when it ends, which the scan comes before). Its exec was a
+	// kernel fact only the previous instance saw; its end is this one's.
+	s := &session{pid: ps.PID, args: ps.Args, start: ps.Started}
+	ct.sessions[ps.PID] = s
+	pr.session = s
 }
 
 func (c *Correlator) exec(e *kernel.ExecEvent) {
@@ -296,6 +310,10 @@ func (c *Correlator) oom(e *kernel.OOMEvent) {
 		if pr, ok := c.procs[e.VictimTGID]; ok {
 			ct = pr.ctr
 		}
+	}
+	if ct == nil {
+		// A group kill's victim the probes never reported.
+		ct = c.oomGroupContainer(e)
 	}
 	if ct == nil {
 		c.miss("oom_unknown_victim")

@@ -167,6 +167,9 @@ func (c *Correlator) kubeletReason(ct *container, stop *signalRec) kubeletRestar
 		}
 		return kubeletRestart{cause: cause, message: ev.Message, ev: ev, fromFact: true}
 	}
+	if r, ok := p.restartAllReason(stop); ok {
+		return r
+	}
 	if p.recentEvent("SandboxChanged", "", from, to) != nil || p.sandboxRecreatedAfter(stop.at) {
 		return kubeletRestart{cause: names.CauseKubeletRestart, reason: names.KubeletRestartSandbox, fromFact: true,
 			message: "the pod's sandbox changed: the kubelet killed its containers and recreated it"}

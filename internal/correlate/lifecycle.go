@@ -105,11 +105,15 @@ func (c *Correlator) decide(ch change) {
 		c.backoff(ch.ct)
 		if ch.ct.pod != nil {
 			c.maybeStarted(ch.ct.pod)
+			c.maybeRestartedAll(ch.ct.pod)
 			c.retireAttempts(ch.ct.pod)
 		}
 	case changeContainerExited:
 		c.containerExited(ch.ct)
 	case changeRuntimeExit:
+		if ch.ct.pod != nil && ch.ct.exited {
+			c.noteRestartAll(ch.ct)
+		}
 		c.settleContainer(ch.ct, false)
 	case changeSessionExited:
 		c.settleContainer(ch.ct, true)
@@ -125,6 +129,9 @@ func (c *Correlator) decide(ch change) {
 		c.settlePod(ch.p, false) // a stop may wait for the pod's status
 		c.kubeletPostStarts(ch.p)
 		c.maybeStarted(ch.p)
+		c.restartAllCondition(ch.p)
+		c.resizeChanged(ch.p)
+		c.maybeRestartedAll(ch.p)
 		c.readinessChanged(ch.p)
 	case changePodGoing:
 		c.maybeGone(ch.p, ch.at)
@@ -142,6 +149,7 @@ func (c *Correlator) containerExited(ct *container) {
 		return
 	}
 	ct.settleBy = c.now.Add(settle)
+	c.noteRestartAll(ct)
 	c.settleContainer(ct, false)
 }
 
@@ -387,6 +395,9 @@ func (c *Correlator) finishPod(p *pod, at time.Time, unfinished string) {
 		}
 	}
 	c.notReadyAtEnd(p, at)
+	if !p.restartAllAt.IsZero() {
+		c.restartAllSpan(p, at, "the pod ended during its in-place restart")
+	}
 	if !p.terminating.IsZero() {
 		c.terminationSpan(p, at, unfinished)
 	}

@@ -49,6 +49,9 @@ type oomInvocation struct {
 	at           time.Time
 	memcgs       []kernel.MemcgOOMs
 	scope, memcg string
+	// container is the ID of the container whose own limit ran out (scope
+	// container), "" otherwise: every victim of the invocation is in it.
+	container string
 }
 
 // oomScope returns the scope of an OOM kill of a process of ct and the
@@ -94,16 +97,42 @@ func (c *Correlator) oomScope(e *kernel.OOMEvent, ct *container) (string, string
 	c.lastOOM = oomInvocation{}
 	if path != "" {
 		c.lastOOM = oomInvocation{tgid: e.TGID, pid: e.PID, at: e.Time, memcgs: e.Memcgs, scope: scope, memcg: path}
+		if scope == names.OOMScopeContainer {
+			c.lastOOM.container = ct.id
+		}
 	}
 	return scope, path
+}
+
+// sameOOMInvocation: e comes from the invocation of c.lastOOM (see
+// oomGroupWindow): the same task the OOM killer runs in, the very same
+// memory cgroups and counts, within the window.
+func (c *Correlator) sameOOMInvocation(e *kernel.OOMEvent) bool {
+	last := &c.lastOOM
+	return last.memcg != "" && e.TGID == last.tgid && e.PID == last.pid && slices.Equal(e.Memcgs, last.memcgs) &&
+		!e.Time.Before(last.at) && e.Time.Sub(last.at) <= oomGroupWindow
+}
+
+// oomGroupContainer is the container of a victim the model never saw (a
+// process a container's init forked below it: the in-kernel filter reports
+// only a container's process roots, and mark_victim names the victim's
+// cgroup only when the victim is the task the OOM killer runs in), when e
+// is a later victim of an invocation whose limit was a container's own:
+// the kernel kills only inside the cgroup whose limit ran out, so every
+// victim is that container's. nil otherwise (a pod's or the node's limit:
+// the group may be in any container below it).
+func (c *Correlator) oomGroupContainer(e *kernel.OOMEvent) *container {
+	if c.lastOOM.container == "" || !c.sameOOMInvocation(e) {
+		return nil
+	}
+	return c.containers[c.lastOOM.container]
 }
 
 // oomGroupVictim: the scope and memory cgroup of the previous victim when
 // e is a later victim of the same OOM invocation (see oomGroupWindow).
 func (c *Correlator) oomGroupVictim(e *kernel.OOMEvent, ct *container) (string, string, bool) {
 	last := &c.lastOOM
-	if last.memcg == "" || e.TGID != last.tgid || e.PID != last.pid || !slices.Equal(e.Memcgs, last.memcgs) ||
-		e.Time.Before(last.at) || e.Time.Sub(last.at) > oomGroupWindow || !cgroupWithin(ct.cgroupPath, last.memcg) {
+	if !c.sameOOMInvocation(e) || !cgroupWithin(ct.cgroupPath, last.memcg) {
 		return "", "", false
 	}
 	last.at = e.Time

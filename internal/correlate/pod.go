@@ -35,6 +35,8 @@ type pod struct {
 	podEnd         // the pod going and its trace ending (lifecycle.go)
 	podAttempts    // finished attempts retired (attempts.go)
 	podReadiness   // readiness lost and regained after the start-up (readiness.go)
+	podRestartAll  // in-place restarts of the whole pod (restart_rules.go)
+	podResize      // in-place resizes (resize.go)
 
 	verdict podVerdict // what the phase verdicts said, for the root's (verdict.go)
 }

@@ -11,7 +11,12 @@
 
 package correlate
 
-import "github.com/podchron/podchron/internal/span"
+import (
+	"time"
+
+	"github.com/podchron/podchron/internal/names"
+	"github.com/podchron/podchron/internal/span"
+)
 
 // endedBeforeRestart reports whether the previous instance emitted the
 // root of uid's trace; the pod then gets a tombstone, as if this instance
@@ -37,4 +42,99 @@ func (c *Correlator) toldBefore(uid string) (told, known bool) {
 	}
 	_, told = c.prior[span.RootSpanID(span.TraceIDForPod(uid))]
 	return told, true
+}
+
+// stopToldBefore is, for a pod the kubelet (or a controller) ends without
+// an API deletion, when its termination began if the previous instance
+// told a stop of one of its containers' last runs (a container.stop span
+// ID in the checkpoint) that this instance saw no stop signal of: the
+// stop signal was a kernel fact only the previous instance had. The
+// termination is then the previous instance's to have begun, and this
+// one's to end: it starts it at the earliest exit of such a container as
+// the runtime reported it (the stop's signal came before, within its
+// grace period), or at this instance's start while the container still
+// runs. Zero when no such stop was told (or no checkpoint was given).
+func (c *Correlator) stopToldBefore(p *pod) time.Time {
+	if c.prior == nil {
+		return time.Time{}
+	}
+	var first time.Time
+	for _, ct := range p.containers {
+		if ct.sandbox || ct.nextAttempt() != nil {
+			continue
+		}
+		if _, told := c.prior[p.spanID(ctKey(names.SpanContainerStop, ct))]; !told {
+			continue
+		}
+		at := ct.exitAt
+		if !ct.exited || at.IsZero() {
+			at = c.started
+		}
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+	}
+	return first
+}
+
+// stopBegun is when the runtime's first stop of one of the pod's
+// containers' last runs began: its stop signal (firstStop), else a stop the
+// previous instance told (stopToldBefore), else, for a pod this instance
+// first saw mid-life, the end of its containers (stoppedBefore); zero if
+// none.
+func (c *Correlator) stopBegun(p *pod) time.Time {
+	if at := p.firstStop(); !at.IsZero() {
+		return at
+	}
+	if at := c.stopToldBefore(p); !at.IsZero() {
+		return at
+	}
+	return c.stoppedBefore(p)
+}
+
+// stoppedBefore: for a pod this instance first saw mid-life, which the
+// kubelet ended (the caller knows why: an eviction) and whose every
+// container the API shows ended with none running on the node, the
+// stop was before this instance, or its signal was a kernel fact this
+// instance did not see: the termination began at the earliest end the API
+// reports (whole seconds), or, when the status has none (the kubelet
+// reports a container removed before its status as terminated with no
+// time), at this instance's start. Zero otherwise.
+func (c *Correlator) stoppedBefore(p *pod) time.Time {
+	if p.observedFrom.IsZero() || p.info == nil {
+		return time.Time{}
+	}
+	for _, ct := range p.containers {
+		if !ct.sandbox && !ct.exited && len(ct.pids) > 0 {
+			return time.Time{} // still running here: its stop is to come
+		}
+	}
+	var first time.Time
+	n := 0
+	for _, st := range p.info.Statuses {
+		if st.State.Running != nil {
+			return time.Time{}
+		}
+		// Terminated; or, for a container the runtime removed before the
+		// kubelet's status (seen on 1.34 after an eviction), waiting with
+		// its last run terminated.
+		t := st.State.Terminated
+		if t == nil {
+			t = st.LastState.Terminated
+		}
+		if t == nil {
+			return time.Time{}
+		}
+		n++
+		if !t.FinishedAt.IsZero() && (first.IsZero() || t.FinishedAt.Before(first)) {
+			first = t.FinishedAt
+		}
+	}
+	if n == 0 {
+		return time.Time{}
+	}
+	if first.IsZero() || first.After(c.started) {
+		first = c.started
+	}
+	return first
 }

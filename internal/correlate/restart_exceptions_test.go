@@ -7,6 +7,7 @@ import (
 	"github.com/podchron/podchron/internal/correlate"
 
 	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/fact/kernel"
 	"github.com/podchron/podchron/internal/span"
 )
 
@@ -31,6 +32,9 @@ const (
 		"period could give the second a sleep or httpGet hook's start (not done)"
 	excSessionCap = "a probe, hook or exec session span past the cap of 32 per container run the first instance had " +
 		"reached (bounds.go): the second counts the cap anew (the checkpoint keeps span IDs, not counts)"
+	excSessionInGap = "an exec session (a probe, a hook, a kubectl exec) that began and ended between the first " +
+		"instance's last input and the second's start: its exec and exit reached the ring buffer after the first " +
+		"stopped reading and before the second attached, so no instance saw it, and the scan finds no process"
 	excLateAfterEnd = "a fact of a trace the first instance ended (its root is in the checkpoint), joined to that " +
 		"trace by the uninterrupted run: the second instance keeps the ended pod's tombstone, not its trace, " +
 		"and counts the fact (ended_pod) instead"
@@ -132,7 +136,13 @@ func (v cutView) missingWhy(w span.Span) string {
 			return excPhantomPod
 		}
 	}
-	return v.terminationWhy(w)
+	if why := v.terminationWhy(w); why != "" {
+		return why
+	}
+	if v.sessionInGap(w) {
+		return excSessionInGap
+	}
+	return ""
 }
 
 // terminationWhy names the exception for a span of the termination.
@@ -177,4 +187,22 @@ func (v cutView) extraWhy(g span.Span) string {
 		return excSessionCap
 	}
 	return ""
+}
+
+// sessionInGap: an exec session's span whose process exited before the
+// second instance started, with the exit's kernel fact arriving after the
+// cut (the first instance never had it).
+func (v cutView) sessionInGap(w span.Span) bool {
+	if !strings.HasPrefix(w.Name, "probe.") && w.Name != "container.exec" && w.Name != "container.poststart" && w.Name != "container.prestop" {
+		return false
+	}
+	if !w.End.Before(v.at) || v.first[w.SpanID] {
+		return false
+	}
+	for _, x := range v.inputs[v.i:] {
+		if e, ok := x.Kernel.(*kernel.ExitEvent); ok && e.Time.Equal(w.End) {
+			return true
+		}
+	}
+	return false
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/fact"
 	"github.com/podchron/podchron/internal/fact/cri"
 	"github.com/podchron/podchron/internal/fact/kernel"
@@ -203,5 +204,36 @@ func TestRestartTerminalPodCgroupStillThere(t *testing.T) {
 	}
 	if n := s.c.Stats().Misses["pod_ended_before_start"]; n != 0 {
 		t.Errorf("pod_ended_before_start %d for a pod whose cgroup was still there", n)
+	}
+}
+
+// The same terminal pod, its cgroup gone before the tracer started (the
+// scan finds none), with a checkpoint that has no root of its trace: the
+// previous instance stopped before the pod's end on the node, so nobody
+// told it. This instance tells it at once (at its start: the scan is the
+// fact that the pod was done on the node), not at the object's deletion
+// hours later, and with no termination: none was requested (before, it
+// waited for the deletion and told a forced termination that never was).
+func TestRestartTerminalPodEndUntold(t *testing.T) {
+	s := newSim(t)
+	s.c = correlate.New(correlate.Config{NodeName: "node-a", Observer: s.o, StuckAfter: 10 * time.Second,
+		Emitted: []span.SpanID{}, // a checkpoint, without this pod's root
+		Sink:    span.SinkFunc(func(sp span.Span) { s.spans = append(s.spans, sp) })})
+	s.in(fact.Input{Start: &fact.Start{At: s.now, NodeName: "node-a"}})
+	start := s.now
+	s = terminalBeforeStartOn(s, 0, "Succeeded", "Completed")
+	root := s.one("pod")
+	if !root.End.Equal(start) {
+		t.Errorf("root ends %s, want the instance's start %s", root.End, start)
+	}
+	for _, sp := range s.spans {
+		if sp.Name == names.SpanPodTermination || sp.Name == names.SpanPodStartup {
+			t.Errorf("%s told for a pod done before the tracer and never deleted:\n%s", sp.Name, render(s.spans))
+		}
+	}
+	before := len(s.spans)
+	s.lateDeletion()
+	if late := s.spans[before:]; len(late) > 0 {
+		t.Errorf("%d spans after the trace ended:\n%s", len(late), render(late))
 	}
 }

@@ -3,7 +3,6 @@ package correlate_test
 import (
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -45,10 +44,6 @@ func restartStreams(t *testing.T) []recordedStream {
 			out = append(out, recordedStream{name: strings.TrimPrefix(strings.TrimSuffix(f, ".jsonl"), "testdata/"), inputs: load(t, f)})
 		}
 	}
-	if os.Getenv(restartE2EEnv) == "" {
-		t.Logf("the e2e's node recordings (testdata/e2e) are not replayed here: set %s=1 (issue 18: the property does not hold on them yet)", restartE2EEnv)
-		return out
-	}
 	for _, n := range nodeRecordings(t) {
 		split := record.SplitByNamespace(n.inputs, e2eSplitTail)
 		for _, ns := range slices.Sorted(maps.Keys(split)) {
@@ -60,14 +55,6 @@ func restartStreams(t *testing.T) []recordedStream {
 	}
 	return out
 }
-
-// restartE2EEnv, set, adds each namespace's stream of the e2e's node
-// recordings to the restart property. They were recorded on 2026-11-25
-// (PODCHRON_E2E_RECORD) and the property does not hold on them yet: the
-// differences and the span IDs emitted twice are listed per stream in
-// issue 18's closing note; the daemon's checkpoint (Config.Emitted) is not
-// written yet. Until it holds they are not part of the default run.
-const restartE2EEnv = "PODCHRON_RESTART_E2E"
 
 // recordedStream is a recorded input stream and its name.
 type recordedStream struct {

@@ -34,8 +34,30 @@ func (c *Correlator) resume(p *pod, info *fact.PodInfo) {
 	// the previous instance had it.
 	p.wasReady = readyBefore(info, p.observedFrom)
 	if p.wasReady {
-		p.resumedReady = p.observedFrom
+		p.resumedReady = resumedReadyAt(info, p.observedFrom)
 	}
+}
+
+// resumedReadyAt bounds when a pod resumed Ready-before-since got Ready,
+// for the probes the tracer finds running then (begun before it, alive at
+// its start-up scan): Ready True now, the condition's transition, in the
+// API's whole second, so the second after it (the probe that made it
+// Ready may have begun within that second); Ready turned False since, that
+// transition (it was True before it); else since.
+func resumedReadyAt(info *fact.PodInfo, since time.Time) time.Time {
+	for _, cd := range info.Conditions {
+		if cd.Type != "Ready" || cd.LastTransitionTime.IsZero() || !cd.LastTransitionTime.Before(since) {
+			continue
+		}
+		if cd.Status == "True" {
+			if at := cd.LastTransitionTime.Truncate(time.Second).Add(time.Second); at.Before(since) {
+				return at
+			}
+			return since
+		}
+		return cd.LastTransitionTime
+	}
+	return since
 }
 
 // startedBefore tells, from the API's view, a pod whose start-up was out
@@ -115,12 +137,30 @@ func (c *Correlator) unconfirmed(p *pod) bool {
 // opened now, its later deletion would give it a second root, a forced
 // termination and a start-up "gone before Ready", with the same IDs.
 func (c *Correlator) endedBeforeTracer(p *pod, info *fact.PodInfo) bool {
-	if p.observedFrom.IsZero() || p.cgroupSeen || len(p.emitted) > 0 ||
-		info.Phase != "Succeeded" && info.Phase != "Failed" {
+	if !doneOnNodeBefore(p, info) {
 		return false
 	}
 	if told, known := c.toldBefore(p.uid); known && !told {
-		return false // nobody told its end: this instance does
+		// Nobody told its end (the previous instance stopped first): this
+		// instance does, at once. The start-up scan found no cgroup of the
+		// pod: its end on the node (the cgroup's removal, which ends a
+		// terminal pod's trace) came before this instance, which takes its
+		// own start for it; waiting for the object's deletion instead
+		// would hold the trace open for as long as the API keeps a
+		// finished Job's pod, and tell a forced termination that never was.
+		p.cgroupRemoved = p.observedFrom
+		return false
+	}
+	return true
+}
+
+// doneOnNodeBefore: the API's first view of a pod created before this
+// instance shows it terminal with every container ended before the
+// instance started, and the start-up scan found no cgroup of it.
+func doneOnNodeBefore(p *pod, info *fact.PodInfo) bool {
+	if p.observedFrom.IsZero() || p.cgroupSeen || len(p.emitted) > 0 ||
+		info.Phase != "Succeeded" && info.Phase != "Failed" {
+		return false
 	}
 	statuses := append(append([]fact.ContainerStatus(nil), info.InitStatuses...), info.Statuses...)
 	for _, st := range statuses {

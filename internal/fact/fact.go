@@ -7,6 +7,9 @@
 package fact
 
 import (
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/podchron/podchron/internal/fact/cri"
@@ -192,6 +195,61 @@ type ContainerSpec struct {
 	Liveness  *ProbeSpec `json:"liveness,omitempty"`
 	// MemoryLimitBytes is resources.limits.memory (0: none).
 	MemoryLimitBytes int64 `json:"memory_limit_bytes,omitempty"`
+	// RestartPolicy is the container's own restartPolicy (Always,
+	// OnFailure, Never; "" when unset: the pod's applies).
+	RestartPolicy string `json:"restart_policy,omitempty"`
+	// RestartRules are its restartPolicyRules (Kubernetes 1.34+, feature
+	// gate ContainerRestartRules), in order: the first that matches an
+	// exit decides, whatever the restart policy says.
+	RestartRules []RestartRule `json:"restart_rules,omitempty"`
+}
+
+// RestartRule is one of a container's restartPolicyRules.
+type RestartRule struct {
+	// Action is Restart (this container) or RestartAllContainers (every
+	// container of the pod, init containers run again, in the same sandbox).
+	Action string `json:"action"`
+	// Operator is In or NotIn; ExitCodes the values it checks.
+	Operator  string  `json:"operator,omitempty"`
+	ExitCodes []int32 `json:"exit_codes,omitempty"`
+}
+
+// Restart rule actions, as the API spells them.
+const (
+	RestartRuleRestart    = "Restart"
+	RestartRuleRestartAll = "RestartAllContainers"
+)
+
+// Matches reports whether an exit with this code satisfies the rule.
+func (r RestartRule) Matches(code int32) bool {
+	in := slices.Contains(r.ExitCodes, code)
+	switch r.Operator {
+	case "In":
+		return in
+	case "NotIn":
+		return !in
+	}
+	return false
+}
+
+// String is the rule as an SRE reads it: "Restart on exit code In [42]".
+func (r RestartRule) String() string {
+	codes := make([]string, len(r.ExitCodes))
+	for i, c := range r.ExitCodes {
+		codes[i] = strconv.Itoa(int(c))
+	}
+	return r.Action + " on exit code " + r.Operator + " [" + strings.Join(codes, ",") + "]"
+}
+
+// RestartRuleFor is the first of the container's restart rules an exit with
+// this code matches, nil if none does.
+func (c *ContainerSpec) RestartRuleFor(code int32) *RestartRule {
+	for i := range c.RestartRules {
+		if c.RestartRules[i].Matches(code) {
+			return &c.RestartRules[i]
+		}
+	}
+	return nil
 }
 
 // Handler is a lifecycle hook or probe action.

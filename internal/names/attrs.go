@@ -58,6 +58,12 @@ const (
 	K8sEventCount        = "podchron.k8s_event.count"
 	K8sEventReason       = "podchron.k8s_event.reason"
 	KubeletRestartReason = "podchron.kubelet_restart.reason"
+	// RestartRule: the restartPolicyRules entry an exit matched ("Restart
+	// on exit code In [42]"), on the run that ended and, for
+	// RestartAllContainers, on its siblings the kubelet stopped.
+	RestartRule = "podchron.restart_rule"
+	// ResizeSeconds: how long an in-place resize was in progress.
+	ResizeSeconds        = "podchron.resize.seconds"
 	LingeringContainers  = "podchron.lingering.containers"
 	LossUntil            = "podchron.loss.until"
 	OOMAnonRSSKB         = "podchron.oom.anon_rss_kb"

@@ -20,6 +20,10 @@ const (
 	SpanPodStartup          = "pod.startup"
 	SpanPodTerminationStuck = "pod.termination.stuck"
 	SpanPodTermination      = "pod.termination"
+	// SpanPodRestart: an in-place restart of the whole pod (Kubernetes
+	// 1.35+, a RestartAllContainers restart rule): from the exit that
+	// matched the rule until the pod is Ready again.
+	SpanPodRestart = "pod.restart"
 )
 
 // Span event names. The composed ones are built by SignalEventName and
@@ -54,7 +58,12 @@ func K8sEventName(reason string) string { return EventK8sPrefix + reason }
 // Readiness after the start-up and readiness gates: events on the pod's
 // root span and its start-up.
 const (
-	SpanPodNotReady           = "pod.not_ready" // Ready lost after the start-up, until regained
+	SpanPodNotReady = "pod.not_ready" // Ready lost after the start-up, until regained
+	// In-place resize: the pod's PodResizePending and PodResizeInProgress
+	// conditions as root events (resize.go).
+	EventResizePending        = "podchron.resize.pending"
+	EventResizeInProgress     = "podchron.resize.in_progress"
+	EventResizeDone           = "podchron.resize.done"
 	EventReadinessLost        = "podchron.readiness.lost"
 	EventReadinessRegained    = "podchron.readiness.regained"
 	EventReadinessGatesWaited = "podchron.readiness_gates.waited"

@@ -24,6 +24,13 @@ const (
 	// resize that restarts, a changed definition, a changed sandbox);
 	// podchron.kubelet_restart.reason says which, when a fact gives it.
 	CauseKubeletRestart Cause = "kubelet_restart"
+	// CauseRestartRule: the container exited on its own with a code one of
+	// its restartPolicyRules answers (Kubernetes 1.34+): the kubelet
+	// restarts it (Restart), or every container of the pod
+	// (RestartAllContainers), whatever the restart policy says.
+	// podchron.restart_rule names the rule; the span is an ERROR only for
+	// a non-zero exit.
+	CauseRestartRule Cause = "restart_rule"
 )
 
 // Why the kubelet restarted a container (podchron.kubelet_restart.reason).
@@ -32,7 +39,11 @@ const (
 	KubeletRestartResize     = "resize"
 	KubeletRestartDefinition = "definition_changed"
 	KubeletRestartSandbox    = "sandbox_changed"
-	KubeletRestartUnknown    = "unknown" // no fact named the reason
+	// KubeletRestartAllContainers: a sibling's exit matched its
+	// RestartAllContainers rule (the pod's AllContainersRestarting
+	// condition): every container stopped, init containers run again.
+	KubeletRestartAllContainers = "restart_all_containers"
+	KubeletRestartUnknown       = "unknown" // no fact named the reason
 )
 
 // SenderKind is who sent a signal (podchron.signal.sender.kind).

@@ -6,6 +6,7 @@
 package watcher
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -151,7 +152,25 @@ func convertSpecs(cs []corev1.Container, init bool) []fact.ContainerSpec {
 		if mem, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
 			spec.MemoryLimitBytes = mem.Value()
 		}
+		if c.RestartPolicy != nil {
+			spec.RestartPolicy = string(*c.RestartPolicy)
+		}
+		spec.RestartRules = convertRestartRules(c.RestartPolicyRules)
 		out = append(out, spec)
+	}
+	return out
+}
+
+// convertRestartRules keeps the restartPolicyRules the model can check (exit
+// codes; the only condition the API has), in order.
+func convertRestartRules(rules []corev1.ContainerRestartRule) []fact.RestartRule {
+	var out []fact.RestartRule
+	for _, r := range rules {
+		if r.ExitCodes == nil {
+			continue
+		}
+		out = append(out, fact.RestartRule{Action: string(r.Action), Operator: string(r.ExitCodes.Operator),
+			ExitCodes: slices.Clone(r.ExitCodes.Values)})
 	}
 	return out
 }

@@ -154,7 +154,7 @@ func deploymentPodInfo() fact.PodInfo {
 		InitContainers: []fact.ContainerSpec{
 			{Name: "migrate", Image: "registry.example/web-migrate:1.2"},
 			{
-				Name: "envoy", Image: "envoyproxy/envoy:v1.31", Sidecar: true,
+				Name: "envoy", Image: "envoyproxy/envoy:v1.31", Sidecar: true, RestartPolicy: "Always",
 				PreStop: &fact.Handler{Kind: "sleep", SleepSeconds: 5},
 				Startup: &fact.ProbeSpec{Handler: fact.Handler{Kind: "httpGet"}, PeriodSeconds: 1, TimeoutSeconds: 1, FailureThreshold: 30},
 			},
@@ -239,6 +239,32 @@ var convertTests = []struct {
 					State: fact.ContainerState{Running: &fact.Running{StartedAt: tm(1)}},
 				}},
 			}
+		},
+	},
+	{
+		name: "restart rules (restartPolicyRules), in order; a rule without exit codes is not kept",
+		pod: func() *corev1.Pod {
+			p := deploymentPod()
+			never := corev1.ContainerRestartPolicyNever
+			c := &p.Spec.Containers[0]
+			c.RestartPolicy = &never
+			c.RestartPolicyRules = []corev1.ContainerRestartRule{
+				{Action: corev1.ContainerRestartRuleActionRestart, ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{
+					Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42, 43}}},
+				{Action: corev1.ContainerRestartRuleActionRestartAllContainers},
+				{Action: corev1.ContainerRestartRuleActionRestartAllContainers, ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{
+					Operator: corev1.ContainerRestartRuleOnExitCodesOpNotIn, Values: []int32{0}}},
+			}
+			return p
+		},
+		want: func() fact.PodInfo {
+			i := deploymentPodInfo()
+			i.Containers[0].RestartPolicy = "Never"
+			i.Containers[0].RestartRules = []fact.RestartRule{
+				{Action: "Restart", Operator: "In", ExitCodes: []int32{42, 43}},
+				{Action: "RestartAllContainers", Operator: "NotIn", ExitCodes: []int32{0}},
+			}
+			return i
 		},
 	},
 	{

@@ -69,6 +69,8 @@ func TestCluster(t *testing.T) {
 		t.Run("38-resize-restart", e.resizeRestart)
 		t.Run("51-verdict-long-pole", e.verdict)
 		t.Run("52-kubectl-podchron", e.kubectlPodchronPlugin)
+		t.Run("53-restart-rule", e.restartRule)
+		t.Run("54-restart-all-containers", e.restartAllContainers)
 		e.longTail(t) // 10–14 (longtail_test.go)
 	})
 	if t.Failed() {

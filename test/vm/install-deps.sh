@@ -4,12 +4,16 @@
 # `apt-get update` every time). Idempotent; needs root (or sudo) and apt.
 #   qemu-system-x86              qemu-system-x86_64 (TCG is enough, no KVM needed)
 #   busybox-static               /bin/busybox for the guest's initramfs
-#   containernetworking-plugins  /usr/lib/cni/loopback, exec'd by the probe tests
+#   containernetworking-plugins  /usr/lib/cni/loopback, exec'd by the probe tests; bridge and
+#                                host-local for the pure cgroup v2 node (make test-vm-node)
+#   containerd, runc             the node's runtime (make test-vm-node copies the host's binaries,
+#                                with their shared libraries, into the guest)
+#   xz-utils                     xz(1): Debian's 6.12 kernel ships xz-compressed modules
 # The kernel itself is not installed: the runner fetches it with
 # `apt-get download`, which needs current apt lists (the update below).
 set -euo pipefail
 
-pkgs=(qemu-system-x86 busybox-static containernetworking-plugins)
+pkgs=(qemu-system-x86 busybox-static containernetworking-plugins containerd runc xz-utils)
 
 sudo=()
 if [ "$(id -u)" -ne 0 ]; then

@@ -359,9 +359,19 @@ func moduleSet(modulesDir string, names []string) ([]string, error) {
 		if err != nil {
 			return err
 		}
-		if !d.IsDir() && strings.HasSuffix(p, ".ko") {
-			rel, _ := filepath.Rel(modulesDir, p)
-			index[normModName(strings.TrimSuffix(d.Name(), ".ko"))] = rel
+		if d.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel(modulesDir, p)
+		switch name := d.Name(); {
+		case strings.HasSuffix(name, ".ko"):
+			index[normModName(strings.TrimSuffix(name, ".ko"))] = rel
+		case strings.HasSuffix(name, ".ko.xz"):
+			// Debian's 6.12 kernel ships xz-compressed modules; a plain
+			// .ko next to one (decompressed by an earlier run) wins.
+			if n := normModName(strings.TrimSuffix(name, ".ko.xz")); index[n] == "" {
+				index[n] = rel
+			}
 		}
 		return nil
 	})
@@ -394,6 +404,13 @@ func moduleSet(modulesDir string, names []string) ([]string, error) {
 			return fmt.Errorf("module %s not found under %s", n, modulesDir)
 		}
 		state[n] = 1
+		if strings.HasSuffix(rel, ".xz") {
+			plain, err := unxzModule(modulesDir, rel)
+			if err != nil {
+				return err
+			}
+			rel = plain
+		}
 		deps, err := moduleDepends(filepath.Join(modulesDir, rel))
 		if err != nil {
 			return err
@@ -414,6 +431,30 @@ func moduleSet(modulesDir string, names []string) ([]string, error) {
 		}
 	}
 	return order, nil
+}
+
+// unxzModule decompresses an xz-compressed module (rel, relative to
+// modulesDir) next to itself, once, with xz(1) (Debian's xz-utils, always
+// installed): busybox insmod and the .modinfo reader want plain ELF. It
+// returns the decompressed module's relative path.
+func unxzModule(modulesDir, rel string) (string, error) {
+	plain := strings.TrimSuffix(rel, ".xz")
+	dst := filepath.Join(modulesDir, plain)
+	if _, err := os.Stat(dst); err == nil {
+		return plain, nil
+	}
+	out, err := exec.Command("xz", "-dc", filepath.Join(modulesDir, rel)).Output()
+	if err != nil {
+		return "", fmt.Errorf("decompress module %s (xz -dc; apt-get install xz-utils): %w", rel, err)
+	}
+	tmp := dst + ".tmp"
+	if err := os.WriteFile(tmp, out, 0o644); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return "", err
+	}
+	return plain, nil
 }
 
 func normModName(n string) string { return strings.ReplaceAll(n, "-", "_") }

@@ -62,6 +62,7 @@ type options struct {
 	logDir      string
 	showBoot    bool
 	keep        bool
+	switchRoot  bool
 	testArgs    []string
 }
 
@@ -121,6 +122,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.env, "env", os.Getenv("PODCHRON_VM_ENV"), "comma-separated KEY=VALUE exported in the guest before the tests (env PODCHRON_VM_ENV)")
 	fs.StringVar(&o.logDir, "log-dir", "", "where console logs are written (default <cache>/logs)")
 	fs.BoolVar(&o.showBoot, "show-boot", os.Getenv("PODCHRON_VM_SHOW_BOOT") == "1", "also print kernel boot messages before /init (they always go to the log)")
+	fs.BoolVar(&o.switchRoot, "switch-root", os.Getenv("PODCHRON_VM_SWITCH_ROOT") == "1", "copy the initramfs into a tmpfs and switch_root into it before the mounts, so / is a mount as on a real node (runc's pivot_root refuses the initramfs rootfs) (env PODCHRON_VM_SWITCH_ROOT=1)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (test binaries, initramfs)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -331,6 +333,9 @@ func buildInitramfs(in initramfsInput, out string) error {
 		{"etc/hosts", "127.0.0.1\tlocalhost podchron-vm\n::1\tlocalhost ip6-localhost\n"},
 		{"etc/nsswitch.conf", "hosts: files dns\n"},
 		{"etc/hostname", "podchron-vm\n"},
+		// The guest has no DNS; containerd copies this file into every pod
+		// sandbox and fails RunPodSandbox without it.
+		{"etc/resolv.conf", "# podchron-vm: no network but lo and what the guest makes itself\n"},
 	} {
 		if err := a.addBytes(f.p, 0o644, []byte(f.s)); err != nil {
 			return err
@@ -579,6 +584,8 @@ func runKernel(ctx context.Context, o *options, store *kernelStore, entry string
 		Args:    testBinaryArgs(o.testArgs, o.timeout),
 		Modules: guestMods,
 		Env:     splitList(o.env),
+
+		SwitchRoot: o.switchRoot,
 	})
 	err = buildInitramfs(initramfsInput{
 		busybox: o.busybox,

@@ -6,6 +6,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"debug/elf"
 	"io"
 	"os"
 	"os/exec"
@@ -479,5 +480,89 @@ func TestSkipsAndDedupe(t *testing.T) {
 	d := dedupe(w.verifier)
 	if len(d) != 2 || !strings.HasSuffix(d[0], "[x2]") {
 		t.Errorf("dedupe %q", d)
+	}
+}
+
+// TestInitScriptsSwitchRoot: with SwitchRoot, /init first copies the
+// initramfs into a tmpfs and switch_roots into it, and the /init run again
+// there (the marker file present) goes on with the mounts; without it,
+// nothing of the kind.
+func TestInitScriptsSwitchRoot(t *testing.T) {
+	cfg := initConfig{Nonce: "abc", Tests: []guestTest{{Name: "node", Binary: "/podchron/tests/node.test", Dir: "/src/x"}}}
+	plain, _ := initScripts(cfg)
+	cfg.SwitchRoot = true
+	switched, _ := initScripts(cfg)
+	if strings.Contains(plain, "switch_root") || strings.Contains(plain, guestSwitchedMarker) {
+		t.Errorf("without SwitchRoot /init switches root:\n%s", plain)
+	}
+	for _, want := range []string{
+		"if [ ! -e " + guestSwitchedMarker + " ]",
+		"mount -t tmpfs -o mode=0755,size=90% rootfs /newroot",
+		": >/newroot" + guestSwitchedMarker,
+		"exec switch_root /newroot /init",
+	} {
+		if !strings.Contains(switched, want) {
+			t.Errorf("/init lacks %q:\n%s", want, switched)
+		}
+	}
+	// The switch comes before the first mount, the mounts after it.
+	if i, j := strings.Index(switched, "exec switch_root"), strings.Index(switched, "mount -t proc"); i < 0 || j < i {
+		t.Errorf("switch_root at %d, first proc mount at %d: want the switch first", i, j)
+	}
+	if sh, err := exec.LookPath("sh"); err == nil {
+		if out, err := exec.Command(sh, "-n", "-c", switched).CombinedOutput(); err != nil {
+			t.Errorf("sh -n: %v: %s", err, out)
+		}
+	}
+}
+
+// TestModuleSetXZ: a kernel whose modules are xz-compressed (Debian's
+// 6.12): moduleSet finds them, reads their dependencies and returns plain
+// .ko files it decompressed next to them. Uses the bridge module and its
+// dependencies from a kernel in the cache, copied compressed into a
+// temporary tree.
+func TestModuleSetXZ(t *testing.T) {
+	if _, err := exec.LookPath("xz"); err != nil {
+		t.Skip("no xz(1) on this host (apt-get install xz-utils)")
+	}
+	src := map[string]string{}
+	for _, m := range []string{"bridge", "stp", "llc"} {
+		ms, _ := filepath.Glob(filepath.Join(defaultCacheDir(), "debs", "*", "lib", "modules", "*", "kernel", "net", "*", m+".ko*"))
+		if len(ms) == 0 {
+			t.Skipf("no %s module in the cache; run go run ./test/vm once", m)
+		}
+		src[m] = ms[0]
+	}
+	dir := t.TempDir()
+	for m, p := range src {
+		dst := filepath.Join(dir, "kernel", "net", m, m+".ko.xz")
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var b []byte
+		var err error
+		if strings.HasSuffix(p, ".xz") {
+			b, err = os.ReadFile(p)
+		} else {
+			b, err = exec.Command("xz", "-c", p).Output()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mods, err := moduleSet(dir, []string{"bridge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mods) != 3 || !strings.HasSuffix(mods[2], "bridge/bridge.ko") {
+		t.Fatalf("moduleSet(bridge) = %q, want llc, stp (any order) then bridge/bridge.ko", mods)
+	}
+	for _, m := range mods {
+		if _, err := elf.Open(filepath.Join(dir, m)); err != nil {
+			t.Errorf("%s: not a decompressed module: %v", m, err)
+		}
 	}
 }

@@ -62,6 +62,60 @@ type Cluster struct {
 
 	mu    sync.Mutex
 	procs []*proc.Process
+
+	// gates: the wanted feature gates every component's binary knows
+	// (featureGates), switched on.
+	gates []string
+}
+
+// WantedGates are the feature gates the lifecycle scenarios need, switched
+// on in every component (API server, controller-manager, scheduler,
+// kubelet) when all their binaries know them: RestartAllContainersOnContainerExits
+// (alpha in 1.35, e2e 54) and NodeDeclaredFeatures (alpha in 1.35; the
+// first needs it: the kubelet declares the feature, the scheduler matches
+// pods that use it). A gate a binary does not list is left alone (an
+// unknown gate stops a component) and its scenario skips, saying so.
+var WantedGates = []string{"RestartAllContainersOnContainerExits", "NodeDeclaredFeatures"}
+
+// GateOn reports whether the cluster runs with the feature gate on.
+func (c *Cluster) GateOn(name string) bool { return slices.Contains(c.gates, name) }
+
+// knownGates are the WantedGates every component's binary lists in its
+// --help (as "Name=true|false").
+func (c *Cluster) knownGates(ctx context.Context) ([]string, error) {
+	known := slices.Clone(WantedGates)
+	for _, name := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet"} {
+		out, err := exec.CommandContext(ctx, filepath.Join(c.cfg.BinDir, name), "--help").CombinedOutput()
+		if err != nil && len(out) == 0 {
+			return nil, fmt.Errorf("%s --help: %w", name, err)
+		}
+		known = slices.DeleteFunc(known, func(g string) bool { return !strings.Contains(string(out), g+"=true|false") })
+	}
+	return known, nil
+}
+
+// gateFlag is the --feature-gates flag of the gates on ("" when none).
+func (c *Cluster) gateFlag() []string {
+	if len(c.gates) == 0 {
+		return nil
+	}
+	on := make([]string, len(c.gates))
+	for i, g := range c.gates {
+		on[i] = g + "=true"
+	}
+	return []string{"--feature-gates=" + strings.Join(on, ",")}
+}
+
+// gateConfig is the KubeletConfiguration's featureGates stanza.
+func (c *Cluster) gateConfig() string {
+	if len(c.gates) == 0 {
+		return ""
+	}
+	s := "featureGates:\n"
+	for _, g := range c.gates {
+		s += "  " + g + ": true\n"
+	}
+	return s
 }
 
 // Binaries the cluster needs in Config.BinDir.
@@ -290,7 +344,13 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 
 func (c *Cluster) startAPIServer(ctx context.Context) error {
 	p := c.pki
-	if _, err := c.start("kube-apiserver", filepath.Join(c.cfg.BinDir, "kube-apiserver"),
+	gates, err := c.knownGates(ctx)
+	if err != nil {
+		return err
+	}
+	c.gates = gates
+	c.log.Info("feature gates", "on", gates, "wanted", WantedGates)
+	if _, err := c.start("kube-apiserver", filepath.Join(c.cfg.BinDir, "kube-apiserver"), append(c.gateFlag(),
 		"--etcd-servers=http://127.0.0.1:12379",
 		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", c.cfg.APIPort), "--advertise-address=127.0.0.1",
 		"--endpoint-reconciler-type=none",
@@ -304,7 +364,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		"--service-account-key-file="+p.path("sa.pub"),
 		"--service-account-signing-key-file="+p.path("sa.key"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--profiling=false", "--v=1"); err != nil {
+		"--profiling=false", "--v=1")...); err != nil {
 		return err
 	}
 	tlsCfg, err := c.clientTLS("admin")
@@ -318,7 +378,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 
 func (c *Cluster) startControlPlane() error {
 	p := c.pki
-	if _, err := c.start("kube-controller-manager", filepath.Join(c.cfg.BinDir, "kube-controller-manager"),
+	if _, err := c.start("kube-controller-manager", filepath.Join(c.cfg.BinDir, "kube-controller-manager"), append(c.gateFlag(),
 		"--kubeconfig="+p.path("controller-manager.kubeconfig"),
 		"--authentication-kubeconfig="+p.path("controller-manager.kubeconfig"),
 		"--authorization-kubeconfig="+p.path("controller-manager.kubeconfig"),
@@ -327,14 +387,14 @@ func (c *Cluster) startControlPlane() error {
 		"--service-account-private-key-file="+p.path("sa.key"),
 		"--root-ca-file="+p.path("ca.crt"),
 		"--cluster-signing-cert-file="+p.path("ca.crt"), "--cluster-signing-key-file="+p.path("ca.key"),
-		"--controllers=*,-nodeipam", "--profiling=false", "--v=1"); err != nil {
+		"--controllers=*,-nodeipam", "--profiling=false", "--v=1")...); err != nil {
 		return err
 	}
-	_, err := c.start("kube-scheduler", filepath.Join(c.cfg.BinDir, "kube-scheduler"),
+	_, err := c.start("kube-scheduler", filepath.Join(c.cfg.BinDir, "kube-scheduler"), append(c.gateFlag(),
 		"--kubeconfig="+p.path("scheduler.kubeconfig"),
 		"--authentication-kubeconfig="+p.path("scheduler.kubeconfig"),
 		"--authorization-kubeconfig="+p.path("scheduler.kubeconfig"),
-		"--bind-address=127.0.0.1", "--secure-port=17259", "--leader-elect=false", "--profiling=false", "--v=1")
+		"--bind-address=127.0.0.1", "--secure-port=17259", "--leader-elect=false", "--profiling=false", "--v=1")...)
 	return err
 }
 
@@ -379,8 +439,8 @@ fileCheckFrequency: 10s
 nodeStatusUpdateFrequency: 5s
 serializeImagePulls: false
 staticPodPath: %[8]s
-`, c.cfg.NodeIP, c.cfg.Runtime.Endpoint, p.path("kubelet-serving.crt"), p.path("kubelet-serving.key"),
-		p.path("ca.crt"), filepath.Join(dir, "pod-logs"), filepath.Join(dir, "volume-plugins"), c.StaticPodDir())
+%[9]s`, c.cfg.NodeIP, c.cfg.Runtime.Endpoint, p.path("kubelet-serving.crt"), p.path("kubelet-serving.key"),
+		p.path("ca.crt"), filepath.Join(dir, "pod-logs"), filepath.Join(dir, "volume-plugins"), c.StaticPodDir(), c.gateConfig())
 	cfgPath := filepath.Join(c.cfg.WorkDir, "kubelet.yaml")
 	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
 		return fmt.Errorf("kubelet config: %w", err)

@@ -79,10 +79,19 @@ type ContainerSpec struct {
 	CPUQuota         int64
 	CPUPeriod        int64
 	CPUShares        int64
-	Labels           map[string]string
-	Annotations      map[string]string
-	Mounts           []Mount
-	Privileged       bool
+	// Unified is LinuxContainerResources.Unified: cgroup v2 files the
+	// runtime writes in the container's cgroup. On a pure cgroup v2 host the
+	// harness adds memory.oom.group=1, as the kubelet does for every
+	// container (unless SingleProcessOOMKill), so an OOM kill is a group
+	// kill: every process of the container.
+	Unified map[string]string
+	// SingleProcessOOMKill is the kubelet's singleProcessOOMKill: no
+	// memory.oom.group on cgroup v2 (the kernel kills one process).
+	SingleProcessOOMKill bool
+	Labels               map[string]string
+	Annotations          map[string]string
+	Mounts               []Mount
+	Privileged           bool
 }
 
 // ExecResult is the result of ExecSync.
@@ -90,6 +99,26 @@ type ExecResult struct {
 	Stdout   []byte
 	Stderr   []byte
 	ExitCode int32
+}
+
+// OOMGroupKey is the cgroup v2 file the kubelet sets to 1 for every
+// container on a pure cgroup v2 host (kuberuntime, unless
+// singleProcessOOMKill).
+const OOMGroupKey = "memory.oom.group"
+
+// unified is the Unified map of a container's resources: spec.Unified,
+// plus memory.oom.group=1 on a pure cgroup v2 host as the kubelet sets it.
+func (h *Harness) unified(spec ContainerSpec) map[string]string {
+	out := maps.Clone(spec.Unified)
+	if h.PureV2 && !spec.SingleProcessOOMKill {
+		if _, set := out[OOMGroupKey]; !set {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[OOMGroupKey] = "1"
+		}
+	}
+	return out
 }
 
 // CgroupParent returns the cgroupfs parent a kubelet would use for a pod.
@@ -263,6 +292,7 @@ func (h *Harness) CreateContainer(ctx context.Context, pod *Pod, spec ContainerS
 				CpuQuota:           spec.CPUQuota,
 				CpuPeriod:          spec.CPUPeriod,
 				CpuShares:          spec.CPUShares,
+				Unified:            h.unified(spec),
 			},
 			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
 				NamespaceOptions: pod.Config.GetLinux().GetSecurityContext().GetNamespaceOptions(),

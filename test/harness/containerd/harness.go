@@ -129,6 +129,10 @@ type Harness struct {
 	Subnet      *net.IPNet
 	// CgroupRoot is the root of the pod cgroups (see Config.CgroupRoot).
 	CgroupRoot string
+	// PureV2 is true on a pure cgroup v2 host (/sys/fs/cgroup is cgroup2,
+	// the kubelet's test for the unified mode): containers then get
+	// memory.oom.group=1 as from a kubelet (ContainerSpec.Unified).
+	PureV2 bool
 	// PauseImage and BusyboxImage are the imported default image names.
 	PauseImage   string
 	BusyboxImage string
@@ -150,6 +154,14 @@ type Harness struct {
 	closed          bool
 	ipFwd           string // /proc/sys/net/ipv4/ip_forward before start
 	hostInfo        hostState
+}
+
+// PureCgroupV2 reports whether /sys/fs/cgroup is a cgroup2 mount (the
+// unified mode; the kubelet's and runc's own test), not a v1 or hybrid
+// layout.
+func PureCgroupV2() bool {
+	var st unix.Statfs_t
+	return unix.Statfs("/sys/fs/cgroup", &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC
 }
 
 // CheckRequirements reports why the harness cannot run here, wrapping
@@ -306,6 +318,7 @@ func New(ctx context.Context, cfg Config) (_ *Harness, retErr error) {
 		BridgeName:      cfg.BridgeName,
 		Subnet:          subnet,
 		CgroupRoot:      cfg.CgroupRoot,
+		PureV2:          PureCgroupV2(),
 		PauseImage:      PauseImageName,
 		BusyboxImage:    BusyboxImageName,
 		Runtime:         rt,

@@ -1,0 +1,182 @@
+// Container restart rules (Kubernetes 1.34+, KEP-5307: a container's
+// restartPolicyRules) and the in-place restart of a whole pod (1.35+,
+// KEP-5532: the RestartAllContainers action and the pod's
+// AllContainersRestarting condition).
+//
+// A rule matches a container's own exit by its code; the first that
+// matches decides, whatever the restart policy says. Restart restarts that
+// container: its run's cause is restart_rule, naming the rule. The kubelet
+// answers RestartAllContainers by stopping every other container of the
+// pod (no preStop hooks, no termination of the pod), then running the init
+// containers again and starting the app containers, in the same sandbox:
+// the trigger's run ends as restart_rule, its siblings' as kubelet_restart
+// (reason restart_all_containers), and the whole restart is a pod.restart
+// span under the root, from the trigger's exit until the pod is Ready again
+// (or its end), with the init containers' runs under it.
+//
+// Identity comes from facts that hold across versions: the exit code (the
+// kernel's, else the runtime's), the rule in the pod's spec, the runtime's
+// stop of the siblings; the AllContainersRestarting condition, where the
+// API server has it, only confirms the restart began when no exit was seen.
+
+package correlate
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/names"
+	"github.com/podchron/podchron/internal/span"
+)
+
+// podRestartAll: the pod's in-place restarts (RestartAllContainers).
+type podRestartAll struct {
+	// restartAllAt is when the current restart began (the trigger's exit,
+	// or the AllContainersRestarting condition's time); zero when none is
+	// in progress.
+	restartAllAt  time.Time
+	restartAllWhy string // "container app exited 42: RestartAllContainers on exit code In [42]"
+	restartAllKey string // the restart's span key
+	// restartAllDone: restarts emitted (their keys), to tell late facts of
+	// one from a new one.
+	restartAllDone int
+}
+
+// restartRule is the rule of ct's spec its exit matched, nil when the exit
+// was not the container's own (a signal, a stop by the kubelet, the pod's
+// termination) or no rule matches.
+func (c *Correlator) restartRule(ct *container) *fact.RestartRule {
+	p := ct.pod
+	if p == nil || ct.sandbox || !ct.exited || ct.exitSignal != 0 || ct.unknownExit {
+		return nil
+	}
+	if !p.terminating.IsZero() && !ct.exitAt.Before(p.terminating) {
+		return nil
+	}
+	if ct.kubeletStop() != nil {
+		return nil // the kubelet stopped it: not its own exit
+	}
+	spec, _ := p.spec(ct.name)
+	if spec == nil {
+		return nil
+	}
+	return spec.RestartRuleFor(int32(ct.exitCode))
+}
+
+// restartRuleCause names a run that ended with an exit its rules answer.
+func (c *Correlator) restartRuleCause(ct *container) (names.Cause, []span.Attr) {
+	rule := c.restartRule(ct)
+	if rule == nil {
+		return "", nil
+	}
+	what := "the kubelet restarts it"
+	if rule.Action == fact.RestartRuleRestartAll {
+		what = "the kubelet restarts every container of the pod, init containers first, in the same sandbox"
+	}
+	return names.CauseRestartRule, []span.Attr{span.String(names.RestartRule, rule.String()),
+		span.String(names.Message, fmt.Sprintf("exit code %d matched its restart rule %q: %s", ct.exitCode, rule.String(), what))}
+}
+
+// noteRestartAll begins the pod's in-place restart when ct's own exit
+// matched a RestartAllContainers rule.
+func (c *Correlator) noteRestartAll(ct *container) {
+	p := ct.pod
+	if p == nil || !p.restartAllAt.IsZero() || ct.exitAt.IsZero() {
+		return
+	}
+	rule := c.restartRule(ct)
+	if rule == nil || rule.Action != fact.RestartRuleRestartAll {
+		return
+	}
+	c.beginRestartAll(p, ct.exitAt, fmt.Sprintf("container %s exited %d: %s", ct.name, ct.exitCode, rule.String()))
+}
+
+// restartAllCondition begins the restart from the API's
+// AllContainersRestarting condition when no trigger's exit was seen (lost,
+// or before the tracer).
+func (c *Correlator) restartAllCondition(p *pod) {
+	if p.info == nil || !p.restartAllAt.IsZero() || !p.startupDone {
+		return
+	}
+	for _, cd := range p.info.Conditions {
+		if cd.Type == "AllContainersRestarting" && cd.Status == "True" && !cd.LastTransitionTime.IsZero() {
+			why := "the pod's AllContainersRestarting condition"
+			if cd.Message != "" {
+				why += ": " + cd.Message
+			}
+			c.beginRestartAll(p, cd.LastTransitionTime, why)
+		}
+	}
+}
+
+func (c *Correlator) beginRestartAll(p *pod, at time.Time, why string) {
+	p.restartAllAt, p.restartAllWhy = at, why
+	p.restartAllKey = fmt.Sprintf("restart_all@%d", at.UnixNano())
+}
+
+// restartAllID is the span ID of the pod's restart in progress.
+func (c *Correlator) restartAllID(p *pod) span.SpanID { return p.spanID(p.restartAllKey) }
+
+// inRestartAll: a run that began during the pod's restart in progress (an
+// init container run again).
+func (p *pod) inRestartAll(start time.Time) bool {
+	return !p.restartAllAt.IsZero() && !start.Before(p.restartAllAt)
+}
+
+// restartAllReason names a sibling the kubelet stopped for the pod's
+// restart in progress.
+func (p *pod) restartAllReason(stop *signalRec) (kubeletRestart, bool) {
+	if p.restartAllAt.IsZero() || stop.at.Before(p.restartAllAt.Add(-time.Second)) {
+		return kubeletRestart{}, false
+	}
+	return kubeletRestart{cause: names.CauseKubeletRestart, reason: names.KubeletRestartAllContainers, fromFact: true,
+		message: "stopped for the pod's in-place restart: " + p.restartAllWhy}, true
+}
+
+// maybeRestartedAll ends the pod's restart once it is Ready again after it,
+// every app container having started anew: the pod.restart span, with
+// the rule that began it.
+func (c *Correlator) maybeRestartedAll(p *pod) {
+	if p.restartAllAt.IsZero() || p.info == nil {
+		return
+	}
+	cd, ok := p.readyCondition()
+	if !ok || cd.Status != "True" || cd.LastTransitionTime.Before(p.restartAllAt.Truncate(time.Second)) {
+		return
+	}
+	for _, spec := range p.info.Containers {
+		if !p.startedSince(spec.Name, p.restartAllAt) {
+			return
+		}
+	}
+	end := cd.LastTransitionTime
+	if end.Before(p.restartAllAt) {
+		end = p.restartAllAt // the API's whole second
+	}
+	c.restartAllSpan(p, end, "")
+}
+
+// startedSince: a run of the named container started at or after t.
+func (p *pod) startedSince(name string, t time.Time) bool {
+	for _, ct := range p.containers {
+		if ct.name == name && !ct.sandbox && !ct.startedAtOr().Before(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// restartAllSpan emits the pod's restart and closes it; unfinished says
+// why it ended before the pod was Ready again.
+func (c *Correlator) restartAllSpan(p *pod, end time.Time, unfinished string) {
+	attrs := []span.Attr{span.String(names.Message, p.restartAllWhy)}
+	status, msg := span.StatusOK, ""
+	if unfinished != "" {
+		status, msg = span.StatusError, unfinished
+	}
+	c.emit(p, span.Span{SpanID: c.restartAllID(p), Parent: c.rootID(p), Name: names.SpanPodRestart,
+		Start: p.restartAllAt, End: end, Status: status, StatusMessage: msg, Attrs: attrs})
+	p.restartAllAt, p.restartAllWhy, p.restartAllKey = time.Time{}, "", ""
+	p.restartAllDone++
+}
