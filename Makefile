@@ -4,7 +4,7 @@ BIN       ?= bin
 CLANG     ?= clang-19
 GENERATED := internal/probe/event/podchron_bpfel.go internal/probe/event/podchron_bpfel.o
 
-.PHONY: help deps deps-behind generate check-generate build runc-upstream helm cosign release-local portable test test-load test-unit test-vm test-vm-node test-vm-selftest e2e e2e-build e2e-stack2 scale bench lint run trace events clean faults
+.PHONY: help deps deps-behind generate check-generate build runc-upstream helm cosign release-local portable test test-load test-unit test-vm test-vm-node test-vm-selftest e2e e2e-build e2e-stack2 scale bench lint run run-nested trace events clean faults
 
 help: ## list targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -31,6 +31,9 @@ build: ## build the tracer, the kubectl plugin (kubectl-podchron) and the demo d
 
 run: deps build ## a real trace on this node (root): pods driven through a private containerd, traced
 	$(BIN)/demo -tracer $(BIN)/tracer $(ARGS)
+
+run-nested: deps build ## the same demo on a node inside a container, as kind makes one: containerd and the tracer in their own pid, mount and cgroup namespaces
+	$(BIN)/demo -tracer $(BIN)/tracer -nested $(ARGS)
 
 trace: deps build ## trace this (Kubernetes) node's pods: bin/tracer with ARGS
 	$(BIN)/tracer $(ARGS)

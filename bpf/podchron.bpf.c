@@ -9,6 +9,7 @@
 #include "probes/signal.h"
 #include "probes/oom.h"
 #include "probes/cgroup.h"
+#include "probes/nsinfo.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -31,3 +32,4 @@ const enum signal_disposition *_signal_disposition __attribute__((unused));
 const enum signal_target_flags *_signal_target_flags __attribute__((unused));
 const enum exit_flags *_exit_flags __attribute__((unused));
 const enum oom_flags *_oom_flags __attribute__((unused));
+const struct ns_info *_ns_info __attribute__((unused));

@@ -25,6 +25,16 @@ volatile const __s32 cfg_max_root_level = 15; /* only those ancestor levels are 
 /* 1: report every process of a watched cgroup; 0: only its process-tree roots
  * (see probes/process.h). */
 volatile const __u32 cfg_all_processes = 0;
+/*
+ * The tracer's own pid namespace, when it is not the initial one (a node
+ * inside a container, as kind and minikube make it): its level and its
+ * inode (stat /proc/self/ns/pid). Every pid the programs report is then the
+ * pid in that namespace, as CRI and the tracer's /proc give them, and 0 for
+ * a task outside it. Level 0 (the initial namespace) turns every
+ * translation off: the verifier prunes it, so it costs nothing there.
+ */
+volatile const __u32 cfg_pidns_level = 0;
+volatile const __u32 cfg_pidns_ino = 0;
 /* Benchmark only (bench/execstorm.sh's "floor" mode): every program returns
  * at once, so the same hooks cost only their attachment. Never set in use. */
 volatile const __u32 cfg_noop = 0;
@@ -233,9 +243,84 @@ static __always_inline void submit(void *e)
 	bpf_ringbuf_submit(e, flags);
 }
 
+/*
+ * The number of pid in the tracer's pid namespace (cfg_pidns_level), or 0
+ * when pid is not visible there (a task of the host or of a sibling node).
+ * A pid is visible in a namespace when that namespace is one of its
+ * numbers[0..level]: the one at the tracer's level must be the tracer's own.
+ * bpf_get_ns_current_pid_tgid cannot do this: it answers only for a task
+ * whose innermost namespace is the given one, and a pod's processes are one
+ * namespace deeper. numbers[] is indexed through bpf_probe_read_kernel, as a
+ * BTF load cannot index a flexible array by a runtime value on 5.10.
+ */
+static __always_inline __u32 ns_nr(struct pid *pid)
+{
+	struct upid up = {};
+
+	if (!pid || BPF_CORE_READ(pid, level) < cfg_pidns_level)
+		return 0;
+	if (bpf_probe_read_kernel(&up, sizeof(up),
+	                          (void *)((unsigned long)pid + bpf_core_field_offset(struct pid, numbers) +
+	                                   cfg_pidns_level * bpf_core_type_size(struct upid))))
+		return 0;
+	if (!up.ns || BPF_CORE_READ(up.ns, ns.inum) != cfg_pidns_ino)
+		return 0;
+	return up.nr;
+}
+
+/* A task's tgid and pid in the tracer's pid namespace (0: outside it). */
+static __always_inline __u32 ns_tgid(struct task_struct *t)
+{
+	return ns_nr(BPF_CORE_READ(t, group_leader, thread_pid));
+}
+
+static __always_inline __u32 ns_pid(struct task_struct *t)
+{
+	return ns_nr(BPF_CORE_READ(t, thread_pid));
+}
+
+/*
+ * In a non-initial pid namespace, per CPU, the last SIGKILL's target task:
+ * its pid in the initial namespace and in the tracer's. The OOM killer
+ * sends its SIGKILL (signal_generate, which has the task) just before
+ * oom/mark_victim (which has only the victim task's initial-namespace pid),
+ * in the same call on the same CPU: __oom_kill_process() on 5.10 and since.
+ * Task pids, not tgids, as mark_victim names a task: a group kill
+ * (memory.oom.group) names every thread of a process.
+ */
+struct kill_target {
+	__u32 host_pid;
+	__u32 ns_pid;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct kill_target);
+} last_kill SEC(".maps");
+
+/* tgid is the host's: in the initial pid namespace, the tracer's own. In
+ * another one the tracer knows only its pid there, so the programs ask
+ * nested_skip() instead, only for what they are about to report. */
 static __always_inline bool is_self(__u32 tgid)
 {
+	if (cfg_pidns_level)
+		return false;
 	return cfg_self_tgid && tgid == cfg_self_tgid;
+}
+
+/* In a non-initial pid namespace, whether a record about task t is not
+ * wanted: t is the tracer itself, or t is outside the tracer's namespace
+ * (not a process of this node: another node's runtime on the same host). */
+static __always_inline bool nested_skip(struct task_struct *t)
+{
+	__u32 tgid;
+
+	if (!cfg_pidns_level)
+		return false;
+	tgid = ns_tgid(t);
+	return !tgid || tgid == cfg_self_tgid;
 }
 
 static __always_inline __u32 tracked(__u32 tgid)
@@ -254,9 +339,15 @@ static __always_inline void fill_header_btf(struct event_header *h, __u32 type, 
 	h->origin = origin;
 	h->ktime_ns = bpf_ktime_get_boot_ns();
 	h->cgroup_id = cgid;
-	h->tgid = t->tgid;
-	h->pid = t->pid;
-	h->ppid = t->real_parent->tgid;
+	if (cfg_pidns_level) {
+		h->tgid = ns_tgid(t);
+		h->pid = ns_pid(t);
+		h->ppid = ns_tgid(t->real_parent);
+	} else {
+		h->tgid = t->tgid;
+		h->pid = t->pid;
+		h->ppid = t->real_parent->tgid;
+	}
 	h->_pad = 0;
 	__builtin_memcpy(h->comm, t->comm, sizeof(h->comm));
 }
@@ -273,9 +364,15 @@ static __always_inline void fill_header(struct event_header *h, __u32 type, __u3
 	h->origin = origin;
 	h->ktime_ns = bpf_ktime_get_boot_ns();
 	h->cgroup_id = cgid;
-	h->tgid = pid_tgid >> 32;
-	h->pid = (__u32)pid_tgid;
-	h->ppid = BPF_CORE_READ(cur, real_parent, tgid);
+	if (cfg_pidns_level) {
+		h->tgid = ns_tgid(cur);
+		h->pid = ns_pid(cur);
+		h->ppid = ns_tgid(BPF_CORE_READ(cur, real_parent));
+	} else {
+		h->tgid = pid_tgid >> 32;
+		h->pid = (__u32)pid_tgid;
+		h->ppid = BPF_CORE_READ(cur, real_parent, tgid);
+	}
 	h->_pad = 0;
 	bpf_get_current_comm(&h->comm, sizeof(h->comm));
 }

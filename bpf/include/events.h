@@ -57,6 +57,7 @@ enum signal_disposition {
 enum signal_target_flags {
 	SIGNAL_TARGET_NS_INIT = 1 << 0, /* target is PID 1 of its pid namespace (SIGNAL_UNKILLABLE) */
 	SIGNAL_SENDER_WATCHED = 1 << 1, /* sender is in a watched cgroup */
+	SIGNAL_SENDER_OUTSIDE = 1 << 2, /* sender is a process outside the tracer's pid namespace (its tgid is 0) */
 };
 
 /* exit_event.flags */

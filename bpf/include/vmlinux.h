@@ -67,6 +67,7 @@ typedef struct {
 
 struct kernfs_node {
 	u64 id;
+	const char *name;
 } __attribute__((preserve_access_index));
 
 struct cgroup_root {
@@ -146,7 +147,14 @@ struct mm_struct {
 	unsigned long env_end;
 } __attribute__((preserve_access_index));
 
-struct pid_namespace;
+struct ns_common {
+	unsigned int inum;
+} __attribute__((preserve_access_index));
+
+struct pid_namespace {
+	unsigned int level;
+	struct ns_common ns;
+} __attribute__((preserve_access_index));
 
 struct upid {
 	int nr;
@@ -172,6 +180,16 @@ struct task_struct {
 	struct mm_struct *mm;
 	struct css_set *cgroups;
 	struct pid *thread_pid;
+	struct nsproxy *nsproxy;
+} __attribute__((preserve_access_index));
+
+struct cgroup_namespace {
+	struct ns_common ns;
+	struct css_set *root_cset;
+} __attribute__((preserve_access_index));
+
+struct nsproxy {
+	struct cgroup_namespace *cgroup_ns;
 } __attribute__((preserve_access_index));
 
 struct linux_binprm {

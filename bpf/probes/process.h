@@ -206,7 +206,7 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 			track(tgid, ORIGIN_RUNTIME);
 		}
 	}
-	if (!origin)
+	if (!origin || nested_skip(p))
 		return 0;
 
 	if (cni)
@@ -265,13 +265,18 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	} else {
 		origin |= tracked(ptgid);
 	}
-	if (!origin)
+	if (!origin || nested_skip(parent))
 		return 0;
 
 	e = reserve(EVENT_FORK, sizeof(*e));
 	if (!e)
 		return 0;
 	fill_header_btf(&e->hdr, EVENT_FORK, origin, cgroup_id_btf(cg), parent);
+	if (cfg_pidns_level) {
+		/* The child is a new process (pid == tgid): one number. */
+		child_pid = ns_nr(child->thread_pid);
+		child_tgid = child_pid;
+	}
 	e->child_tgid = child_tgid;
 	e->child_pid = child_pid;
 	submit(e);
@@ -344,6 +349,8 @@ int handle_exit(u64 *ctx)
 	}
 	if (origin & (ORIGIN_RUNTIME | ORIGIN_CNI))
 		bpf_map_delete_elem(&tracked_tasks, &tgid);
+	if (nested_skip(p))
+		return 0;
 
 	e = reserve(EVENT_EXIT, sizeof(*e));
 	if (!e)

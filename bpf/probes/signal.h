@@ -120,6 +120,16 @@ int BPF_PROG(handle_signal_generate, int sig, struct kernel_siginfo *info, struc
 	if (!signal_wanted(sig))
 		return 0;
 	ttgid = BPF_CORE_READ(task, tgid);
+	if (cfg_pidns_level && sig == SIGKILL) {
+		/* For an OOM kill's mark_victim, next on this CPU (see last_kill). */
+		__u32 zero = 0;
+		struct kill_target *k = bpf_map_lookup_elem(&last_kill, &zero);
+
+		if (k) {
+			k->host_pid = BPF_CORE_READ(task, pid);
+			k->ns_pid = ns_pid(task);
+		}
+	}
 	if (is_self(ttgid))
 		return 0;
 
@@ -127,7 +137,9 @@ int BPF_PROG(handle_signal_generate, int sig, struct kernel_siginfo *info, struc
 	if (cgroup_watched(tcg))
 		origin |= ORIGIN_TARGET;
 	origin |= tracked(ttgid);
-	if (!origin)
+	/* A target outside the tracer's pid namespace is not this node's; a
+	 * sender outside it is reported with pid 0. */
+	if (!origin || nested_skip(task))
 		return 0;
 
 	cgid = current_cgroup_id();
@@ -144,6 +156,10 @@ int BPF_PROG(handle_signal_generate, int sig, struct kernel_siginfo *info, struc
 	if (!e)
 		return 0;
 	fill_header(&e->hdr, EVENT_SIGNAL_GENERATE, origin, cgid);
+	/* A sender with no number in the tracer's pid namespace is a host's
+	 * process (not the kernel's idle task, whose host tgid is 0 too). */
+	if (cfg_pidns_level && !e->hdr.tgid && (bpf_get_current_pid_tgid() >> 32))
+		tflags |= SIGNAL_SENDER_OUTSIDE;
 	e->sig = sig;
 	/* SEND_SIG_NOINFO (0) and SEND_SIG_PRIV (1) are not real pointers. */
 	if ((unsigned long)info == 0)
@@ -154,8 +170,13 @@ int BPF_PROG(handle_signal_generate, int sig, struct kernel_siginfo *info, struc
 		e->code = BPF_CORE_READ(info, si_code);
 	e->result = result;
 	e->group = group;
-	e->target_tgid = ttgid;
-	e->target_pid = BPF_CORE_READ(task, pid);
+	if (cfg_pidns_level) {
+		e->target_tgid = ns_tgid(task);
+		e->target_pid = ns_pid(task);
+	} else {
+		e->target_tgid = ttgid;
+		e->target_pid = BPF_CORE_READ(task, pid);
+	}
 	e->target_cgroup_id = cgroup_id(tcg);
 	BPF_CORE_READ_STR_INTO(&e->target_comm, task, comm);
 	e->disposition = disposition(sig_handler(task, sig));
@@ -185,7 +206,7 @@ int BPF_PROG(handle_signal_deliver, int sig, struct kernel_siginfo *info, struct
 	if (current_watched())
 		origin |= ORIGIN_WATCHED;
 	origin |= tracked(tgid);
-	if (!origin)
+	if (!origin || nested_skip((struct task_struct *)bpf_get_current_task()))
 		return 0;
 	cgid = current_cgroup_id();
 	/* A pod's task receives it: its container pays. */

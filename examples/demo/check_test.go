@@ -124,6 +124,31 @@ func TestParseSpanLossless(t *testing.T) {
 	}
 }
 
+// TestPIDCheck: the runs' process.pid are held against CRI's PIDs, run by
+// run; a PID CRI never gave (0: the run had exited) is not compared.
+func TestPIDCheck(t *testing.T) {
+	all := loadSpans(t, "testdata/right.jsonl")
+	var runs []int64
+	for _, s := range named(all, names.SpanContainerRun) {
+		if podOf(s) == "demo/crasher" {
+			runs = append(runs, s.Attr(names.ProcessPID).(int64))
+		}
+	}
+	if len(runs) != crashAttempt {
+		t.Fatalf("testdata: %d crasher runs", len(runs))
+	}
+	right := &criPIDs{pids: map[string][]int{"demo/crasher": {int(runs[0]), 0, int(runs[2])}}}
+	if p, n := right.check(all, "demo/crasher"); len(p) > 0 || n != 2 {
+		t.Errorf("right pids: problems %v, %d compared; want none, 2", p, n)
+	}
+	// The host's numbers for a node inside a container, say.
+	wrong := &criPIDs{pids: map[string][]int{"demo/crasher": {int(runs[0]), int(runs[1]) + 1000}}}
+	p, n := wrong.check(all, "demo/crasher")
+	if n != 2 || len(p) != 1 || !strings.Contains(p[0], "container.run #2") {
+		t.Errorf("a wrong pid for run #2: problems %v, %d compared", p, n)
+	}
+}
+
 // TestCheckOOMGroupKill: the OOM pod's run on a pure cgroup v2 node is
 // held against the kernel's figures: scope and memcg on the run and every
 // oom_kill event, at least two kills of distinct processes, no more than

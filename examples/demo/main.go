@@ -16,6 +16,7 @@
 //	demo -tracer bin/tracer                  # Debian's runc ($PODCHRON_OCI_RUNTIME)
 //	demo -runtime crun                       # runc | runc-upstream | crun | /path/to/runtime
 //	demo -load                               # under background CPU load (test/load)
+//	demo -nested                             # as a kind node: containerd and the tracer in their own pid, mount, cgroup namespaces
 package main
 
 import (
@@ -30,19 +31,21 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/podchron/podchron/internal/export/console"
 	"github.com/podchron/podchron/test/harness/containerd"
+	"github.com/podchron/podchron/test/harness/nested"
 	"github.com/podchron/podchron/test/load"
 )
 
 type options struct {
 	tracer, output, record, runtime string
 	metricsAddr                     string
-	verbose, load, check            bool
+	verbose, load, check, nested    bool
 	execRate                        int
 }
 
@@ -58,7 +61,15 @@ func main() {
 	flag.BoolVar(&o.load, "load", false, "run the scenarios under background CPU load: a busy process per CPU (test/load)")
 	flag.IntVar(&o.execRate, "load-exec", load.DefaultExecPerSecond, "with -load: short-lived processes exec'd per second (0: none)")
 	flag.BoolVar(&o.check, "check", true, "check every pod's trace and exit non-zero when one is wrong")
+	flag.BoolVar(&o.nested, "nested", false, "run as a node inside a container does (kind, minikube): containerd, the CRI client and the tracer in new pid, mount and cgroup namespaces (test/harness/nested)")
 	flag.Parse()
+	if o.nested && !nested.Inside() {
+		if err := runNested(); err != nil {
+			fmt.Fprintln(os.Stderr, "demo:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
@@ -122,6 +133,13 @@ func run(o options) error {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
+	if nested.Inside() {
+		if err := nested.SetUp(); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "demo: a node inside a container: pid %d in a new pid namespace, cgroup namespace rooted at %s (the host's view)\n",
+			os.Getpid(), os.Getenv(nested.Env))
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	rt, err := containerd.ResolveRuntime(ctx, o.runtime)
 	if err != nil {
@@ -266,6 +284,11 @@ func verdicts(w io.Writer, spans *collector, scs []scenario, failed map[string]e
 	fmt.Fprintf(w, "demo: checking %d traces (%d spans; runtime %s):\n", len(scs), len(all), rtName)
 	for _, s := range scs {
 		v := check(all, s.want)
+		pidProblems, n := runPIDs.check(all, s.want.pod)
+		v.problems = append(v.problems, pidProblems...)
+		if n > 0 && len(pidProblems) == 0 {
+			v.summary += fmt.Sprintf("; pid = CRI's (%d runs)", n)
+		}
 		if err := failed[s.want.pod]; err != nil {
 			v.problems = append([]string{"the scenario itself failed: " + err.Error()}, v.problems...)
 		}
@@ -362,6 +385,7 @@ func graceful(ctx context.Context, h *containerd.Harness, _ *podWant) error {
 	if err != nil {
 		return err
 	}
+	runPIDs.record(ctx, h, "demo/web", id)
 	time.Sleep(1500 * time.Millisecond)
 	if err := h.StopContainer(ctx, id, 30*time.Second); err != nil {
 		return err
@@ -378,6 +402,7 @@ func stubborn(ctx context.Context, h *containerd.Harness, _ *podWant) error {
 	if err != nil {
 		return err
 	}
+	runPIDs.record(ctx, h, "demo/stubborn", id)
 	time.Sleep(1500 * time.Millisecond)
 	if err := h.StopContainer(ctx, id, 3*time.Second); err != nil {
 		return err
@@ -400,6 +425,7 @@ func oom(ctx context.Context, h *containerd.Harness, w *podWant) error {
 	if err != nil {
 		return err
 	}
+	runPIDs.record(ctx, h, "demo/hungry", id)
 	var cg string
 	if h.PureV2 {
 		if cg, err = checkOOMGroupSet(ctx, p, id); err != nil {
@@ -436,6 +462,7 @@ func crashloop(ctx context.Context, h *containerd.Harness, _ *podWant) error {
 		if err != nil {
 			return err
 		}
+		runPIDs.record(ctx, h, "demo/crasher", id)
 		if _, err := h.WaitExited(ctx, id); err != nil {
 			return err
 		}
@@ -458,6 +485,7 @@ func inPodKill(ctx context.Context, h *containerd.Harness, _ *podWant) error {
 	if err != nil {
 		return err
 	}
+	runPIDs.record(ctx, h, "demo/victim", id)
 	time.Sleep(1500 * time.Millisecond)
 	// PID 1 of a pid namespace cannot be killed from inside it: the tracer
 	// shows the SIGKILL generated, by whom, and ignored.
@@ -469,4 +497,47 @@ func inPodKill(ctx context.Context, h *containerd.Harness, _ *podWant) error {
 		return err
 	}
 	return h.TeardownPod(ctx, p.ID, 0)
+}
+
+// runNested runs this demo again as the first process of a node inside a
+// container (test/harness/nested): containerd, the CRI client (this demo,
+// the node's kubelet) and the tracer in new pid, mount and cgroup
+// namespaces, the cgroup namespace's root a cgroup of the demo's own. The
+// node's TMPDIR is its own too, so a harness inside and one outside never
+// take each other's state for a stale one's.
+func runNested() error {
+	if os.Geteuid() != 0 {
+		return errors.New("needs root (containerd, BPF, namespaces)")
+	}
+	if err := nested.Check(); err != nil {
+		return err
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	tmp, err := os.MkdirTemp("", "podchron-node-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	node, err := nested.Prepare("/" + filepath.Base(tmp))
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		_ = node.Close()
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "demo: nested: a node in new pid, mount and cgroup namespaces, cgroup root %s\n", node.Root)
+	cmd := node.Command(ctx, self, os.Args[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stderr
+	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+	err = cmd.Run()
+	if cerr := node.Close(); cerr != nil {
+		fmt.Fprintln(os.Stderr, "demo: nested: cleanup:", cerr)
+	}
+	if err != nil {
+		return fmt.Errorf("the nested node: %w", err)
+	}
+	return nil
 }

@@ -435,3 +435,31 @@ func TestPostStartHookBeforeTheInitsExec(t *testing.T) {
 		t.Errorf("run: %v", run.Attrs)
 	}
 }
+
+// On a node inside a container (kind), a signal from a host's process has
+// no pid in the node's pid namespace: the kernel side reports pid 0 and
+// SenderOutside. It is an external sender, not the kernel (whose senders
+// have pid 0 too).
+func TestSenderOutsideTheNodesPIDNamespace(t *testing.T) {
+	for _, c := range []struct {
+		outside bool
+		want    string
+	}{{true, "external"}, {false, "kernel"}} {
+		t.Run(c.want, func(t *testing.T) {
+			s := newSim(t)
+			app := s.startup()
+			s.at(time.Second)
+			s.kernel(&kernel.SignalEvent{Header: kernel.Header{Type: kernel.EventSignalGenerate, Origin: kernel.OriginTarget,
+				TGID: 0, PID: 0, Comm: "bash", CgroupID: 1},
+				Signal: syscall.SIGKILL, Code: kernel.SIUser, Result: kernel.SignalDelivered, Disposition: kernel.DispositionDefault,
+				TargetTGID: app, TargetPID: app, TargetCgroupID: s.cg["app"], TargetNSInit: true, SenderOutside: c.outside})
+			s.exit("app", app, 0, syscall.SIGKILL)
+			s.cri(cri.EventContainerExited, "app", 137, "Error")
+			s.tick(3 * time.Second)
+			run := s.one(names.SpanContainerRun)
+			if got := run.Attr(names.SignalSenderKind); got != c.want {
+				t.Errorf("SIGKILL from pid 0, outside %v: sender kind %v, want %s (%v)", c.outside, got, c.want, run.Attrs)
+			}
+		})
+	}
+}

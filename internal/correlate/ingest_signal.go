@@ -87,6 +87,10 @@ func (c *Correlator) senderKind(e *kernel.SignalEvent) names.SenderKind {
 	if e.Code == kernel.SIKernel {
 		return names.SenderKernel
 	}
+	if e.SenderOutside {
+		// A host's process, when the node is itself a container.
+		return names.SenderExternal
+	}
 	if e.TGID == 0 {
 		return names.SenderKernel
 	}

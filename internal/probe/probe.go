@@ -33,6 +33,7 @@ const prefixKeyLen = 64
 type Probes struct {
 	cfg    Config
 	layout cgroupfs.Layout
+	ns     Namespaces
 	objs   event.PodchronObjects
 	links  []link.Link
 	log    *slog.Logger
@@ -77,6 +78,10 @@ func Load(cfg Config) (*Probes, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse embedded BPF object: %w", err)
 	}
+	ns, err := loadNamespaces(spec, layout, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
 	minLevel, maxLevel := rootLevels(cfg.CgroupRoots)
 	groupDead, err := exitHasGroupDead()
 	if err != nil {
@@ -95,7 +100,9 @@ func Load(cfg Config) (*Probes, error) {
 		"cfg_self_tgid":           uint32(cfg.SelfTGID),
 		"cfg_cgroup_v1":           flag32(layout.Mode == cgroupfs.ModeV1Memory),
 		"cfg_hierarchy_id":        layout.HierarchyID(),
-		"cfg_report_level":        int32(maxLevel),
+		"cfg_report_level":        int32(maxLevel + ns.CgroupLevel), // the kernel's levels count from the real root
+		"cfg_pidns_level":         ns.PIDLevel,
+		"cfg_pidns_ino":           ns.PIDNamespace,
 		"cfg_signal_mask":         cfg.SignalMask,
 		"cfg_wakeup_events":       uint32(cfg.WakeupEvents),
 		"cfg_exit_has_group_dead": groupDead,
@@ -108,7 +115,7 @@ func Load(cfg Config) (*Probes, error) {
 	}
 	spec.Maps["events"].MaxEntries = uint32(cfg.RingBufferBytes)
 
-	p := &Probes{cfg: cfg, layout: layout, log: cfg.Logger, roots: map[string]bool{}, minLevel: minLevel, maxLevel: maxLevel,
+	p := &Probes{cfg: cfg, layout: layout, ns: ns, log: cfg.Logger, roots: map[string]bool{}, minLevel: minLevel, maxLevel: maxLevel,
 		groupDead: groupDead == 1 && !cfg.exitDedupe, ancestorHelper: ancestorHelper == 1}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
 		return nil, verifierError(err)
@@ -123,6 +130,31 @@ func Load(cfg Config) (*Probes, error) {
 	}
 	p.log.Debug("probes loaded", "ancestor_helper", p.ancestorHelper, "exit_group_dead", p.groupDead)
 	return p, nil
+}
+
+// loadNamespaces reads the tracer's namespaces (see Namespaces): on a node
+// inside a container, pids and cgroup paths are reported as they see them.
+func loadNamespaces(spec *ebpf.CollectionSpec, layout cgroupfs.Layout, log *slog.Logger) (Namespaces, error) {
+	ns, err := readNamespaces(spec, layout)
+	switch {
+	case errors.Is(err, errMountNotAncestor):
+		// As before namespaces were known: kernel paths taken as they are.
+		log.Warn("cgroup paths are reported from the hierarchy's root", "err", err)
+		ns.CgroupRoot, ns.CgroupLevel = "/", 0
+	case err != nil && initialPIDNamespace():
+		// A kernel that cannot load or run nsinfo: in the initial pid
+		// namespace nothing needs translating (cgroup paths are taken as
+		// they are, as before nsinfo).
+		log.Warn("cannot read the tracer's namespaces; it runs in the initial pid namespace, so pids need no translation", "err", err)
+		ns = Namespaces{CgroupRoot: "/"}
+	case err != nil:
+		return ns, fmt.Errorf("the tracer's namespaces: %w", err)
+	}
+	if ns.Nested() {
+		log.Info("the tracer runs in its own namespaces: pids and cgroup paths are reported as they see them",
+			"pid_ns_level", ns.PIDLevel, "cgroup_root", ns.CgroupRoot)
+	}
+	return ns, nil
 }
 
 // rootLevels returns the lowest and highest level of the cgroup roots.
@@ -243,9 +275,14 @@ func (p *Probes) AddRoot(rel string) error {
 	if len(rel) >= len(event.PodchronRootPath{}.Path) {
 		return fmt.Errorf("cgroup root %s: longer than %d bytes", rel, len(event.PodchronRootPath{}.Path)-1)
 	}
+	// The kernel's cgroup_mkdir reports the path from the hierarchy's root.
+	kpath := p.ns.KernelPath(rel)
+	if len(kpath) >= len(event.PodchronRootPath{}.Path) {
+		return fmt.Errorf("cgroup root %s: longer than %d bytes", kpath, len(event.PodchronRootPath{}.Path)-1)
+	}
 	var key event.PodchronRootPath
-	for i := 0; i < len(rel); i++ {
-		key.Path[i] = int8(rel[i])
+	for i := 0; i < len(kpath); i++ {
+		key.Path[i] = int8(kpath[i])
 	}
 	one := uint8(1)
 	if err := p.objs.RootPaths.Put(&key, &one); err != nil {
@@ -313,6 +350,9 @@ func (p *Probes) observe(ev kernel.Event) {
 		p.log.Warn("update watched cgroups", "err", err)
 	}
 }
+
+// Namespaces are the tracer's namespaces the probes report in.
+func (p *Probes) Namespaces() Namespaces { return p.ns }
 
 // Layout is the cgroup layout the probes report ids in.
 func (p *Probes) Layout() cgroupfs.Layout { return p.layout }

@@ -26,6 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/podchron/podchron/internal/cgroupfs"
+	"github.com/podchron/podchron/test/harness/nested"
 )
 
 // These tests load the real probes into the running kernel, start real helper
@@ -148,6 +149,14 @@ var shared struct {
 }
 
 func TestMain(m *testing.M) {
+	// Run by TestNestedNode inside a node's namespaces: see the node's
+	// cgroup hierarchies first, as a kind node's processes do.
+	if nested.Inside() {
+		if err := nested.SetUp(); err != nil {
+			fmt.Fprintln(os.Stderr, "probe tests:", err)
+			os.Exit(2)
+		}
+	}
 	code := m.Run()
 	if shared.stop != nil {
 		shared.stop()
@@ -914,6 +923,11 @@ func checkOOMMemcgs(t *testing.T, oom *kernel.OOMEvent, memcgs []string, limited
 		if want := cgid(t, dir); m.ID != want {
 			t.Errorf("OOM: memcg %d is cgroup %d, want %d (%s)", i, m.ID, want, dir)
 		}
+		// Levels as the tracer's cgroupfs shows them (a nested node's
+		// root is level 0).
+		if depth := cgroupDepth(t, dir); int(m.Level) != depth {
+			t.Errorf("OOM: memcg %d (%s) at level %d, want %d", i, dir, m.Level, depth)
+		}
 		if i > 0 && m.Level+1 != oom.Memcgs[i-1].Level {
 			t.Errorf("OOM: memcg %d at level %d above one at level %d", i, m.Level, oom.Memcgs[i-1].Level)
 		}
@@ -924,6 +938,39 @@ func checkOOMMemcgs(t *testing.T, oom *kernel.OOMEvent, memcgs []string, limited
 			t.Errorf("OOM: memcg %d (%s) counted %d OOMs; the limit is on %s", i, dir, got, memcgs[limited])
 		}
 	}
+}
+
+// cgroupDepth is the level of a cgroup directory below its hierarchy's
+// mount (the mount's root is 0).
+func cgroupDepth(t *testing.T, dir string) int {
+	t.Helper()
+	best := ""
+	for _, m := range cgroupMountPoints(t) {
+		if (dir == m || strings.HasPrefix(dir, m+"/")) && len(m) > len(best) {
+			best = m
+		}
+	}
+	if best == "" {
+		t.Fatalf("%s is under no cgroup mount", dir)
+	}
+	return strings.Count(strings.TrimPrefix(dir, best), "/")
+}
+
+func cgroupMountPoints(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		pre, post, ok := strings.Cut(l, " - ")
+		pf, qf := strings.Fields(pre), strings.Fields(post)
+		if ok && len(pf) > 4 && len(qf) > 0 && (qf[0] == "cgroup" || qf[0] == "cgroup2") {
+			out = append(out, cgroupfs.UnescapeMount(pf[4]))
+		}
+	}
+	return out
 }
 
 // kernelStructHas tells whether the kernel's BTF has struct name with the

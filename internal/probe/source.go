@@ -101,6 +101,19 @@ func (s *RingSource) Next(ctx context.Context) (kernel.Event, error) {
 			s.p.log.Warn("undecodable event skipped", "err", err, "bytes", len(s.rec.RawSample))
 			continue
 		}
+		if c, ok := ev.(*kernel.CgroupEvent); ok && s.p.ns.CgroupLevel > 0 {
+			// Paths as the tracer's cgroup namespace shows them; a cgroup
+			// outside it is not this node's.
+			local, ok := s.p.ns.LocalPath(c.Path)
+			if !ok {
+				continue
+			}
+			c.Path = local
+			c.Level -= int32(s.p.ns.CgroupLevel)
+		}
+		if o, ok := ev.(*kernel.OOMEvent); ok && s.p.ns.CgroupLevel > 0 {
+			o.Memcgs = localMemcgs(o.Memcgs, s.p.ns.CgroupLevel)
+		}
 		s.p.observe(ev)
 		return ev, nil
 	}
@@ -145,3 +158,20 @@ func (s *SliceSource) Next(ctx context.Context) (kernel.Event, error) {
 
 // Close is a no-op.
 func (s *SliceSource) Close() error { return nil }
+
+// localMemcgs maps the memory cgroups of an OOM kill onto the tracer's
+// cgroupfs mount: levels from its root, the host's cgroups above it left
+// out (what ran out there is, for the node, its memory). The node's root is
+// taken to be as deep in the memory hierarchy as in the probes' one, as
+// container runtimes (and test/harness/nested) make it.
+func localMemcgs(ms []kernel.MemcgOOMs, level int) []kernel.MemcgOOMs {
+	out := ms[:0]
+	for _, m := range ms {
+		if int(m.Level) < level {
+			continue
+		}
+		m.Level -= uint32(level)
+		out = append(out, m)
+	}
+	return out
+}

@@ -27,10 +27,13 @@ import (
 )
 
 const (
-	defaultPkg      = "./internal/probe"
-	selfTestPkg     = "./test/vm/testdata/smoke"
-	defaultKernels  = "test/vm/kernels.txt"
-	defaultExtra    = "/usr/lib/cni/loopback"
+	defaultPkg     = "./internal/probe"
+	selfTestPkg    = "./test/vm/testdata/smoke"
+	defaultKernels = "test/vm/kernels.txt"
+	cniLoopback    = "/usr/lib/cni/loopback"
+	// util-linux's unshare, ahead of busybox's in the guest's PATH: busybox's
+	// makes no cgroup namespaces, which the nested-node probe test needs.
+	defaultExtra    = cniLoopback + ",/usr/bin/unshare:/usr/local/bin/unshare"
 	defaultBusybox  = "/bin/busybox"
 	kvmBootTimeout  = 20 * time.Second
 	defaultCmdline  = "console=ttyS0,115200 panic=-1 oops=panic mitigations=off rdinit=/init"
@@ -373,7 +376,7 @@ func buildInitramfs(in initramfsInput, out string) error {
 		}
 		if _, err := os.Stat(src); err != nil {
 			hint := ""
-			if src == defaultExtra {
+			if src == cniLoopback {
 				hint = " (apt-get install containernetworking-plugins)"
 			}
 			return fmt.Errorf("extra file %s: %w%s", src, err, hint)

@@ -378,7 +378,7 @@ func TestArchive(t *testing.T) {
 
 func TestHostFileWithDeps(t *testing.T) {
 	var dyn string
-	for _, c := range []string{defaultExtra, "/bin/ls", "/usr/bin/env"} {
+	for _, c := range []string{cniLoopback, "/bin/ls", "/usr/bin/env"} {
 		if requireStatic(c) != nil && fileExists(c) {
 			dyn = c
 			break

@@ -245,6 +245,10 @@ type SignalEvent struct {
 	// signals it has no handler for (other than SIGKILL/SIGSTOP from outside).
 	TargetNSInit  bool `json:"target_ns_init,omitempty"`
 	SenderWatched bool `json:"sender_watched,omitempty"`
+	// SenderOutside: the sender is a process outside the tracer's pid
+	// namespace (a host's process, when the node is itself a container):
+	// it has no pid there, and TGID is 0.
+	SenderOutside bool `json:"sender_outside,omitempty"`
 }
 
 // SignalDeliverEvent is a signal taken by the receiving task (the header).

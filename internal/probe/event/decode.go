@@ -163,6 +163,7 @@ func (d *Decoder) signal(r *PodchronSignalEvent) kernel.Event {
 		Disposition:    kernel.Disposition(r.Disposition),
 		TargetNSInit:   has(r.TargetFlags, PodchronSignalTargetFlagsSIGNAL_TARGET_NS_INIT),
 		SenderWatched:  has(r.TargetFlags, PodchronSignalTargetFlagsSIGNAL_SENDER_WATCHED),
+		SenderOutside:  has(r.TargetFlags, PodchronSignalTargetFlagsSIGNAL_SENDER_OUTSIDE),
 	}
 }
 

@@ -54,6 +54,15 @@ func EncodeForTest(ev kernel.Event) []byte {
 	case *kernel.SignalEvent:
 		r := PodchronSignalEvent{Hdr: hdr, Sig: uint32(e.Signal), Code: e.Code, Result: int32(e.Result), TargetTgid: e.TargetTGID, TargetPid: e.TargetPID, TargetCgroupId: e.TargetCgroupID, Disposition: uint32(e.Disposition)}
 		putStr(r.TargetComm[:], e.TargetComm)
+		for _, f := range []struct {
+			set  bool
+			flag PodchronSignalTargetFlags
+		}{{e.TargetNSInit, PodchronSignalTargetFlagsSIGNAL_TARGET_NS_INIT}, {e.SenderWatched, PodchronSignalTargetFlagsSIGNAL_SENDER_WATCHED},
+			{e.SenderOutside, PodchronSignalTargetFlagsSIGNAL_SENDER_OUTSIDE}} {
+			if f.set {
+				r.TargetFlags |= uint32(f.flag)
+			}
+		}
 		return bytesOf(&r)
 	case *kernel.SignalDeliverEvent:
 		return bytesOf(&PodchronSignalDeliverEvent{Hdr: hdr, Sig: uint32(e.Signal), Code: e.Code, Disposition: uint32(e.Disposition)})

@@ -121,6 +121,22 @@ type PodchronForkEvent struct {
 	ChildPid  uint32
 }
 
+type PodchronKillTarget struct {
+	_       structs.HostLayout
+	HostPid uint32
+	NsPid   uint32
+}
+
+type PodchronNsInfo struct {
+	_           structs.HostLayout
+	PidLevel    uint32
+	PidNsIno    uint32
+	CgroupLevel uint32
+	Pad         uint32
+	Ids         [32]uint64
+	Names       [16][256]int8
+}
+
 type PodchronOomEvent struct {
 	_              structs.HostLayout
 	Hdr            PodchronEventHeader
@@ -213,6 +229,7 @@ type PodchronSignalTargetFlags uint32
 const (
 	PodchronSignalTargetFlagsSIGNAL_TARGET_NS_INIT PodchronSignalTargetFlags = 1
 	PodchronSignalTargetFlagsSIGNAL_SENDER_WATCHED PodchronSignalTargetFlags = 2
+	PodchronSignalTargetFlagsSIGNAL_SENDER_OUTSIDE PodchronSignalTargetFlags = 4
 )
 
 type PodchronWatchVerdict struct {
@@ -231,6 +248,8 @@ const (
 	PodchronMapCounters              = "counters"
 	PodchronMapEvents                = "events"
 	PodchronMapExitsSeen             = "exits_seen"
+	PodchronMapLastKill              = "last_kill"
+	PodchronMapNsinfoOut             = "nsinfo_out"
 	PodchronMapProcRoots             = "proc_roots"
 	PodchronMapQuietSubmits          = "quiet_submits"
 	PodchronMapRootCache             = "root_cache"
@@ -249,6 +268,7 @@ const (
 	PodchronProgHandleMarkVictim     = "handle_mark_victim"
 	PodchronProgHandleSignalDeliver  = "handle_signal_deliver"
 	PodchronProgHandleSignalGenerate = "handle_signal_generate"
+	PodchronProgNsinfo               = "nsinfo"
 	PodchronVarCgroupEvent           = "_cgroup_event"
 	PodchronVarCniEnv                = "_cni_env"
 	PodchronVarCniEnvFlags           = "_cni_env_flags"
@@ -260,6 +280,7 @@ const (
 	PodchronVarExitEvent             = "_exit_event"
 	PodchronVarExitFlags             = "_exit_flags"
 	PodchronVarForkEvent             = "_fork_event"
+	PodchronVarNsInfo                = "_ns_info"
 	PodchronVarOomEvent              = "_oom_event"
 	PodchronVarOomFlags              = "_oom_flags"
 	PodchronVarSignalDeliverEvent    = "_signal_deliver_event"
@@ -274,6 +295,8 @@ const (
 	PodchronVarCfgMaxRootLevel       = "cfg_max_root_level"
 	PodchronVarCfgMinRootLevel       = "cfg_min_root_level"
 	PodchronVarCfgNoop               = "cfg_noop"
+	PodchronVarCfgPidnsIno           = "cfg_pidns_ino"
+	PodchronVarCfgPidnsLevel         = "cfg_pidns_level"
 	PodchronVarCfgReportLevel        = "cfg_report_level"
 	PodchronVarCfgSelfTgid           = "cfg_self_tgid"
 	PodchronVarCfgSignalBurstNs      = "cfg_signal_burst_ns"
@@ -335,6 +358,7 @@ type PodchronProgramSpecs struct {
 	HandleMarkVictim     *ebpf.ProgramSpec `ebpf:"handle_mark_victim"`
 	HandleSignalDeliver  *ebpf.ProgramSpec `ebpf:"handle_signal_deliver"`
 	HandleSignalGenerate *ebpf.ProgramSpec `ebpf:"handle_signal_generate"`
+	Nsinfo               *ebpf.ProgramSpec `ebpf:"nsinfo"`
 }
 
 // PodchronMapSpecs contains maps before they are loaded into the kernel.
@@ -345,6 +369,8 @@ type PodchronMapSpecs struct {
 	Counters       *ebpf.MapSpec `ebpf:"counters"`
 	Events         *ebpf.MapSpec `ebpf:"events"`
 	ExitsSeen      *ebpf.MapSpec `ebpf:"exits_seen"`
+	LastKill       *ebpf.MapSpec `ebpf:"last_kill"`
+	NsinfoOut      *ebpf.MapSpec `ebpf:"nsinfo_out"`
 	ProcRoots      *ebpf.MapSpec `ebpf:"proc_roots"`
 	QuietSubmits   *ebpf.MapSpec `ebpf:"quiet_submits"`
 	RootCache      *ebpf.MapSpec `ebpf:"root_cache"`
@@ -372,6 +398,7 @@ type PodchronVariableSpecs struct {
 	ExitEvent           *ebpf.VariableSpec `ebpf:"_exit_event"`
 	ExitFlags           *ebpf.VariableSpec `ebpf:"_exit_flags"`
 	ForkEvent           *ebpf.VariableSpec `ebpf:"_fork_event"`
+	NsInfo              *ebpf.VariableSpec `ebpf:"_ns_info"`
 	OomEvent            *ebpf.VariableSpec `ebpf:"_oom_event"`
 	OomFlags            *ebpf.VariableSpec `ebpf:"_oom_flags"`
 	SignalDeliverEvent  *ebpf.VariableSpec `ebpf:"_signal_deliver_event"`
@@ -386,6 +413,8 @@ type PodchronVariableSpecs struct {
 	CfgMaxRootLevel     *ebpf.VariableSpec `ebpf:"cfg_max_root_level"`
 	CfgMinRootLevel     *ebpf.VariableSpec `ebpf:"cfg_min_root_level"`
 	CfgNoop             *ebpf.VariableSpec `ebpf:"cfg_noop"`
+	CfgPidnsIno         *ebpf.VariableSpec `ebpf:"cfg_pidns_ino"`
+	CfgPidnsLevel       *ebpf.VariableSpec `ebpf:"cfg_pidns_level"`
 	CfgReportLevel      *ebpf.VariableSpec `ebpf:"cfg_report_level"`
 	CfgSelfTgid         *ebpf.VariableSpec `ebpf:"cfg_self_tgid"`
 	CfgSignalBurstNs    *ebpf.VariableSpec `ebpf:"cfg_signal_burst_ns"`
@@ -421,6 +450,8 @@ type PodchronMaps struct {
 	Counters       *ebpf.Map `ebpf:"counters"`
 	Events         *ebpf.Map `ebpf:"events"`
 	ExitsSeen      *ebpf.Map `ebpf:"exits_seen"`
+	LastKill       *ebpf.Map `ebpf:"last_kill"`
+	NsinfoOut      *ebpf.Map `ebpf:"nsinfo_out"`
 	ProcRoots      *ebpf.Map `ebpf:"proc_roots"`
 	QuietSubmits   *ebpf.Map `ebpf:"quiet_submits"`
 	RootCache      *ebpf.Map `ebpf:"root_cache"`
@@ -439,6 +470,8 @@ func (m *PodchronMaps) Close() error {
 		m.Counters,
 		m.Events,
 		m.ExitsSeen,
+		m.LastKill,
+		m.NsinfoOut,
 		m.ProcRoots,
 		m.QuietSubmits,
 		m.RootCache,
@@ -467,6 +500,7 @@ type PodchronVariables struct {
 	ExitEvent           *ebpf.Variable `ebpf:"_exit_event"`
 	ExitFlags           *ebpf.Variable `ebpf:"_exit_flags"`
 	ForkEvent           *ebpf.Variable `ebpf:"_fork_event"`
+	NsInfo              *ebpf.Variable `ebpf:"_ns_info"`
 	OomEvent            *ebpf.Variable `ebpf:"_oom_event"`
 	OomFlags            *ebpf.Variable `ebpf:"_oom_flags"`
 	SignalDeliverEvent  *ebpf.Variable `ebpf:"_signal_deliver_event"`
@@ -481,6 +515,8 @@ type PodchronVariables struct {
 	CfgMaxRootLevel     *ebpf.Variable `ebpf:"cfg_max_root_level"`
 	CfgMinRootLevel     *ebpf.Variable `ebpf:"cfg_min_root_level"`
 	CfgNoop             *ebpf.Variable `ebpf:"cfg_noop"`
+	CfgPidnsIno         *ebpf.Variable `ebpf:"cfg_pidns_ino"`
+	CfgPidnsLevel       *ebpf.Variable `ebpf:"cfg_pidns_level"`
 	CfgReportLevel      *ebpf.Variable `ebpf:"cfg_report_level"`
 	CfgSelfTgid         *ebpf.Variable `ebpf:"cfg_self_tgid"`
 	CfgSignalBurstNs    *ebpf.Variable `ebpf:"cfg_signal_burst_ns"`
@@ -504,6 +540,7 @@ type PodchronPrograms struct {
 	HandleMarkVictim     *ebpf.Program `ebpf:"handle_mark_victim"`
 	HandleSignalDeliver  *ebpf.Program `ebpf:"handle_signal_deliver"`
 	HandleSignalGenerate *ebpf.Program `ebpf:"handle_signal_generate"`
+	Nsinfo               *ebpf.Program `ebpf:"nsinfo"`
 }
 
 func (p *PodchronPrograms) Close() error {
@@ -516,6 +553,7 @@ func (p *PodchronPrograms) Close() error {
 		p.HandleMarkVictim,
 		p.HandleSignalDeliver,
 		p.HandleSignalGenerate,
+		p.Nsinfo,
 	)
 }
 
