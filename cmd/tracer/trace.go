@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -181,10 +180,6 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 	if err != nil {
 		log.Warn("start-up scan incomplete: pods already running may be partly known", "err", err)
 	}
-	// The start-up's garbage (the kernel's BTF and the BPF object parsed to
-	// load the probes, the /proc scan) goes back to the kernel now, not after
-	// the runtime's first periodic GC two minutes on: ~5 MiB of RSS.
-	debug.FreeOSMemory()
 	ls := liveSources(f, log, health, tl.Now)
 	rw, err := recordWriter(recordFile, set.args, log)
 	if err != nil {
