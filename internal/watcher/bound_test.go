@@ -97,9 +97,10 @@ func TestBoundPodKeepsWhatIsRead(t *testing.T) {
 	for i := range 300 {
 		var pod corev1.Pod
 		f.Fill(&pod)
-		if i%3 == 0 { // a finished or a Ready pod, now and then
+		switch i % 3 { // a finished or a Ready pod, now and then
+		case 0:
 			pod.Status.Phase = corev1.PodSucceeded
-		} else if i%3 == 1 {
+		case 1:
 			pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
 		}
 		orig := pod.DeepCopy()

@@ -40,7 +40,7 @@ func appPod(i int) *corev1.Pod {
 		return corev1.Container{Name: name, Image: "registry.example.com/team/" + name + ":v1.42.7",
 			Command: []string{"/app/" + name}, Args: []string{"--config=/etc/app/config.yaml", "--log-level=info", "--port=8080"},
 			Env: env, Resources: res, VolumeMounts: mounts, LivenessProbe: probe, ReadinessProbe: probe,
-			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
+			Ports:                  []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
 			TerminationMessagePath: "/dev/termination-log", ImagePullPolicy: corev1.PullIfNotPresent}
 	}
 	status := func(name string) corev1.ContainerStatus {
