@@ -53,6 +53,10 @@ run() { # bin -> one line: VmRSS VmHWM part...
 	rss=$(awk '/^VmRSS/ {print $2 * 1024}' "/proc/$pid/status")
 	hwm=$(awk '/^VmHWM/ {print $2 * 1024}' "/proc/$pid/status")
 	kill -INT "$pid"; wait "$pid" || true; pid=
+	if [ -z "$rss" ] || ! grep -q '^podchron_process_memory_bytes' "$work/metrics"; then
+		echo "memory: $bin: no figures (log: $(tail -3 "$log"))" >&2
+		return 1
+	fi
 	local line="$rss $hwm"
 	for p in "${parts[@]}"; do
 		line+=" $(awk -v p="part=\"$p\"" 'index($0, "podchron_process_memory_bytes{" p "}") == 1 {printf "%d", $2}' "$work/metrics")"
@@ -65,7 +69,11 @@ hdr
 for r in $(seq "$ROUNDS"); do
 	for k in $(seq 0 $((${#bins[@]} - 1))); do
 		b=${bins[$(((k + r - 1) % ${#bins[@]}))]}
-		read -r -a v <<<"$(run "$b")"
+		if ! out=$(run "$b"); then
+			echo "round $r: $(basename "$b") failed, left out" >&2
+			continue
+		fi
+		read -r -a v <<<"$out"
 		echo "${v[*]}" >>"$work/runs.$(basename "$b")"
 		printf '%-5s %-28s' "$r" "$(basename "$b")"
 		for x in "${v[@]}"; do printf ' %6s' "$(mib "$x")"; done
