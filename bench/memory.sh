@@ -45,14 +45,21 @@ run() { # bin -> one line: VmRSS VmHWM part...
 	"$bin" --no-api --no-runtime --node-name bench --output none --state-dir= \
 		--cgroup-root "/podchron-memory-bench-$$" --metrics-addr "127.0.0.1:$port" $EXTRA >/dev/null 2>"$log" &
 	pid=$!
-	for _ in $(seq 300); do grep -q "probes attached" "$log" && break; sleep 0.1; done
-	grep -q "probes attached" "$log" || { cat "$log" >&2; return 1; }
+	# This runs in a command substitution: the EXIT trap cannot see pid, so
+	# every way out of here stops the tracer itself.
+	stop() { kill -INT "$pid" 2>/dev/null || true; wait "$pid" || true; pid=; }
+	for _ in $(seq 600); do grep -q "probes attached" "$log" && break; sleep 0.1; done
+	if ! grep -q "probes attached" "$log"; then
+		stop
+		echo "memory: $bin: probes not attached in 60 s: $(tail -3 "$log")" >&2
+		return 1
+	fi
 	sleep "$SECS"
-	curl -fsS "http://127.0.0.1:$port/metrics" >"$work/metrics"
+	curl -fsS "http://127.0.0.1:$port/metrics" >"$work/metrics" || true
 	local rss hwm
 	rss=$(awk '/^VmRSS/ {print $2 * 1024}' "/proc/$pid/status")
 	hwm=$(awk '/^VmHWM/ {print $2 * 1024}' "/proc/$pid/status")
-	kill -INT "$pid"; wait "$pid" || true; pid=
+	stop
 	if [ -z "$rss" ] || ! grep -q '^podchron_process_memory_bytes' "$work/metrics"; then
 		echo "memory: $bin: no figures (log: $(tail -3 "$log"))" >&2
 		return 1
