@@ -306,7 +306,7 @@ printf '%-52s %14s\n' "  ratio of the medians; floor/off (median of pairs)" "$d_
 printf '%-52s %14s  %-18s %s\n' "in-kernel ns/exec, all programs: daemon vs floor" "$d_kns / $f_kns" "<= 2x floor" "$(verdict "$d_kns <= 2 * $f_kns")"
 printf '%-52s %14s  %-18s %s\n' "events lost, ${LOSS_SECS}s max storm, --all-processes" "$((l1 - l0))" "0" "$(verdict "$((l1 - l0)) == 0")"
 printf '%-52s %14s  %-18s %s\n' "  loss warnings in the daemon's log" "$loss_logged" "0" "$(verdict "$loss_logged == 0")"
-printf '%-52s %14s  %-18s %s\n' "daemon peak RSS (VmHWM, all runs)" "$((d_rss / 1024)) MiB" "<= 64 MiB" "$(verdict "$d_rss <= 65536")"
+printf '%-52s %14s  %-18s %s\n' "daemon peak RSS (VmHWM, all runs)" "$((d_rss / 1024)) MiB" "<= 48 MiB" "$(verdict "$d_rss <= 49152")"
 printf '%-52s %14s\n' "  max storm: exec/s, events emitted, us/exec" "$loss_rate, $((e1 - e0)), $loss_cpu"
 printf '%-52s %14s\n' "events lost in the rounds (events + daemon + all)" "$lost_rounds"
 printf '%-52s %14s\n' "events per storm expected / emitted (median): daemon" "$expected_roots / $(med emitted.daemon)"

@@ -166,7 +166,8 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 	var pipeStats pipeline.Stats
 	reg, err := metricsRegistry(rec, health, stats, &pipeStats,
 		metrics.NewProbeCollector(p.Counters, log),
-		metrics.NewReaderCollector(src.DecodeErrors.Load))
+		metrics.NewReaderCollector(src.DecodeErrors.Load),
+		metrics.NewMemoryCollector(log))
 	if err != nil {
 		return err
 	}

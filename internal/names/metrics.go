@@ -14,6 +14,7 @@ const (
 	LabelNamespace  = "namespace"   // the pod's namespace
 	LabelOverrun    = "overrun"     // "true" when a container outlived the grace period
 	LabelOwnerKind  = "owner_kind"  // the pod's controller's kind
+	LabelPart       = "part"        // a part of the tracer's resident memory (podchron_process_memory_bytes)
 	LabelPhase      = "phase"       // a start-up phase (StartupPhases)
 	LabelPlugin     = "plugin"      // a CNI plugin
 	LabelPod        = "pod"         // the pod's name

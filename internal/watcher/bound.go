@@ -1,7 +1,9 @@
 // What the informers cache is bounded before it is stored: an Event's text
 // is cut to the model's caps (a tenant can write hundreds of Events of
-// 1 MiB about its own pod), and a Pod keeps only the annotations podchron
-// reads.
+// 1 MiB about its own pod), and a Pod keeps only what podchron reads: the
+// annotations it knows, its containers' names, images, probes, hooks and
+// memory limits, and its status without images, resources or addresses
+// (a pod's env, volumes, mounts, affinity and tolerations are most of it).
 
 package watcher
 
@@ -37,7 +39,89 @@ func boundObject(obj any) {
 			}
 		}
 		o.Annotations = kept
+		boundPodSpec(&o.Spec)
+		boundPodStatus(&o.Status)
 	}
+}
+
+// boundPodSpec keeps the fields of a pod's spec that Convert and the
+// watcher read (the fields below); the rest (volumes, affinity,
+// tolerations, security contexts, ...) is dropped.
+func boundPodSpec(s *corev1.PodSpec) {
+	*s = corev1.PodSpec{
+		NodeName:                      s.NodeName,
+		RestartPolicy:                 s.RestartPolicy,
+		TerminationGracePeriodSeconds: s.TerminationGracePeriodSeconds,
+		InitContainers:                boundContainers(s.InitContainers),
+		Containers:                    boundContainers(s.Containers),
+		EphemeralContainers:           boundEphemeral(s.EphemeralContainers),
+		ReadinessGates:                s.ReadinessGates,
+	}
+}
+
+// boundContainers keeps a container's name, image, restart policy (a
+// sidecar's), probes, lifecycle hooks and memory limit; its command, env,
+// mounts, ports and the rest are dropped.
+func boundContainers(cs []corev1.Container) []corev1.Container {
+	for i := range cs {
+		c := &cs[i]
+		var limits corev1.ResourceList
+		if mem, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+			limits = corev1.ResourceList{corev1.ResourceMemory: mem}
+		}
+		*c = corev1.Container{
+			Name:           c.Name,
+			Image:          c.Image,
+			RestartPolicy:  c.RestartPolicy,
+			StartupProbe:   c.StartupProbe,
+			ReadinessProbe: c.ReadinessProbe,
+			LivenessProbe:  c.LivenessProbe,
+			Lifecycle:      c.Lifecycle,
+			Resources:      corev1.ResourceRequirements{Limits: limits},
+		}
+	}
+	return cs
+}
+
+// boundEphemeral keeps an ephemeral container's name.
+func boundEphemeral(cs []corev1.EphemeralContainer) []corev1.EphemeralContainer {
+	for i := range cs {
+		cs[i] = corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: cs[i].Name}}
+	}
+	return cs
+}
+
+// boundPodStatus keeps what Convert reads of a pod's status: its phase,
+// reason, message, QoS class, conditions and its containers' statuses
+// (name, id, readiness, start, restarts, states); addresses, images,
+// resources and resize state are dropped.
+func boundPodStatus(s *corev1.PodStatus) {
+	*s = corev1.PodStatus{
+		Phase:                      s.Phase,
+		Reason:                     s.Reason,
+		Message:                    s.Message,
+		QOSClass:                   s.QOSClass,
+		Conditions:                 s.Conditions,
+		InitContainerStatuses:      boundStatuses(s.InitContainerStatuses),
+		ContainerStatuses:          boundStatuses(s.ContainerStatuses),
+		EphemeralContainerStatuses: boundStatuses(s.EphemeralContainerStatuses),
+	}
+}
+
+func boundStatuses(ss []corev1.ContainerStatus) []corev1.ContainerStatus {
+	for i := range ss {
+		st := &ss[i]
+		*st = corev1.ContainerStatus{
+			Name:                 st.Name,
+			ContainerID:          st.ContainerID,
+			Ready:                st.Ready,
+			Started:              st.Started,
+			RestartCount:         st.RestartCount,
+			State:                st.State,
+			LastTerminationState: st.LastTerminationState,
+		}
+	}
+	return ss
 }
 
 // boundEventObject cuts an Event's reason and message to the model's caps

@@ -2,6 +2,7 @@ package watcher
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -9,7 +10,9 @@ import (
 
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/randfill"
 )
 
 // A 1 MiB Event message (and a long reason) is cut to the model's caps
@@ -69,4 +72,51 @@ func TestLargeEventCutBeforeCached(t *testing.T) {
 		t.Errorf("pod cached with annotations %d", len(a))
 	}
 	_ = h.stop()
+}
+
+// A pod cached as the transform leaves it converts to the same PodInfo as
+// the pod the API server sent, and the watcher's own reads of it (probes it
+// cannot see, quiet, Ready, mirror) agree: over random pods with every
+// field filled.
+func TestBoundPodKeepsWhatIsRead(t *testing.T) {
+	f := randfill.NewWithSeed(1).NilChance(0.1).NumElements(1, 3).Funcs(
+		func(q *resource.Quantity, c randfill.Continue) {
+			*q = *resource.NewQuantity(c.Int63n(1<<34), resource.BinarySI)
+		},
+		func(m *map[string]string, c randfill.Continue) {
+			*m = map[string]string{}
+			for _, k := range []string{MirrorAnnotation, fact.OptOutAnnotation, "pod-template-hash", "app", "kubectl.kubernetes.io/last-applied-configuration"} {
+				if c.Bool() {
+					(*m)[k] = c.String(0)
+				}
+			}
+		},
+	)
+	labels := []string{"app", "missing"}
+	var before, after int
+	for i := range 300 {
+		var pod corev1.Pod
+		f.Fill(&pod)
+		switch i % 3 { // a finished or a Ready pod, now and then
+		case 0:
+			pod.Status.Phase = corev1.PodSucceeded
+		case 1:
+			pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
+		}
+		orig := pod.DeepCopy()
+		if _, err := stripObject(&pod); err != nil {
+			t.Fatal(err)
+		}
+		before += orig.Size()
+		after += pod.Size()
+		if got, want := Convert(&pod, labels...), Convert(orig, labels...); !reflect.DeepEqual(got, want) {
+			t.Fatalf("pod %d: Convert after the transform\n%+v\nbefore:\n%+v", i, got, want)
+		}
+		if unseenProbes(&pod) != unseenProbes(orig) || quietKind(&pod) != quietKind(orig) || podReady(&pod) != podReady(orig) ||
+			pod.Annotations[MirrorAnnotation] != orig.Annotations[MirrorAnnotation] || pod.UID != orig.UID ||
+			pod.Namespace != orig.Namespace || pod.Spec.NodeName != orig.Spec.NodeName || pod.DeletionTimestamp.Equal(orig.DeletionTimestamp) != true {
+			t.Fatalf("pod %d: the watcher reads the transformed pod differently", i)
+		}
+	}
+	t.Logf("300 random pods: %d bytes as protobuf before the transform, %d after", before, after)
 }

@@ -1,16 +1,38 @@
 package watcher
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
-	"k8s.io/client-go/kubernetes"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
+
+// Client is what the watcher reads from the API server: pods and events
+// (core/v1), listed and watched. NewClient's client is it; a clientset
+// (kubernetes.Interface, fake ones too) becomes one with
+// internal/watcher/clientset.Wrap.
+//
+// It is not kubernetes.Interface on purpose: the clientset brings every API
+// group's types, typed client and apply configurations into the binary and
+// registers them all at start-up, 10-17 MiB of the tracer's resident memory
+// for two resources (README, Performance).
+type Client interface {
+	ListPods(ctx context.Context, namespace string, o metav1.ListOptions) (*corev1.PodList, error)
+	WatchPods(ctx context.Context, namespace string, o metav1.ListOptions) (watch.Interface, error)
+	ListEvents(ctx context.Context, namespace string, o metav1.ListOptions) (*corev1.EventList, error)
+	WatchEvents(ctx context.Context, namespace string, o metav1.ListOptions) (watch.Interface, error)
+}
 
 // ErrNoAPIServer means no API server is configured: podchron is not running
 // in a pod and no kubeconfig was given (or it cannot be read). The tracer
@@ -20,7 +42,7 @@ var ErrNoAPIServer = errors.New("no Kubernetes API server configured")
 // UserAgent is sent to the API server.
 const UserAgent = "podchron"
 
-// NewClient returns a clientset for the API server:
+// NewClient returns a client of the API server's pods and events:
 //   - kubeconfig != "": that kubeconfig file;
 //   - else, running in a pod (KUBERNETES_SERVICE_HOST set): the in-cluster
 //     config (service account token);
@@ -28,16 +50,79 @@ const UserAgent = "podchron"
 //
 // When none of these is available the error wraps ErrNoAPIServer (and, for
 // a missing file, fs.ErrNotExist).
-func NewClient(kubeconfig string) (kubernetes.Interface, error) {
+func NewClient(kubeconfig string) (Client, error) {
 	cfg, err := RESTConfig(kubeconfig)
 	if err != nil {
 		return nil, err
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	return NewClientForConfig(cfg)
+}
+
+// NewClientForConfig returns a client of core/v1 pods and events for cfg:
+// the requests the generated clientset makes (same paths, parameters and
+// encodings), with a scheme of core/v1 alone.
+func NewClientForConfig(cfg *rest.Config) (Client, error) {
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	c := rest.CopyConfig(cfg)
+	c.APIPath = "/api"
+	c.GroupVersion = &corev1.SchemeGroupVersion
+	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
+	if c.UserAgent == "" {
+		c.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	rc, err := rest.RESTClientFor(c)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return cs, nil
+	return &coreClient{rc: rc, params: runtime.NewParameterCodec(scheme)}, nil
+}
+
+// coreClient lists and watches core/v1 resources as the generated typed
+// client does (k8s.io/client-go/gentype). Its errors are the REST client's,
+// unwrapped as the typed client's are: the reflector compares some of them
+// with == (io.EOF, io.ErrUnexpectedEOF).
+type coreClient struct {
+	rc     *rest.RESTClient
+	params runtime.ParameterCodec
+}
+
+func (c *coreClient) ListPods(ctx context.Context, ns string, o metav1.ListOptions) (*corev1.PodList, error) {
+	out := &corev1.PodList{}
+	return out, c.list(ctx, "pods", ns, o, out)
+}
+
+func (c *coreClient) WatchPods(ctx context.Context, ns string, o metav1.ListOptions) (watch.Interface, error) {
+	return c.watch(ctx, "pods", ns, o)
+}
+
+func (c *coreClient) ListEvents(ctx context.Context, ns string, o metav1.ListOptions) (*corev1.EventList, error) {
+	out := &corev1.EventList{}
+	return out, c.list(ctx, "events", ns, o, out)
+}
+
+func (c *coreClient) WatchEvents(ctx context.Context, ns string, o metav1.ListOptions) (watch.Interface, error) {
+	return c.watch(ctx, "events", ns, o)
+}
+
+func (c *coreClient) list(ctx context.Context, resource, ns string, o metav1.ListOptions, into runtime.Object) error {
+	return c.rc.Get().NamespaceIfScoped(ns, ns != "").Resource(resource).
+		VersionedParams(&o, c.params).Timeout(timeoutOf(o)).Do(ctx).Into(into)
+}
+
+func (c *coreClient) watch(ctx context.Context, resource, ns string, o metav1.ListOptions) (watch.Interface, error) {
+	o.Watch = true
+	return c.rc.Get().NamespaceIfScoped(ns, ns != "").Resource(resource).
+		VersionedParams(&o, c.params).Timeout(timeoutOf(o)).Watch(ctx)
+}
+
+func timeoutOf(o metav1.ListOptions) time.Duration {
+	if o.TimeoutSeconds == nil {
+		return 0
+	}
+	return time.Duration(*o.TimeoutSeconds) * time.Second
 }
 
 // RESTConfig is the client configuration NewClient uses (same choice of

@@ -173,7 +173,7 @@ func sortBy(uids []types.UID, key func(types.UID) time.Time) {
 // openWindowLocked starts an informer on the events about pod uid.
 func (w *Watcher) openWindowLocked(ctx context.Context, uid types.UID, now time.Time) (*eventWindow, error) {
 	s := w.pods[uid]
-	core := w.cfg.Client.CoreV1()
+	client := w.cfg.Client
 	ns := s.namespace
 	evUID := s.eventUID
 	if evUID == "" {
@@ -183,13 +183,13 @@ func (w *Watcher) openWindowLocked(ctx context.Context, uid types.UID, now time.
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = sel
-			obj, err := core.Events(ns).List(ctx, o)
+			obj, err := client.ListEvents(ctx, ns, o)
 			w.observe(ctx, srcEvents, err)
 			return obj, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = sel
-			wi, err := core.Events(ns).Watch(ctx, o)
+			wi, err := client.WatchEvents(ctx, ns, o)
 			w.observe(ctx, srcEvents, err)
 			return wi, err
 		},

@@ -20,14 +20,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
 
 // Config configures a Watcher.
 type Config struct {
 	// Client talks to the API server (see NewClient). Required.
-	Client kubernetes.Interface
+	Client Client
 	// NodeName is this node's name: only pods bound to it are watched.
 	// Required.
 	NodeName string
@@ -229,18 +228,18 @@ func New(cfg Config) (*Watcher, error) {
 		windows: make(map[types.UID]*eventWindow),
 	}
 
-	core := cfg.Client.CoreV1()
+	client := cfg.Client
 	podSel := fields.OneTermEqualSelector("spec.nodeName", cfg.NodeName).String()
 	podLW := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = podSel
-			obj, err := core.Pods(metav1.NamespaceAll).List(ctx, o)
+			obj, err := client.ListPods(ctx, metav1.NamespaceAll, o)
 			w.observe(ctx, srcPods, err)
 			return obj, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = podSel
-			wi, err := core.Pods(metav1.NamespaceAll).Watch(ctx, o)
+			wi, err := client.WatchPods(ctx, metav1.NamespaceAll, o)
 			w.observe(ctx, srcPods, err)
 			return wi, err
 		},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/watcher/clientset"
 
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
@@ -108,7 +109,7 @@ func newHarnessWith(t *testing.T, clock func() time.Time, mod func(*Config), obj
 		}
 		return true, wi, err
 	})
-	cfg := Config{Client: h.cs, NodeName: node, Logger: quiet, Clock: clock}
+	cfg := Config{Client: clientset.Wrap(h.cs), NodeName: node, Logger: quiet, Clock: clock}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -260,7 +261,7 @@ func TestNewValidates(t *testing.T) {
 	if _, err := New(Config{NodeName: node}); err == nil {
 		t.Error("New without client: no error")
 	}
-	if _, err := New(Config{Client: fake.NewClientset()}); err == nil {
+	if _, err := New(Config{Client: clientset.Wrap(fake.NewClientset())}); err == nil {
 		t.Error("New without node name: no error")
 	}
 }
@@ -557,7 +558,7 @@ func TestRunTwice(t *testing.T) {
 }
 
 func TestOnPodTombstone(t *testing.T) {
-	w, err := New(Config{Client: fake.NewClientset(), NodeName: node, Logger: quiet, Clock: fixedClock()})
+	w, err := New(Config{Client: clientset.Wrap(fake.NewClientset()), NodeName: node, Logger: quiet, Clock: fixedClock()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/podchron/podchron/internal/fact"
 
 	"google.golang.org/protobuf/encoding/protowire"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/podchron/podchron/internal/watcher"
 )
@@ -77,12 +76,13 @@ func runAgent(node string) int {
 		return &countingConn{Conn: conn, n: &c.wire}, nil
 	}
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return &countingRT{rt: rt, c: &c} }
-	cs, err := kubernetes.NewForConfig(cfg)
+	// The tracer's own client (core/v1 only), as the daemon makes it.
+	client, err := watcher.NewClientForConfig(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	w, err := watcher.New(watcher.Config{Client: cs, NodeName: node, Logger: log})
+	w, err := watcher.New(watcher.Config{Client: client, NodeName: node, Logger: log})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -10,8 +10,9 @@
 //     calls, signals, ...) become histograms, counters and a gauge.
 //   - Small collectors, one concern a file, read the rest at scrape time:
 //     kernel probe counters (probe.go), ring buffer reader health (reader.go),
-//     span exporter stats (spans.go), build info (buildinfo.go) and the state
-//     of podchron's three sources (sourceup.go).
+//     span exporter stats (spans.go), build info (buildinfo.go), the state
+//     of podchron's three sources (sourceup.go) and the process's resident
+//     memory by part (memory.go: /proc/self/smaps and runtime/metrics).
 //   - Health tracks liveness (a heartbeat from the main loop) and readiness
 //     (which sources are up) for /healthz and /readyz.
 //   - Server serves /metrics, /healthz and /readyz.
