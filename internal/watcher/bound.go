@@ -60,7 +60,7 @@ func boundPodSpec(s *corev1.PodSpec) {
 }
 
 // boundContainers keeps a container's name, image, restart policy (a
-// sidecar's), probes, lifecycle hooks and memory limit; its command, env,
+// sidecar's) and rules, probes, lifecycle hooks and memory limit; its command, env,
 // mounts, ports and the rest are dropped.
 func boundContainers(cs []corev1.Container) []corev1.Container {
 	for i := range cs {
@@ -70,14 +70,16 @@ func boundContainers(cs []corev1.Container) []corev1.Container {
 			limits = corev1.ResourceList{corev1.ResourceMemory: mem}
 		}
 		*c = corev1.Container{
-			Name:           c.Name,
-			Image:          c.Image,
-			RestartPolicy:  c.RestartPolicy,
-			StartupProbe:   c.StartupProbe,
-			ReadinessProbe: c.ReadinessProbe,
-			LivenessProbe:  c.LivenessProbe,
-			Lifecycle:      c.Lifecycle,
-			Resources:      corev1.ResourceRequirements{Limits: limits},
+			Name:          c.Name,
+			Image:         c.Image,
+			RestartPolicy: c.RestartPolicy,
+			// restartPolicyRules: restart_rule causes, pod.restart.
+			RestartPolicyRules: c.RestartPolicyRules,
+			StartupProbe:       c.StartupProbe,
+			ReadinessProbe:     c.ReadinessProbe,
+			LivenessProbe:      c.LivenessProbe,
+			Lifecycle:          c.Lifecycle,
+			Resources:          corev1.ResourceRequirements{Limits: limits},
 		}
 	}
 	return cs
