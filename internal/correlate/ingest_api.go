@@ -111,7 +111,29 @@ func (c *Correlator) learnContainers(p *pod, info *fact.PodInfo) {
 		if spec, isInit := p.spec(st.Name); isInit && spec != nil && !spec.Sidecar {
 			ct.init = true
 		}
+		c.apiExited(ct, st.State.Terminated)
 	}
+}
+
+// apiExited closes a run the API server shows terminated that neither the
+// kernel nor the runtime reported ended, when no process of it is known to
+// live: its exit was before this tracer instance (a restart between the
+// exit and the runtime's next poll) or lost, and the runtime may remove the
+// container before it polls it exited. The kubelet's status is the last
+// fact left of that end.
+func (c *Correlator) apiExited(ct *container, t *fact.Terminated) {
+	if t == nil || t.FinishedAt.IsZero() || ct.exited || ct.finalized || ct.sandbox ||
+		ct.startedAtOr().IsZero() || len(ct.pids) > 0 || t.ContainerID != "" && t.ContainerID != ct.id {
+		return
+	}
+	ct.exited, ct.runtimeExit = true, true
+	ct.exitAt, ct.exitCode, ct.reason = t.FinishedAt, int(t.ExitCode), t.Reason
+	if t.Signal != 0 {
+		ct.exitSignal = sigNum(int(t.Signal))
+	} else if t.ExitCode > 128 && t.ExitCode < 128+65 {
+		ct.exitSignal = sigNum(int(t.ExitCode) - 128)
+	}
+	c.note(change{kind: changeContainerExited, ct: ct})
 }
 
 // noteDeletion takes the API deletion's times the first time the object

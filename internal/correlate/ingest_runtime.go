@@ -201,6 +201,9 @@ func (c *Correlator) endedBeforeStart(ev *cri.Event, ct *container, rc *cri.Cont
 		rc.FinishedAt.IsZero() || !rc.FinishedAt.Before(c.started) {
 		return false
 	}
+	if c.untoldEnd(ct, rc.FinishedAt) {
+		return false // nobody told it: this instance does
+	}
 	ct.reason, ct.runtimeExit = rc.Reason, true
 	ct.exited, ct.finalized = true, true
 	ct.exitAt, ct.exitCode = rc.FinishedAt, int(rc.ExitCode)

@@ -138,3 +138,28 @@ func (c *Correlator) stoppedBefore(p *pod) time.Time {
 	}
 	return first
 }
+
+// untoldWindow bounds how long before this instance's start a container's
+// end can be that the checkpoint says nobody told: the previous instance
+// holds back only the ends the runtime had not confirmed when it stopped
+// (its last poll's interval), and a tracer's restart (a rollout, a crash)
+// takes seconds. An older end belongs to a run that ended before the
+// previous instance (it did not tell it either: it had no facts of it), or
+// one it told and the checkpoint's ring has since forgotten.
+const untoldWindow = 10 * time.Second
+
+// untoldEnd: with a checkpoint, a container that ended shortly before this
+// instance whose run no instance told (the previous one stopped while the
+// runtime had not yet confirmed the end, so it held the run back): this
+// instance tells it, from the runtime's facts.
+func (c *Correlator) untoldEnd(ct *container, end time.Time) bool {
+	if c.prior == nil || ct.pod == nil || ct.sandbox || end.Before(c.started.Add(-untoldWindow)) {
+		return false
+	}
+	for _, kind := range []string{names.SpanContainerRun, names.SpanContainerInit, names.SpanContainerEphemeral} {
+		if _, told := c.prior[ct.pod.spanID(ctKey(kind, ct))]; told {
+			return false
+		}
+	}
+	return true
+}

@@ -5,6 +5,7 @@ package record
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -278,4 +279,20 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// DropNamespaces returns the stream without the facts about the pods of
+// the given namespaces (as SplitByNamespace attributes them): a recording
+// made on a node shared with other work (another runtime's pods whose CNI
+// runs reached the recorder) is kept to the namespaces it was made for.
+func DropNamespaces(in []fact.Input, drop ...string) []fact.Input {
+	s := newSplitter(in)
+	out := make([]fact.Input, 0, len(in))
+	for _, x := range in {
+		if slices.Contains(drop, s.owner(x)) {
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
 }
