@@ -68,14 +68,24 @@ type Cluster struct {
 	gates []string
 }
 
-// WantedGates are the feature gates the lifecycle scenarios need, switched
-// on in every component (API server, controller-manager, scheduler,
-// kubelet) when all their binaries know them: RestartAllContainersOnContainerExits
-// (alpha in 1.35, e2e 54) and NodeDeclaredFeatures (alpha in 1.35; the
-// first needs it: the kubelet declares the feature, the scheduler matches
-// pods that use it). A gate a binary does not list is left alone (an
-// unknown gate stops a component) and its scenario skips, saying so.
+// WantedGates are the feature gates e2e 54 needs, switched on in every
+// component (API server, controller-manager, scheduler, kubelet) when
+// AlphaGatesEnv is set and all their binaries know them:
+// RestartAllContainersOnContainerExits (alpha in 1.35) and
+// NodeDeclaredFeatures (alpha in 1.35; the first needs it: the kubelet
+// declares the feature, the scheduler matches pods that use it). A gate a
+// binary does not list is left alone (an unknown gate stops a component)
+// and the scenario skips, saying so.
+//
+// Off by default: with NodeDeclaredFeatures on, kubelet v1.35.4 panics
+// (nil pointer in HandlePodUpdates, kubelet.go:2823, seen 2026-11-27 in the
+// whole suite) when a static pod's mirror is deleted (e2e 23), and every
+// scenario after it fails. e2e 54 passed with the gates on in a run of
+// scenarios 30-54 the same day.
 var WantedGates = []string{"RestartAllContainersOnContainerExits", "NodeDeclaredFeatures"}
+
+// AlphaGatesEnv, set to 1, switches WantedGates on.
+const AlphaGatesEnv = "PODCHRON_E2E_ALPHA_GATES"
 
 // GateOn reports whether the cluster runs with the feature gate on.
 func (c *Cluster) GateOn(name string) bool { return slices.Contains(c.gates, name) }
@@ -83,6 +93,9 @@ func (c *Cluster) GateOn(name string) bool { return slices.Contains(c.gates, nam
 // knownGates are the WantedGates every component's binary lists in its
 // --help (as "Name=true|false").
 func (c *Cluster) knownGates(ctx context.Context) ([]string, error) {
+	if os.Getenv(AlphaGatesEnv) != "1" {
+		return nil, nil
+	}
 	known := slices.Clone(WantedGates)
 	for _, name := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet"} {
 		out, err := exec.CommandContext(ctx, filepath.Join(c.cfg.BinDir, name), "--help").CombinedOutput()
