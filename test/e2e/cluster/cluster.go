@@ -84,7 +84,8 @@ type Cluster struct {
 // scenarios 30-54 the same day.
 var WantedGates = []string{"RestartAllContainersOnContainerExits", "NodeDeclaredFeatures"}
 
-// AlphaGatesEnv, set to 1, switches WantedGates on.
+// AlphaGatesEnv is the environment variable that, set to 1, switches
+// WantedGates on.
 const AlphaGatesEnv = "PODCHRON_E2E_ALPHA_GATES"
 
 // GateOn reports whether the cluster runs with the feature gate on.
