@@ -25,6 +25,8 @@ import (
 	"github.com/podchron/podchron/internal/cgroupfs"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/podchron/podchron/test/harness/cgtree"
 )
 
 const stateFileName = "harness.json"
@@ -326,74 +328,16 @@ func cgroupDirs(root string) []string {
 // cgroupPIDs returns the processes in any cgroup below the roots (all
 // hierarchies).
 func cgroupPIDs(roots ...string) []int {
-	seen := map[int]bool{}
 	var dirs []string
 	for _, r := range roots {
 		dirs = append(dirs, cgroupDirs(r)...)
 	}
-	for _, d := range dirs {
-		_ = filepath.WalkDir(d, func(p string, de fs.DirEntry, err error) error {
-			if err != nil || !de.IsDir() {
-				return nil
-			}
-			b, err := os.ReadFile(filepath.Join(p, "cgroup.procs"))
-			if err != nil {
-				return nil
-			}
-			for _, f := range strings.Fields(string(b)) {
-				if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
-					seen[pid] = true
-				}
-			}
-			return nil
-		})
-	}
-	pids := make([]int, 0, len(seen))
-	for p := range seen {
-		pids = append(pids, p)
-	}
-	slices.Sort(pids)
-	return pids
+	return cgtree.PIDs(dirs)
 }
 
-// removeCgroupTree removes root and everything below it in every hierarchy
-// (cgroup directories can only be removed bottom-up with rmdir). Recently
-// emptied cgroups may be busy for a moment: it retries for a while.
+// removeCgroupTree removes root and everything below it in every hierarchy.
 func removeCgroupTree(root string) error {
-	dirs := cgroupDirs(root)
-	if len(dirs) == 0 {
-		return nil
-	}
-	var errs []error
-	for _, d := range dirs {
-		var all []string
-		_ = filepath.WalkDir(d, func(p string, de fs.DirEntry, err error) error {
-			if err == nil && de.IsDir() {
-				all = append(all, p)
-			}
-			return nil
-		})
-		// deepest first
-		slices.SortFunc(all, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
-		for _, p := range all {
-			var err error
-			for i := 0; i < 100; i++ {
-				err = unix.Rmdir(p)
-				if err == nil || errors.Is(err, unix.ENOENT) {
-					err = nil
-					break
-				}
-				if !errors.Is(err, unix.EBUSY) {
-					break
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("rmdir %s: %w", p, err))
-			}
-		}
-	}
-	return errors.Join(errs...)
+	return cgtree.Remove(cgroupDirs(root))
 }
 
 type mountInfo struct {

@@ -17,18 +17,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/podchron/podchron/internal/cgroupfs"
+	"github.com/podchron/podchron/test/harness/cgtree"
 )
 
 // Env is set in the node's processes: its value is the node's cgroup root
@@ -175,53 +174,13 @@ func (n *Node) Close() error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	for _, d := range n.dirs {
-		var all []string
-		_ = filepath.WalkDir(d, func(p string, de fs.DirEntry, err error) error {
-			if err == nil && de.IsDir() {
-				all = append(all, p)
-			}
-			return nil
-		})
-		slices.SortFunc(all, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
-		for _, p := range all {
-			var err error
-			for i := 0; i < 100; i++ {
-				if err = unix.Rmdir(p); err == nil || errors.Is(err, unix.ENOENT) {
-					err = nil
-					break
-				}
-				if !errors.Is(err, unix.EBUSY) {
-					break
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("nested: rmdir %s: %w", p, err))
-			}
-		}
+	if err := cgtree.Remove(n.dirs); err != nil {
+		errs = append(errs, fmt.Errorf("nested: %w", err))
 	}
 	return errors.Join(errs...)
 }
 
-func (n *Node) pids() []int {
-	var out []int
-	for _, d := range n.dirs {
-		_ = filepath.WalkDir(d, func(p string, de fs.DirEntry, err error) error {
-			if err != nil || !de.IsDir() {
-				return nil
-			}
-			b, _ := os.ReadFile(filepath.Join(p, "cgroup.procs"))
-			for _, f := range strings.Fields(string(b)) {
-				if pid, err := strconv.Atoi(f); err == nil && !slices.Contains(out, pid) {
-					out = append(out, pid)
-				}
-			}
-			return nil
-		})
-	}
-	return out
-}
+func (n *Node) pids() []int { return cgtree.PIDs(n.dirs) }
 
 // SetUp runs first in the node, before it starts any other process: it
 // mounts every cgroup hierarchy afresh in place of the host's mounts it
