@@ -42,9 +42,6 @@ type podRestartAll struct {
 	restartAllByCond bool
 	// restartAllUsed: a span went out under it (its ID is fixed now).
 	restartAllUsed bool
-	// restartAllDone: restarts emitted (their keys), to tell late facts of
-	// one from a new one.
-	restartAllDone int
 }
 
 // restartRule is the rule of ct's spec its exit matched, nil when the exit
@@ -213,5 +210,4 @@ func (c *Correlator) restartAllSpan(p *pod, end time.Time, unfinished string) {
 	c.emit(p, span.Span{SpanID: c.restartAllID(p), Parent: c.rootID(p), Name: names.SpanPodRestart,
 		Start: p.restartAllAt, End: end, Status: status, StatusMessage: msg, Attrs: attrs})
 	p.restartAllAt, p.restartAllWhy, p.restartAllKey, p.restartAllByCond, p.restartAllUsed = time.Time{}, "", "", false, false
-	p.restartAllDone++
 }

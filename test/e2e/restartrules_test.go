@@ -30,6 +30,18 @@ func withData(c corev1.Container) corev1.Container {
 	return c
 }
 
+// ruledOnce is a container (restartPolicy Never) that exits with code once
+// (onceThenWait, the marker in /data) and has one restart rule: action on
+// that exit code.
+func ruledOnce(name, marker string, code int32, action corev1.ContainerRestartRuleAction) corev1.Container {
+	never := corev1.ContainerRestartPolicyNever
+	c := withData(container(name, onceThenWait(marker, int(code))...))
+	c.RestartPolicy = &never
+	c.RestartPolicyRules = []corev1.ContainerRestartRule{{Action: action,
+		ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{code}}}}
+	return c
+}
+
 var dataVolume = corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 
 // restartRule: a pod that never restarts (restartPolicy Never) whose app
@@ -41,11 +53,7 @@ func (e *env) restartRule(t *testing.T) {
 	t.Parallel()
 	const ns = "s53-restart-rule"
 	e.namespace(t, ns)
-	never := corev1.ContainerRestartPolicyNever
-	app := withData(container("app", onceThenWait("ran", 42)...))
-	app.RestartPolicy = &never
-	app.RestartPolicyRules = []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestart,
-		ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+	app := ruledOnce("app", "ran", 42, corev1.ContainerRestartRuleActionRestart)
 	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ruled"},
 		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Volumes: []corev1.Volume{dataVolume}, Containers: []corev1.Container{app}}})
 	e.waitPod(t, ns, pod.Name, "restarted by its restart rule", 2*time.Minute, restarted(1))
@@ -81,11 +89,7 @@ func (e *env) restartAllContainers(t *testing.T) {
 	}
 	const ns = "s54-restart-all"
 	e.namespace(t, ns)
-	never := corev1.ContainerRestartPolicyNever
-	watcher := withData(container("watcher", onceThenWait("watched", 88)...))
-	watcher.RestartPolicy = &never
-	watcher.RestartPolicyRules = []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestartAllContainers,
-		ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{88}}}}
+	watcher := ruledOnce("watcher", "watched", 88, corev1.ContainerRestartRuleActionRestartAllContainers)
 	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "inplace"},
 		Spec: corev1.PodSpec{Volumes: []corev1.Volume{dataVolume},
 			InitContainers: []corev1.Container{container("setup", "true")},
