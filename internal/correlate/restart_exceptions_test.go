@@ -8,7 +8,6 @@ import (
 
 	"github.com/podchron/podchron/internal/fact"
 	"github.com/podchron/podchron/internal/fact/kernel"
-	"github.com/podchron/podchron/internal/names"
 	"github.com/podchron/podchron/internal/span"
 )
 
@@ -40,9 +39,6 @@ const (
 		"a kernel fact only the first instance saw (the runtime had not reported it to the second): the second begins " +
 		"it from the AllContainersRestarting condition, at the condition's time, so under another span ID, or, when the " +
 		"condition was over too, not at all (the init containers' runs again go under the start-up)"
-	excSessionUnnamed = "an exec session that ended before the pod's spec reached the first instance, at its shutdown: " +
-		"it could not tell a hook or a probe from a kubectl exec and did not guess; its exec and exit were kernel facts " +
-		"only the first instance saw"
 	excStopBeforeGoing = "a container the kubelet stopped with no termination known, its run and stop told at the first " +
 		"instance's shutdown under the root: the status that made the stop a termination (an eviction's) came after the cut"
 	excLateAfterEnd = "a fact of a trace the first instance ended (its root is in the checkpoint), joined to that " +
@@ -152,9 +148,6 @@ func (v cutView) missingWhy(w span.Span) string {
 	if v.sessionInGap(w) {
 		return excSessionInGap
 	}
-	if v.sessionUnnamed(w) {
-		return excSessionUnnamed
-	}
 	if w.Name == "pod.restart" && w.Start.Before(v.at) {
 		return excRestartAllBegun
 	}
@@ -240,29 +233,6 @@ func (v cutView) sessionInGap(w span.Span) bool {
 		}
 	}
 	return false
-}
-
-// sessionUnnamed: an exec session's span whose process exited before the
-// cut while no API pod object (its spec) had reached the first instance,
-// or nothing had named its container (the runtime, the API's statuses).
-func (v cutView) sessionUnnamed(w span.Span) bool {
-	if !strings.HasPrefix(w.Name, "probe.") && w.Name != "container.poststart" && w.Name != "container.prestop" || !w.End.Before(v.at) {
-		return false
-	}
-	pod, named := false, false
-	id, _ := w.Attr(names.ContainerID).(string)
-	for _, x := range v.inputs[:v.i] {
-		if x.Pod != nil && span.TraceIDForPod(x.Pod.UID) == w.TraceID {
-			pod = true
-			for _, st := range x.Pod.Statuses {
-				named = named || st.ContainerID == id
-			}
-		}
-		if x.Runtime != nil && x.Runtime.Container != nil && x.Runtime.Container.ID == id && x.Runtime.Container.Name != "" {
-			named = true
-		}
-	}
-	return !pod || !named
 }
 
 // deletedBy: the API showed the trace's pod deleted (a deletionTimestamp,
