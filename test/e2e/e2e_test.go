@@ -38,6 +38,8 @@ import (
 
 func TestCluster(t *testing.T) {
 	e := setup(t)
+	// The failed waits' first lines last, where a CI log's tail shows them.
+	defer e.logFailures(t)
 	e.startRecorder(t) // PODCHRON_E2E_RECORD=<dir>: also record the node's input stream
 	startLoad(t)       // PODCHRON_TEST_LOAD=1: the scenarios run on a busy node
 	start := time.Now()

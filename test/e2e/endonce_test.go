@@ -151,8 +151,9 @@ func noSpanTwice(tr *backends.Trace) error {
 }
 
 // checkpointLoaded: the tracer that replaced the previous one read the
-// previous one's checkpoint (internal/checkpoint, on the node's
-// /var/lib/podchron) and found the span IDs it emitted.
+// previous one's checkpoint (internal/checkpoint, in the run's own node
+// directory, env.stateDir, which the first tracer found empty) and found
+// the span IDs it emitted.
 func (e *env) checkpointLoaded(t *testing.T) {
 	t.Helper()
 	e.eventually(t, "the new tracer's checkpoint line", 30*time.Second, func() error {

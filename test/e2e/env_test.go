@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,6 +46,9 @@ type env struct {
 	otelcol  *backends.Collector // the tracer's OTLP endpoint, exporting to Jaeger
 	prom     *backends.Prometheus
 	manifest []byte // the manifests Helm installed (helm get manifest)
+
+	failMu   sync.Mutex
+	failures []string // each failed wait's first line (fatalf), repeated at the run's end
 }
 
 const (
@@ -242,7 +246,7 @@ func (e *env) deployPodchron(t *testing.T) {
 		"--from-literal=headers="+otlpHeaders); err != nil {
 		t.Fatalf("OTLP headers secret: %v\n%s", err, out)
 	}
-	values, err := yaml.Marshal(helmValuesForCluster(e.cluster.APIPort(), backends.DefaultCollectorPorts.OTLPGRPC, e.runtime.RuntimeDir))
+	values, err := yaml.Marshal(helmValuesForCluster(e.cluster.APIPort(), backends.DefaultCollectorPorts.OTLPGRPC, e.runtime.RuntimeDir, e.stateDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +278,7 @@ func (e *env) deployPodchron(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kubectl kustomize deploy/: %v", err)
 	}
-	patched, err := patchForCluster(rendered, e.cluster.APIPort(), backends.DefaultCollectorPorts.OTLPGRPC, e.runtime.RuntimeDir)
+	patched, err := patchForCluster(rendered, e.cluster.APIPort(), backends.DefaultCollectorPorts.OTLPGRPC, e.runtime.RuntimeDir, e.stateDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,6 +287,10 @@ func (e *env) deployPodchron(t *testing.T) {
 	}
 	e.waitTracerReady(t, "")
 }
+
+// stateDir is the tracer's checkpoint directory on the node for this run
+// (patchForCluster).
+func (e *env) stateDir() string { return filepath.Join(e.work, "podchron-state") }
 
 const (
 	otlpHeadersSecret = "podchron-otlp"
@@ -303,7 +311,7 @@ const (
 
 // helmValuesForCluster are the chart values for what patchForCluster
 // changes, plus the OTLP headers from otlpHeadersSecret.
-func helmValuesForCluster(apiPort, otlpPort int, runtimeDir string) map[string]any {
+func helmValuesForCluster(apiPort, otlpPort int, runtimeDir, stateDir string) map[string]any {
 	return map[string]any{
 		"hostNetwork": true,
 		"otlp": map[string]any{
@@ -315,7 +323,8 @@ func helmValuesForCluster(apiPort, otlpPort int, runtimeDir string) map[string]a
 			{Name: "KUBERNETES_SERVICE_HOST", Value: "127.0.0.1"},
 			{Name: "KUBERNETES_SERVICE_PORT", Value: fmt.Sprint(apiPort)},
 		},
-		"runtime": map[string]any{"hostPath": runtimeDir},
+		"runtime":       map[string]any{"hostPath": runtimeDir},
+		"stateHostPath": stateDir,
 	}
 }
 
@@ -392,8 +401,8 @@ func TestHelmValuesForCluster(t *testing.T) {
 		}
 	}
 	repo := repoRoot(t)
-	const apiPort, otlpPort, runtimeDir = 16443, 14317, "/tmp/pte2e-x/containerd"
-	values, err := yaml.Marshal(helmValuesForCluster(apiPort, otlpPort, runtimeDir))
+	const apiPort, otlpPort, runtimeDir, stateDir = 16443, 14317, "/tmp/pte2e-x/containerd", "/tmp/pte2e-x/podchron-state"
+	values, err := yaml.Marshal(helmValuesForCluster(apiPort, otlpPort, runtimeDir, stateDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +421,7 @@ func TestHelmValuesForCluster(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kubectl kustomize deploy: %v\n%s", err, rendered)
 	}
-	patched, err := patchForCluster(rendered, apiPort, otlpPort, runtimeDir)
+	patched, err := patchForCluster(rendered, apiPort, otlpPort, runtimeDir, stateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,10 +438,13 @@ func TestHelmValuesForCluster(t *testing.T) {
 //     in-cluster config reads);
 //   - the OTLP endpoint: the collector on loopback;
 //   - the runtime socket directory: the test's private containerd;
+//   - the checkpoint's directory: the run's own (a node's /var/lib/podchron
+//     outlives the run; a CI machine that ran the suite before would hand
+//     the new cluster's tracer the old run's span IDs);
 //   - the start-up give-up time (--startup-timeout 45s instead of 10m: room for a start-up on a loaded node running ~45 scenarios at once), so a
 //     pod that never becomes Ready shows its failed start-up within a
 //     scenario.
-func patchForCluster(rendered []byte, apiPort, otlpPort int, runtimeDir string) ([]byte, error) {
+func patchForCluster(rendered []byte, apiPort, otlpPort int, runtimeDir, stateDir string) ([]byte, error) {
 	var out [][]byte
 	for _, doc := range bytes.Split(rendered, []byte("\n---\n")) {
 		if len(bytes.TrimSpace(doc)) == 0 {
@@ -471,15 +483,17 @@ func patchForCluster(rendered []byte, apiPort, otlpPort int, runtimeDir string) 
 		c.Env = append(c.Env,
 			corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: "127.0.0.1"},
 			corev1.EnvVar{Name: "KUBERNETES_SERVICE_PORT", Value: fmt.Sprint(apiPort)})
-		found = false
-		for i := range spec.Volumes {
-			if spec.Volumes[i].Name == "runtime" && spec.Volumes[i].HostPath != nil {
-				spec.Volumes[i].HostPath.Path = runtimeDir
-				found = true
+		for vol, dir := range map[string]string{"runtime": runtimeDir, "state": stateDir} {
+			found = false
+			for i := range spec.Volumes {
+				if spec.Volumes[i].Name == vol && spec.Volumes[i].HostPath != nil {
+					spec.Volumes[i].HostPath.Path = dir
+					found = true
+				}
 			}
-		}
-		if !found {
-			return nil, errors.New("daemonset has no runtime hostPath volume")
+			if !found {
+				return nil, fmt.Errorf("daemonset has no %s hostPath volume", vol)
+			}
 		}
 		b, err := yaml.Marshal(&ds)
 		if err != nil {
@@ -571,10 +585,43 @@ func (e *env) eventually(t *testing.T, what string, timeout time.Duration, f fun
 		}
 		if time.Now().After(deadline) || e.ctx.Err() != nil {
 			e.dumpLogs(t)
-			t.Fatalf("%s: not after %s: %v", what, timeout, last)
+			e.fatalf(t, "%s: not after %s: %v", what, timeout, last)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// fatalf fails t with the message, keeps its first line for the run's
+// summary (logFailures) and writes the whole of it to failures/<test>.txt
+// in the work directory, which a failed run keeps: a CI log shows only its
+// tail, and a scenario's message with its trace comes out minutes before.
+func (e *env) fatalf(t *testing.T, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	first, _, _ := strings.Cut(msg, "\n")
+	e.failMu.Lock()
+	e.failures = append(e.failures, t.Name()+": "+first)
+	e.failMu.Unlock()
+	dir := filepath.Join(e.work, "failures")
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + ".txt"
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(msg+"\n"), 0o644); err != nil {
+			t.Logf("keep the failure: %v", err)
+		}
+	}
+	t.Fatal(msg)
+}
+
+// logFailures repeats each failed wait's first line at the end of the run.
+func (e *env) logFailures(t *testing.T) {
+	t.Helper()
+	e.failMu.Lock()
+	defer e.failMu.Unlock()
+	if len(e.failures) == 0 {
+		return
+	}
+	t.Logf("%d scenario(s) failed (whole messages with their traces: %s):\n  %s", len(e.failures),
+		filepath.Join(e.work, "failures"), strings.Join(e.failures, "\n  "))
 }
 
 // dumpLogs prints what a failing scenario needs: the tracer's log and the
@@ -612,7 +659,7 @@ func (e *env) trace(t *testing.T, uid string, timeout time.Duration, check func(
 		}
 		if time.Now().After(deadline) {
 			e.dumpLogs(t)
-			t.Fatalf("trace %s (pod %s) in Jaeger: %v\n%s", id, uid, err, tr)
+			e.fatalf(t, "trace %s (pod %s) in Jaeger: %v\n%s", id, uid, err, tr)
 		}
 		time.Sleep(time.Second)
 	}

@@ -152,11 +152,15 @@ func (e *env) httpGetPreStop(t *testing.T) {
 	// CNI bridge has no address on the host (isGateway false), so a pod
 	// IP's connection would leave the node instead of reaching the
 	// container's httpd. A readiness probe on the same port proves the
-	// kubelet reaches it.
+	// kubelet reaches it. The hook names its host: without one the kubelet
+	// looks the pod's IP up in the runtime's pod status at the hook's
+	// start, and on a loaded node (CI, 2026-11-28) that status listed no
+	// container yet: "failed to find networking container", the hook
+	// failed at once and the scenario waited for a drain that never ran.
 	const port = 18342
 	app := container("app", sh(fmt.Sprintf(`mkdir -p /www && echo bye > /www/drain && httpd -p %d -h /www; `, port)+gracefulApp)...)
 	app.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
-		Path: "/drain", Port: intstr.FromInt32(port)}}}
+		Host: "127.0.0.1", Path: "/drain", Port: intstr.FromInt32(port)}}}
 	app.ReadinessProbe = &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{
 		HTTPGet: &corev1.HTTPGetAction{Path: "/drain", Port: intstr.FromInt32(port)}}}
 	grace := int64(30)
