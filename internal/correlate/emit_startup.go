@@ -162,8 +162,13 @@ func refineReady(cond, seen time.Time, evidence []time.Time) time.Time {
 
 // pullSpan is an image pull: Pulling to Pulled, or to its last failure.
 func (c *Correlator) pullSpan(p *pod, pl *pull, parent span.SpanID) span.Span {
+	name, key := names.SpanContainerImagePull, "pull/"+pl.container
 	attrs := []span.Attr{span.String(names.K8sContainerName, pl.container)}
 	attrs = append(attrs, imageAttrs(p.image(pl.container))...)
+	if pl.volume != "" {
+		name, key = names.SpanPodImageVolumePull, "pull/"+volumePullKey+pl.volume
+		attrs = append([]span.Attr{span.String(names.K8sVolumeName, pl.volume)}, imageAttrs(pl.image)...)
+	}
 	end, status, msg := pl.end, span.StatusOK, ""
 	if !pl.end.IsZero() {
 		attrs = append(attrs, span.String(names.Message, pl.message))
@@ -183,7 +188,7 @@ func (c *Correlator) pullSpan(p *pod, pl *pull, parent span.SpanID) span.Span {
 	if end.Before(start) {
 		end = start
 	}
-	return span.Span{SpanID: p.spanID("pull/" + pl.container), Parent: parent, Name: names.SpanContainerImagePull, Start: start, End: end,
+	return span.Span{SpanID: p.spanID(key), Parent: parent, Name: name, Start: start, End: end,
 		Status: status, StatusMessage: msg, Attrs: attrs}
 }
 

@@ -293,20 +293,26 @@ func (c *Correlator) eventPod(ev *fact.K8sEvent) (*fact.K8sEvent, *pod) {
 // pullEvent takes an image pull's Event: Pulling starts it, Pulled ends it,
 // a Failed or BackOff about the image fails it.
 func (p *pod) pullEvent(ev *fact.K8sEvent) {
+	key, vol := ev.Container, p.imageVolumeOf(ev)
+	if vol != nil {
+		key = volumePullKey + vol.Name
+	}
+	get := func(start time.Time) *pull {
+		pl := p.pulls[key]
+		if pl == nil {
+			pl = &pull{container: ev.Container, start: start}
+			if vol != nil {
+				pl.volume, pl.image = vol.Name, vol.Reference
+			}
+			p.pulls[key] = pl
+		}
+		return pl
+	}
 	switch ev.Reason {
 	case "Pulling":
-		pl := p.pulls[ev.Container]
-		if pl == nil {
-			pl = &pull{container: ev.Container}
-			p.pulls[ev.Container] = pl
-		}
-		pl.start = ev.FirstTime
+		get(ev.FirstTime).start = ev.FirstTime
 	case "Pulled":
-		pl := p.pulls[ev.Container]
-		if pl == nil {
-			pl = &pull{container: ev.Container, start: ev.FirstTime}
-			p.pulls[ev.Container] = pl
-		}
+		pl := get(ev.FirstTime)
 		// A Pulled event repeats (count, lastTimestamp) at every restart
 		// ("already present"): the pull is the first one.
 		if pl.end.IsZero() {
@@ -315,11 +321,7 @@ func (p *pod) pullEvent(ev *fact.K8sEvent) {
 		}
 	case "Failed", "BackOff":
 		if reason, ok := pullFailure(ev.Message); ok {
-			pl := p.pulls[ev.Container]
-			if pl == nil {
-				pl = &pull{container: ev.Container, start: ev.FirstTime}
-				p.pulls[ev.Container] = pl
-			}
+			pl := get(ev.FirstTime)
 			pl.failedAt = latest(pl.failedAt, ev.LastTime)
 			if reason != "" {
 				pl.reason = reason
@@ -329,6 +331,35 @@ func (p *pod) pullEvent(ev *fact.K8sEvent) {
 			}
 		}
 	}
+}
+
+// volumePullKey prefixes an image volume's pull in pod.pulls (a container
+// name cannot hold "/").
+const volumePullKey = "volume/"
+
+// imageVolumeOf is the image volume an image Event about the pod itself
+// (no container: the kubelet pulls an image volume's image for the pod)
+// speaks of: the first of the spec's image volumes whose reference the
+// message quotes and whose pull has not ended (two volumes of one image:
+// the second's is the "already present" one).
+func (p *pod) imageVolumeOf(ev *fact.K8sEvent) *fact.ImageVolume {
+	if ev.Container != "" || p.info == nil {
+		return nil
+	}
+	var first *fact.ImageVolume
+	for i := range p.info.ImageVolumes {
+		v := &p.info.ImageVolumes[i]
+		if v.Reference == "" || !strings.Contains(ev.Message, `"`+v.Reference+`"`) {
+			continue
+		}
+		if pl := p.pulls[volumePullKey+v.Name]; pl == nil || pl.end.IsZero() {
+			return v
+		}
+		if first == nil {
+			first = v
+		}
+	}
+	return first
 }
 
 func probeType(msg string) string {

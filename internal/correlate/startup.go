@@ -54,9 +54,12 @@ type podStartup struct {
 	resumed bool
 }
 
-// pull is a container image's pull, from the kubelet's Events.
+// pull is a container image's pull, from the kubelet's Events, or an
+// image volume's (volume set, container empty).
 type pull struct {
 	container  string
+	volume     string // an image volume's name (pullKey)
+	image      string // the image volume's reference
 	start, end time.Time
 	message    string
 	// A failed pull: the kubelet's reason (ErrImagePull, ImagePullBackOff,
@@ -119,7 +122,11 @@ func (c *Correlator) endStartupUnready(p *pod, end time.Time, outcome, why strin
 	out := startupOutcome{outcome: outcome, failure: why}
 	if ctr, reason, msg := p.blockedOn(); ctr != "" {
 		out.container, out.reason = ctr, reason
-		out.failure = fmt.Sprintf("%s: container %s: %s", why, ctr, reason)
+		what := "container " + ctr
+		if vol, ok := strings.CutPrefix(ctr, volumePullKey); ok {
+			out.container, what = "", "image volume "+vol
+		}
+		out.failure = fmt.Sprintf("%s: %s: %s", why, what, reason)
 		if msg != "" {
 			out.failure += ": " + msg
 		}

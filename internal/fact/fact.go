@@ -167,9 +167,19 @@ type PodInfo struct {
 	// ReadinessGates: the condition types the pod's Ready also waits for
 	// (spec.readinessGates).
 	ReadinessGates []string `json:"readiness_gates,omitempty"`
+	// ImageVolumes: the pod's volumes whose source is an OCI image
+	// (spec.volumes[].image): their pulls belong to no container.
+	ImageVolumes []ImageVolume `json:"image_volumes,omitempty"`
 
 	// Deleted is true once the object is gone from the API server.
 	Deleted bool `json:"deleted,omitempty"`
+}
+
+// ImageVolume is a pod volume whose source is an OCI image.
+type ImageVolume struct {
+	Name       string `json:"name"`
+	Reference  string `json:"reference"`
+	PullPolicy string `json:"pull_policy,omitempty"`
 }
 
 // Condition is a pod condition (PodScheduled, Initialized, ContainersReady,

@@ -33,6 +33,7 @@ const (
 	K8sNodeName              = "k8s.node.name"
 	K8sPodName               = "k8s.pod.name"
 	K8sPodUID                = "k8s.pod.uid"
+	K8sVolumeName            = "k8s.volume.name"
 	ProcessCommandArgs       = "process.command_args"
 	ProcessExitCode          = "process.exit.code"
 	ProcessPID               = "process.pid"

@@ -24,6 +24,10 @@ const (
 	// 1.35+, a RestartAllContainers restart rule): from the exit that
 	// matched the rule until the pod is Ready again.
 	SpanPodRestart = "pod.restart"
+	// SpanPodImageVolumePull: the pull of an image volume's image
+	// (Kubernetes 1.31+, GA in 1.36), which belongs to no container: the
+	// kubelet pulls it before the pod's first container.
+	SpanPodImageVolumePull = "pod.image_volume_pull"
 )
 
 // Span event names. The composed ones are built by SignalEventName and

@@ -45,8 +45,8 @@ func boundObject(obj any) {
 }
 
 // boundPodSpec keeps the fields of a pod's spec that Convert and the
-// watcher read (the fields below); the rest (volumes, affinity,
-// tolerations, security contexts, ...) is dropped.
+// watcher read (the fields below); the rest (volumes other than image
+// volumes, affinity, tolerations, security contexts, ...) is dropped.
 func boundPodSpec(s *corev1.PodSpec) {
 	*s = corev1.PodSpec{
 		NodeName:                      s.NodeName,
@@ -56,7 +56,20 @@ func boundPodSpec(s *corev1.PodSpec) {
 		Containers:                    boundContainers(s.Containers),
 		EphemeralContainers:           boundEphemeral(s.EphemeralContainers),
 		ReadinessGates:                s.ReadinessGates,
+		Volumes:                       boundImageVolumes(s.Volumes),
 	}
+}
+
+// boundImageVolumes keeps the image volumes (name and image source): their
+// pulls are the pod's, not a container's.
+func boundImageVolumes(vs []corev1.Volume) []corev1.Volume {
+	var out []corev1.Volume
+	for _, v := range vs {
+		if v.Image != nil {
+			out = append(out, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{Image: v.Image}})
+		}
+	}
+	return out
 }
 
 // boundContainers keeps a container's name, image, restart policy (a

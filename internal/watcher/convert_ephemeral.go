@@ -7,7 +7,7 @@ import (
 )
 
 // convertEphemeralAndGates fills in the pod's ephemeral (kubectl debug)
-// containers, their statuses, and its readiness gates.
+// containers, their statuses, its readiness gates and its image volumes.
 func convertEphemeralAndGates(pod *corev1.Pod, info *fact.PodInfo) {
 	for i := range pod.Spec.EphemeralContainers {
 		info.EphemeralContainers = append(info.EphemeralContainers, pod.Spec.EphemeralContainers[i].Name)
@@ -15,5 +15,11 @@ func convertEphemeralAndGates(pod *corev1.Pod, info *fact.PodInfo) {
 	info.EphemeralStatuses = convertStatuses(pod.Status.EphemeralContainerStatuses)
 	for _, g := range pod.Spec.ReadinessGates {
 		info.ReadinessGates = append(info.ReadinessGates, string(g.ConditionType))
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.Image != nil {
+			info.ImageVolumes = append(info.ImageVolumes, fact.ImageVolume{Name: v.Name, Reference: v.Image.Reference,
+				PullPolicy: string(v.Image.PullPolicy)})
+		}
 	}
 }

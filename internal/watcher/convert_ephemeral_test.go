@@ -30,3 +30,24 @@ func TestConvertEphemeralAndReadinessGates(t *testing.T) {
 	want.ReadinessGates = []string{"example.com/lb-ready"}
 	assertEqualJSON(t, Convert(p), want)
 }
+
+// A pod with an image volume beside a ConfigMap: the model is told the
+// image volume (its pulls' Events name no container), through the bounded
+// cache too, and nothing of the other volume.
+func TestConvertImageVolumes(t *testing.T) {
+	p := deploymentPod()
+	p.Spec.Volumes = []corev1.Volume{
+		{Name: "settings", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}},
+		{Name: "tools", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{
+			Reference: "registry.example/tools:2", PullPolicy: corev1.PullIfNotPresent}}},
+	}
+	want := deploymentPodInfo()
+	want.ImageVolumes = []fact.ImageVolume{{Name: "tools", Reference: "registry.example/tools:2", PullPolicy: "IfNotPresent"}}
+	assertEqualJSON(t, Convert(p), want)
+	boundObject(p)
+	if len(p.Spec.Volumes) != 1 || p.Spec.Volumes[0].Name != "tools" {
+		t.Errorf("bounded volumes %+v, want the image volume alone", p.Spec.Volumes)
+	}
+	assertEqualJSON(t, Convert(p), want)
+}
