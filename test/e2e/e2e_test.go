@@ -73,6 +73,8 @@ func TestCluster(t *testing.T) {
 		t.Run("52-kubectl-podchron", e.kubectlPodchronPlugin)
 		t.Run("53-restart-rule", e.restartRule)
 		t.Run("54-restart-all-containers", e.restartAllContainers)
+		t.Run("55-image-volume", e.imageVolume)
+		t.Run("56-stop-signal", e.stopSignalField)
 		e.longTail(t) // 10–14 (longtail_test.go)
 	})
 	if t.Failed() {

@@ -153,7 +153,8 @@ func setup(t *testing.T) *env {
 	t.Cleanup(func() { _ = p.Close() })
 
 	// 4. The cluster.
-	c, err := cluster.Start(ctx, cluster.Config{BinDir: binDir, WorkDir: filepath.Join(work, "k8s"), Runtime: h, Logger: e.log})
+	c, err := cluster.Start(ctx, cluster.Config{BinDir: binDir, WorkDir: filepath.Join(work, "k8s"), Runtime: h, Logger: e.log,
+		Gates: stackGates[os.Getenv("PODCHRON_E2E_STACK")]})
 	if err != nil {
 		t.Fatalf("cluster: %v", err)
 	}
@@ -190,6 +191,14 @@ func stackContainerd(binDir string) string {
 		return ""
 	}
 	return p
+}
+
+// stackGates are the alpha feature gates each stack's cluster switches on
+// for the scenarios that need them: ContainerStopSignals (alpha since
+// 1.33, still in 1.37: lifecycle.stopSignal, e2e 56) on the 1.37 leg; the
+// 1.35 leg keeps its defaults (see cluster.WantedGates for why).
+var stackGates = map[string][]string{
+	"k8s137-containerd2": {"ContainerStopSignals"},
 }
 
 // logVersions prints, at the start of the run, which stack this leg is:

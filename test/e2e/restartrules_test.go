@@ -75,7 +75,8 @@ func (e *env) restartRule(t *testing.T) {
 // restartAllContainers: a pod with an init container, an app and a
 // watcher whose restart rule answers its exit 88 with RestartAllContainers
 // (alpha in 1.35: the RestartAllContainersOnContainerExits gate, switched
-// on in this cluster when its binaries know it). The watcher exits 88 once:
+// on in this cluster with PODCHRON_E2E_ALPHA_GATES=1; beta and on by
+// default from 1.36, so on the 1.37 leg). The watcher exits 88 once:
 // the kubelet stops the app, runs the init container again and starts both
 // anew in the same sandbox, and the pod is Ready again. The trace: one
 // pod.restart span from the watcher's exit, the init container's second
@@ -83,8 +84,10 @@ func (e *env) restartRule(t *testing.T) {
 // (restart_all_containers), and no termination until the deletion.
 func (e *env) restartAllContainers(t *testing.T) {
 	t.Parallel()
-	if !e.cluster.GateOn("RestartAllContainersOnContainerExits") {
-		t.Skipf("the alpha gate RestartAllContainersOnContainerExits is off in this cluster (set %s=1 to switch it on where the binaries know it; "+
+	if on, err := e.cluster.GateOn(e.ctx, "RestartAllContainersOnContainerExits"); err != nil {
+		t.Fatal(err)
+	} else if !on {
+		t.Skipf("the gate RestartAllContainersOnContainerExits is off in this cluster: alpha before 1.36 (set %s=1 to switch it on where the binaries know it; "+
 			"off by default: with its dependency NodeDeclaredFeatures on, kubelet v1.35.4 panics on a static pod's mirror deletion)", cluster.AlphaGatesEnv)
 	}
 	const ns = "s54-restart-all"

@@ -43,7 +43,12 @@ type Config struct {
 	// APIPort is the API server's loopback port (default 16443); etcd uses
 	// 12379/12380, the controller-manager 17257, the scheduler 17259.
 	APIPort int
-	Logger  *slog.Logger
+	// Gates are feature gates to switch on in every component besides
+	// WantedGates (the stack's own choice: ContainerStopSignals, alpha
+	// through 1.37, on the 1.37 leg); as with those, a gate a binary does
+	// not know is left off and said so.
+	Gates  []string
+	Logger *slog.Logger
 }
 
 // Cluster is a running single-node cluster.
@@ -88,16 +93,39 @@ var WantedGates = []string{"RestartAllContainersOnContainerExits", "NodeDeclared
 // WantedGates on.
 const AlphaGatesEnv = "PODCHRON_E2E_ALPHA_GATES"
 
-// GateOn reports whether the cluster runs with the feature gate on.
-func (c *Cluster) GateOn(name string) bool { return slices.Contains(c.gates, name) }
+// GateOn reports whether the cluster runs with the feature gate on: one
+// this cluster switched on, or one on by default in this version, as the
+// API server's kubernetes_feature_enabled metric says (RestartAllContainers
+// is beta, on by default, from 1.36).
+func (c *Cluster) GateOn(ctx context.Context, name string) (bool, error) {
+	if slices.Contains(c.gates, name) {
+		return true, nil
+	}
+	out, err := c.Kubectl(ctx, "get", "--raw", "/metrics")
+	if err != nil {
+		return false, fmt.Errorf("the API server's metrics: %w", err)
+	}
+	prefix := `kubernetes_feature_enabled{name="` + name + `",`
+	for line := range strings.Lines(string(out)) {
+		if strings.HasPrefix(line, prefix) {
+			return strings.HasSuffix(strings.TrimSpace(line), " 1"), nil
+		}
+	}
+	return false, nil // a gate this version does not have
+}
 
-// knownGates are the WantedGates every component's binary lists in its
-// --help (as "Name=true|false").
+// knownGates are the wanted gates (Config.Gates, and WantedGates when
+// AlphaGatesEnv is set) every component's binary lists in its --help (as
+// "Name=true|false").
 func (c *Cluster) knownGates(ctx context.Context) ([]string, error) {
-	if os.Getenv(AlphaGatesEnv) != "1" {
+	wanted := slices.Clone(c.cfg.Gates)
+	if os.Getenv(AlphaGatesEnv) == "1" {
+		wanted = append(wanted, WantedGates...)
+	}
+	if len(wanted) == 0 {
 		return nil, nil
 	}
-	known := slices.Clone(WantedGates)
+	known := wanted
 	for _, name := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet"} {
 		out, err := exec.CommandContext(ctx, filepath.Join(c.cfg.BinDir, name), "--help").CombinedOutput()
 		if err != nil && len(out) == 0 {
@@ -363,7 +391,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		return err
 	}
 	c.gates = gates
-	c.log.Info("feature gates", "on", gates, "wanted", WantedGates)
+	c.log.Info("feature gates", "on", gates, "stack", c.cfg.Gates, "alpha_env", os.Getenv(AlphaGatesEnv) == "1", "alpha_env_gates", WantedGates)
 	if _, err := c.start("kube-apiserver", filepath.Join(c.cfg.BinDir, "kube-apiserver"), append(c.gateFlag(),
 		"--etcd-servers=http://127.0.0.1:12379",
 		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", c.cfg.APIPort), "--advertise-address=127.0.0.1",
