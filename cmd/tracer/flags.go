@@ -51,7 +51,7 @@ func (f *probeFlags) register(fs *flag.FlagSet) {
 	// 2 MiB: the daemon with --all-processes at this machine's maximum exec
 	// storm lost nothing (bench/execstorm.sh); the kernel maps its data pages
 	// twice, so each MiB here is 2 MiB of the tracer's RSS.
-	fs.IntVar(&f.ringSize, "ringbuf-size", 2<<20, "kernel ring buffer size in bytes (power of two)")
+	fs.IntVar(&f.ringSize, "ringbuf-size", probe.DefaultRingBufferBytes, "kernel ring buffer size in bytes (power of two)")
 	fs.BoolVar(&f.allSignals, "all-signals", false, "also report noisy signals (SIGCHLD, SIGURG, SIGWINCH, SIGPROF, SIGALRM, SIGIO, ...)")
 	fs.BoolVar(&f.allProcs, "all-processes", false, "report every process of a watched cgroup, not only the roots of its process tree (inits, exec sessions, the runtime's set-up): what a container's own processes fork and exec below them costs a ring-buffer record each")
 	fs.IntVar(&f.sigRate, "signal-rate", probe.DefaultSignalRate, "each container cgroup's budget for signal records, per second (signals sent or received by a pod's tasks beyond it are counted on the pod, not recorded; -1: no budget)")

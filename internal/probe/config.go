@@ -93,13 +93,18 @@ type Config struct {
 }
 
 // DefaultConfig returns production defaults.
+// DefaultRingBufferBytes is the kernel ring buffer's default size, and the
+// tracer's --ringbuf-size default: 2 MiB since the memory work of issue 21
+// (bench/execstorm.sh reports the records lost at a size).
+const DefaultRingBufferBytes = 2 << 20
+
 func DefaultConfig() Config {
 	return Config{
 		CgroupRoots:     append([]string(nil), DefaultCgroupRoots...),
 		CNIDirs:         append([]string(nil), DefaultCNIDirs...),
 		RuntimeComms:    append([]string(nil), DefaultRuntimeComms...),
 		SignalMask:      DefaultSignalMask(),
-		RingBufferBytes: 4 << 20,
+		RingBufferBytes: DefaultRingBufferBytes,
 		WakeupEvents:    256,
 		PollInterval:    100 * time.Millisecond,
 		SignalRate:      DefaultSignalRate,
