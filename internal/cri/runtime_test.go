@@ -7,6 +7,7 @@ package cri_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -17,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podchron/podchron/internal/cri"
 	crifact "github.com/podchron/podchron/internal/fact/cri"
@@ -462,8 +465,17 @@ func TestWatchAcrossContainerdRestart(t *testing.T) {
 	}
 	ex := events.waitFor(t, "ContainerExited", 5*time.Second, isType(crifact.EventContainerExited, shortID))
 	c := ex.Container
-	if ex.Phase != crifact.PhaseResync || c.ExitCode != 3 || c.Reason != crifact.ReasonError {
+	// containerd 1.6 keeps the exit code (its shim outlives it); containerd
+	// 2.4.2 reports a container that exited while it was down as exit 255,
+	// reason Unknown, finished at its recovery (seen 2026-11-28): the
+	// runtime's word then is not the exit, which the kernel's exit event
+	// keeps (the model prefers it).
+	lost := !strings.Contains(h.Versions.Containerd, " 1.6.") && c.ExitCode == 255 && c.Reason == "Unknown"
+	if ex.Phase != crifact.PhaseResync || (c.ExitCode != 3 || c.Reason != crifact.ReasonError) && !lost {
 		t.Errorf("exit during gap: phase %s exit %d reason %q", ex.Phase, c.ExitCode, c.Reason)
+	}
+	if lost {
+		t.Logf("%s lost the exit code across its restart: exit 255, reason Unknown", h.Versions.Containerd)
 	}
 	if c.FinishedAt.Before(g.LastSeen) || c.FinishedAt.After(g.Until) {
 		t.Errorf("exit time %v outside the gap [%v, %v]", c.FinishedAt, g.LastSeen, g.Until)
@@ -497,7 +509,8 @@ func TestWatchKickedPoll(t *testing.T) {
 	}
 	kick := make(chan struct{}, 1)
 	wctx, wcancel := context.WithCancel(ctx)
-	ch, w := cri.Watch(wctx, cri.WatchConfig{Endpoint: h.Endpoint, Interval: time.Minute, Kick: kick,
+	// Polling only: a runtime's event stream would report the exit first.
+	ch, w := cri.Watch(wctx, cri.WatchConfig{Endpoint: h.Endpoint, Interval: time.Minute, Kick: kick, NoEventStream: true,
 		Logger: ctrd.TestLogger(t, slog.LevelInfo)}, 64)
 	events := collect(ch)
 	defer func() { wcancel(); <-events.done }()
@@ -535,4 +548,58 @@ func containersOf(snap *cri.Snapshot, sandboxID string) int {
 		}
 	}
 	return n
+}
+
+// The runtime's container event stream: containerd 1.7+ and 2.x stream
+// container events over CRI and the watcher polls on each, so a
+// container's exit is reported within a second with polls a minute apart
+// and no kick; containerd 1.6 has no stream (ErrNoEventStream) and the
+// watcher polls only. Run with PODCHRON_CONTAINERD=<a containerd 2> for the
+// stream (make test does, with the 1.37 leg's build).
+func TestWatchEventStream(t *testing.T) {
+	h := ctrd.Start(t, ctrd.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	streams := !strings.Contains(h.Versions.Containerd, " 1.6.")
+	sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
+	err := h.CRI().StreamEvents(sctx, func(*runtimeapi.ContainerEventResponse) {})
+	scancel()
+	switch {
+	case !streams && !errors.Is(err, cri.ErrNoEventStream):
+		t.Fatalf("%s: StreamEvents = %v, want ErrNoEventStream", h.Versions.Containerd, err)
+	case streams && !errors.Is(err, context.DeadlineExceeded):
+		t.Fatalf("%s: StreamEvents = %v, want a stream open until its context ended", h.Versions.Containerd, err)
+	}
+	if !streams {
+		t.Skipf("%s has no container event stream (checked: ErrNoEventStream); set PODCHRON_CONTAINERD to a containerd 1.7+ for the watcher's part", h.Versions.Containerd)
+	}
+	pod, err := h.RunPodSandbox(ctx, ctrd.PodSpec{Name: "stream"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithCancel(ctx)
+	ch, w := cri.Watch(wctx, cri.WatchConfig{Endpoint: h.Endpoint, Interval: time.Minute,
+		Logger: ctrd.TestLogger(t, slog.LevelInfo)}, 64)
+	events := collect(ch)
+	defer func() { wcancel(); <-events.done }()
+	events.waitFor(t, "the initial poll's sandbox", 10*time.Second, isType(crifact.EventSandboxCreated, pod.ID))
+	id, err := h.RunContainer(ctx, pod, ctrd.ContainerSpec{Name: "short", Command: []string{"sh", "-c", "sleep 0.5; exit 3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := events.waitFor(t, "ContainerStarted from the stream", 5*time.Second, isType(crifact.EventContainerStarted, id))
+	c, err := h.WaitContainer(ctx, id, func(c crifact.Container) bool { return !c.FinishedAt.IsZero() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := events.waitFor(t, "ContainerExited from the stream", 5*time.Second, isType(crifact.EventContainerExited, id))
+	took := ev.Observed.Sub(c.FinishedAt)
+	t.Logf("%s: started reported (%s); exit reported %s after it finished; %d stream events, polls a minute apart",
+		h.Versions.Containerd, started, took.Round(time.Millisecond), w.StreamedEvents())
+	if took > time.Second || w.StreamedEvents() == 0 || w.Kicks() != 0 {
+		t.Errorf("exit reported %s after it finished (want within 1s), %d stream events, %d kicks", took, w.StreamedEvents(), w.Kicks())
+	}
+	if ev.Container.ExitCode != 3 {
+		t.Errorf("exit code %d, want 3", ev.Container.ExitCode)
+	}
 }

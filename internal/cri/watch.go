@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
 	"github.com/podchron/podchron/internal/chans"
 	crifact "github.com/podchron/podchron/internal/fact/cri"
 )
@@ -41,7 +43,19 @@ type WatchConfig struct {
 	// KickDelay (default 50ms) and KickFollowUps (default 3).
 	KickDelay     time.Duration
 	KickFollowUps int
+	// NoEventStream: poll only. By default the watcher also reads the
+	// runtime's container event stream (StreamEvents) where it has one,
+	// and polls at once on each event: the runtime's facts (a container
+	// created, started, exited, removed) follow in milliseconds instead of
+	// up to an Interval. The polls go on at Interval either way: they are
+	// the runtime's progress (pipeline.RuntimeSource) and the facts'
+	// only source.
+	NoEventStream bool
 }
+
+// streamRetry: a broken event stream (not an absent one) is opened again
+// at a poll at least this long after it broke.
+const streamRetry = 10 * time.Second
 
 // Watcher polls the runtime, diffs successive snapshots and emits Events.
 // While the runtime cannot be reached it reconnects with exponential backoff
@@ -57,6 +71,15 @@ type Watcher struct {
 	latest *Snapshot
 	client *Client
 	kicks  atomic.Uint64
+
+	// The runtime's container event stream, while a client is connected
+	// (ensureStream); mu guards the fields above noStream.
+	streamKick   chan struct{} // an event asks for a poll (capacity 1: events coalesce)
+	streamCancel context.CancelFunc
+	streamDone   chan struct{} // closed when the stream's goroutine returns
+	streamEnded  time.Time     // when a broken stream ended
+	noStream     atomic.Bool   // the connected runtime has no stream
+	streamed     atomic.Uint64 // events received
 }
 
 // NewWatcher returns a Watcher; call Run to start it.
@@ -79,8 +102,12 @@ func NewWatcher(cfg WatchConfig) *Watcher {
 	if cfg.KickFollowUps <= 0 {
 		cfg.KickFollowUps = 3
 	}
-	return &Watcher{cfg: cfg, log: cfg.Logger.With("component", "cri-watch")}
+	return &Watcher{cfg: cfg, log: cfg.Logger.With("component", "cri-watch"), streamKick: make(chan struct{}, 1)}
 }
+
+// StreamedEvents is how many container events the runtime's stream brought
+// (each a poll at once).
+func (w *Watcher) StreamedEvents() uint64 { return w.streamed.Load() }
 
 // Latest returns the most recent successful snapshot (nil before the first).
 func (w *Watcher) Latest() *Snapshot {
@@ -226,6 +253,9 @@ func (w *Watcher) wait(ctx context.Context, fast int) (int, bool) {
 	case <-w.cfg.Kick:
 		w.kicks.Add(1)
 		return w.cfg.KickFollowUps, sleep(ctx, w.cfg.KickDelay)
+	case <-w.streamKick:
+		// The runtime has recorded the change it streamed: poll now.
+		return fast, true
 	}
 }
 
@@ -246,10 +276,71 @@ func (w *Watcher) poll(ctx context.Context, prev *Snapshot) (*Snapshot, error) {
 		w.log.Info("connected to container runtime", "endpoint", c.Endpoint(),
 			"runtime", c.RuntimeVersion().Name, "runtime_version", c.RuntimeVersion().Version)
 	}
+	w.ensureStream(ctx, c)
 	return c.Snapshot(ctx, prev)
 }
 
+// ensureStream reads c's container event stream in a goroutine that
+// closeClient stops (and Run's end, through it), unless one runs, the
+// runtime has none, or a broken one ended less than streamRetry ago.
+func (w *Watcher) ensureStream(ctx context.Context, c *Client) {
+	if w.cfg.NoEventStream || w.noStream.Load() {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.streamDone != nil {
+		select {
+		case <-w.streamDone:
+			if time.Since(w.streamEnded) < streamRetry {
+				return
+			}
+		default:
+			return // running
+		}
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	w.streamCancel, w.streamDone = cancel, done
+	go func() {
+		defer close(done)
+		err := c.StreamEvents(sctx, func(*runtimeapi.ContainerEventResponse) {
+			w.streamed.Add(1)
+			select {
+			case w.streamKick <- struct{}{}:
+			default: // a poll is already asked for
+			}
+		})
+		switch {
+		case sctx.Err() != nil:
+		case errors.Is(err, ErrNoEventStream):
+			w.noStream.Store(true)
+			w.log.Info("the runtime does not stream container events: polling only", "interval", w.cfg.Interval)
+		default:
+			w.mu.Lock()
+			w.streamEnded = time.Now()
+			w.mu.Unlock()
+			w.log.Warn("container event stream broke: polling only until it is opened again", "err", err, "retry_after", streamRetry)
+		}
+	}()
+}
+
+// stopStream stops the event stream's goroutine and waits for it.
+func (w *Watcher) stopStream() {
+	w.mu.Lock()
+	cancel, done := w.streamCancel, w.streamDone
+	w.streamCancel, w.streamDone = nil, nil
+	w.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+	// Whoever answers the next connection may stream (an upgraded runtime).
+	w.noStream.Store(false)
+}
+
 func (w *Watcher) closeClient() {
+	w.stopStream()
 	w.mu.Lock()
 	c := w.client
 	w.client = nil
