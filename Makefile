@@ -81,7 +81,7 @@ cosign: ## build cosign (and syft with SYFT=1: the release's signing and SBOM to
 release-local: helm cosign ## the release dry run (part of make test): scripts/release.sh into a local registry, signed with a key made for the run, verified, saved as an OCI layout in bin/release/oci
 	SYFT=$(SYFT) KREW_PLATFORMS="$${KREW_PLATFORMS:-linux/amd64 darwin/arm64}" bash scripts/release-local.sh
 
-test: deps check-generate runc-upstream helm ## everything CI runs (root): unit, real-kernel, containerd (runc, upstream runc, crun), under load, guest-kernel (5.10, 6.1, 6.12), the demo on a pure cgroup v2 node in a guest, real-cluster tests (Kubernetes 1.35 on containerd 1.6) and the short scale test
+test: deps check-generate runc-upstream helm ## everything CI runs (root): unit, real-kernel, containerd (runc, upstream runc, crun), under load, guest-kernel (5.10, 6.1, 6.12), the demo on a pure cgroup v2 node in a guest, real-cluster tests on both legs (Kubernetes 1.35 on containerd 1.6; Kubernetes 1.37 on containerd 2 with upstream runc) and the short scale test
 	$(RUNTIME_MATRIX_ENV) bash scripts/versions.sh
 	$(GO) vet ./...
 	$(MAKE) portable lint
@@ -92,6 +92,7 @@ test: deps check-generate runc-upstream helm ## everything CI runs (root): unit,
 	$(MAKE) test-vm
 	$(MAKE) test-vm-node
 	PODCHRON_TEST_LOAD=1 $(MAKE) e2e
+	PODCHRON_TEST_LOAD=1 $(MAKE) e2e-stack2
 	$(MAKE) scale SCALE_SHORT=1
 
 test-load: build runc-upstream ## under background CPU load (test/load; root): the containerd tests, then the self-checking demo on each runtime
@@ -132,7 +133,9 @@ e2e: deps helm ## the real-cluster e2e (root): Kubernetes + containerd + podchro
 # The OCI runtime of the second stack's leg: runc-upstream (scripts/build-runc.sh) or crun.
 E2E_STACK2_RUNTIME ?= runc-upstream
 
-e2e-stack2: runc-upstream ## the e2e on the second stack (not in make test yet: CI time, and 36/37 on this leg under load): Kubernetes v1.37.2 + containerd v2.4.2 built from the module proxy, E2E_STACK2_RUNTIME (~15-20 min cold build)
+e2e-stack2: runc-upstream ## the e2e's second leg (part of make test): Kubernetes v1.37.2 + containerd v2.4.2 built from the module proxy, E2E_STACK2_RUNTIME (~8-12 min cold build); first the CRI watcher's tests on that containerd (its event stream, its restart)
+	bin="$$(PODCHRON_E2E_STACK=k8s137-containerd2 bash test/e2e/tools/build.sh)" && \
+	PODCHRON_CONTAINERD="$$bin/containerd" $(GO) test -count=1 -run 'TestWatchEventStream|TestWatchAcrossContainerdRestart|TestLifecycleAgainstContainerd' ./internal/cri
 	$(MAKE) e2e E2E_STACK=k8s137-containerd2 PODCHRON_OCI_RUNTIME=$(E2E_STACK2_RUNTIME) PODCHRON_RUNC_UPSTREAM="$$(bash scripts/build-runc.sh)"
 
 scale: deps ## a tracer's API cost vs cluster size (root): kube-apiserver + etcd + kwok, 100 and 500 nodes (SCALE_SHORT=1: 25 and 125, < 5 min)

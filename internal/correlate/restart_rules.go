@@ -101,13 +101,17 @@ func (c *Correlator) noteRestartAll(ct *container) {
 
 // restartAllCondition begins the restart from the API's
 // AllContainersRestarting condition when no trigger's exit was seen (lost,
-// or before the tracer).
+// or before the tracer): the condition True, or False while a container
+// still waits with the reason RestartingAllContainers (1.37: the condition
+// goes False once every container is removed, before they start again; a
+// tracer that resumes then would otherwise read the waits as back-offs).
 func (c *Correlator) restartAllCondition(p *pod) {
 	if p.info == nil || !p.restartAllAt.IsZero() || !p.startupDone {
 		return
 	}
 	for _, cd := range p.info.Conditions {
-		if cd.Type != "AllContainersRestarting" || cd.Status != "True" || cd.LastTransitionTime.IsZero() {
+		if cd.Type != "AllContainersRestarting" || cd.LastTransitionTime.IsZero() ||
+			cd.Status != "True" && !p.waitingForRestartAll() {
 			continue
 		}
 		// The trigger, when the runtime reported its exit (the kernel's
@@ -128,6 +132,22 @@ func (c *Correlator) restartAllCondition(p *pod) {
 		}
 		c.beginRestartAll(p, nil, cd.LastTransitionTime, why)
 	}
+}
+
+// reasonRestartingAll is the waiting (and last terminated) reason the
+// kubelet gives every container of a pod it restarts in place
+// (RestartAllContainers, Kubernetes 1.35+).
+const reasonRestartingAll = "RestartingAllContainers"
+
+// waitingForRestartAll: some container of the pod waits to start again
+// after an in-place restart removed it.
+func (p *pod) waitingForRestartAll() bool {
+	for _, st := range append(append([]fact.ContainerStatus(nil), p.info.InitStatuses...), p.info.Statuses...) {
+		if w := st.State.Waiting; w != nil && w.Reason == reasonRestartingAll {
+			return true
+		}
+	}
+	return false
 }
 
 // restartAllTriggerWindow bounds how long before the AllContainersRestarting
