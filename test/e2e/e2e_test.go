@@ -75,6 +75,7 @@ func TestCluster(t *testing.T) {
 		t.Run("54-restart-all-containers", e.restartAllContainers)
 		t.Run("55-image-volume", e.imageVolume)
 		t.Run("56-stop-signal", e.stopSignalField)
+		t.Run("57-resize-in-place", e.resizeInPlace)
 		e.longTail(t) // 10–14 (longtail_test.go)
 	})
 	if t.Failed() {

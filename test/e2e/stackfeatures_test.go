@@ -1,10 +1,10 @@
 package e2e
 
-// Lifecycle features of Kubernetes 1.35–1.37 that need a newer node than
-// the 1.35 leg's (containerd 1.6): image volumes (containerd 2.1+) and
-// lifecycle.stopSignal (the ContainerStopSignals gate, switched on for the
-// 1.37 leg, stackGates). Each skips, saying why, where its node cannot run
-// it.
+// Lifecycle features of Kubernetes 1.35–1.37: image volumes (containerd
+// 2.1+) and lifecycle.stopSignal (the ContainerStopSignals gate, switched on
+// for the 1.37 leg, stackGates) need a newer node than the 1.35 leg's
+// (containerd 1.6) and skip there, saying why; an in-place resize without
+// a restart runs on both legs.
 
 import (
 	"fmt"
@@ -14,7 +14,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podchron/podchron/internal/names"
 	"github.com/podchron/podchron/test/e2e/backends"
@@ -131,6 +133,71 @@ func (e *env) stopSignalField(t *testing.T) {
 		}
 		return firstErr(attr(stop, names.SignalName, "SIGUSR1"), attr(stop, names.SignalDisposition, "handler"),
 			attr(stop, names.Sigkill, "false"), attr(run, names.ExitCause, "completed"))
+	})
+	report(t, tr)
+}
+
+// ---- 57: an in-place resize without a restart --------------------------------
+
+// resizeInPlace: a CPU limit resized in place (GA in 1.35) whose
+// resizePolicy is NotRequired: the kubelet changes the container's cgroup
+// and restarts nothing. The trace: the resize as events on the pod's root
+// (in progress, done with its duration, from the PodResizeInProgress
+// condition), one run of the app, ended by the deletion, not by the
+// kubelet. Runs on both legs (scenario 38 is the resize that restarts).
+func (e *env) resizeInPlace(t *testing.T) {
+	t.Parallel()
+	const ns = "s57-resize-in-place"
+	e.namespace(t, ns)
+	app := container("app", sh(gracefulApp)...)
+	app.Resources = corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
+	}
+	app.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.NotRequired}}
+	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "resized"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{app}}})
+	patch := []byte(`{"spec":{"containers":[{"name":"app","resources":{"limits":{"cpu":"150m"}}}]}}`)
+	if _, err := e.cs.CoreV1().Pods(ns).Patch(e.ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "resize"); err != nil {
+		t.Fatalf("resize: %v", err)
+	}
+	e.waitPod(t, ns, pod.Name, "resized in place", 2*time.Minute, func(p *corev1.Pod) error {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.RestartCount != 0 {
+				return fmt.Errorf("container %s restarted %d times", cs.Name, cs.RestartCount)
+			}
+			if cs.Resources == nil || cs.Resources.Limits.Cpu().MilliValue() != 150 {
+				return fmt.Errorf("container %s resources %v", cs.Name, cs.Resources)
+			}
+		}
+		for _, cd := range p.Status.Conditions {
+			if cd.Type == corev1.PodResizeInProgress || cd.Type == corev1.PodResizePending {
+				return fmt.Errorf("condition %s %s", cd.Type, cd.Status)
+			}
+		}
+		return nil
+	})
+	time.Sleep(time.Second)
+	e.deleteAndWait(t, ns, pod.Name)
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		pk := &pick{tr: tr}
+		root := pk.one(names.SpanPod)
+		run := pk.one(names.SpanContainerRun, ctrName("app"))
+		if pk.err != nil {
+			return pk.err
+		}
+		var inProgress, done bool
+		for _, ev := range root.Events {
+			inProgress = inProgress || ev.Name == names.EventResizeInProgress
+			done = done || ev.Name == names.EventResizeDone
+		}
+		if !inProgress || !done {
+			return fmt.Errorf("root events: resize in progress %v, done %v", inProgress, done)
+		}
+		if run.Error {
+			return fmt.Errorf("the run is an error: %v", run.Tags)
+		}
+		return attr(run, names.ExitCause, "completed")
 	})
 	report(t, tr)
 }
