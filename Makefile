@@ -4,7 +4,7 @@ BIN       ?= bin
 CLANG     ?= clang-19
 GENERATED := internal/probe/event/podchron_bpfel.go internal/probe/event/podchron_bpfel.o
 
-.PHONY: help deps deps-behind generate check-generate build runc-upstream helm cosign release-local portable test test-load test-unit test-vm test-vm-node test-vm-selftest e2e e2e-build e2e-stack2 scale bench lint run run-nested trace events clean faults
+.PHONY: help deps deps-behind generate check-generate build runc-upstream helm cosign release-local portable test test-load test-unit test-vm test-vm-node test-vm-selftest e2e e2e-build e2e-stack2 e2e-nested scale bench lint run run-nested trace events clean faults
 
 help: ## list targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -129,6 +129,9 @@ e2e: deps helm ## the real-cluster e2e (root): Kubernetes + containerd + podchro
 	PODCHRON_E2E_STACK=$(E2E_STACK) PODCHRON_E2E_BIN="$$bin" bash scripts/versions.sh && t0=$$(date +%s) && \
 	{ PODCHRON_E2E_STACK=$(E2E_STACK) PODCHRON_E2E_BIN="$$bin" $(HELM_ENV) $(GO) test -count=1 -p 1 -timeout 30m -parallel 8 -v ./test/e2e/... $(E2EARGS); \
 	s=$$?; echo "e2e stack $(E2E_STACK): suite $$(($$(date +%s) - t0)) s, exit $$s"; exit $$s; }
+
+e2e-nested: ## the e2e's cluster in a node inside a container (kind's shape: the whole cluster in new pid, mount and cgroup namespaces; test/e2e/nested_test.go), a named subset of the lifecycle suite, on the 1.35 leg
+	PODCHRON_E2E_NESTED=1 $(MAKE) e2e E2EARGS="-run '^TestClusterNested$$'"
 
 # The OCI runtime of the second stack's leg: runc-upstream (scripts/build-runc.sh) or crun.
 E2E_STACK2_RUNTIME ?= runc-upstream
