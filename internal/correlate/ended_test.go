@@ -10,6 +10,7 @@ import (
 	"github.com/podchron/podchron/internal/fact/cri"
 	"github.com/podchron/podchron/internal/fact/kernel"
 	"github.com/podchron/podchron/internal/names"
+	"github.com/podchron/podchron/internal/span"
 )
 
 // A trace ends once: after a pod's root span is out, no later fact about
@@ -179,5 +180,40 @@ func TestEndedTombstonesBounded(t *testing.T) {
 	s.mkdir(99, "/kubepods/burstable/pod"+uid(1))
 	if got := s.c.Stats().Misses["ended_pod"]; got != 1 {
 		t.Errorf("a late cgroup of a kept tombstone: ended_pod %d, want 1", got)
+	}
+}
+
+// A Job's pod done before it was ever Ready (a readiness probe that never
+// passed) whose sandbox and cgroups go before a tick decided its start-up:
+// the start-up completed, as the API's Succeeded phase says when it came
+// first, and as the facts say when it did not (restartPolicy Never, every
+// app container exited 0): not "gone before Ready" (e2e 10c under load,
+// 2026-11-28: the phase and the sandbox's removal one input apart).
+func TestJobDoneBeforeReadyEndsBeforeATick(t *testing.T) {
+	for _, phaseSeen := range []bool{true, false} {
+		t.Run(fmt.Sprintf("phase seen %v", phaseSeen), func(t *testing.T) {
+			s := newSim(t)
+			s.info.InitContainers = nil
+			s.info.OwnerKind, s.info.RestartPolicy = "Job", "Never"
+			s.info.Containers[0].PostStart, s.info.Containers[0].PreStop = nil, nil
+			s.sandboxUp()
+			app := s.container("app", "c0ffee02", 0)
+			s.at(time.Second)
+			s.exit("app", app, 0, 0)
+			s.cri(cri.EventContainerExited, "app", 0, "Completed")
+			s.at(10 * time.Millisecond)
+			if phaseSeen {
+				s.info.Phase = "Succeeded"
+				s.pod()
+			}
+			s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventSandboxStopped, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid}}})
+			s.rmdir(s.cg["app"], "/kubepods/burstable/pod"+s.uid+"/c0ffee02")
+			s.rmdir(8000, "/kubepods/burstable/pod"+s.uid)
+			s.tick(3 * time.Second)
+			st := s.one(names.SpanPodStartup)
+			if st.Status == span.StatusError || st.Attr(names.StartupOutcome) != "completed" {
+				t.Errorf("start-up %s %q outcome %v, want completed\n%s", st.Status, st.StatusMessage, st.Attr(names.StartupOutcome), render(s.spans))
+			}
+		})
 	}
 }

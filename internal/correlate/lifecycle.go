@@ -380,7 +380,7 @@ func (c *Correlator) finishPod(p *pod, at time.Time, unfinished string) {
 	if !p.startupDone && !p.readySeen.IsZero() {
 		c.maybeStarted(p) // a start-up still settling
 	}
-	if !p.startupDone {
+	if !p.startupDone && !c.endStartupByPhase(p, true) {
 		c.endStartupUnready(p, at, names.StartupGone, "gone before Ready")
 	}
 	c.settlePod(p, true)

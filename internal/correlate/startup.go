@@ -85,17 +85,61 @@ func (c *Correlator) giveUpStartups() {
 			!p.startupSettle.IsZero() && c.now.Before(p.startupSettle) {
 			continue // done, or settling on a Ready already seen
 		}
-		switch {
-		case !p.terminating.IsZero():
-			c.endStartupUnready(p, p.terminating, names.StartupTerminated, "terminating before Ready")
-		case p.info.Phase == "Failed":
-			c.endStartupUnready(p, c.lastExit(p, c.now), names.StartupFailed, "pod failed before Ready")
-		case p.info.Phase == "Succeeded":
-			c.endStartupUnready(p, c.lastExit(p, c.now), names.StartupCompleted, "")
-		case c.cfg.StartupTimeout > 0 && c.now.Sub(p.startupStart()) > c.cfg.StartupTimeout:
+		if c.endStartupByPhase(p, false) {
+			continue
+		}
+		if c.cfg.StartupTimeout > 0 && c.now.Sub(p.startupStart()) > c.cfg.StartupTimeout {
 			c.endStartupUnready(p, c.now, names.StartupGaveUp, "not Ready after "+c.cfg.StartupTimeout.String())
 		}
 	}
+}
+
+// endStartupByPhase ends a start-up that will not see Ready because the pod
+// is terminating or in a terminal phase, and says whether it did. A pod
+// that ends (finishPod) before the next tick saw its phase is decided here
+// too, not read as gone; then (atEnd) a pod whose facts make it Succeeded
+// (completedWork) completed, though the API server's phase did not come
+// before its sandbox went (seen under load, e2e 10c, 2026-11-28).
+func (c *Correlator) endStartupByPhase(p *pod, atEnd bool) bool {
+	switch {
+	case p.info == nil:
+		return false
+	case !p.terminating.IsZero():
+		c.endStartupUnready(p, p.terminating, names.StartupTerminated, "terminating before Ready")
+	case p.info.Phase == "Failed":
+		c.endStartupUnready(p, c.lastExit(p, c.now), names.StartupFailed, "pod failed before Ready")
+	case p.info.Phase == "Succeeded" || atEnd && p.completedWork():
+		c.endStartupUnready(p, c.lastExit(p, c.now), names.StartupCompleted, "")
+	default:
+		return false
+	}
+	return true
+}
+
+// completedWork: the pod's facts make it Succeeded before the API server
+// says so (the kubelet's rule): it restarts no container that exits 0
+// (restartPolicy Never or OnFailure) and every app container's run exited
+// 0 with none running.
+func (p *pod) completedWork() bool {
+	if p.info == nil || p.info.RestartPolicy != "Never" && p.info.RestartPolicy != "OnFailure" || len(p.info.Containers) == 0 {
+		return false
+	}
+	for _, spec := range p.info.Containers {
+		done := false
+		for _, ct := range p.containers {
+			if ct.name != spec.Name || ct.sandbox {
+				continue
+			}
+			if !ct.exited || ct.exitCode != 0 {
+				return false
+			}
+			done = true
+		}
+		if !done {
+			return false
+		}
+	}
+	return true
 }
 
 // endStartupUnready ends a start-up without Ready at end, with its outcome
