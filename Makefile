@@ -81,7 +81,7 @@ cosign: ## build cosign (and syft with SYFT=1: the release's signing and SBOM to
 release-local: helm cosign ## the release dry run (part of make test): scripts/release.sh into a local registry, signed with a key made for the run, verified, saved as an OCI layout in bin/release/oci
 	SYFT=$(SYFT) KREW_PLATFORMS="$${KREW_PLATFORMS:-linux/amd64 darwin/arm64}" bash scripts/release-local.sh
 
-test: deps check-generate runc-upstream helm ## everything CI runs (root): unit, real-kernel, containerd (runc, upstream runc, crun), under load, guest-kernel (5.10, 6.1, 6.12), the demo on a pure cgroup v2 node in a guest, real-cluster tests on both legs (Kubernetes 1.35 on containerd 1.6; Kubernetes 1.37 on containerd 2 with upstream runc) and the short scale test
+test: deps check-generate runc-upstream helm ## everything CI runs (root): unit, real-kernel, containerd (runc, upstream runc, crun), under load, guest-kernel (5.10, 6.1, 6.12), the demo on a pure cgroup v2 node in a guest, real-cluster tests on both legs (Kubernetes 1.35 on containerd 1.6; Kubernetes 1.37 on containerd 2 with upstream runc), the 1.35 cluster in a node inside a container, and the short scale test
 	$(RUNTIME_MATRIX_ENV) bash scripts/versions.sh
 	$(GO) vet ./...
 	$(MAKE) portable lint
@@ -92,6 +92,7 @@ test: deps check-generate runc-upstream helm ## everything CI runs (root): unit,
 	$(MAKE) test-vm
 	$(MAKE) test-vm-node
 	PODCHRON_TEST_LOAD=1 $(MAKE) e2e
+	$(MAKE) e2e-nested
 	PODCHRON_TEST_LOAD=1 $(MAKE) e2e-stack2
 	$(MAKE) scale SCALE_SHORT=1
 
@@ -131,7 +132,7 @@ e2e: deps helm ## the real-cluster e2e (root): Kubernetes + containerd + podchro
 	s=$$?; echo "e2e stack $(E2E_STACK): suite $$(($$(date +%s) - t0)) s, exit $$s"; exit $$s; }
 
 e2e-nested: ## the e2e's cluster in a node inside a container (kind's shape: the whole cluster in new pid, mount and cgroup namespaces; test/e2e/nested_test.go), a named subset of the lifecycle suite, on the 1.35 leg
-	PODCHRON_E2E_NESTED=1 $(MAKE) e2e E2EARGS="-run '^TestClusterNested$$'"
+	PODCHRON_E2E_NESTED=1 $(MAKE) e2e E2EARGS="-run '^TestClusterNested'"
 
 # The OCI runtime of the second stack's leg: runc-upstream (scripts/build-runc.sh) or crun.
 E2E_STACK2_RUNTIME ?= runc-upstream
