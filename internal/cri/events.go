@@ -10,8 +10,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// ErrNoEventStream: the runtime does not stream container events over CRI
-// (GetContainerEvents answers Unimplemented: containerd 1.6). containerd
+// ErrNoEventStream is returned when the runtime does not stream container
+// events over CRI (GetContainerEvents answers Unimplemented: containerd 1.6). containerd
 // 1.7+, 2.x and CRI-O stream them (the kubelet's evented PLEG reads the
 // same stream).
 var ErrNoEventStream = errors.New("the runtime does not stream container events (CRI GetContainerEvents)")

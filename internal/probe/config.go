@@ -92,12 +92,12 @@ type Config struct {
 	exitDedupe bool
 }
 
-// DefaultConfig returns production defaults.
 // DefaultRingBufferBytes is the kernel ring buffer's default size, and the
 // tracer's --ringbuf-size default: 2 MiB since the memory work of issue 21
 // (bench/execstorm.sh reports the records lost at a size).
 const DefaultRingBufferBytes = 2 << 20
 
+// DefaultConfig returns production defaults.
 func DefaultConfig() Config {
 	return Config{
 		CgroupRoots:     append([]string(nil), DefaultCgroupRoots...),
