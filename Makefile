@@ -4,7 +4,7 @@ BIN       ?= bin
 CLANG     ?= clang-19
 GENERATED := internal/probe/event/podchron_bpfel.go internal/probe/event/podchron_bpfel.o
 
-.PHONY: help deps deps-behind generate check-generate build runc-upstream helm cosign release-local portable test test-load test-unit test-vm test-vm-node test-vm-selftest e2e e2e-build e2e-stack2 e2e-nested scale bench lint run run-nested trace events clean faults
+.PHONY: help deps deps-behind generate check-generate build runc-upstream helm cosign release-local portable test test-load test-unit test-vm test-vm-node test-vm-node-containerd2 test-vm-selftest e2e e2e-build e2e-stack2 e2e-nested scale bench lint run run-nested trace events clean faults
 
 help: ## list targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -156,13 +156,22 @@ test-vm: ## probe tests on every kernel in test/vm/kernels.txt, under qemu
 # (runc's pivot_root refuses the initramfs), 4 GiB of guest memory.
 VM_NODE_KERNEL ?= linux-image-6.12-cloud-amd64
 VM_NODE_DIR    := $(abspath $(BIN))/vm-node
-VM_NODE_EXTRA  := $(VM_NODE_DIR)/demo:/podchron/bin/demo,$(VM_NODE_DIR)/tracer:/podchron/bin/tracer,/usr/bin/containerd,/usr/bin/containerd-shim-runc-v2,/usr/bin/ctr,/usr/sbin/runc,/usr/lib/cni/bridge,/usr/lib/cni/host-local,/usr/lib/cni/loopback
+# VM_NODE_CONTAINERD: a directory holding the containerd and
+# containerd-shim-runc-v2 the guest runs in place of Debian's 1.6
+# (test-vm-node-containerd2: the 1.37 leg's containerd v2.4.2, static).
+VM_NODE_CONTAINERD ?=
+comma := ,
+VM_NODE_CTRD   := $(if $(VM_NODE_CONTAINERD),$(VM_NODE_CONTAINERD)/containerd:/usr/bin/containerd$(comma)$(VM_NODE_CONTAINERD)/containerd-shim-runc-v2:/usr/bin/containerd-shim-runc-v2,/usr/bin/containerd$(comma)/usr/bin/containerd-shim-runc-v2)
+VM_NODE_EXTRA  := $(VM_NODE_DIR)/demo:/podchron/bin/demo,$(VM_NODE_DIR)/tracer:/podchron/bin/tracer,$(VM_NODE_CTRD),/usr/bin/ctr,/usr/sbin/runc,/usr/lib/cni/bridge,/usr/lib/cni/host-local,/usr/lib/cni/loopback
 
 test-vm-node: ## the self-checking demo (containerd + runc + CNI, five pods, an OOM group kill) on a pure cgroup v2 node: a qemu guest with Debian's 6.12 kernel
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(VM_NODE_DIR)/tracer ./cmd/tracer
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(VM_NODE_DIR)/demo ./examples/demo
 	$(GO) run ./test/vm -pkg ./test/vm/testdata/node -kernel $(VM_NODE_KERNEL) -switch-root -mem 4096 \
 		-modules veth,bridge,overlay -extra $(VM_NODE_EXTRA) -timeout 15m $(VMARGS)
+
+test-vm-node-containerd2: ## test-vm-node with containerd v2.4.2 (built from its Go module, as the 1.37 leg's) in the pure cgroup v2 guest
+	$(MAKE) test-vm-node VM_NODE_CONTAINERD="$$(PODCHRON_E2E_STACK=k8s137-containerd2 bash test/e2e/tools/build.sh containerd)"
 
 test-vm-selftest: ## the VM runner's own smoke test
 	$(GO) run ./test/vm -pkg ./test/vm/testdata/smoke

@@ -231,21 +231,31 @@ func (e *env) emptyDirEviction(t *testing.T) {
 func (e *env) resizeRestart(t *testing.T) {
 	t.Parallel()
 	const ns = "s38-resize-restart"
+	pod := e.resizedPod(t, ns, corev1.ResourceMemory, "32Mi", "64Mi", corev1.RestartContainer, "96Mi")
+	e.waitPod(t, ns, pod.Name, "restarted by the resize", 2*time.Minute, restarted(1))
+	e.wantKubeletRestart(t, ns, pod, names.KubeletRestartResize)
+}
+
+// resizedPod: a Ready pod in its own namespace ns whose app container has
+// a request and a limit of res and that resource's resizePolicy, its limit
+// then resized in place (the resize subresource) to newLimit.
+func (e *env) resizedPod(t *testing.T, ns string, res corev1.ResourceName, request, limit string,
+	policy corev1.ResourceResizeRestartPolicy, newLimit string) *corev1.Pod {
+	t.Helper()
 	e.namespace(t, ns)
 	app := container("app", sh(gracefulApp)...)
 	app.Resources = corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32Mi")},
-		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+		Requests: corev1.ResourceList{res: resource.MustParse(request)},
+		Limits:   corev1.ResourceList{res: resource.MustParse(limit)},
 	}
-	app.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}
+	app.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: res, RestartPolicy: policy}}
 	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "resized"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{app}}})
-	patch := []byte(`{"spec":{"containers":[{"name":"app","resources":{"limits":{"memory":"96Mi"}}}]}}`)
+	patch := []byte(fmt.Sprintf(`{"spec":{"containers":[{"name":"app","resources":{"limits":{%q:%q}}}]}}`, res, newLimit))
 	if _, err := e.cs.CoreV1().Pods(ns).Patch(e.ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "resize"); err != nil {
 		t.Fatalf("resize: %v", err)
 	}
-	e.waitPod(t, ns, pod.Name, "restarted by the resize", 2*time.Minute, restarted(1))
-	e.wantKubeletRestart(t, ns, pod, names.KubeletRestartResize)
+	return pod
 }
 
 // hasSpanEvent: some span of the trace has an event with that name.

@@ -846,6 +846,15 @@ func (e *env) imageStopSignal(t *testing.T) {
 		Spec: corev1.PodSpec{Containers: []corev1.Container{app}}})
 	time.Sleep(2 * time.Second)
 	e.deleteAndWait(t, ns, pod.Name)
+	e.wantHandledStop(t, pod, "SIGQUIT")
+}
+
+// wantHandledStop: the deleted pod's app container was stopped by sig
+// (not SIGTERM: the image's or the pod's stop signal), which it handled:
+// container.stop is sig, handled, with no SIGKILL, within 3 s; the run a
+// clean completion; nothing an error.
+func (e *env) wantHandledStop(t *testing.T, pod *corev1.Pod, sig string) {
+	t.Helper()
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
 		stop := pk.one(names.SpanContainerStop, ctrName("app"))
@@ -855,12 +864,12 @@ func (e *env) imageStopSignal(t *testing.T) {
 			return pk.err
 		}
 		if stop.Error || run.Error || term.Error {
-			return fmt.Errorf("a graceful SIGQUIT stop shown as an error: stop %v run %v termination %v", stop.Error, run.Error, term.Error)
+			return fmt.Errorf("a graceful %s stop shown as an error: stop %v run %v termination %v", sig, stop.Error, run.Error, term.Error)
 		}
 		if stop.Duration > 3*time.Second {
-			return fmt.Errorf("the stop took %s: the SIGQUIT was not the stop", stop.Duration)
+			return fmt.Errorf("the stop took %s: the %s was not the stop", stop.Duration, sig)
 		}
-		return firstErr(attr(stop, names.SignalName, "SIGQUIT"), attr(stop, names.SignalDisposition, "handler"),
+		return firstErr(attr(stop, names.SignalName, sig), attr(stop, names.SignalDisposition, "handler"),
 			attr(stop, names.Sigkill, "false"), attr(run, names.ExitCause, "completed"))
 	})
 	report(t, tr)

@@ -14,9 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podchron/podchron/internal/names"
 	"github.com/podchron/podchron/test/e2e/backends"
@@ -117,24 +115,7 @@ func (e *env) stopSignalField(t *testing.T) {
 		Spec: corev1.PodSpec{OS: &corev1.PodOS{Name: corev1.Linux}, Containers: []corev1.Container{app}}})
 	time.Sleep(2 * time.Second)
 	e.deleteAndWait(t, ns, pod.Name)
-	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
-		pk := &pick{tr: tr}
-		stop := pk.one(names.SpanContainerStop, ctrName("app"))
-		run := pk.one(names.SpanContainerRun, ctrName("app"))
-		term := pk.one(names.SpanPodTermination)
-		if pk.err != nil {
-			return pk.err
-		}
-		if stop.Error || run.Error || term.Error {
-			return fmt.Errorf("a graceful SIGUSR1 stop shown as an error: stop %v run %v termination %v", stop.Error, run.Error, term.Error)
-		}
-		if stop.Duration > 3*time.Second {
-			return fmt.Errorf("the stop took %s: the SIGUSR1 was not the stop", stop.Duration)
-		}
-		return firstErr(attr(stop, names.SignalName, "SIGUSR1"), attr(stop, names.SignalDisposition, "handler"),
-			attr(stop, names.Sigkill, "false"), attr(run, names.ExitCause, "completed"))
-	})
-	report(t, tr)
+	e.wantHandledStop(t, pod, "SIGUSR1")
 }
 
 // ---- 57: an in-place resize without a restart --------------------------------
@@ -148,19 +129,7 @@ func (e *env) stopSignalField(t *testing.T) {
 func (e *env) resizeInPlace(t *testing.T) {
 	t.Parallel()
 	const ns = "s57-resize-in-place"
-	e.namespace(t, ns)
-	app := container("app", sh(gracefulApp)...)
-	app.Resources = corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m")},
-		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
-	}
-	app.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.NotRequired}}
-	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "resized"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{app}}})
-	patch := []byte(`{"spec":{"containers":[{"name":"app","resources":{"limits":{"cpu":"150m"}}}]}}`)
-	if _, err := e.cs.CoreV1().Pods(ns).Patch(e.ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "resize"); err != nil {
-		t.Fatalf("resize: %v", err)
-	}
+	pod := e.resizedPod(t, ns, corev1.ResourceCPU, "50m", "100m", corev1.NotRequired, "150m")
 	e.waitPod(t, ns, pod.Name, "resized in place", 2*time.Minute, func(p *corev1.Pod) error {
 		for _, cs := range p.Status.ContainerStatuses {
 			if cs.RestartCount != 0 {
