@@ -153,8 +153,19 @@ func (p *pod) noteDeletion(info *fact.PodInfo) {
 	p.forced = grace == 0
 	if p.terminating.IsZero() || p.deletedAt.Before(p.terminating) {
 		p.terminating = p.deletedAt
+		// The mirror of stopBeforeDeletion: the runtime's stop signal came
+		// first (the watch delivered the deletion late) and the deletion's
+		// time, off by up to the API's whole second, is stamped after it:
+		// the stop it caused cannot come before it.
+		if s := p.firstStop(); !s.IsZero() && s.Before(p.deletedAt) && p.deletedAt.Sub(s) < deletionUncertainty {
+			p.terminating = s
+		}
 	}
 }
+
+// deletionUncertainty: how far a deletion's time, mapped from the API
+// server's whole second, can be after the stop signal it caused.
+const deletionUncertainty = time.Second
 
 // firstStop is the runtime's earliest stop signal to the init of one of the
 // pod's containers' last runs, zero if none.

@@ -376,3 +376,34 @@ func TestVerdictFailedStartup(t *testing.T) {
 		t.Errorf("root verdict %q, want the start-up's then the termination's", root)
 	}
 }
+
+// SIGTERM ignored, SIGKILL at the end of the grace period, with the
+// deletion seen after the SIGTERM and stamped 60 ms after it (the watch
+// delivered it late; its time is the API server's whole second mapped onto
+// ours): the stop is the termination's, and the termination overran (e2e
+// 51 on the 1.37 leg under load, 2026-11-28, said "exited 3.1 s after
+// SIGTERM" with no overrun beside a container.stop that overran).
+func TestVerdictIgnoredSIGTERMDeletionSeenLate(t *testing.T) {
+	s := newSim(t)
+	app := s.startup()
+	s.info.Containers[0].PreStop = nil
+	sigterm := s.now
+	s.signal("app", app, syscall.SIGTERM, "runc", kernel.SignalIgnored, kernel.DispositionDefault)
+	s.at(60 * time.Millisecond)
+	grace := int64(3)
+	del := s.now.Add(3 * time.Second)
+	s.info.DeletionTimestamp, s.info.DeletionGracePeriodSeconds = &del, &grace
+	s.pod()
+	s.at(3 * time.Second)
+	s.signal("app", app, syscall.SIGKILL, "runc", kernel.SignalDelivered, kernel.DispositionDefault)
+	s.exit("app", app, 0, syscall.SIGKILL)
+	s.cri(cri.EventContainerExited, "app", 137, "Error")
+	s.at(500 * time.Millisecond)
+	s.gone()
+
+	term := s.one(names.SpanPodTermination)
+	if term.Attr(names.GracePeriodOverrun) != true || !term.Start.Equal(sigterm) {
+		t.Errorf("termination: start %s (SIGTERM %s) overrun %v", term.Start, sigterm, term.Attr(names.GracePeriodOverrun))
+	}
+	wantVerdict(t, term, "terminated in 3.6 s: container app ignored SIGTERM and was SIGKILLed at the end of the 3 s grace period")
+}
