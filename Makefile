@@ -91,6 +91,7 @@ test: deps check-generate runc-upstream helm ## everything CI runs (root): unit,
 	$(MAKE) test-load
 	$(MAKE) test-vm
 	$(MAKE) test-vm-node
+	$(MAKE) test-vm-node-containerd2
 	PODCHRON_TEST_LOAD=1 $(MAKE) e2e
 	$(MAKE) e2e-nested
 	PODCHRON_TEST_LOAD=1 $(MAKE) e2e-stack2
