@@ -290,7 +290,7 @@ func (p *pod) apiRunning(id string) bool {
 	if p.info == nil {
 		return false
 	}
-	for _, st := range append(append([]fact.ContainerStatus(nil), p.info.InitStatuses...), p.info.Statuses...) {
+	for _, st := range p.statuses() {
 		if st.ContainerID == id && st.State.Running != nil {
 			return true
 		}

@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"slices"
 	"time"
 
 	"github.com/podchron/podchron/internal/fact"
@@ -157,6 +158,12 @@ func (p *pod) condition(typ string) (time.Time, bool) {
 func (p *pod) spanID(key string) span.SpanID { return span.SpanIDFor(p.trace, key) }
 
 // image is a container's image as the pod spec names it.
+// statuses are the API's container statuses of the pod, init containers
+// first (a new slice).
+func (p *pod) statuses() []fact.ContainerStatus {
+	return slices.Concat(p.info.InitStatuses, p.info.Statuses)
+}
+
 func (p *pod) image(container string) string {
 	if spec, _ := p.spec(container); spec != nil {
 		return spec.Image

@@ -142,7 +142,7 @@ const reasonRestartingAll = "RestartingAllContainers"
 // waitingForRestartAll: some container of the pod waits to start again
 // after an in-place restart removed it.
 func (p *pod) waitingForRestartAll() bool {
-	for _, st := range append(append([]fact.ContainerStatus(nil), p.info.InitStatuses...), p.info.Statuses...) {
+	for _, st := range p.statuses() {
 		if w := st.State.Waiting; w != nil && w.Reason == reasonRestartingAll {
 			return true
 		}

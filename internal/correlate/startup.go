@@ -190,7 +190,7 @@ func (p *pod) blockedOn() (container, reason, message string) {
 	if p.info == nil {
 		return "", "", ""
 	}
-	all := append(append([]fact.ContainerStatus(nil), p.info.InitStatuses...), p.info.Statuses...)
+	all := p.statuses()
 	for _, st := range all {
 		if w := st.State.Waiting; w != nil && telling(w.Reason) {
 			return st.Name, w.Reason, w.Message
@@ -237,7 +237,7 @@ func (p *pod) noteWaiting() {
 	if p.info == nil {
 		return
 	}
-	for _, st := range append(append([]fact.ContainerStatus(nil), p.info.InitStatuses...), p.info.Statuses...) {
+	for _, st := range p.statuses() {
 		if w := st.State.Waiting; w != nil && telling(w.Reason) {
 			if p.lastWaiting == nil {
 				p.lastWaiting = map[string]fact.Waiting{}
