@@ -189,15 +189,31 @@ func TestEndedTombstonesBounded(t *testing.T) {
 // first, and as the facts say when it did not (restartPolicy Never, every
 // app container exited 0): not "gone before Ready" (e2e 10c under load,
 // 2026-11-28: the phase and the sandbox's removal one input apart).
+//
+// With restartPolicy OnFailure, a first run that failed and was restarted
+// does not hold the completion: the last run is what counts.
 func TestJobDoneBeforeReadyEndsBeforeATick(t *testing.T) {
-	for _, phaseSeen := range []bool{true, false} {
-		t.Run(fmt.Sprintf("phase seen %v", phaseSeen), func(t *testing.T) {
+	for _, tc := range []struct {
+		policy    string
+		phaseSeen bool
+	}{{"Never", true}, {"Never", false}, {"OnFailure", false}} {
+		phaseSeen := tc.phaseSeen
+		t.Run(fmt.Sprintf("%s phase seen %v", tc.policy, phaseSeen), func(t *testing.T) {
 			s := newSim(t)
 			s.info.InitContainers = nil
-			s.info.OwnerKind, s.info.RestartPolicy = "Job", "Never"
+			s.info.OwnerKind, s.info.RestartPolicy = "Job", tc.policy
 			s.info.Containers[0].PostStart, s.info.Containers[0].PreStop = nil, nil
 			s.sandboxUp()
-			app := s.container("app", "c0ffee02", 0)
+			attempt := uint32(0)
+			if tc.policy == "OnFailure" {
+				first := s.container("app", "c0ffee01", 0)
+				s.at(time.Second)
+				s.exit("app", first, 1, 0)
+				s.cri(cri.EventContainerExited, "app", 1, "Error")
+				s.at(time.Second)
+				attempt = 1
+			}
+			app := s.container("app", "c0ffee02", attempt)
 			s.at(time.Second)
 			s.exit("app", app, 0, 0)
 			s.cri(cri.EventContainerExited, "app", 0, "Completed")

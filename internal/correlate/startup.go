@@ -118,8 +118,8 @@ func (c *Correlator) endStartupByPhase(p *pod, atEnd bool) bool {
 
 // completedWork: the pod's facts make it Succeeded before the API server
 // says so (the kubelet's rule): it restarts no container that exits 0
-// (restartPolicy Never or OnFailure) and every app container's run exited
-// 0 with none running.
+// (restartPolicy Never or OnFailure) and every app container's last run
+// exited 0 (an OnFailure pod's earlier failed runs were restarted).
 func (p *pod) completedWork() bool {
 	if p.info == nil || p.info.RestartPolicy != "Never" && p.info.RestartPolicy != "OnFailure" || len(p.info.Containers) == 0 {
 		return false
@@ -127,7 +127,7 @@ func (p *pod) completedWork() bool {
 	for _, spec := range p.info.Containers {
 		done := false
 		for _, ct := range p.containers {
-			if ct.name != spec.Name || ct.sandbox {
+			if ct.name != spec.Name || ct.sandbox || ct.nextAttempt() != nil {
 				continue
 			}
 			if !ct.exited || ct.exitCode != 0 {
