@@ -44,6 +44,18 @@ func wantVerdict(t *testing.T, sp span.Span, want string) {
 	}
 }
 
+// sigkilledAtGraceEnd: 3 s later (a 3 s grace period's end) the runtime
+// SIGKILLs the app's init, which dies; the runtime reports exit 137 and
+// the pod is gone half a second later.
+func (s *sim) sigkilledAtGraceEnd(app uint32) {
+	s.at(3 * time.Second)
+	s.signal("app", app, syscall.SIGKILL, "runc", kernel.SignalDelivered, kernel.DispositionDefault)
+	s.exit("app", app, 0, syscall.SIGKILL)
+	s.cri(cri.EventContainerExited, "app", 137, "Error")
+	s.at(500 * time.Millisecond)
+	s.gone()
+}
+
 func (s *sim) deleteWithGrace(grace int64) {
 	del := s.now.Add(time.Duration(grace) * time.Second)
 	s.info.DeletionTimestamp, s.info.DeletionGracePeriodSeconds = &del, &grace
@@ -102,12 +114,7 @@ func TestVerdictIgnoredSIGTERM(t *testing.T) {
 	s.info.Containers[0].PreStop = nil
 	s.deleteWithGrace(3)
 	s.signal("app", app, syscall.SIGTERM, "runc", kernel.SignalIgnored, kernel.DispositionDefault)
-	s.at(3 * time.Second)
-	s.signal("app", app, syscall.SIGKILL, "runc", kernel.SignalDelivered, kernel.DispositionDefault)
-	s.exit("app", app, 0, syscall.SIGKILL)
-	s.cri(cri.EventContainerExited, "app", 137, "Error")
-	s.at(500 * time.Millisecond)
-	s.gone()
+	s.sigkilledAtGraceEnd(app)
 
 	want := "terminated in 3.5 s: container app ignored SIGTERM and was SIGKILLed at the end of the 3 s grace period"
 	wantVerdict(t, s.one(names.SpanPodTermination), want)
@@ -394,12 +401,7 @@ func TestVerdictIgnoredSIGTERMDeletionSeenLate(t *testing.T) {
 	del := s.now.Add(3 * time.Second)
 	s.info.DeletionTimestamp, s.info.DeletionGracePeriodSeconds = &del, &grace
 	s.pod()
-	s.at(3 * time.Second)
-	s.signal("app", app, syscall.SIGKILL, "runc", kernel.SignalDelivered, kernel.DispositionDefault)
-	s.exit("app", app, 0, syscall.SIGKILL)
-	s.cri(cri.EventContainerExited, "app", 137, "Error")
-	s.at(500 * time.Millisecond)
-	s.gone()
+	s.sigkilledAtGraceEnd(app)
 
 	term := s.one(names.SpanPodTermination)
 	if term.Attr(names.GracePeriodOverrun) != true || !term.Start.Equal(sigterm) {
