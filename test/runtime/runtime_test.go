@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/podchron/podchron/internal/fact"
+	crifact "github.com/podchron/podchron/internal/fact/cri"
 	"github.com/podchron/podchron/internal/span"
 
 	"github.com/podchron/podchron/internal/names"
@@ -120,6 +121,83 @@ func spansText(all []span.Span) string {
 type env struct {
 	h     *containerd.Harness
 	spans *spans
+	exits *exits
+}
+
+// exits are the containers the tracer's runtime source reported exited.
+// A kubelet removes a container only after its own relist has seen it
+// exited (its garbage collection works from that view), so the runtime's
+// word on the exit (reason, finish time) always reaches a watcher that
+// polls as often; the scenarios stop and remove in that order too
+// (stopAndTeardown), not as fast as one test can call the CRI.
+type exits struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (x *exits) add(id string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.seen == nil {
+		x.seen = map[string]bool{}
+	}
+	x.seen[id] = true
+}
+
+func (x *exits) has(id string) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.seen[id]
+}
+
+// tee passes src's inputs on and records the exits among them.
+func (x *exits) tee(src pipeline.Source) pipeline.Source {
+	return func(ctx context.Context, out chan<- fact.Input) error {
+		mid := make(chan fact.Input)
+		errc := make(chan error, 1)
+		go func() { errc <- src(ctx, mid); close(mid) }()
+		for in := range mid {
+			if r := in.Runtime; r != nil && r.Container != nil && r.Container.State == crifact.StateExited {
+				x.add(r.Container.ID)
+			}
+			select {
+			case out <- in:
+			case <-ctx.Done():
+				// Keep draining mid until src returns.
+			}
+		}
+		return <-errc
+	}
+}
+
+// stopAndTeardown stops the container id within grace, waits until the
+// tracer's runtime source has reported it exited (as a kubelet's relist
+// sees an exit before its GC removes the container), then tears the pod
+// down.
+func (e *env) stopAndTeardown(ctx context.Context, t *testing.T, pod *containerd.Pod, id string, grace time.Duration) {
+	t.Helper()
+	if err := e.h.StopContainer(ctx, id, grace); err != nil {
+		t.Fatal(err)
+	}
+	e.waitExitSeen(ctx, t, id)
+	if err := e.h.TeardownPod(ctx, pod.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitExitSeen waits until the tracer's runtime source reported container
+// id exited.
+func (e *env) waitExitSeen(ctx context.Context, t *testing.T, id string) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !e.exits.has(id) {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the tracer's runtime watcher never reported container %.12s exited: %v", id, ctx.Err())
+		case <-tick.C:
+		}
+	}
 }
 
 // start runs containerd (with the OCI runtime rt; zero: the harness
@@ -176,6 +254,7 @@ func start(t *testing.T, rt containerd.Runtime, scenario string, extra ...span.S
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	kick := make(chan struct{}, 1)
+	ex := &exits{}
 	go func() {
 		done <- pipeline.Run(ctx, pipeline.Config{
 			Kernel:     src,
@@ -184,7 +263,7 @@ func start(t *testing.T, rt containerd.Runtime, scenario string, extra ...span.S
 			Correlator: corr,
 			Record:     rec,
 			Tick:       200 * time.Millisecond,
-			Sources:    map[string]pipeline.Source{"runtime": criSource(h.Endpoint, kick)},
+			Sources:    map[string]pipeline.Source{"runtime": ex.tee(criSource(h.Endpoint, kick))},
 			// As the tracer does: a container's end brings the next
 			// runtime poll forward.
 			RuntimeKick: kick,
@@ -207,7 +286,7 @@ func start(t *testing.T, rt containerd.Runtime, scenario string, extra ...span.S
 			}
 		}
 	})
-	return &env{h: h, spans: sp}
+	return &env{h: h, spans: sp, exits: ex}
 }
 
 // criSource is the tracer's runtime source: the CRI watcher's changes, then
@@ -233,12 +312,7 @@ func (e *env) gracefulPod(t *testing.T, name string) (*containerd.Pod, span.Span
 		t.Fatal(err)
 	}
 	e.spans.wait(t, pod.UID, names.SpanPodStartup)
-	if err := e.h.StopContainer(ctx, id, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.h.TeardownPod(ctx, pod.ID, 0); err != nil {
-		t.Fatal(err)
-	}
+	e.stopAndTeardown(ctx, t, pod, id, 10*time.Second)
 	return pod, e.spans.wait(t, pod.UID, "pod")
 }
 
@@ -271,6 +345,11 @@ func runGracefulStop(t *testing.T, e *env) []span.Span {
 	run := find(all, names.SpanContainerRun)
 	if len(run) != 1 || run[0].Attr(names.ExitCause) != "completed" || run[0].Attr(names.ProcessExitCode) != int64(0) || run[0].Attr(names.K8sContainerName) != "app" {
 		t.Fatalf("run: %+v", run)
+	}
+	// The runtime reported the exit before the container was removed
+	// (stopAndTeardown), so its reason is on the run.
+	if r := run[0].Attr(names.K8sContainerStatusLastTerminatedReason); r != "Completed" {
+		t.Errorf("run: %s = %v, want the runtime's Completed", names.K8sContainerStatusLastTerminatedReason, r)
 	}
 	stop := find(all, names.SpanContainerStop)
 	if len(stop) != 1 {
@@ -316,12 +395,7 @@ func runIgnoredSIGTERM(t *testing.T, e *env) []span.Span {
 		t.Fatal(err)
 	}
 	e.spans.wait(t, pod.UID, names.SpanPodStartup)
-	if err := e.h.StopContainer(ctx, id, 2*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.h.TeardownPod(ctx, pod.ID, 0); err != nil {
-		t.Fatal(err)
-	}
+	e.stopAndTeardown(ctx, t, pod, id, 2*time.Second)
 	e.spans.wait(t, pod.UID, "pod")
 	all := e.spans.trace(pod.UID)
 	dump(t, all)
@@ -372,6 +446,7 @@ func runOOMKilled(t *testing.T, e *env) []span.Span {
 		t.Fatalf("runtime says %q, want OOMKilled", c.Reason)
 	}
 	run := e.spans.wait(t, pod.UID, names.SpanContainerRun)
+	e.waitExitSeen(ctx, t, id)
 	if err := e.h.TeardownPod(ctx, pod.ID, 0); err != nil {
 		t.Fatal(err)
 	}
