@@ -175,12 +175,13 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 
 	sink, emitted, closeCheckpoint := openCheckpoint(f.stateDir, sink, log)
 	defer closeCheckpoint()
-	corr := correlate.New(correlate.Config{NodeName: f.node, Sink: sink, Observer: rec, CgroupRoots: set.probe.CgroupRoots, StuckAfter: f.stuckAfter, StartupTimeout: f.startupTO, ClusterName: f.cluster, Args: set.args, Filter: set.filter, Emitted: emitted})
+	ls := liveSources(f, log, health, tl.Now)
+	corr := correlate.New(correlate.Config{NodeName: f.node, Sink: sink, Observer: rec, CgroupRoots: set.probe.CgroupRoots, StuckAfter: f.stuckAfter, StartupTimeout: f.startupTO, ClusterName: f.cluster, Args: set.args, Filter: set.filter, Emitted: emitted,
+		WantEvents: ls.wantEvents})
 	seed, err := pipeline.Seed(p.Layout(), set.probe.CgroupRoots, tl.Now(), f.node)
 	if err != nil {
 		log.Warn("start-up scan incomplete: pods already running may be partly known", "err", err)
 	}
-	ls := liveSources(f, log, health, tl.Now)
 	rw, err := recordWriter(recordFile, set.args, log)
 	if err != nil {
 		return err
@@ -361,6 +362,9 @@ type sourceSet struct {
 	progress    []string
 	runtimeKick chan struct{} // nil without the runtime
 	seed        []fact.Input  // what the start already knows of them
+	// wantEvents opens an event window on a pod the kubelet acted on
+	// (watcher.Want); nil without the API server.
+	wantEvents func(podUID string)
 }
 
 // liveSources makes the runtime and API server sources the flags ask for,
@@ -393,6 +397,7 @@ func liveSources(f *traceFlags, log *slog.Logger, health *metrics.Health, now fu
 	// progress (less a margin for a fact stamped but not yet handed over).
 	ls.sources[pipeline.SourceAPI] = pipeline.WithProgress(fact.SourceAPI, w.Run, progressEvery, 50*time.Millisecond, now)
 	ls.progress = append(ls.progress, fact.SourceAPI)
+	ls.wantEvents = w.Want
 	return ls
 }
 

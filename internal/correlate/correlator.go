@@ -75,6 +75,11 @@ type Config struct {
 	// again, and a pod whose root span is among them has ended: its later
 	// facts are dropped (restart.go).
 	Emitted []span.SpanID
+	// WantEvents, when set, is told the UID of a pod the kubelet acted on
+	// (the runtime's stop signal to one of its containers), so that the API
+	// source opens a window on its Events at once (watcher.Want). It must
+	// not block.
+	WantEvents func(podUID string)
 }
 
 // Stats are the correlator's own counters.

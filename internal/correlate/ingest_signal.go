@@ -46,6 +46,12 @@ func (c *Correlator) signal(e *kernel.SignalEvent) {
 	}
 	ct.addSignal(rec)
 	p := ct.pod
+	if p != nil && rec.toInit && kind == names.SenderRuntime && e.Signal != syscall.SIGCHLD && !ct.sandbox && c.cfg.WantEvents != nil {
+		// The kubelet acted on the container (a restart, an eviction, a
+		// termination): its words on why are Events, which a pod that
+		// looked quiet has no window on yet.
+		c.cfg.WantEvents(p.uid)
+	}
 	if p != nil && rec.toInit && kind == names.SenderRuntime && p.terminating.IsZero() && e.Signal != syscall.SIGCHLD {
 		if reason, ok := c.stopping(p, ct); ok {
 			// No deletion came before it: the runtime's stop signal is

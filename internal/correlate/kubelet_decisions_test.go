@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/fact"
 	"github.com/podchron/podchron/internal/fact/cri"
 	"github.com/podchron/podchron/internal/fact/kernel"
@@ -113,6 +114,52 @@ func TestHTTPProbeRestartKillingEventLate(t *testing.T) {
 		s.event("Killing", "app", "Container app failed liveness probe, will be restarted")
 	})
 	wantRestart(t, s.runOf("c0ffee02"), names.CauseLivenessRestart, "failed liveness probe")
+}
+
+// A quiet pod's httpGet liveness restart: its event window opens only at
+// the kubelet's stop (watcher.Want), and on a loaded node the window's list
+// brings the Killing event after the run's settle time and after the next
+// attempt. With the API server reachable, the run waits for it (at most
+// kubeletEventWait) and names the event; when no event comes, the spec
+// names the probe once the wait is over.
+func TestHTTPProbeRestartEventAfterNextAttempt(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		event bool
+		want  string
+	}{
+		{"event 3 s after the next attempt", true, "Container app failed liveness probe, will be restarted"},
+		{"no event", false, "httpGet liveness probe (unseen by the kernel, no event named it)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t)
+			var wanted []string
+			s.c = correlate.New(correlate.Config{NodeName: "node-a", Observer: s.o, StuckAfter: 10 * time.Second,
+				Sink:       span.SinkFunc(func(sp span.Span) { s.spans = append(s.spans, sp) }),
+				WantEvents: func(uid string) { wanted = append(wanted, uid) }})
+			s.in(fact.Input{API: &fact.APIStatus{Available: true, Since: s.now}})
+			s.info.Containers[0].Liveness = liveness("httpGet")
+			app := s.startup()
+			s.at(5 * time.Second)
+			if len(wanted) != 0 {
+				t.Fatalf("events wanted for %v before the kubelet acted", wanted)
+			}
+			killedAt := s.now          // the kubelet writes Killing, then stops the container
+			s.kubeletRestart(app, nil) // ticks 3 s past the next attempt
+			if len(wanted) == 0 || wanted[0] != s.uid {
+				t.Fatalf("the runtime's stop asked for the events of %v, want pod %s", wanted, s.uid)
+			}
+			if runs := s.find(names.SpanContainerRun); len(runs) != 0 {
+				t.Fatalf("the restarted run was decided before the kubelet's event could come: %v", runs[0].Attrs)
+			}
+			if tc.event {
+				s.in(fact.Input{Event: &fact.K8sEvent{UID: "ev-killing", PodUID: s.uid, Reason: "Killing", Container: "app",
+					Message: "Container app failed liveness probe, will be restarted", FirstTime: killedAt, LastTime: killedAt, Count: 1}})
+			}
+			s.tick(4 * time.Second)
+			wantRestart(t, s.runOf("c0ffee02"), names.CauseLivenessRestart, tc.want)
+		})
+	}
 }
 
 // The Killing event was dropped (the recorder's budget went on Unhealthy

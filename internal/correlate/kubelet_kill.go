@@ -79,12 +79,22 @@ func (ct *container) nextAttempt() *container {
 // or a fact naming the reason) or the start of the pod's end (a kubelet
 // eviction whose status comes later). Its spans wait, at most
 // kubeletVerdictWait after its settle time.
+//
+// A restart (the next attempt seen) whose reason no fact has named yet
+// waits kubeletEventWait for the kubelet's words while the API server is
+// reachable: the pod was quiet, so its event window opens only at this stop
+// (watcher.Want, the kubelet's Killing event already written), and its
+// list can come after the settle time on a loaded node.
 func (c *Correlator) verdictPending(ct *container) bool {
 	stop := ct.kubeletStop()
-	if stop == nil || ct.nextAttempt() != nil {
+	if stop == nil {
 		return false
 	}
+	next := ct.nextAttempt()
 	p := ct.pod
+	if next != nil && !c.apiUp {
+		return false
+	}
 	if _, going := p.goingReason(); going || p.info.Reason != "" || p.info.DeletionTimestamp != nil || p.info.Deleted {
 		return false
 	}
@@ -94,8 +104,18 @@ func (c *Correlator) verdictPending(ct *container) bool {
 	if r := c.kubeletReason(ct, stop); r.fromFact {
 		return false
 	}
+	if next != nil {
+		return c.now.Before(ct.settleBy.Add(kubeletEventWait))
+	}
 	return c.now.Before(ct.settleBy.Add(kubeletVerdictWait))
 }
+
+// kubeletEventWait bounds how long, past its settle time, a run the kubelet
+// restarted waits for the event that names why (see verdictPending); a
+// kubelet whose recorder dropped it (its budget: 25 events a pod, then one
+// per 5 minutes) costs the run this much latency, and the spec names the
+// reason then (specReason).
+const kubeletEventWait = 5 * time.Second
 
 // kubeletRestart is why the kubelet stopped a container, as far as the facts
 // tell.

@@ -112,7 +112,7 @@ func TestBoundPodKeepsWhatIsRead(t *testing.T) {
 		if got, want := Convert(&pod, labels...), Convert(orig, labels...); !reflect.DeepEqual(got, want) {
 			t.Fatalf("pod %d: Convert after the transform\n%+v\nbefore:\n%+v", i, got, want)
 		}
-		if unseenProbes(&pod) != unseenProbes(orig) || quietKind(&pod) != quietKind(orig) || podReady(&pod) != podReady(orig) ||
+		if restartCount(&pod) != restartCount(orig) || quietKind(&pod) != quietKind(orig) || podReady(&pod) != podReady(orig) ||
 			pod.Annotations[MirrorAnnotation] != orig.Annotations[MirrorAnnotation] || pod.UID != orig.UID ||
 			pod.Namespace != orig.Namespace || pod.Spec.NodeName != orig.Spec.NodeName || pod.DeletionTimestamp.Equal(orig.DeletionTimestamp) != true {
 			t.Fatalf("pod %d: the watcher reads the transformed pod differently", i)

@@ -26,9 +26,6 @@ type eventWindow struct {
 	reg      cache.ResourceEventHandlerRegistration
 	cancel   context.CancelFunc
 	openedAt time.Time
-	// standby: open for a quiet pod (see podState.standby); it yields its
-	// slot to any pod that needs events.
-	standby bool
 }
 
 // wake asks the reconcile loop to run soon.
@@ -54,15 +51,15 @@ func (w *Watcher) reconcileLoop(ctx context.Context) {
 }
 
 // reconcile opens and closes event windows so that the pods needing one
-// have one, at most MaxEventWatches at once, and the slots left are given to
-// standby pods; it returns the windows it opened.
+// have one, at most MaxEventWatches at once; it returns the windows it
+// opened.
 func (w *Watcher) reconcile(ctx context.Context) []*eventWindow {
 	now := w.clock()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.pruneDeletedLocked(now)
-	waiting, standby := w.queueLocked(now)
-	if len(waiting)+len(standby) == 0 {
+	waiting := w.queueLocked(now)
+	if len(waiting) == 0 {
 		return nil
 	}
 	free := w.cfg.MaxEventWatches - len(w.windows)
@@ -71,65 +68,47 @@ func (w *Watcher) reconcile(ctx context.Context) []*eventWindow {
 		free, requeued = w.makeRoomLocked(now, free, len(waiting))
 		waiting = append(waiting, requeued...)
 	}
-	return w.openWindowsLocked(ctx, now, free, waiting, standby)
+	return w.openWindowsLocked(ctx, now, free, waiting)
 }
 
-// queueLocked closes the windows no pod needs any more, marks the open ones
-// standby or not, and returns the pods waiting for a window (those needing
-// events, and those that would take a standby one), longest waiting first.
-func (w *Watcher) queueLocked(now time.Time) (waiting, standby []types.UID) {
+// queueLocked closes the windows no pod needs any more and returns the
+// pods waiting for a window, longest waiting first.
+func (w *Watcher) queueLocked(now time.Time) []types.UID {
+	var waiting []types.UID
 	for uid, s := range w.pods {
-		need := s.announced && s.needsEvents(now)
-		stand := s.announced && !need && s.standby()
-		win := w.windows[uid]
 		switch {
-		case !need && !stand:
+		case !s.announced || !s.needsEvents(now):
 			w.closeWindowLocked(uid)
 			s.waitingSince = time.Time{}
-		case win != nil:
-			win.standby = !need
-		default:
+		case w.windows[uid] == nil:
 			if s.waitingSince.IsZero() {
 				s.waitingSince = now
 			}
-			if need {
-				waiting = append(waiting, uid)
-			} else {
-				standby = append(standby, uid)
-			}
+			waiting = append(waiting, uid)
 		}
 	}
-	byWait := func(uid types.UID) time.Time { return w.pods[uid].waitingSince }
-	sortBy(waiting, byWait)
-	sortBy(standby, byWait)
-	return waiting, standby
+	sortBy(waiting, func(uid types.UID) time.Time { return w.pods[uid].waitingSince })
+	return waiting
 }
 
-// makeRoomLocked frees slots for the pods that need events: it closes
-// standby windows first, then windows held past maxHold, oldest first, until
-// free slots reach want. It returns the free slots and the pods whose held
-// windows it closed (they queue again).
+// makeRoomLocked frees slots for the pods that need events: it closes the
+// windows held past maxHold, oldest first, until free slots reach want. It
+// returns the free slots and the pods whose windows it closed (they queue
+// again).
 func (w *Watcher) makeRoomLocked(now time.Time, free, want int) (int, []types.UID) {
-	var stand, held []types.UID
+	var held []types.UID
 	for uid, win := range w.windows {
-		switch {
-		case win.standby:
-			stand = append(stand, uid)
-		case now.Sub(win.openedAt) > maxHold:
+		if now.Sub(win.openedAt) > maxHold {
 			held = append(held, uid)
 		}
 	}
-	byOpen := func(uid types.UID) time.Time { return w.windows[uid].openedAt }
-	sortBy(stand, byOpen)
-	sortBy(held, byOpen)
+	sortBy(held, func(uid types.UID) time.Time { return w.windows[uid].openedAt })
 	var requeued []types.UID
-	for _, uid := range append(stand, held...) {
+	for _, uid := range held {
 		if free >= want {
 			break
 		}
-		if !w.windows[uid].standby {
-			requeued = append(requeued, uid)
-		}
+		requeued = append(requeued, uid)
 		w.closeWindowLocked(uid)
 		w.pods[uid].waitingSince = now
 		free++
@@ -137,11 +116,11 @@ func (w *Watcher) makeRoomLocked(now time.Time, free, want int) (int, []types.UI
 	return free, requeued
 }
 
-// openWindowsLocked opens windows for waiting pods, then standby ones, while
-// slots are free; it returns the windows it opened.
-func (w *Watcher) openWindowsLocked(ctx context.Context, now time.Time, free int, waiting, standby []types.UID) []*eventWindow {
+// openWindowsLocked opens windows for waiting pods while slots are free; it
+// returns the windows it opened.
+func (w *Watcher) openWindowsLocked(ctx context.Context, now time.Time, free int, waiting []types.UID) []*eventWindow {
 	var opened []*eventWindow
-	for i, uid := range append(waiting, standby...) {
+	for _, uid := range waiting {
 		if free <= 0 {
 			break
 		}
@@ -153,12 +132,28 @@ func (w *Watcher) openWindowsLocked(ctx context.Context, now time.Time, free int
 			w.log.Warn("event window", "pod", uid, "err", err)
 			continue
 		}
-		win.standby = i >= len(waiting)
 		w.pods[uid].waitingSince = time.Time{}
 		opened = append(opened, win)
 		free--
 	}
 	return opened
+}
+
+// Want asks for pod uid's events now: the model saw the kubelet act on a
+// pod the API's status still shows quiet (the runtime's stop signal to a
+// container of a pod not terminating). The window opens at once, and its
+// initial list brings what the kubelet wrote before acting (Killing,
+// Unhealthy). Unknown pods are ignored. Safe for concurrent use.
+func (w *Watcher) Want(uid string) {
+	w.mu.Lock()
+	s := w.pods[types.UID(uid)]
+	if s != nil {
+		s.stirredAt = w.clock()
+	}
+	w.mu.Unlock()
+	if s != nil {
+		w.wake()
+	}
 }
 
 func sortBy(uids []types.UID, key func(types.UID) time.Time) {

@@ -50,7 +50,15 @@ func (w *Watcher) onPod(obj any, deleted bool) {
 		w.pruneDeletedLocked(now)
 	} else {
 		s.terminating = pod.DeletionTimestamp != nil
-		s.probed = unseenProbes(pod)
+		if r := restartCount(pod); r > s.restarts {
+			if s.announced {
+				// A container restarted: the kubelet's words on why
+				// (Killing, Unhealthy, BackOff) come with the window
+				// this opens.
+				s.stirredAt = now
+			}
+			s.restarts = r
+		}
 		// A quiet pod that changes how it is quiet (Ready, then Failed
 		// because the kubelet evicted it; Ready, then Succeeded) settles
 		// again: the kubelet's Evicted event, written before the kill, comes
@@ -74,20 +82,15 @@ func (w *Watcher) onPod(obj any, deleted bool) {
 	w.wake()
 }
 
-// unseenProbes reports whether a container has a liveness or startup probe
-// that is not an exec probe (the kernel sees exec probes run, and the model
-// tells a liveness restart from them without the kubelet's event).
-func unseenProbes(pod *corev1.Pod) bool {
-	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range cs {
-			for _, pr := range []*corev1.Probe{cs[i].LivenessProbe, cs[i].StartupProbe} {
-				if pr != nil && pr.Exec == nil {
-					return true
-				}
-			}
+// restartCount is the sum of the pod's containers' restart counts.
+func restartCount(pod *corev1.Pod) int64 {
+	var n int64
+	for _, sts := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for i := range sts {
+			n += int64(sts[i].RestartCount)
 		}
 	}
-	return false
+	return n
 }
 
 // quietKind is how a pod is quiet: its phase once it has finished,

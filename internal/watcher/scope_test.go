@@ -290,52 +290,57 @@ func (h *harness) windowsOn() map[types.UID]bool {
 	return out
 }
 
-// A quiet pod with a liveness probe the kernel does not see (httpGet) keeps
-// a standby window while a slot is free, so that the kubelet's Killing
-// event comes before the restart; a quiet pod with an exec probe does not.
-// Pods that need events take the standby windows' slots.
-func TestEventWindowStandby(t *testing.T) {
+// A quiet pod holds no event watch, whatever its probes: a fleet of
+// probed pods costs the API server one pod watch per node. The kubelet's
+// restart of one of its containers opens a window at once when the model
+// asks (Want: it saw the runtime's stop signal) and with the status's
+// restart count otherwise; the window's initial list brings the Killing
+// event the kubelet wrote before the stop.
+func TestEventWindowQuietPodStirred(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	clock := newTestClock()
 	httpPod := withReady(withLiveness(testPod("http", node), corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz"}}), true)
-	execPod := withReady(withLiveness(testPod("exec", node), corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}), true)
-	h := newHarnessWith(t, clock.now, func(cfg *Config) { cfg.MaxEventWatches = 2 }, httpPod, execPod)
+	tcpPod := withReady(withLiveness(testPod("tcp", node), corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{}}), true)
+	h := newHarnessWith(t, clock.now, nil, httpPod, tcpPod)
 	h.start()
 	h.waitFor("API available", isAPI(true, false))
 	h.waitStats("both pods catching up", func(st Stats) bool { return st.EventWatches == 2 })
-
 	clock.advance(settle + time.Second)
-	h.waitStats("the exec-probed pod's window closed", func(st Stats) bool { return st.EventWatches == 1 })
-	if on := h.windowsOn(); !on[httpPod.UID] {
-		t.Fatalf("windows on %v, want the http-probed pod's", on)
-	}
+	h.waitStats("no window on quiet probed pods", func(st Stats) bool { return st.EventWatches == 0 })
 
-	// Two pods start: they take both slots, the standby window first.
 	ctx := context.Background()
-	p1, p2 := testPod("p1", node), testPod("p2", node)
-	for _, p := range []*corev1.Pod{p1, p2} {
-		if _, err := h.cs.CoreV1().Pods("shop").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+	events := h.cs.CoreV1().Events("shop")
+	killing := func(p *corev1.Pod) *corev1.Event {
+		ev := testEvent(p.Name+".killing", p, "Killing", 1)
+		ev.Message = "Container web failed liveness probe, will be restarted"
+		if _, err := events.Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		return ev
 	}
-	h.waitStats("the starting pods' windows", func(Stats) bool {
-		on := h.windowsOn()
-		return len(on) == 2 && on[p1.UID] && on[p2.UID]
-	})
 
-	// They are Ready and settled: the standby window comes back.
-	for _, p := range []*corev1.Pod{p1, p2} {
-		if _, err := h.cs.CoreV1().Pods("shop").Update(ctx, withReady(p, true), metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		h.waitFor("Ready", isPod(p.UID, func(pi *fact.PodInfo) bool { return pi.Phase == "Running" }))
+	// The model saw the kubelet stop the http pod's container.
+	ev := killing(httpPod)
+	h.w.Want(string(httpPod.UID))
+	h.w.Want("not-a-pod-of-this-node")
+	if got := h.waitFor("Killing, from the list of the window Want opened", isEvent(ev.UID, 1)).Event; got.Message != ev.Message {
+		t.Errorf("event = %+v", got)
 	}
-	time.Sleep(50 * time.Millisecond)
+	if on := h.windowsOn(); len(on) != 1 || !on[httpPod.UID] {
+		t.Fatalf("windows on %v, want the http pod's alone", on)
+	}
+
+	// No model hint: the tcp pod's status shows the restart.
+	ev = killing(tcpPod)
+	restarted := tcpPod.DeepCopy()
+	restarted.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "web", RestartCount: 1}}
+	if _, err := h.cs.CoreV1().Pods("shop").Update(ctx, restarted, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("Killing, from the list of the window the restart count opened", isEvent(ev.UID, 1))
+
 	clock.advance(settle + time.Second)
-	h.waitStats("the standby window back", func(Stats) bool {
-		on := h.windowsOn()
-		return len(on) == 1 && on[httpPod.UID]
-	})
+	h.waitStats("both windows closed after settle", func(st Stats) bool { return st.EventWatches == 0 })
 	if err := h.stop(); err == nil {
 		t.Error("Run returned nil")
 	}

@@ -87,18 +87,20 @@ const (
 // object's fields, reason, type, source component and metadata — not
 // source.host), so events are watched per pod: while a pod is "active" —
 // starting, not Ready (crash loop, image back-off, failing readiness),
-// terminating, and for a while after each of these ends — an event window
-// is open on it: an informer on the pod's namespace with field selector
-// involvedObject.uid=<pod UID>, whose initial list brings what happened
-// before the window opened. A quiet pod (Ready and settled) keeps a window
-// only if a slot is free and it has a liveness or startup probe the kernel
-// does not see (httpGet, tcpSocket, grpc): the kubelet's Killing event is
-// then received before the restart it announces. For other quiet pods,
-// anything the kubelet reports that does not change the pod's status (a
-// probe failing below its threshold) is received, counted, with the next
-// window (e.g. when the container restarts or the pod is deleted). At most
-// MaxEventWatches windows are open at once; pods that need events take the
-// slots of standby windows first.
+// terminating, stirred (a container restarted, or the model saw the kubelet
+// stop one: Want), and for a while after each of these ends — an event
+// window is open on it: an informer on the pod's namespace with field
+// selector involvedObject.uid=<pod UID>, whose initial list brings what
+// happened before the window opened (Events live an hour). A quiet pod
+// (Ready and settled) holds no watch: across a fleet, the tracers then add
+// one pod watch per node plus a window per pod in transition, not a watch
+// per probed pod. What the kubelet reports about a quiet pod comes with
+// the window its next change opens: a liveness restart's Killing event with
+// the window the kubelet's stop opens (the kernel sees the runtime's
+// signal and the model asks for the pod's events; the status's restart
+// count opens it too), written before the stop, so in the window's list. At
+// most MaxEventWatches windows are open at once; pods beyond wait for a
+// slot, held windows yield to them after maxHold.
 //
 // A Watcher runs once.
 type Watcher struct {
@@ -153,24 +155,18 @@ type podState struct {
 	quietSince time.Time
 	// quietKind is how it is quiet since quietSince (quietKind()).
 	quietKind string
-	// probed: a container has a liveness or startup probe the kernel does
-	// not see run (httpGet, tcpSocket, grpc): the kubelet's Killing event is
-	// the only word on its restarts, and it comes before the pod's status
-	// changes.
-	probed bool
+	// restarts is the sum of its containers' restart counts in the last
+	// status seen.
+	restarts int64
+	// stirredAt is when a quiet pod last stirred: a container restarted
+	// (restarts grew), or the model saw the kubelet stop one (Want). Zero
+	// if never.
+	stirredAt time.Time
 	// waitingSince: the pod wants a window and has none (zero otherwise).
 	waitingSince time.Time
 	// sent: resource version of each of its events last sent, so that a
 	// window's initial list does not resend what an earlier one sent.
 	sent map[types.UID]string
-}
-
-// standby reports whether a quiet pod should keep a window when a slot is
-// free: a pod whose liveness or startup probes the kernel does not see, so
-// that a restart's Killing event (sent before the container is stopped)
-// is received when it happens.
-func (s *podState) standby() bool {
-	return s.probed && s.goneAt.IsZero() && !s.terminating
 }
 
 // needsEvents reports whether the pod should have an event window at now.
@@ -179,6 +175,8 @@ func (s *podState) needsEvents(now time.Time) bool {
 	case !s.goneAt.IsZero():
 		return now.Sub(s.goneAt) <= goneLinger
 	case s.terminating, s.quietSince.IsZero():
+		return true
+	case !s.stirredAt.IsZero() && now.Sub(s.stirredAt) <= settle:
 		return true
 	}
 	return now.Sub(s.quietSince) <= settle
