@@ -91,6 +91,9 @@ type Config struct {
 	// Kick), so the runtime's exit reason follows within a fraction of a
 	// second instead of a poll interval.
 	RuntimeKick chan<- struct{}
+	// KernelIdleEvery is how often the kernel's progress is checked while
+	// its ring buffer is quiet (default 50 ms; see kernelIdleProgress).
+	KernelIdleEvery time.Duration
 }
 
 // containerInitExit tells whether ev is a watched exit of a pid
@@ -123,6 +126,9 @@ func (cfg *Config) withDefaults() {
 	}
 	if cfg.KernelDrain == 0 {
 		cfg.KernelDrain = 100 * time.Millisecond
+	}
+	if cfg.KernelIdleEvery == 0 {
+		cfg.KernelIdleEvery = 50 * time.Millisecond
 	}
 }
 
@@ -359,11 +365,17 @@ func (r *run) readKernel(ctx context.Context) error {
 	}
 }
 
-// loop handles the queue and the ticks until ctx is done or the kernel
-// source fails (its error returned).
+// loop handles the queue, the ticks and the kernel's idle checks until ctx
+// is done or the kernel source fails (its error returned).
 func (r *run) loop(ctx context.Context) error {
 	ticker := time.NewTicker(r.cfg.Tick)
 	defer ticker.Stop()
+	var idle <-chan time.Time
+	if r.kernelProgress {
+		t := time.NewTicker(r.cfg.KernelIdleEvery)
+		defer t.Stop()
+		idle = t.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -374,23 +386,32 @@ func (r *run) loop(ctx context.Context) error {
 			r.handleItem(it)
 		case <-ticker.C:
 			r.tick()
+		case <-idle:
+			r.kernelIdleProgress()
 		}
 	}
 }
 
-// tick reports the kernel's losses and idle progress, then a tick.
+// tick reports the kernel's losses, then a tick.
 func (r *run) tick() {
 	remeasure(r.cfg.Timeline, &r.step, r.log)
 	r.reportLosses()
+	r.handle(fact.Input{Time: r.cfg.Now(), Tick: true})
+}
+
+// kernelIdleProgress reports the kernel's progress while the ring buffer is
+// quiet (idleCheck). Its own cadence, not the model's tick: a fact of
+// another source (the runtime's exit of a container) waits in the model
+// until the kernel's view has passed its time, so a quiet kernel's progress
+// every tick (500 ms in the tracer, two of them to prove it) was most of a
+// span's latency.
+func (r *run) kernelIdleProgress() {
 	now := r.cfg.Now()
-	if r.kernelProgress {
-		unhandled := r.kernel.queued.Load() > 0
-		if until, ok := r.kernelIdle.check(now, r.waiting.Load(), unhandled, r.ringPending); ok && until.After(r.kernelMark) {
-			r.kernelMark = until
-			r.handle(fact.Input{Time: now, Progress: &fact.Progress{Source: fact.SourceKernel, Until: until.Add(-r.cfg.KernelDrain)}})
-		}
+	unhandled := r.kernel.queued.Load() > 0
+	if until, ok := r.kernelIdle.check(now, r.waiting.Load(), unhandled, r.ringPending); ok && until.After(r.kernelMark) {
+		r.kernelMark = until
+		r.handle(fact.Input{Time: now, Progress: &fact.Progress{Source: fact.SourceKernel, Until: until.Add(-r.cfg.KernelDrain)}})
 	}
-	r.handle(fact.Input{Time: now, Tick: true})
 }
 
 // reportLosses reports the kernel events lost, and the records cgroups'
@@ -423,8 +444,8 @@ func (r *run) drain() {
 // kernelMarkEvery spaces the kernel's progress while events flow.
 const kernelMarkEvery = 100 * time.Millisecond
 
-// idleCheck tells, at the pipeline's ticks, up to when the kernel's view is
-// complete. At a tick where the ring buffer is empty (the kernel source's
+// idleCheck tells, at the pipeline's idle checks (Config.KernelIdleEvery;
+// "ticks" below), up to when the kernel's view is complete. At a tick where the ring buffer is empty (the kernel source's
 // Pending), the reader waits and every event it read was handled, every event
 // submitted before that tick was consumed; if at the next tick the reader
 // is still in that same wait, whatever it consumed was also handed over and
