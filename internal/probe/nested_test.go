@@ -211,7 +211,7 @@ func TestCgroupRootIsTheMountsNotThePods(t *testing.T) {
 	dir := layout.Path(fmt.Sprintf("/podchron-podns-%d", os.Getpid()))
 	mkCgroup(t, dir)
 	moveSelf := func(to string) error {
-		return os.WriteFile(filepath.Join(to, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0o644)
+		return moveProcess(to, os.Getpid())
 	}
 	if err := moveSelf(dir); err != nil {
 		t.Fatal(err)

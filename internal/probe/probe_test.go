@@ -365,20 +365,28 @@ func (e *env) start(t *testing.T, dirs []string, mode string, args ...string) *h
 		t.Fatal(err)
 	}
 	h := &helper{cmd: cmd, pid: uint32(cmd.Process.Pid), ready: make(chan struct{}), done: make(chan struct{})}
+	// The reader below closes done once the helper is reaped; it starts
+	// only once the helper is in place. Until then, a failure reaps it here
+	// (the cleanup must not wait for a reader that never started).
+	started := false
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
+		if !started {
+			_ = cmd.Wait()
+			return
+		}
 		<-h.done
 	})
 	waitExeced(t, cmd.Process.Pid)
 	for _, d := range dirs {
-		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
-			_ = cmd.Process.Kill()
-			t.Fatalf("move helper into %s: %v", d, err)
+		if err := moveProcess(d, cmd.Process.Pid); err != nil {
+			t.Fatalf("move helper (pid %d, %s) into %s: %v", cmd.Process.Pid, procState(cmd.Process.Pid), d, err)
 		}
 	}
 	if _, err := io.WriteString(stdin, "go\n"); err != nil {
 		t.Fatal(err)
 	}
+	started = true
 	go func() {
 		defer close(h.done)
 		sc := bufio.NewScanner(out)
@@ -391,6 +399,41 @@ func (e *env) start(t *testing.T, dirs []string, mode string, args ...string) *h
 		h.err = cmd.Wait()
 	}()
 	return h
+}
+
+// moveProcess moves pid into the cgroup dir. The cpu controller refuses
+// (EINVAL) to move a process while one of its threads is being created
+// (TASK_NEW, cpu_cgroup_can_attach; seen on 5.10 with the Go runtime
+// starting threads): that passes, so the move is tried again.
+func moveProcess(dir string, pid int) error {
+	var err error
+	for range 100 {
+		err = os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644)
+		if !errors.Is(err, unix.EINVAL) {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("still refused after 100 tries: %w", err)
+}
+
+// procState is what /proc says of pid (its state, threads and cgroups),
+// for a failure's message.
+func procState(pid int) string {
+	var parts []string
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "State:") || strings.HasPrefix(l, "Threads:") {
+				parts = append(parts, strings.Join(strings.Fields(l), " "))
+			}
+		}
+	} else {
+		parts = append(parts, err.Error())
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid)); err == nil {
+		parts = append(parts, "cgroup "+strings.Join(strings.Fields(string(b)), " "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // waitExeced waits until a helper started by exec.Cmd has finished its
@@ -554,7 +597,7 @@ func (e *env) startIn(t *testing.T, dir, mode string, args ...string) (*exec.Cmd
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	waitExeced(t, cmd.Process.Pid)
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+	if err := moveProcess(dir, cmd.Process.Pid); err != nil {
 		t.Fatal(err)
 	}
 	return cmd, stdin
