@@ -300,7 +300,7 @@ func node(args []string) error {
 		}
 		p.cmd.Stdout, p.cmd.Stderr = &p.out, os.Stderr
 		if err := p.cmd.Start(); err != nil {
-			stopPods(pods)
+			_ = stopPods(pods) // already failing: the first error is the one to tell
 			return fmt.Errorf("node: start pod %s: %w", p.uid, err)
 		}
 	}
@@ -311,7 +311,7 @@ func node(args []string) error {
 	// The probes: pod i's first at i/n of the period, then every period.
 	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
-		stopPods(pods)
+		_ = stopPods(pods) // already failing: the first error is the one to tell
 		return fmt.Errorf("node: %w", err)
 	}
 	defer devnull.Close()
