@@ -4,7 +4,7 @@ BIN       ?= bin
 CLANG     ?= clang-19
 GENERATED := internal/probe/event/podchron_bpfel.go internal/probe/event/podchron_bpfel.o
 
-.PHONY: help deps deps-behind generate check-generate build runc-upstream helm cosign release-local portable test test-load test-unit test-vm test-vm-node test-vm-node-containerd2 test-vm-selftest e2e e2e-build e2e-stack2 e2e-nested scale bench lint run run-nested trace events clean faults
+.PHONY: help deps deps-behind generate check-generate build runc-upstream helm cosign release-local portable test test-load test-unit test-vm test-vm-node test-vm-node-containerd2 test-vm-selftest e2e e2e-build e2e-stack2 e2e-nested scale bench bench-busy lint run run-nested trace events clean faults
 
 help: ## list targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -182,6 +182,9 @@ bench: build ## decode benchmark and the exec-storm benchmark (root)
 	$(GO) test -run '^$$' -bench CorrelateKernelEvent -benchmem ./internal/correlate
 	$(GO) test -run '^$$' -bench TrackedNodeMemory -benchtime 3x ./internal/correlate
 	bash bench/execstorm.sh
+
+bench-busy: ## busy-node benchmark: 110 pods forking, exec-probed every 10 s, one flooding signals; daemon CPU, RSS, in-kernel time, losses (root)
+	bash bench/busynode.sh
 
 faults: ## OTLP fault suite with figures (test/faults: outage, partial success, oversized span, throttling, 400/401, clock step ±1 h; PODCHRON_FAULT_OUTAGE=10m for the long outage, default 20s)
 	$(GO) test -count=1 -v -timeout 30m ./test/faults/

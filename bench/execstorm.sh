@@ -40,6 +40,7 @@
 # last kind with built-in gadgets; see that script for why and how).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 N=${1:-20000}
 ROUNDS=${2:-3}
 LOSS_SECS=${LOSS_SECS:-60}
@@ -52,20 +53,13 @@ go build -o bin/tracer ./cmd/tracer
 go build -o bin/execstorm ./bench/execstorm
 otelcol=$(bash test/otlp/build-collector.sh)
 
-if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then v2=/sys/fs/cgroup
-elif [ "$(stat -fc %T /sys/fs/cgroup/unified 2>/dev/null)" = cgroup2fs ]; then v2=/sys/fs/cgroup/unified
-else echo "execstorm: no cgroup2 mount" >&2; exit 1; fi
+v2=$(bench_v2)
 root=/podchron-bench-$$
 old_stats=$(sysctl -n kernel.bpf_stats_enabled)
 debugfs_before=$(grep -c ' /sys/kernel/debug debugfs ' /proc/mounts || true)
 work=$(mktemp -d)
 tracer_pid= col_pid=
 sleepers=()
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-rm_tree() { # remove a cgroup tree, deepest first
-	[ -d "$1" ] || return 0
-	find "$1" -depth -type d -exec rmdir {} \; 2>/dev/null || true
-}
 cleanup() {
 	[ -n "$tracer_pid" ] && kill "$tracer_pid" 2>/dev/null || true
 	[ -n "$col_pid" ] && kill "$col_pid" 2>/dev/null || true
@@ -78,9 +72,6 @@ cleanup() {
 	if [ "${KEEP:-0}" = 1 ]; then echo "execstorm: kept $work" >&2; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
-
-uuid() { cat /proc/sys/kernel/random/uuid; }
-cid() { head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 
 # ---- the node: PODS pods, one container each, a sleeping process in each
 mkdir -p "$v2$root/burstable"
@@ -97,51 +88,10 @@ storm_pod="$v2$root/burstable/pod$(uuid)"
 mkdir -p "$storm_pod"
 
 # ---- the collector
-col_port=$(free_port)
-cat >"$work/otelcol.yaml" <<YAML
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: 127.0.0.1:$col_port
-exporters:
-  debug:
-    verbosity: detailed
-service:
-  telemetry:
-    metrics:
-      level: none
-  pipelines:
-    traces:
-      receivers: [otlp]
-      exporters: [debug]
-YAML
-"$otelcol" --config "$work/otelcol.yaml" >"$work/collector.log" 2>&1 &
-col_pid=$!
-for _ in $(seq 300); do grep -q "Everything is ready" "$work/collector.log" && break; sleep 0.1; done
-grep -q "Everything is ready" "$work/collector.log" || { cat "$work/collector.log"; exit 1; }
+start_collector "$otelcol"
 
 metrics_port=$(free_port)
 hz=$(getconf CLK_TCK)
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-# Sum of run_time_ns and run_cnt over the BPF programs a process holds open.
-prog_stats() {
-	local pid=$1
-	for f in /proc/"$pid"/fdinfo/*; do
-		# A link's fdinfo names its program too, without run_time_ns: skip it.
-		awk '/^prog_id:/ {id=$2} /^run_time_ns:/ {t=$2} /^run_cnt:/ {c=$2}
-		     END {if (id != "" && t != "") print id, t, c}' "$f" 2>/dev/null || true
-	done | sort -u -k1,1 | awk '{t += $2; c += $3; n++} END {printf "%d %d %d\n", t, c, n}'
-}
-metric() { # sum of a metric's samples on the daemon's endpoint
-	curl -fsS "http://127.0.0.1:$metrics_port/metrics" |
-		awk -v m="$1" '{n = $1; sub(/\{.*/, "", n)} n == m {s += $NF} END {printf "%d\n", s}'
-}
-median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "n/a"}'; }
-wait_log() { # file pattern
-	for _ in $(seq 300); do grep -q "$2" "$1" && return 0; sleep 0.1; done
-	echo "execstorm: '$2' not seen in $1:" >&2; cat "$1" >&2; return 1
-}
 
 start_tracer() { # mode log
 	local mode=$1 log=$2
@@ -151,12 +101,7 @@ start_tracer() { # mode log
 		tracer_pid=$!; wait_log "$log" "probes attached" ;;
 	daemon|floor|all)
 		local noop=0 extra=(); [ "$mode" = floor ] && noop=1; [ "$mode" = all ] && extra=(--all-processes)
-		PODCHRON_BENCH_NOOP_PROGRAMS=$noop OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$col_port \
-			OTEL_EXPORTER_OTLP_INSECURE=true OTEL_SERVICE_NAME=podchron-bench \
-			bin/tracer --cgroup-root "$root" --no-api --no-runtime --node-name bench "${extra[@]}" \
-			--metrics-addr "127.0.0.1:$metrics_port" >/dev/null 2>"$log" &
-		tracer_pid=$!; wait_log "$log" "probes attached"
-		for _ in $(seq 100); do curl -fsS "http://127.0.0.1:$metrics_port/healthz" >/dev/null 2>&1 && break; sleep 0.1; done ;;
+		PODCHRON_BENCH_NOOP_PROGRAMS=$noop start_daemon "$log" "${extra[@]}" ;;
 	ig)
 		"$IG" trace exec --host --auto-mount-filesystems -o json >/dev/null 2>"$log" &
 		tracer_pid=$!
