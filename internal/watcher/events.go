@@ -143,10 +143,20 @@ func (w *Watcher) openWindowsLocked(ctx context.Context, now time.Time, free int
 // pod the API's status still shows quiet (the runtime's stop signal to a
 // container of a pod not terminating). The window opens at once, and its
 // initial list brings what the kubelet wrote before acting (Killing,
-// Unhealthy). Unknown pods are ignored. Safe for concurrent use.
+// Unhealthy). uid may be a static pod's own (the kubelet's, in its cgroup
+// paths), which its mirror's Events name. Unknown pods are ignored. Safe
+// for concurrent use.
 func (w *Watcher) Want(uid string) {
 	w.mu.Lock()
 	s := w.pods[types.UID(uid)]
+	if s == nil {
+		for _, o := range w.pods {
+			if o.eventUID == types.UID(uid) {
+				s = o
+				break
+			}
+		}
+	}
 	if s != nil {
 		s.stirredAt = w.clock()
 	}

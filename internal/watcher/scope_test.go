@@ -351,7 +351,7 @@ func TestEventWindowQuietPodStirred(t *testing.T) {
 // mirror's. The window watches that UID, and the Events arrive.
 func TestEventWindowStaticPod(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	_, h := startedOnClock(t)
+	clock, h := startedOnClock(t)
 	ctx := context.Background()
 	mirror := testPod("etcd", node)
 	mirror.Annotations = map[string]string{MirrorAnnotation: "0f1e2d3c"}
@@ -370,6 +370,17 @@ func TestEventWindowStaticPod(t *testing.T) {
 		t.Errorf("event for pod %q", got.Event.PodUID)
 	}
 	checkEventRequests(t, h, map[types.UID]bool{"0f1e2d3c": true})
+
+	// Ready and settled: no window. The model names the static pod by its
+	// own UID (the kubelet's cgroup paths): Want finds the mirror.
+	if _, err := h.cs.CoreV1().Pods("shop").Update(ctx, withReady(mirror, true), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("mirror Ready", isPod(mirror.UID, func(p *fact.PodInfo) bool { return p.Phase == "Running" }))
+	clock.advance(settle + time.Second)
+	h.waitStats("the window closed", func(st Stats) bool { return st.EventWatches == 0 })
+	h.w.Want("0f1e2d3c")
+	h.waitStats("the window Want opened", func(st Stats) bool { return st.EventWatches == 1 })
 	if err := h.stop(); err == nil {
 		t.Error("Run returned nil")
 	}
