@@ -83,9 +83,8 @@ static __always_inline void cache_root(__u32 tgid, __u64 start, __u8 state)
 /*
  * The process's root state: this CPU's cache, else proc_roots. A process
  * cached as no root stays one unless it execs as a root (its parent outside,
- * a namespace's init), which every CPU tells without the cache; only the
- * exit of a namespace init made inside a container, forked on one CPU and
- * exec'd on another, can then be missed (not a lifecycle root).
+ * a namespace's init), which every CPU tells without the cache, as
+ * exit_is_root tells a namespace's init at its exit.
  */
 static __always_inline __u8 root_state(__u32 tgid, __u64 start)
 {
@@ -157,13 +156,28 @@ static __always_inline bool fork_is_root(struct task_struct *parent, __u32 ptgid
 }
 
 /*
+ * Whether p's pid lives in a deeper pid namespace than its parent's: a
+ * namespace's init (or, rarely, a child of a process that setns'd into a
+ * child namespace). Plain BTF loads. Unlike SIGNAL_UNKILLABLE, which
+ * exit_group clears, this holds at exit.
+ */
+static __always_inline bool pidns_below_parent(struct task_struct *p)
+{
+	struct pid *pid = p->thread_pid, *ppid = p->real_parent->thread_pid;
+
+	return pid && ppid && pid->level > ppid->level;
+}
+
+/*
  * An exit in watched cgroup cg is a root's when p is in proc_roots, or its
  * parent is outside: roots that exec'd before the tracer started are not in
- * proc_roots, but their parent (the runtime) still tells them.
+ * proc_roots, but their parent (the runtime) still tells them. A namespace's
+ * init made inside the cgroup is one whatever this CPU's cache says (it may
+ * hold the fork's "no root" while the exec, on another CPU, made it one).
  */
 static __always_inline bool exit_is_root(struct task_struct *p, __u32 tgid, struct cgroup *cg)
 {
-	if (parent_in(p, cg) && !root_state(tgid, p->group_leader->start_boottime))
+	if (parent_in(p, cg) && !pidns_below_parent(p) && !root_state(tgid, p->group_leader->start_boottime))
 		return false;
 	drop_root(tgid);
 	return true;
