@@ -273,10 +273,10 @@ func killOnRequest(ctx context.Context, dir, nodeRoot string) error {
 		case <-tick.C:
 		}
 		b, err := os.ReadFile(filepath.Join(dir, "request"))
-		if err != nil {
+		local := strings.TrimSpace(string(b))
+		if err != nil || local == "" {
 			continue
 		}
-		local := strings.TrimSpace(string(b))
 		procs, err := os.ReadFile(filepath.Join(layout.Path(nodeRoot+local), "cgroup.procs"))
 		if err != nil {
 			return fmt.Errorf("the node's cgroup %s: %w", local, err)
@@ -307,7 +307,12 @@ func TestSignalFromOutsideTheNode(t *testing.T) {
 	rel := e.cgroup(t, "outside-kill")
 	target := e.start(t, []string{e.dir(rel)}, "handle-term")
 	target.waitReady(t)
-	if err := os.WriteFile(filepath.Join(dir, "request"), []byte(rel), 0o644); err != nil {
+	// Written aside, then renamed: the host polls for the file and must not
+	// read it half written (an empty request named the node's own root).
+	if err := os.WriteFile(filepath.Join(dir, "request.tmp"), []byte(rel), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "request.tmp"), filepath.Join(dir, "request")); err != nil {
 		t.Fatal(err)
 	}
 	target.wait(t)
