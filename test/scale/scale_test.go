@@ -135,7 +135,7 @@ func TestScale(t *testing.T) {
 	}
 	defer os.RemoveAll(dir)
 	t0 := time.Now()
-	cp, err := startControlPlane(ctx, log, p.binDir, p.kwok, dir)
+	cp, err := startControlPlane(ctx, log, scalePorts, p.binDir, p.kwok, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
