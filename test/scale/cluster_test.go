@@ -45,10 +45,11 @@ type controlPlane struct {
 	kubeconfig string
 	tls        *tls.Config // admin client TLS, for /metrics
 	apiserver  *proc.Process
+	port       int // the API server's
 }
 
 func startControlPlane(ctx context.Context, log *slog.Logger, pt ports, binDir, kwokBin, dir string) (_ *controlPlane, retErr error) {
-	cp := &controlPlane{dir: dir, log: log, server: fmt.Sprintf("https://127.0.0.1:%d", pt.api)}
+	cp := &controlPlane{dir: dir, log: log, server: fmt.Sprintf("https://127.0.0.1:%d", pt.api), port: pt.api}
 	etcdClient, etcdPeer, etcdMetrics := pt.etcdURL(0), pt.etcdURL(1), pt.etcdURL(2)
 	defer func() {
 		if retErr != nil {

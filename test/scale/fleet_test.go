@@ -271,6 +271,7 @@ type apiSample struct {
 	cpuSeconds         float64            // process_cpu_seconds_total
 	watchEvents        map[string]float64 // apiserver_watch_events_total by resource
 	eventWatches       int                // the tracers' event windows open (Stats), if any
+	conns              int                // established TCP connections to the API server's port
 }
 
 func sample(ctx context.Context, cp *controlPlane) (apiSample, error) {
@@ -282,8 +283,12 @@ func sample(ctx context.Context, cp *controlPlane) (apiSample, error) {
 	if err != nil {
 		return apiSample{}, err
 	}
+	conns, err := establishedTo(cp.port)
+	if err != nil {
+		return apiSample{}, err
+	}
 	s := apiSample{
-		at: time.Now(), vmRSS: rss,
+		at: time.Now(), vmRSS: rss, conns: conns,
 		watches:     map[string]float64{"all": metricSum(m, "apiserver_longrunning_requests", `verb="WATCH`)},
 		longrunning: metricSum(m, "apiserver_longrunning_requests"),
 		procRSS:     metricSum(m, "process_resident_memory_bytes"),
@@ -316,6 +321,25 @@ func vmRSS(pid int) (uint64, error) {
 		}
 	}
 	return 0, errors.New("apiserver: no VmRSS in /proc/<pid>/status")
+}
+
+// establishedTo counts the established TCP connections (IPv4) whose local
+// port is port: the API server's side of its clients' connections.
+func establishedTo(port int) (int, error) {
+	b, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return 0, fmt.Errorf("connections: %w", err)
+	}
+	want := fmt.Sprintf(":%04X", port)
+	n := 0
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		// sl local_address rem_address st ...; st 01 is ESTABLISHED.
+		if len(f) > 3 && strings.HasSuffix(f[1], want) && f[3] == "01" {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // window is a measurement over a window of time: its first and last
@@ -573,7 +597,7 @@ func (r fleetResult) format() string {
 	row := func(name, format string, base, with float64, perNode bool) {
 		pn := ""
 		if perNode {
-			pn = fmt.Sprintf(format, (with-base)/n)
+			pn = fmt.Sprintf("%.2f", (with-base)/n)
 		}
 		fmt.Fprintf(&b, "| %s | "+format+" | "+format+" | "+format+" | %s |\n", name, base, with, with-base, pn)
 	}
@@ -582,8 +606,8 @@ func (r fleetResult) format() string {
 	for _, res := range append(append([]string(nil), watchResources...), "all") {
 		row("watches open: "+res, "%.0f", r.base.end.watches[res], r.with.end.watches[res], true)
 	}
-	fmt.Fprintf(&b, "| (per-node watches with 2 decimals) | | | | %.2f |\n", (r.with.end.watches["all"]-r.base.end.watches["all"])/n)
 	row("long-running requests", "%.0f", r.base.end.longrunning, r.with.end.longrunning, true)
+	row("TCP connections to it", "%.0f", float64(r.base.end.conns), float64(r.with.end.conns), true)
 	row("goroutines", "%.0f", r.base.end.goroutines, r.with.end.goroutines, true)
 	vm := func(s apiSample) float64 { return mib(s.vmRSS) }
 	row("RSS MiB (VmRSS, mean of window)", "%.0f", r.base.mean(vm), r.with.mean(vm), false)
@@ -594,7 +618,7 @@ func (r fleetResult) format() string {
 	addedRSS := r.with.mean(vm) - r.base.mean(vm)
 	fmt.Fprintf(&b, "| RSS added per node (KiB) | | | | %.0f |\n", addedRSS*1024/n)
 	row("CPU cores (process_cpu_seconds_total Δ / window)", "%.3f", r.base.cores(), r.with.cores(), false)
-	fmt.Fprintf(&b, "| CPU added per node (millicores) | | | | %.3f |\n", (r.with.cores()-r.base.cores())*1000/n)
+	fmt.Fprintf(&b, "| CPU added per node (millicores) | | | | %.2f |\n", (r.with.cores()-r.base.cores())*1000/n)
 	for _, res := range watchResources {
 		row("watch events sent/min: "+res, "%.0f", r.base.watchEventsPerMin(res), r.with.watchEventsPerMin(res), true)
 	}
