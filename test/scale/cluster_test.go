@@ -165,7 +165,7 @@ func (cp *controlPlane) waitFor(ctx context.Context, what string, timeout time.D
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return context.Cause(ctx)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}

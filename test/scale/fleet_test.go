@@ -29,8 +29,14 @@ import (
 // the same cluster measured first without tracers. See README.md, "Fleet".
 func TestFleet(t *testing.T) {
 	p := getFleetParams(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	// The machine is shared: stop everything if its memory runs low (a
+	// herd of tracers listing events from etcd at once can take GiBs).
+	var guard sync.WaitGroup
+	defer guard.Wait()
+	guard.Go(func() { memoryGuard(ctx, cancel, p.minAvailable) })
+	defer cancel(nil)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	dir, err := os.MkdirTemp("", "podchron-fleet-")
 	if err != nil {
@@ -96,7 +102,11 @@ func TestFleet(t *testing.T) {
 		nodes[i] = nodeName(i)
 	}
 	ts = time.Now()
-	fl, err := startFleet(ctx, cp.kubeconfig, nodes)
+	r.sync0, err = sample(ctx, cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl, err := startFleet(ctx, cp.kubeconfig, nodes, p.startRate)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,6 +120,10 @@ func TestFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.syncTook = time.Since(ts)
+	r.sync1, err = sample(ctx, cp)
+	if err != nil {
+		t.Fatal(err)
+	}
 	log.Info("tracers synced", "tracers", len(fl.members), "took", r.syncTook.Round(time.Second))
 	if err := fl.waitWindowsSettled(ctx, 2*time.Minute); err != nil {
 		t.Fatal(err)
@@ -177,6 +191,8 @@ type fleetParams struct {
 	podsPerNode  int
 	window       time.Duration
 	churn        float64 // replacements per node per minute
+	startRate    float64 // tracers started per second
+	minAvailable uint64  // MemAvailable below which the test stops
 	out          string
 }
 
@@ -189,7 +205,7 @@ func getFleetParams(t *testing.T) fleetParams {
 	}
 	binDir, kwok := binaries(t)
 	p := fleetParams{binDir: binDir, kwok: kwok, nodes: 500, podsPerNode: 10, window: 2 * time.Minute, churn: 1,
-		out: os.Getenv("PODCHRON_FLEET_OUT")}
+		startRate: 5, minAvailable: 4 << 30, out: os.Getenv("PODCHRON_FLEET_OUT")}
 	intEnv := func(k string, into *int, lo int) {
 		if v := os.Getenv(k); v != "" {
 			n, err := strconv.Atoi(v)
@@ -215,7 +231,47 @@ func getFleetParams(t *testing.T) fleetParams {
 		}
 		p.churn = f
 	}
+	if v := os.Getenv("PODCHRON_FLEET_START_RATE"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 {
+			t.Fatalf("PODCHRON_FLEET_START_RATE=%q: want tracers/s > 0", v)
+		}
+		p.startRate = f
+	}
+	mb := 0
+	intEnv("PODCHRON_FLEET_MIN_AVAILABLE_MIB", &mb, 0)
+	if mb > 0 {
+		p.minAvailable = uint64(mb) << 20
+	}
 	return p
+}
+
+// memoryGuard cancels ctx when the machine's MemAvailable falls below
+// minAvail, and returns when ctx is done.
+func memoryGuard(ctx context.Context, cancel context.CancelCauseFunc, minAvail uint64) {
+	for {
+		if avail, err := memAvailable(); err == nil && avail < minAvail {
+			cancel(fmt.Errorf("machine memory low: MemAvailable %d MiB < %d MiB (PODCHRON_FLEET_MIN_AVAILABLE_MIB)", avail>>20, minAvail>>20))
+			return
+		}
+		if sleepCtx(ctx, time.Second) != nil {
+			return
+		}
+	}
+}
+
+func memAvailable() (uint64, error) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
+			kb, err := strconv.ParseUint(strings.Fields(rest)[0], 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no MemAvailable in /proc/meminfo")
 }
 
 // binaries returns kube-apiserver's directory and kwok, and checks that
@@ -242,7 +298,7 @@ func binaries(t *testing.T) (binDir, kwok string) {
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	select {
 	case <-ctx.Done():
-		return ctx.Err()
+		return context.Cause(ctx)
 	case <-time.After(d):
 		return nil
 	}
@@ -272,6 +328,10 @@ type apiSample struct {
 	watchEvents        map[string]float64 // apiserver_watch_events_total by resource
 	eventWatches       int                // the tracers' event windows open (Stats), if any
 	conns              int                // established TCP connections to the API server's port
+	// Events LIST requests, and those the watch cache served and those
+	// it passed to etcd, with the objects etcd returned for them.
+	eventLists, eventCacheLists, eventEtcdLists, eventEtcdFetched float64
+	eventWatchRequests                                            float64 // WATCH requests on events (each window's)
 }
 
 func sample(ctx context.Context, cp *controlPlane) (apiSample, error) {
@@ -296,6 +356,12 @@ func sample(ctx context.Context, cp *controlPlane) (apiSample, error) {
 		goroutines:  metricSum(m, "go_goroutines"),
 		cpuSeconds:  metricSum(m, "process_cpu_seconds_total"),
 		watchEvents: map[string]float64{},
+
+		eventLists:         metricSum(m, "apiserver_request_total", `verb="LIST"`, `resource="events"`),
+		eventWatchRequests: metricSum(m, "apiserver_request_total", `verb="WATCH`, `resource="events"`),
+		eventCacheLists:    metricSum(m, "apiserver_cache_list_total", `resource_prefix="/events"`),
+		eventEtcdLists:     metricSum(m, "apiserver_storage_list_total", `resource="events"`),
+		eventEtcdFetched:   metricSum(m, "apiserver_storage_list_fetched_objects_total", `resource="events"`),
 	}
 	for _, res := range watchResources {
 		s.watches[res] = metricSum(m, "apiserver_longrunning_requests", `verb="WATCH`, `resource="`+res+`"`)
@@ -429,12 +495,22 @@ type member struct {
 	runErr                            error
 }
 
-func startFleet(ctx context.Context, kubeconfig string, nodes []string) (*fleet, error) {
+func startFleet(ctx context.Context, kubeconfig string, nodes []string, perSecond float64) (*fleet, error) {
 	fctx, cancel := context.WithCancel(ctx)
 	fl := &fleet{cancel: cancel}
 	// Warnings only: 500 watchers' informer chatter would drown the log.
 	wlog := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	for _, node := range nodes {
+	tick := time.NewTicker(time.Duration(float64(time.Second) / perSecond))
+	defer tick.Stop()
+	for i, node := range nodes {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				fl.stop(time.Minute) //nolint:errcheck // reporting the cause
+				return nil, context.Cause(ctx)
+			case <-tick.C:
+			}
+		}
 		cfg, err := watcher.RESTConfig(kubeconfig)
 		if err != nil {
 			fl.stop(time.Minute) //nolint:errcheck // reporting the first error
@@ -579,6 +655,7 @@ type fleetResult struct {
 	pods, eventsWritten        int
 	base, with                 window
 	after                      apiSample // once the tracers stopped
+	sync0, sync1               apiSample // before the first tracer started, once all had synced
 	baseReplaced, withReplaced uint64    // pods replaced by the churn in each window
 	perNode                    fleetStats
 	syncTook                   time.Duration
@@ -589,7 +666,7 @@ type fleetResult struct {
 func (r fleetResult) format() string {
 	var b strings.Builder
 	n := float64(r.p.nodes)
-	fmt.Fprintf(&b, "podchron fleet: %d nodes, %d pods/node (%d pods, %d events written), churn %.1f pods/node/min, windows of %s;\n",
+	fmt.Fprintf(&b, "podchron fleet: %d nodes, %d pods/node (%d pods, %d events written, in 10 namespaces), churn %.1f pods/node/min, windows of %s;\n",
 		r.p.nodes, r.p.podsPerNode, r.pods, r.eventsWritten, r.p.churn, r.p.window)
 	fmt.Fprintf(&b, "one internal/watcher per node (%d, in one process, a client and connection each), synced in %s\n\n",
 		r.perNode.tracers, r.syncTook.Round(time.Second))
@@ -622,7 +699,26 @@ func (r fleetResult) format() string {
 	for _, res := range watchResources {
 		row("watch events sent/min: "+res, "%.0f", r.base.watchEventsPerMin(res), r.with.watchEventsPerMin(res), true)
 	}
+	perMin := func(w window, f func(apiSample) float64) float64 { return (f(w.end) - f(w.start)) / w.minutes() }
+	for _, c := range []struct {
+		name string
+		f    func(apiSample) float64
+	}{
+		{"events WATCH requests/min", func(s apiSample) float64 { return s.eventWatchRequests }},
+		{"events LIST requests/min", func(s apiSample) float64 { return s.eventLists }},
+		{"… served by the watch cache/min", func(s apiSample) float64 { return s.eventCacheLists }},
+		{"… passed to etcd/min", func(s apiSample) float64 { return s.eventEtcdLists }},
+		{"… objects etcd returned for them/min", func(s apiSample) float64 { return s.eventEtcdFetched }},
+	} {
+		row(c.name, "%.0f", perMin(r.base, c.f), perMin(r.with, c.f), true)
+	}
 	fmt.Fprintf(&b, "| pods replaced by the churn (window) | %d | %d | | |\n", r.baseReplaced, r.withReplaced)
+	d := func(f func(apiSample) float64) float64 { return f(r.sync1) - f(r.sync0) }
+	fmt.Fprintf(&b, "\nTracers' start (%.0f/s, until all synced, %s): events WATCH requests %.0f, LIST requests %.0f (watch cache %.0f, etcd %.0f returning %.0f objects); API server CPU %.0f s; RSS %.0f → %.0f MiB.\n",
+		r.p.startRate, r.syncTook.Round(time.Second), d(func(s apiSample) float64 { return s.eventWatchRequests }),
+		d(func(s apiSample) float64 { return s.eventLists }), d(func(s apiSample) float64 { return s.eventCacheLists }),
+		d(func(s apiSample) float64 { return s.eventEtcdLists }), d(func(s apiSample) float64 { return s.eventEtcdFetched }),
+		d(func(s apiSample) float64 { return s.cpuSeconds }), mib(r.sync0.vmRSS), mib(r.sync1.vmRSS))
 	fmt.Fprintf(&b, "\nAfter the tracers stopped: %.0f watches open (pods %.0f, events %.0f), RSS %.0f MiB.\n",
 		r.after.watches["all"], r.after.watches["pods"], r.after.watches["events"], mib(r.after.vmRSS))
 
