@@ -48,7 +48,8 @@ type controlPlane struct {
 	port       int // the API server's
 }
 
-func startControlPlane(ctx context.Context, log *slog.Logger, pt ports, binDir, kwokBin, dir string) (_ *controlPlane, retErr error) {
+// etcdBin is etcd's binary (a name on PATH or a path).
+func startControlPlane(ctx context.Context, log *slog.Logger, pt ports, etcdBin, binDir, kwokBin, dir string) (_ *controlPlane, retErr error) {
 	cp := &controlPlane{dir: dir, log: log, server: fmt.Sprintf("https://127.0.0.1:%d", pt.api), port: pt.api}
 	etcdClient, etcdPeer, etcdMetrics := pt.etcdURL(0), pt.etcdURL(1), pt.etcdURL(2)
 	defer func() {
@@ -59,7 +60,7 @@ func startControlPlane(ctx context.Context, log *slog.Logger, pt ports, binDir, 
 	if err := cp.pki(); err != nil {
 		return nil, err
 	}
-	if _, err := cp.start("etcd", "etcd", "--name=scale", "--data-dir="+filepath.Join(dir, "etcd"),
+	if _, err := cp.start("etcd", etcdBin, "--name=scale", "--data-dir="+filepath.Join(dir, "etcd"),
 		"--listen-client-urls="+etcdClient, "--advertise-client-urls="+etcdClient,
 		"--listen-peer-urls="+etcdPeer, "--initial-advertise-peer-urls="+etcdPeer,
 		"--initial-cluster=scale="+etcdPeer, "--listen-metrics-urls="+etcdMetrics,

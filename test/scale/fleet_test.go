@@ -44,7 +44,7 @@ func TestFleet(t *testing.T) {
 	}
 	defer os.RemoveAll(dir)
 	t0 := time.Now()
-	cp, err := startControlPlane(ctx, log, fleetPorts, p.binDir, p.kwok, dir)
+	cp, err := startControlPlane(ctx, log, fleetPorts, p.etcd, p.binDir, p.kwok, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,6 +187,7 @@ func TestFleet(t *testing.T) {
 
 type fleetParams struct {
 	binDir, kwok string
+	etcd         string
 	nodes        int
 	podsPerNode  int
 	window       time.Duration
@@ -205,7 +206,10 @@ func getFleetParams(t *testing.T) fleetParams {
 	}
 	binDir, kwok := binaries(t)
 	p := fleetParams{binDir: binDir, kwok: kwok, nodes: 500, podsPerNode: 10, window: 2 * time.Minute, churn: 1,
-		startRate: 5, minAvailable: 4 << 30, out: os.Getenv("PODCHRON_FLEET_OUT")}
+		startRate: 5, minAvailable: 4 << 30, out: os.Getenv("PODCHRON_FLEET_OUT"), etcd: env("PODCHRON_FLEET_ETCD", "etcd")}
+	if _, err := exec.LookPath(p.etcd); err != nil {
+		t.Fatalf("PODCHRON_FLEET_ETCD=%q: %v (make fleet builds etcd with test/scale/build-etcd.sh)", p.etcd, err)
+	}
 	intEnv := func(k string, into *int, lo int) {
 		if v := os.Getenv(k); v != "" {
 			n, err := strconv.Atoi(v)
@@ -328,10 +332,10 @@ type apiSample struct {
 	watchEvents        map[string]float64 // apiserver_watch_events_total by resource
 	eventWatches       int                // the tracers' event windows open (Stats), if any
 	conns              int                // established TCP connections to the API server's port
-	// Events LIST requests, and those the watch cache served and those
-	// it passed to etcd, with the objects etcd returned for them.
-	eventLists, eventCacheLists, eventEtcdLists, eventEtcdFetched float64
-	eventWatchRequests                                            float64 // WATCH requests on events (each window's)
+	// By resource: LIST requests, and those the watch cache served and
+	// those it passed to etcd, with the objects etcd returned for them;
+	// WATCH requests ended (a window's, once closed).
+	lists, cacheLists, etcdLists, etcdFetched, watchRequests map[string]float64
 }
 
 func sample(ctx context.Context, cp *controlPlane) (apiSample, error) {
@@ -357,15 +361,18 @@ func sample(ctx context.Context, cp *controlPlane) (apiSample, error) {
 		cpuSeconds:  metricSum(m, "process_cpu_seconds_total"),
 		watchEvents: map[string]float64{},
 
-		eventLists:         metricSum(m, "apiserver_request_total", `verb="LIST"`, `resource="events"`),
-		eventWatchRequests: metricSum(m, "apiserver_request_total", `verb="WATCH`, `resource="events"`),
-		eventCacheLists:    metricSum(m, "apiserver_cache_list_total", `resource_prefix="/events"`),
-		eventEtcdLists:     metricSum(m, "apiserver_storage_list_total", `resource="events"`),
-		eventEtcdFetched:   metricSum(m, "apiserver_storage_list_fetched_objects_total", `resource="events"`),
+		lists: map[string]float64{}, cacheLists: map[string]float64{}, etcdLists: map[string]float64{},
+		etcdFetched: map[string]float64{}, watchRequests: map[string]float64{},
 	}
 	for _, res := range watchResources {
 		s.watches[res] = metricSum(m, "apiserver_longrunning_requests", `verb="WATCH`, `resource="`+res+`"`)
-		s.watchEvents[res] = metricSum(m, "apiserver_watch_events_total", `resource="`+res+`"`)
+		r := `resource="` + res + `"`
+		s.watchEvents[res] = metricSum(m, "apiserver_watch_events_total", r)
+		s.lists[res] = metricSum(m, "apiserver_request_total", `verb="LIST"`, r)
+		s.watchRequests[res] = metricSum(m, "apiserver_request_total", `verb="WATCH`, r)
+		s.cacheLists[res] = metricSum(m, "apiserver_cache_list_total", r)
+		s.etcdLists[res] = metricSum(m, "apiserver_storage_list_total", r)
+		s.etcdFetched[res] = metricSum(m, "apiserver_storage_list_fetched_objects_total", r)
 	}
 	return s, nil
 }
@@ -668,8 +675,8 @@ func (r fleetResult) format() string {
 	n := float64(r.p.nodes)
 	fmt.Fprintf(&b, "podchron fleet: %d nodes, %d pods/node (%d pods, %d events written, in 10 namespaces), churn %.1f pods/node/min, windows of %s;\n",
 		r.p.nodes, r.p.podsPerNode, r.pods, r.eventsWritten, r.p.churn, r.p.window)
-	fmt.Fprintf(&b, "one internal/watcher per node (%d, in one process, a client and connection each), synced in %s\n\n",
-		r.perNode.tracers, r.syncTook.Round(time.Second))
+	fmt.Fprintf(&b, "one internal/watcher per node (%d, in one process, a client and connection each), synced in %s; etcd %s\n\n",
+		r.perNode.tracers, r.syncTook.Round(time.Second), r.p.etcd)
 	fmt.Fprintf(&b, "| kube-apiserver | no tracers | %d tracers | added | added per node |\n|---|---:|---:|---:|---:|\n", r.perNode.tracers)
 	row := func(name, format string, base, with float64, perNode bool) {
 		pn := ""
@@ -700,26 +707,33 @@ func (r fleetResult) format() string {
 		row("watch events sent/min: "+res, "%.0f", r.base.watchEventsPerMin(res), r.with.watchEventsPerMin(res), true)
 	}
 	perMin := func(w window, f func(apiSample) float64) float64 { return (f(w.end) - f(w.start)) / w.minutes() }
-	for _, c := range []struct {
+	type counter struct {
 		name string
-		f    func(apiSample) float64
-	}{
-		{"events WATCH requests/min", func(s apiSample) float64 { return s.eventWatchRequests }},
-		{"events LIST requests/min", func(s apiSample) float64 { return s.eventLists }},
-		{"… served by the watch cache/min", func(s apiSample) float64 { return s.eventCacheLists }},
-		{"… passed to etcd/min", func(s apiSample) float64 { return s.eventEtcdLists }},
-		{"… objects etcd returned for them/min", func(s apiSample) float64 { return s.eventEtcdFetched }},
-	} {
-		row(c.name, "%.0f", perMin(r.base, c.f), perMin(r.with, c.f), true)
+		m    func(apiSample) map[string]float64
+	}
+	counters := []counter{
+		{"WATCH requests ended/min", func(s apiSample) map[string]float64 { return s.watchRequests }},
+		{"LIST requests/min", func(s apiSample) map[string]float64 { return s.lists }},
+		{"… served by the watch cache/min", func(s apiSample) map[string]float64 { return s.cacheLists }},
+		{"… passed to etcd/min", func(s apiSample) map[string]float64 { return s.etcdLists }},
+		{"… objects etcd returned for them/min", func(s apiSample) map[string]float64 { return s.etcdFetched }},
+	}
+	for _, res := range watchResources {
+		for _, c := range counters {
+			f := func(s apiSample) float64 { return c.m(s)[res] }
+			row(res+": "+c.name, "%.0f", perMin(r.base, f), perMin(r.with, f), true)
+		}
 	}
 	fmt.Fprintf(&b, "| pods replaced by the churn (window) | %d | %d | | |\n", r.baseReplaced, r.withReplaced)
-	d := func(f func(apiSample) float64) float64 { return f(r.sync1) - f(r.sync0) }
-	fmt.Fprintf(&b, "\nTracers' start (%.0f/s, until all synced, %s): events WATCH requests %.0f, LIST requests %.0f (watch cache %.0f, etcd %.0f returning %.0f objects); API server CPU %.0f s; RSS %.0f → %.0f MiB.\n",
-		r.p.startRate, r.syncTook.Round(time.Second), d(func(s apiSample) float64 { return s.eventWatchRequests }),
-		d(func(s apiSample) float64 { return s.eventLists }), d(func(s apiSample) float64 { return s.eventCacheLists }),
-		d(func(s apiSample) float64 { return s.eventEtcdLists }), d(func(s apiSample) float64 { return s.eventEtcdFetched }),
-		d(func(s apiSample) float64 { return s.cpuSeconds }), mib(r.sync0.vmRSS), mib(r.sync1.vmRSS))
-	fmt.Fprintf(&b, "\nAfter the tracers stopped: %.0f watches open (pods %.0f, events %.0f), RSS %.0f MiB.\n",
+	fmt.Fprintf(&b, "\nTracers' start (%.0f/s, until all synced, %s): API server CPU %.0f s, RSS %.0f → %.0f MiB;",
+		r.p.startRate, r.syncTook.Round(time.Second), r.sync1.cpuSeconds-r.sync0.cpuSeconds, mib(r.sync0.vmRSS), mib(r.sync1.vmRSS))
+	for _, res := range watchResources {
+		d := func(m func(apiSample) map[string]float64) float64 { return m(r.sync1)[res] - m(r.sync0)[res] }
+		fmt.Fprintf(&b, " %s: LIST %.0f (watch cache %.0f, etcd %.0f returning %.0f objects);", res,
+			d(counters[1].m), d(counters[2].m), d(counters[3].m), d(counters[4].m))
+	}
+	b.WriteString("\n")
+	fmt.Fprintf(&b, "After the tracers stopped: %.0f watches open (pods %.0f, events %.0f), RSS %.0f MiB.\n",
 		r.after.watches["all"], r.after.watches["pods"], r.after.watches["events"], mib(r.after.vmRSS))
 
 	st := r.perNode

@@ -122,7 +122,7 @@ func TestScale(t *testing.T) {
 	}
 	defer os.RemoveAll(dir)
 	t0 := time.Now()
-	cp, err := startControlPlane(ctx, log, scalePorts, p.binDir, p.kwok, dir)
+	cp, err := startControlPlane(ctx, log, scalePorts, "etcd", p.binDir, p.kwok, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
