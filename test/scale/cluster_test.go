@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/podchron/podchron/test/e2e/cluster"
@@ -139,6 +140,23 @@ func (cp *controlPlane) close() {
 		}
 	}
 	cp.procs = nil
+}
+
+// rss is the resident memory of each process, for the log.
+func (cp *controlPlane) rss() string {
+	var b strings.Builder
+	for _, pr := range cp.procs {
+		kb := "?"
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pr.PID())); err == nil {
+			for _, line := range strings.Split(string(st), "\n") {
+				if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+					kb = strings.TrimSpace(v)
+				}
+			}
+		}
+		fmt.Fprintf(&b, "%s=%s ", pr.Name, kb)
+	}
+	return strings.TrimSpace(b.String())
 }
 
 func (cp *controlPlane) dead() error {

@@ -42,7 +42,13 @@ func TestFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() {
+		if t.Failed() {
+			t.Logf("logs kept in %s", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	}()
 	t0 := time.Now()
 	cp, err := startControlPlane(ctx, log, fleetPorts, p.etcd, p.binDir, p.kwok, dir)
 	if err != nil {
@@ -116,7 +122,8 @@ func TestFleet(t *testing.T) {
 			_ = fl.stop(time.Minute)
 		}
 	}()
-	if err := fl.waitSynced(ctx, cp, 15*time.Minute); err != nil {
+	if err := fl.waitSynced(ctx, log, cp, 15*time.Minute); err != nil {
+		log.Error("tracers not synced", "rss", cp.rss())
 		t.Fatal(err)
 	}
 	r.syncTook = time.Since(ts)
@@ -590,13 +597,20 @@ func (fl *fleet) stop(timeout time.Duration) error {
 	return errors.Join(errs...)
 }
 
-func (fl *fleet) waitSynced(ctx context.Context, cp *controlPlane, timeout time.Duration) error {
+func (fl *fleet) waitSynced(ctx context.Context, log *slog.Logger, cp *controlPlane, timeout time.Duration) error {
+	next := time.Now()
 	return cp.waitFor(ctx, "tracers synced", timeout, func() error {
 		n := 0
 		for _, m := range fl.members {
 			if !m.w.Ready() {
 				n++
 			}
+		}
+		if time.Now().After(next) {
+			next = time.Now().Add(10 * time.Second)
+			avail, _ := memAvailable()
+			log.Info("tracers syncing", "not_synced", n, "event_watches", fl.stats().eventWatches,
+				"rss", cp.rss(), "mem_available_mib", avail>>20)
 		}
 		if n > 0 {
 			return fmt.Errorf("%d of %d tracers not synced", n, len(fl.members))
