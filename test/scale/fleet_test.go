@@ -85,7 +85,9 @@ func TestFleet(t *testing.T) {
 	// them).
 	cctx, stopChurn := context.WithCancel(ctx)
 	churnDone := make(chan struct{})
-	go func() { defer close(churnDone); d.churn(cctx, p.churn, 8) }()
+	// 32 workers: each replacement is 8 requests in a row, and the API
+	// server's latency grows while 500 tracers start and sit.
+	go func() { defer close(churnDone); d.churn(cctx, p.churn, 32) }()
 	defer func() { stopChurn(); <-churnDone }()
 	// Let the churn reach its pace before the baseline.
 	if err := sleepCtx(ctx, 15*time.Second); err != nil {
@@ -213,7 +215,7 @@ func getFleetParams(t *testing.T) fleetParams {
 	}
 	binDir, kwok := binaries(t)
 	p := fleetParams{binDir: binDir, kwok: kwok, nodes: 500, podsPerNode: 10, window: 2 * time.Minute, churn: 1,
-		startRate: 5, minAvailable: 4 << 30, out: os.Getenv("PODCHRON_FLEET_OUT"), etcd: env("PODCHRON_FLEET_ETCD", "etcd")}
+		startRate: 2, minAvailable: 4 << 30, out: os.Getenv("PODCHRON_FLEET_OUT"), etcd: env("PODCHRON_FLEET_ETCD", "etcd")}
 	if _, err := exec.LookPath(p.etcd); err != nil {
 		t.Fatalf("PODCHRON_FLEET_ETCD=%q: %v (make fleet builds etcd with test/scale/build-etcd.sh)", p.etcd, err)
 	}
