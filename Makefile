@@ -4,7 +4,7 @@ BIN       ?= bin
 CLANG     ?= clang-19
 GENERATED := internal/probe/event/podchron_bpfel.go internal/probe/event/podchron_bpfel.o
 
-.PHONY: help deps deps-behind generate check-generate build runc-upstream helm cosign release-local portable test test-load test-unit test-vm test-vm-node test-vm-node-containerd2 test-vm-selftest e2e e2e-build e2e-stack2 e2e-nested scale bench bench-busy lint run run-nested trace events clean faults
+.PHONY: help deps deps-behind generate check-generate build runc-upstream helm cosign release-local portable test test-load test-unit test-vm test-vm-node test-vm-node-containerd2 test-vm-selftest e2e e2e-build e2e-stack2 e2e-nested scale fleet bench bench-busy lint run run-nested trace events clean faults
 
 help: ## list targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -147,6 +147,12 @@ scale: deps ## a tracer's API cost vs cluster size (root): kube-apiserver + etcd
 	bin="$$(bash test/e2e/tools/build.sh kubernetes)" && kwok="$$(bash test/scale/build-kwok.sh)" && \
 	PODCHRON_SCALE=1 PODCHRON_SCALE_SHORT=$(SCALE_SHORT) PODCHRON_SCALE_BIN="$$bin" PODCHRON_SCALE_KWOK="$$kwok" \
 	$(GO) test -count=1 -timeout 60m -v -run '^TestScale$$' ./test/scale $(SCALEARGS)
+
+fleet: deps ## the API server's cost of one tracer per node (root): kube-apiserver + etcd + kwok, one watcher per node for 500 nodes vs none (FLEET_NODES, FLEET_PODS, FLEET_WINDOW, FLEET_CHURN, FLEET_START_RATE, FLEET_OUT; etcd 3.5 built once; ~15 min)
+	bin="$$(bash test/e2e/tools/build.sh kubernetes)" && kwok="$$(bash test/scale/build-kwok.sh)" && etcd="$$(bash test/scale/build-etcd.sh)" && \
+	PODCHRON_FLEET=1 PODCHRON_FLEET_ETCD="$$etcd" PODCHRON_FLEET_NODES=$(FLEET_NODES) PODCHRON_FLEET_PODS=$(FLEET_PODS) PODCHRON_FLEET_WINDOW=$(FLEET_WINDOW) \
+	PODCHRON_FLEET_CHURN=$(FLEET_CHURN) PODCHRON_FLEET_START_RATE=$(FLEET_START_RATE) PODCHRON_FLEET_OUT=$(FLEET_OUT) PODCHRON_SCALE_BIN="$$bin" PODCHRON_SCALE_KWOK="$$kwok" \
+	$(GO) test -count=1 -timeout 90m -v -run '^TestFleet$$' ./test/scale $(FLEETARGS)
 
 test-vm: ## probe tests on every kernel in test/vm/kernels.txt, under qemu
 	$(GO) run ./test/vm $(VMARGS)

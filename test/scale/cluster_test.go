@@ -10,20 +10,29 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/podchron/podchron/test/e2e/cluster"
 	"github.com/podchron/podchron/test/e2e/proc"
 )
 
-// Ports on loopback, apart from the e2e cluster's (12379.., 16443).
-const (
-	etcdClient  = "http://127.0.0.1:22379"
-	etcdPeer    = "http://127.0.0.1:22380"
-	etcdMetrics = "http://127.0.0.1:22381"
-	apiPort     = 26443
-	kwokPort    = 26444
+// ports are a control plane's ports on loopback: etcd's client, peer and
+// metrics ports are etcd, etcd+1 and etcd+2.
+type ports struct {
+	etcd, api, kwok int
+}
+
+var (
+	// scalePorts are TestScale's, apart from the e2e cluster's (12379..,
+	// 16443).
+	scalePorts = ports{etcd: 22379, api: 26443, kwok: 26444}
+	// fleetPorts are TestFleet's, apart from TestScale's, so that both can
+	// run on one machine at once.
+	fleetPorts = ports{etcd: 23379, api: 27443, kwok: 27444}
 )
+
+func (p ports) etcdURL(off int) string { return fmt.Sprintf("http://127.0.0.1:%d", p.etcd+off) }
 
 // controlPlane is etcd (Debian's etcd-server) and kube-apiserver v1.35.4
 // (test/e2e/tools/build.sh's default stack), with kwok simulating the nodes and their pods'
@@ -36,10 +45,14 @@ type controlPlane struct {
 	server     string
 	kubeconfig string
 	tls        *tls.Config // admin client TLS, for /metrics
+	apiserver  *proc.Process
+	port       int // the API server's
 }
 
-func startControlPlane(ctx context.Context, log *slog.Logger, binDir, kwokBin, dir string) (_ *controlPlane, retErr error) {
-	cp := &controlPlane{dir: dir, log: log, server: fmt.Sprintf("https://127.0.0.1:%d", apiPort)}
+// etcdBin is etcd's binary (a name on PATH or a path).
+func startControlPlane(ctx context.Context, log *slog.Logger, pt ports, etcdBin, binDir, kwokBin, dir string) (_ *controlPlane, retErr error) {
+	cp := &controlPlane{dir: dir, log: log, server: fmt.Sprintf("https://127.0.0.1:%d", pt.api), port: pt.api}
+	etcdClient, etcdPeer, etcdMetrics := pt.etcdURL(0), pt.etcdURL(1), pt.etcdURL(2)
 	defer func() {
 		if retErr != nil {
 			cp.close()
@@ -48,7 +61,7 @@ func startControlPlane(ctx context.Context, log *slog.Logger, binDir, kwokBin, d
 	if err := cp.pki(); err != nil {
 		return nil, err
 	}
-	if _, err := cp.start("etcd", "etcd", "--name=scale", "--data-dir="+filepath.Join(dir, "etcd"),
+	if _, err := cp.start("etcd", etcdBin, "--name=scale", "--data-dir="+filepath.Join(dir, "etcd"),
 		"--listen-client-urls="+etcdClient, "--advertise-client-urls="+etcdClient,
 		"--listen-peer-urls="+etcdPeer, "--initial-advertise-peer-urls="+etcdPeer,
 		"--initial-cluster=scale="+etcdPeer, "--listen-metrics-urls="+etcdMetrics,
@@ -59,9 +72,9 @@ func startControlPlane(ctx context.Context, log *slog.Logger, binDir, kwokBin, d
 		return nil, err
 	}
 	p := func(n string) string { return filepath.Join(dir, "pki", n) }
-	if _, err := cp.start("kube-apiserver", filepath.Join(binDir, "kube-apiserver"),
+	api, err := cp.start("kube-apiserver", filepath.Join(binDir, "kube-apiserver"),
 		"--etcd-servers="+etcdClient,
-		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", apiPort), "--advertise-address=127.0.0.1",
+		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", pt.api), "--advertise-address=127.0.0.1",
 		"--endpoint-reconciler-type=none", "--authorization-mode=RBAC",
 		"--service-cluster-ip-range=10.96.0.0/16",
 		"--tls-cert-file="+p("apiserver.crt"), "--tls-private-key-file="+p("apiserver.key"),
@@ -69,9 +82,11 @@ func startControlPlane(ctx context.Context, log *slog.Logger, binDir, kwokBin, d
 		"--service-account-key-file="+p("sa.pub"), "--service-account-signing-key-file="+p("sa.key"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--max-requests-inflight=1000", "--max-mutating-requests-inflight=500",
-		"--profiling=false", "--v=1"); err != nil {
+		"--profiling=false", "--v=1")
+	if err != nil {
 		return nil, err
 	}
+	cp.apiserver = api
 	cert, err := tls.LoadX509KeyPair(p("admin.crt"), p("admin.key"))
 	if err != nil {
 		return nil, err
@@ -91,13 +106,13 @@ func startControlPlane(ctx context.Context, log *slog.Logger, binDir, kwokBin, d
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 		"--cidr=10.0.0.1/8", "--node-ip=10.0.0.1",
-		fmt.Sprintf("--server-address=127.0.0.1:%d", kwokPort),
+		fmt.Sprintf("--server-address=127.0.0.1:%d", pt.kwok),
 		"--node-lease-duration-seconds=40",
 	); err != nil {
 		return nil, err
 	}
 	if err := cp.waitFor(ctx, "kwok /healthz", time.Minute, func() error {
-		return cluster.HTTPOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/healthz", kwokPort), nil)
+		return cluster.HTTPOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/healthz", pt.kwok), nil)
 	}); err != nil {
 		return nil, err
 	}
@@ -127,6 +142,23 @@ func (cp *controlPlane) close() {
 	cp.procs = nil
 }
 
+// rss is the resident memory of each process, for the log.
+func (cp *controlPlane) rss() string {
+	var b strings.Builder
+	for _, pr := range cp.procs {
+		kb := "?"
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pr.PID())); err == nil {
+			for _, line := range strings.Split(string(st), "\n") {
+				if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+					kb = strings.TrimSpace(v)
+				}
+			}
+		}
+		fmt.Fprintf(&b, "%s=%s ", pr.Name, kb)
+	}
+	return strings.TrimSpace(b.String())
+}
+
 func (cp *controlPlane) dead() error {
 	var errs []error
 	for _, pr := range cp.procs {
@@ -152,7 +184,7 @@ func (cp *controlPlane) waitFor(ctx context.Context, what string, timeout time.D
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return context.Cause(ctx)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}

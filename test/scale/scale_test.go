@@ -50,16 +50,11 @@ func getParams(t *testing.T) params {
 	if os.Geteuid() != 0 {
 		t.Skip("scale test needs root (etcd, ports)")
 	}
-	home, _ := os.UserHomeDir()
-	cache := filepath.Join(home, ".cache", "podchron")
-	if c := os.Getenv("PODCHRON_CACHE"); c != "" {
-		cache = c
-	}
+	binDir, kwok := binaries(t)
 	short := os.Getenv("PODCHRON_SCALE_SHORT") == "1"
 	p := params{
-		binDir: env("PODCHRON_SCALE_BIN", env("PODCHRON_E2E_BIN", filepath.Join(cache, "e2e", "bin"))),
-		kwok:   env("PODCHRON_SCALE_KWOK", filepath.Join(cache, "scale", "bin", "kwok")),
-		nodes:  []int{100, 500}, podsPerNode: 20, tracers: 3,
+		binDir: binDir, kwok: kwok,
+		nodes: []int{100, 500}, podsPerNode: 20, tracers: 3,
 		window: 2 * time.Minute, churn: 2, assert: os.Getenv("PODCHRON_SCALE_NOASSERT") != "1",
 	}
 	if short {
@@ -88,14 +83,6 @@ func getParams(t *testing.T) params {
 			t.Fatalf("PODCHRON_SCALE_CHURN=%q", v)
 		}
 		p.churn = f
-	}
-	for _, b := range []string{filepath.Join(p.binDir, "kube-apiserver"), p.kwok} {
-		if _, err := os.Stat(b); err != nil {
-			t.Fatalf("%v (make scale builds it)", err)
-		}
-	}
-	if _, err := exec.LookPath("etcd"); err != nil {
-		t.Fatalf("etcd not on PATH (Debian etcd-server; scripts/install-deps.sh)")
 	}
 	return p
 }
@@ -135,7 +122,7 @@ func TestScale(t *testing.T) {
 	}
 	defer os.RemoveAll(dir)
 	t0 := time.Now()
-	cp, err := startControlPlane(ctx, log, p.binDir, p.kwok, dir)
+	cp, err := startControlPlane(ctx, log, scalePorts, "etcd", p.binDir, p.kwok, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

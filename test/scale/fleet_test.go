@@ -1,0 +1,778 @@
+package scale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/watcher"
+)
+
+// TestFleet measures the API server's side of a tracer per node: one
+// internal/watcher per simulated node (all of them, in this process), on
+// the same cluster measured first without tracers. See README.md, "Fleet".
+func TestFleet(t *testing.T) {
+	p := getFleetParams(t)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	// The machine is shared: stop everything if its memory runs low (a
+	// herd of tracers listing events from etcd at once can take GiBs).
+	var guard sync.WaitGroup
+	defer guard.Wait()
+	guard.Go(func() { memoryGuard(ctx, cancel, p.minAvailable) })
+	defer cancel(nil)
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	dir, err := os.MkdirTemp("", "podchron-fleet-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("logs kept in %s", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	}()
+	t0 := time.Now()
+	cp, err := startControlPlane(ctx, log, fleetPorts, p.etcd, p.binDir, p.kwok, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.close()
+	log.Info("control plane up", "took", time.Since(t0).Round(time.Millisecond))
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", cp.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 400, 800
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDriver(cs, p.podsPerNode, 10)
+	if err := d.setupNamespaces(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ts := time.Now()
+	if err := d.grow(ctx, p.nodes, 16); err != nil {
+		t.Fatalf("growing to %d nodes: %v", p.nodes, err)
+	}
+	if err := waitRunning(ctx, cs, cp); err != nil {
+		t.Fatal(err)
+	}
+	r := fleetResult{p: p, pods: int(d.created.Load() - d.deleted.Load()), eventsWritten: int(d.events.Load())}
+	log.Info("cluster grown", "nodes", p.nodes, "pods", r.pods, "events", r.eventsWritten, "took", time.Since(ts).Round(time.Second))
+
+	// Churn runs through both windows (and the tracers' start between
+	// them).
+	cctx, stopChurn := context.WithCancel(ctx)
+	churnDone := make(chan struct{})
+	// 32 workers: each replacement is 8 requests in a row, and the API
+	// server's latency grows while 500 tracers start and sit.
+	go func() { defer close(churnDone); d.churn(cctx, p.churn, 32) }()
+	defer func() { stopChurn(); <-churnDone }()
+	// Let the churn reach its pace before the baseline.
+	if err := sleepCtx(ctx, 15*time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	rep0 := d.created.Load()
+	r.base, err = measureWindow(ctx, cp, p.window, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.baseReplaced = d.created.Load() - rep0
+	log.Info("baseline measured", "watches", r.base.end.watches["all"], "rss_mib", mib(r.base.end.vmRSS))
+
+	var ms0 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms0)
+	nodes := make([]string, p.nodes)
+	for i := range nodes {
+		nodes[i] = nodeName(i)
+	}
+	ts = time.Now()
+	r.sync0, err = sample(ctx, cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl, err := startFleet(ctx, cp.kubeconfig, nodes, p.startRate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = fl.stop(time.Minute)
+		}
+	}()
+	if err := fl.waitSynced(ctx, log, cp, 15*time.Minute); err != nil {
+		log.Error("tracers not synced", "rss", cp.rss())
+		t.Fatal(err)
+	}
+	r.syncTook = time.Since(ts)
+	r.sync1, err = sample(ctx, cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("tracers synced", "tracers", len(fl.members), "took", r.syncTook.Round(time.Second))
+	if err := fl.waitWindowsSettled(ctx, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	rep0 = d.created.Load()
+	r.with, err = measureWindow(ctx, cp, p.window, fl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.withReplaced = d.created.Load() - rep0
+	r.perNode = fl.stats()
+	var ms1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms1)
+	r.fleetHeap = int64(ms1.HeapAlloc) - int64(ms0.HeapAlloc)
+	log.Info("with tracers measured", "watches", r.with.end.watches["all"], "rss_mib", mib(r.with.end.vmRSS))
+
+	stopped = true
+	if err := fl.stop(time.Minute); err != nil {
+		t.Error(err)
+	}
+	// The API server ends a watch when its client goes away: the watches
+	// open must fall back to the baseline (kwok's, give or take a
+	// re-established one).
+	slack := max(5, r.base.end.watches["all"]/20)
+	err = cp.waitFor(ctx, "watches back to baseline", time.Minute, func() error {
+		s, err := sample(ctx, cp)
+		if err != nil {
+			return err
+		}
+		r.after = s
+		if s.watches["all"] > r.base.end.watches["all"]+slack {
+			return fmt.Errorf("%.0f watches open, %.0f at baseline", s.watches["all"], r.base.end.watches["all"])
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+	r.driverErrors = d.errors.Load()
+
+	table := r.format()
+	fmt.Println(table)
+	t.Log("\n" + table)
+	if p.out != "" {
+		if err := os.WriteFile(p.out, []byte(table), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	if r.perNode.notReady > 0 {
+		t.Errorf("%d tracers not ready at the end of the window", r.perNode.notReady)
+	}
+	if r.perNode.foreign > 0 {
+		t.Errorf("%d events about pods not on their tracer's node reached the model", r.perNode.foreign)
+	}
+	if r.perNode.foreignPods > 0 {
+		t.Errorf("%d pods of other nodes reached a tracer's model", r.perNode.foreignPods)
+	}
+	t.Logf("total %s", time.Since(t0).Round(time.Second))
+}
+
+type fleetParams struct {
+	binDir, kwok string
+	etcd         string
+	nodes        int
+	podsPerNode  int
+	window       time.Duration
+	churn        float64 // replacements per node per minute
+	startRate    float64 // tracers started per second
+	minAvailable uint64  // MemAvailable below which the test stops
+	out          string
+}
+
+func getFleetParams(t *testing.T) fleetParams {
+	if os.Getenv("PODCHRON_FLEET") != "1" {
+		t.Skip("fleet test (one tracer watcher per simulated node, API server cost): run with `make fleet` (PODCHRON_FLEET=1)")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("fleet test needs root (etcd, ports)")
+	}
+	binDir, kwok := binaries(t)
+	p := fleetParams{binDir: binDir, kwok: kwok, nodes: 500, podsPerNode: 10, window: 2 * time.Minute, churn: 1,
+		startRate: 2, minAvailable: 4 << 30, out: os.Getenv("PODCHRON_FLEET_OUT"), etcd: env("PODCHRON_FLEET_ETCD", "etcd")}
+	if _, err := exec.LookPath(p.etcd); err != nil {
+		t.Fatalf("PODCHRON_FLEET_ETCD=%q: %v (make fleet builds etcd with test/scale/build-etcd.sh)", p.etcd, err)
+	}
+	intEnv := func(k string, into *int, lo int) {
+		if v := os.Getenv(k); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < lo {
+				t.Fatalf("%s=%q: want an integer >= %d", k, v, lo)
+			}
+			*into = n
+		}
+	}
+	intEnv("PODCHRON_FLEET_NODES", &p.nodes, 1)
+	intEnv("PODCHRON_FLEET_PODS", &p.podsPerNode, 1)
+	if v := os.Getenv("PODCHRON_FLEET_WINDOW"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 10*time.Second {
+			t.Fatalf("PODCHRON_FLEET_WINDOW=%q: want a duration >= 10s", v)
+		}
+		p.window = d
+	}
+	if v := os.Getenv("PODCHRON_FLEET_CHURN"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 {
+			t.Fatalf("PODCHRON_FLEET_CHURN=%q: want pods/node/min > 0", v)
+		}
+		p.churn = f
+	}
+	if v := os.Getenv("PODCHRON_FLEET_START_RATE"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 {
+			t.Fatalf("PODCHRON_FLEET_START_RATE=%q: want tracers/s > 0", v)
+		}
+		p.startRate = f
+	}
+	mb := 0
+	intEnv("PODCHRON_FLEET_MIN_AVAILABLE_MIB", &mb, 0)
+	if mb > 0 {
+		p.minAvailable = uint64(mb) << 20
+	}
+	return p
+}
+
+// memoryGuard cancels ctx when the machine's MemAvailable falls below
+// minAvail, and returns when ctx is done.
+func memoryGuard(ctx context.Context, cancel context.CancelCauseFunc, minAvail uint64) {
+	for {
+		if avail, err := memAvailable(); err == nil && avail < minAvail {
+			cancel(fmt.Errorf("machine memory low: MemAvailable %d MiB < %d MiB (PODCHRON_FLEET_MIN_AVAILABLE_MIB)", avail>>20, minAvail>>20))
+			return
+		}
+		if sleepCtx(ctx, time.Second) != nil {
+			return
+		}
+	}
+}
+
+func memAvailable() (uint64, error) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
+			kb, err := strconv.ParseUint(strings.Fields(rest)[0], 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no MemAvailable in /proc/meminfo")
+}
+
+// binaries returns kube-apiserver's directory and kwok, and checks that
+// they and etcd are there.
+func binaries(t *testing.T) (binDir, kwok string) {
+	home, _ := os.UserHomeDir()
+	cache := filepath.Join(home, ".cache", "podchron")
+	if c := os.Getenv("PODCHRON_CACHE"); c != "" {
+		cache = c
+	}
+	binDir = env("PODCHRON_SCALE_BIN", env("PODCHRON_E2E_BIN", filepath.Join(cache, "e2e", "bin")))
+	kwok = env("PODCHRON_SCALE_KWOK", filepath.Join(cache, "scale", "bin", "kwok"))
+	for _, b := range []string{filepath.Join(binDir, "kube-apiserver"), kwok} {
+		if _, err := os.Stat(b); err != nil {
+			t.Fatalf("%v (make scale and make fleet build it)", err)
+		}
+	}
+	if _, err := exec.LookPath("etcd"); err != nil {
+		t.Fatalf("etcd not on PATH (Debian etcd-server; scripts/install-deps.sh)")
+	}
+	return binDir, kwok
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// --- the API server's figures ---
+
+// watchResources are the resources whose open watches are reported one by
+// one ("all" is every resource's).
+var watchResources = []string{"pods", "events"}
+
+// apiSample is one reading of the API server's gauges and counters.
+type apiSample struct {
+	at time.Time
+	// watches open (apiserver_longrunning_requests, verb WATCH or
+	// WATCHLIST), by resource and "all"; longrunning is every long-running
+	// request (watches, and exec/logs/proxy which nothing makes here).
+	watches     map[string]float64
+	longrunning float64
+	// vmRSS is the kube-apiserver process's VmRSS (/proc/<pid>/status);
+	// procRSS its process_resident_memory_bytes, heapInuse
+	// go_memstats_heap_inuse_bytes.
+	vmRSS              uint64
+	procRSS, heapInuse float64
+	goroutines         float64
+	cpuSeconds         float64            // process_cpu_seconds_total
+	watchEvents        map[string]float64 // apiserver_watch_events_total by resource
+	eventWatches       int                // the tracers' event windows open (Stats), if any
+	conns              int                // established TCP connections to the API server's port
+	// By resource: LIST requests, and those the watch cache served and
+	// those it passed to etcd, with the objects etcd returned for them;
+	// WATCH requests ended (a window's, once closed).
+	lists, cacheLists, etcdLists, etcdFetched, watchRequests map[string]float64
+}
+
+func sample(ctx context.Context, cp *controlPlane) (apiSample, error) {
+	m, err := cp.metrics(ctx)
+	if err != nil {
+		return apiSample{}, err
+	}
+	rss, err := vmRSS(cp.apiserver.PID())
+	if err != nil {
+		return apiSample{}, err
+	}
+	conns, err := establishedTo(cp.port)
+	if err != nil {
+		return apiSample{}, err
+	}
+	s := apiSample{
+		at: time.Now(), vmRSS: rss, conns: conns,
+		watches:     map[string]float64{"all": metricSum(m, "apiserver_longrunning_requests", `verb="WATCH`)},
+		longrunning: metricSum(m, "apiserver_longrunning_requests"),
+		procRSS:     metricSum(m, "process_resident_memory_bytes"),
+		heapInuse:   metricSum(m, "go_memstats_heap_inuse_bytes"),
+		goroutines:  metricSum(m, "go_goroutines"),
+		cpuSeconds:  metricSum(m, "process_cpu_seconds_total"),
+		watchEvents: map[string]float64{},
+
+		lists: map[string]float64{}, cacheLists: map[string]float64{}, etcdLists: map[string]float64{},
+		etcdFetched: map[string]float64{}, watchRequests: map[string]float64{},
+	}
+	for _, res := range watchResources {
+		s.watches[res] = metricSum(m, "apiserver_longrunning_requests", `verb="WATCH`, `resource="`+res+`"`)
+		r := `resource="` + res + `"`
+		s.watchEvents[res] = metricSum(m, "apiserver_watch_events_total", r)
+		s.lists[res] = metricSum(m, "apiserver_request_total", `verb="LIST"`, r)
+		s.watchRequests[res] = metricSum(m, "apiserver_request_total", `verb="WATCH`, r)
+		s.cacheLists[res] = metricSum(m, "apiserver_cache_list_total", r)
+		s.etcdLists[res] = metricSum(m, "apiserver_storage_list_total", r)
+		s.etcdFetched[res] = metricSum(m, "apiserver_storage_list_fetched_objects_total", r)
+	}
+	return s, nil
+}
+
+// vmRSS reads a process's resident set size.
+func vmRSS(pid int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("apiserver RSS: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest)
+			kb, err := strconv.ParseUint(f[0], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("apiserver VmRSS %q: %w", line, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, errors.New("apiserver: no VmRSS in /proc/<pid>/status")
+}
+
+// establishedTo counts the established TCP connections (IPv4) whose local
+// port is port: the API server's side of its clients' connections.
+func establishedTo(port int) (int, error) {
+	b, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return 0, fmt.Errorf("connections: %w", err)
+	}
+	want := fmt.Sprintf(":%04X", port)
+	n := 0
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		// sl local_address rem_address st ...; st 01 is ESTABLISHED.
+		if len(f) > 3 && strings.HasSuffix(f[1], want) && f[3] == "01" {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// window is a measurement over a window of time: its first and last
+// samples, and one every sampleEvery in between.
+type window struct {
+	start, end apiSample
+	samples    []apiSample // start, ..., end
+}
+
+const sampleEvery = 10 * time.Second
+
+func measureWindow(ctx context.Context, cp *controlPlane, length time.Duration, fl *fleet) (window, error) {
+	var w window
+	take := func() error {
+		s, err := sample(ctx, cp)
+		if err != nil {
+			return err
+		}
+		if fl != nil {
+			s.eventWatches = fl.stats().eventWatches
+		}
+		w.samples = append(w.samples, s)
+		return cp.dead()
+	}
+	if err := take(); err != nil {
+		return w, err
+	}
+	end := time.Now().Add(length)
+	for time.Until(end) > 0 {
+		if err := sleepCtx(ctx, min(sampleEvery, time.Until(end))); err != nil {
+			return w, err
+		}
+		if err := take(); err != nil {
+			return w, err
+		}
+	}
+	w.start, w.end = w.samples[0], w.samples[len(w.samples)-1]
+	return w, nil
+}
+
+func (w window) minutes() float64 { return w.end.at.Sub(w.start.at).Minutes() }
+
+// mean averages f over the window's samples.
+func (w window) mean(f func(apiSample) float64) float64 {
+	var sum float64
+	for _, s := range w.samples {
+		sum += f(s)
+	}
+	return sum / float64(len(w.samples))
+}
+
+func (w window) peak(f func(apiSample) float64) float64 {
+	var m float64
+	for _, s := range w.samples {
+		m = max(m, f(s))
+	}
+	return m
+}
+
+// cores is the API server's CPU use over the window.
+func (w window) cores() float64 {
+	return (w.end.cpuSeconds - w.start.cpuSeconds) / w.end.at.Sub(w.start.at).Seconds()
+}
+
+func (w window) watchEventsPerMin(res string) float64 {
+	return (w.end.watchEvents[res] - w.start.watchEvents[res]) / w.minutes()
+}
+
+// --- the fleet: one watcher per node ---
+
+// fleet runs one internal/watcher per node in this process, each with its
+// own client (watcher.RESTConfig, as the tracer makes it) and so its own
+// transport and TCP/TLS connection to the API server, as tracers on
+// different nodes have.
+type fleet struct {
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	members []*member
+}
+
+type member struct {
+	node string
+	w    *watcher.Watcher
+	// What the watcher handed the model: pods (and those of another
+	// node), events (and those about a pod it never handed over).
+	podIn, foreignPods, evIn, foreign atomic.Uint64
+	runErr                            error
+}
+
+func startFleet(ctx context.Context, kubeconfig string, nodes []string, perSecond float64) (*fleet, error) {
+	fctx, cancel := context.WithCancel(ctx)
+	fl := &fleet{cancel: cancel}
+	// Warnings only: 500 watchers' informer chatter would drown the log.
+	wlog := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	tick := time.NewTicker(time.Duration(float64(time.Second) / perSecond))
+	defer tick.Stop()
+	for i, node := range nodes {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				fl.stop(time.Minute) //nolint:errcheck // reporting the cause
+				return nil, context.Cause(ctx)
+			case <-tick.C:
+			}
+		}
+		cfg, err := watcher.RESTConfig(kubeconfig)
+		if err != nil {
+			fl.stop(time.Minute) //nolint:errcheck // reporting the first error
+			return nil, fmt.Errorf("fleet: %w", err)
+		}
+		// A Dial of its own makes client-go build this client its own
+		// transport (its cache keys on the dialer): a connection per
+		// tracer, not one HTTP/2 connection multiplexing them all.
+		dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+		cfg.Dial = dialer.DialContext
+		client, err := watcher.NewClientForConfig(cfg)
+		if err != nil {
+			fl.stop(time.Minute) //nolint:errcheck // reporting the first error
+			return nil, fmt.Errorf("fleet: node %s: %w", node, err)
+		}
+		w, err := watcher.New(watcher.Config{Client: client, NodeName: node, Logger: wlog})
+		if err != nil {
+			fl.stop(time.Minute) //nolint:errcheck // reporting the first error
+			return nil, fmt.Errorf("fleet: node %s: %w", node, err)
+		}
+		m := &member{node: node, w: w}
+		fl.members = append(fl.members, m)
+		out := make(chan fact.Input, 256)
+		fl.wg.Go(func() { m.drain(out) })
+		fl.wg.Go(func() {
+			defer close(out)
+			m.runErr = w.Run(fctx, out)
+		})
+	}
+	return fl, nil
+}
+
+// drain reads the watcher's output until it is closed, checking that it
+// only ever concerns this node's pods.
+func (m *member) drain(out <-chan fact.Input) {
+	seen := map[string]bool{}
+	for in := range out {
+		switch {
+		case in.Pod != nil:
+			m.podIn.Add(1)
+			seen[in.Pod.UID] = true
+			if in.Pod.NodeName != m.node {
+				m.foreignPods.Add(1)
+			}
+		case in.Event != nil:
+			m.evIn.Add(1)
+			if !seen[in.Event.PodUID] {
+				m.foreign.Add(1)
+			}
+		}
+	}
+}
+
+// stop cancels every watcher and waits for their goroutines.
+func (fl *fleet) stop(timeout time.Duration) error {
+	fl.cancel()
+	done := make(chan struct{})
+	go func() { fl.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		return fmt.Errorf("fleet: watchers still running %s after cancel", timeout)
+	}
+	var errs []error
+	for _, m := range fl.members {
+		if m.runErr != nil && !errors.Is(m.runErr, context.Canceled) {
+			errs = append(errs, fmt.Errorf("watcher %s: %w", m.node, m.runErr))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (fl *fleet) waitSynced(ctx context.Context, log *slog.Logger, cp *controlPlane, timeout time.Duration) error {
+	next := time.Now()
+	return cp.waitFor(ctx, "tracers synced", timeout, func() error {
+		n := 0
+		for _, m := range fl.members {
+			if !m.w.Ready() {
+				n++
+			}
+		}
+		if time.Now().After(next) {
+			next = time.Now().Add(10 * time.Second)
+			avail, _ := memAvailable()
+			log.Info("tracers syncing", "not_synced", n, "event_watches", fl.stats().eventWatches,
+				"rss", cp.rss(), "mem_available_mib", avail>>20)
+		}
+		if n > 0 {
+			return fmt.Errorf("%d of %d tracers not synced", n, len(fl.members))
+		}
+		return nil
+	})
+}
+
+// waitWindowsSettled waits until the event windows open across the fleet
+// stop changing for a few seconds (a synced watcher opens its standby
+// windows right after).
+func (fl *fleet) waitWindowsSettled(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	last, same := -1, 0
+	for same < 3 && time.Now().Before(deadline) {
+		n := fl.stats().eventWatches
+		if n == last {
+			same++
+		} else {
+			last, same = n, 0
+		}
+		if err := sleepCtx(ctx, 2*time.Second); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fleetStats is the fleet's watchers' Stats, added up.
+type fleetStats struct {
+	tracers, notReady                    int
+	eventWatches, minWatches, maxWatches int
+	eventsCached, podsCached             int
+	podIn, evIn, foreign, foreignPods    uint64
+}
+
+func (fl *fleet) stats() fleetStats {
+	s := fleetStats{tracers: len(fl.members), minWatches: -1}
+	for _, m := range fl.members {
+		st := m.w.Stats()
+		if !m.w.Ready() {
+			s.notReady++
+		}
+		s.eventWatches += st.EventWatches
+		s.maxWatches = max(s.maxWatches, st.EventWatches)
+		if s.minWatches < 0 || st.EventWatches < s.minWatches {
+			s.minWatches = st.EventWatches
+		}
+		s.eventsCached += st.EventsCached
+		s.podsCached += st.PodsCached
+		s.podIn += m.podIn.Load()
+		s.evIn += m.evIn.Load()
+		s.foreign += m.foreign.Load()
+		s.foreignPods += m.foreignPods.Load()
+	}
+	return s
+}
+
+// --- the report ---
+
+type fleetResult struct {
+	p                          fleetParams
+	pods, eventsWritten        int
+	base, with                 window
+	after                      apiSample // once the tracers stopped
+	sync0, sync1               apiSample // before the first tracer started, once all had synced
+	baseReplaced, withReplaced uint64    // pods replaced by the churn in each window
+	perNode                    fleetStats
+	syncTook                   time.Duration
+	fleetHeap                  int64 // this process's heap after GC, with the fleet minus without
+	driverErrors               uint64
+}
+
+func (r fleetResult) format() string {
+	var b strings.Builder
+	n := float64(r.p.nodes)
+	fmt.Fprintf(&b, "podchron fleet: %d nodes, %d pods/node (%d pods, %d events written, in 10 namespaces), churn %.1f pods/node/min, windows of %s;\n",
+		r.p.nodes, r.p.podsPerNode, r.pods, r.eventsWritten, r.p.churn, r.p.window)
+	fmt.Fprintf(&b, "one internal/watcher per node (%d, in one process, a client and connection each), synced in %s; etcd %s\n\n",
+		r.perNode.tracers, r.syncTook.Round(time.Second), r.p.etcd)
+	fmt.Fprintf(&b, "| kube-apiserver | no tracers | %d tracers | added | added per node |\n|---|---:|---:|---:|---:|\n", r.perNode.tracers)
+	row := func(name, format string, base, with float64, perNode bool) {
+		pn := ""
+		if perNode {
+			pn = fmt.Sprintf("%.2f", (with-base)/n)
+		}
+		fmt.Fprintf(&b, "| %s | "+format+" | "+format+" | "+format+" | %s |\n", name, base, with, with-base, pn)
+	}
+	// Gauges at the end of each window (the fleet's windows are settled
+	// by then).
+	for _, res := range append(append([]string(nil), watchResources...), "all") {
+		row("watches open: "+res, "%.0f", r.base.end.watches[res], r.with.end.watches[res], true)
+	}
+	row("long-running requests", "%.0f", r.base.end.longrunning, r.with.end.longrunning, true)
+	row("TCP connections to it", "%.0f", float64(r.base.end.conns), float64(r.with.end.conns), true)
+	row("goroutines", "%.0f", r.base.end.goroutines, r.with.end.goroutines, true)
+	vm := func(s apiSample) float64 { return mib(s.vmRSS) }
+	row("RSS MiB (VmRSS, mean of window)", "%.0f", r.base.mean(vm), r.with.mean(vm), false)
+	row("RSS MiB (VmRSS, peak)", "%.0f", r.base.peak(vm), r.with.peak(vm), false)
+	row("RSS MiB (process_resident_memory_bytes, end)", "%.0f", r.base.end.procRSS/(1<<20), r.with.end.procRSS/(1<<20), false)
+	heap := func(s apiSample) float64 { return s.heapInuse / (1 << 20) }
+	row("Go heap in use MiB (mean of window)", "%.0f", r.base.mean(heap), r.with.mean(heap), false)
+	addedRSS := r.with.mean(vm) - r.base.mean(vm)
+	fmt.Fprintf(&b, "| RSS added per node (KiB) | | | | %.0f |\n", addedRSS*1024/n)
+	row("CPU cores (process_cpu_seconds_total Δ / window)", "%.3f", r.base.cores(), r.with.cores(), false)
+	fmt.Fprintf(&b, "| CPU added per node (millicores) | | | | %.2f |\n", (r.with.cores()-r.base.cores())*1000/n)
+	for _, res := range watchResources {
+		row("watch events sent/min: "+res, "%.0f", r.base.watchEventsPerMin(res), r.with.watchEventsPerMin(res), true)
+	}
+	perMin := func(w window, f func(apiSample) float64) float64 { return (f(w.end) - f(w.start)) / w.minutes() }
+	type counter struct {
+		name string
+		m    func(apiSample) map[string]float64
+	}
+	counters := []counter{
+		{"WATCH requests ended/min", func(s apiSample) map[string]float64 { return s.watchRequests }},
+		{"LIST requests/min", func(s apiSample) map[string]float64 { return s.lists }},
+		{"… served by the watch cache/min", func(s apiSample) map[string]float64 { return s.cacheLists }},
+		{"… passed to etcd/min", func(s apiSample) map[string]float64 { return s.etcdLists }},
+		{"… objects etcd returned for them/min", func(s apiSample) map[string]float64 { return s.etcdFetched }},
+	}
+	for _, res := range watchResources {
+		for _, c := range counters {
+			f := func(s apiSample) float64 { return c.m(s)[res] }
+			row(res+": "+c.name, "%.0f", perMin(r.base, f), perMin(r.with, f), true)
+		}
+	}
+	fmt.Fprintf(&b, "| pods replaced by the churn (window) | %d | %d | | |\n", r.baseReplaced, r.withReplaced)
+	fmt.Fprintf(&b, "\nTracers' start (%.0f/s, until all synced, %s): API server CPU %.0f s, RSS %.0f → %.0f MiB;",
+		r.p.startRate, r.syncTook.Round(time.Second), r.sync1.cpuSeconds-r.sync0.cpuSeconds, mib(r.sync0.vmRSS), mib(r.sync1.vmRSS))
+	for _, res := range watchResources {
+		d := func(m func(apiSample) map[string]float64) float64 { return m(r.sync1)[res] - m(r.sync0)[res] }
+		fmt.Fprintf(&b, " %s: LIST %.0f (watch cache %.0f, etcd %.0f returning %.0f objects);", res,
+			d(counters[1].m), d(counters[2].m), d(counters[3].m), d(counters[4].m))
+	}
+	b.WriteString("\n")
+	fmt.Fprintf(&b, "After the tracers stopped: %.0f watches open (pods %.0f, events %.0f), RSS %.0f MiB.\n",
+		r.after.watches["all"], r.after.watches["pods"], r.after.watches["events"], mib(r.after.vmRSS))
+
+	st := r.perNode
+	fmt.Fprintf(&b, "\nPer tracer at the end of the window: event watches (windows) mean %.2f, min %d, max %d (cap %d); mean over the window %.2f;\n",
+		float64(st.eventWatches)/n, st.minWatches, st.maxWatches, watcher.DefaultMaxEventWatches,
+		r.with.mean(func(s apiSample) float64 { return float64(s.eventWatches) })/n)
+	fmt.Fprintf(&b, "pods cached %.1f, events cached %.1f; to the model: %d pod and %d event inputs in all, %d foreign events, %d foreign pods, %d tracers not ready.\n",
+		float64(st.podsCached)/n, float64(st.eventsCached)/n, st.podIn, st.evIn, st.foreign, st.foreignPods, st.notReady)
+	fmt.Fprintf(&b, "Fleet process heap added: %.1f MiB (%.0f KiB per watcher). Driver API errors: %d.\n",
+		float64(r.fleetHeap)/(1<<20), float64(r.fleetHeap)/1024/n, r.driverErrors)
+
+	perNode := (r.with.end.watches["all"] - r.base.end.watches["all"]) / n
+	pct := 100 * addedRSS / r.base.mean(vm)
+	fmt.Fprintf(&b, "\nTargets (reported, not asserted):\n")
+	fmt.Fprintf(&b, "- watches added per node ≤ 2 (a kubelet's own, on average): %.2f — %s\n", perNode, met(perNode <= 2))
+	fmt.Fprintf(&b, "- API server memory added ≤ 10 %% (VmRSS, window means): +%.0f MiB = %.1f %% of %.0f MiB — %s\n",
+		addedRSS, pct, r.base.mean(vm), met(pct <= 10))
+	return b.String()
+}
+
+func met(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
