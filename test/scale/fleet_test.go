@@ -17,9 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-
 	"github.com/podchron/podchron/internal/fact"
 	"github.com/podchron/podchron/internal/watcher"
 )
@@ -50,27 +47,8 @@ func TestFleet(t *testing.T) {
 		os.RemoveAll(dir)
 	}()
 	t0 := time.Now()
-	cp, err := startControlPlane(ctx, log, fleetPorts, p.etcd, p.binDir, p.kwok, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cp, cs, d := startCluster(ctx, t, log, fleetPorts, p.etcd, p.binDir, p.kwok, dir, p.podsPerNode)
 	defer cp.close()
-	log.Info("control plane up", "took", time.Since(t0).Round(time.Millisecond))
-
-	cfg, err := clientcmd.BuildConfigFromFlags("", cp.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = 400, 800
-	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := newDriver(cs, p.podsPerNode, 10)
-	if err := d.setupNamespaces(ctx); err != nil {
-		t.Fatal(err)
-	}
 	ts := time.Now()
 	if err := d.grow(ctx, p.nodes, 16); err != nil {
 		t.Fatalf("growing to %d nodes: %v", p.nodes, err)

@@ -122,27 +122,8 @@ func TestScale(t *testing.T) {
 	}
 	defer os.RemoveAll(dir)
 	t0 := time.Now()
-	cp, err := startControlPlane(ctx, log, scalePorts, "etcd", p.binDir, p.kwok, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cp, cs, d := startCluster(ctx, t, log, scalePorts, "etcd", p.binDir, p.kwok, dir, p.podsPerNode)
 	defer cp.close()
-	log.Info("control plane up", "took", time.Since(t0).Round(time.Millisecond))
-
-	cfg, err := clientcmd.BuildConfigFromFlags("", cp.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = 400, 800
-	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := newDriver(cs, p.podsPerNode, 10)
-	if err := d.setupNamespaces(ctx); err != nil {
-		t.Fatal(err)
-	}
 
 	var rows []row
 	var egress []apiEgress
@@ -415,4 +396,32 @@ func (a *agent) stop() {
 		<-done
 	}
 	a.logf.Close()
+}
+
+// startCluster starts the control plane (the caller closes it) and a
+// driver with its namespaces, on an admin client made for the driver's pace.
+func startCluster(ctx context.Context, t *testing.T, log *slog.Logger, pp ports, etcd, binDir, kwok, dir string, podsPerNode int) (*controlPlane, kubernetes.Interface, *driver) {
+	t.Helper()
+	t0 := time.Now()
+	cp, err := startControlPlane(ctx, log, pp, etcd, binDir, kwok, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("control plane up", "took", time.Since(t0).Round(time.Millisecond))
+	cfg, err := clientcmd.BuildConfigFromFlags("", cp.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 400, 800
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDriver(cs, podsPerNode, 10)
+	if err := d.setupNamespaces(ctx); err != nil {
+		cp.close()
+		t.Fatal(err)
+	}
+	return cp, cs, d
 }
