@@ -90,11 +90,14 @@ func (c *Correlator) verdictPending(ct *container) bool {
 	if stop == nil {
 		return false
 	}
-	next := ct.nextAttempt()
-	p := ct.pod
-	if next != nil && !c.apiUp {
-		return false
+	wait := kubeletVerdictWait
+	if ct.nextAttempt() != nil {
+		if !c.apiUp {
+			return false
+		}
+		wait = kubeletEventWait
 	}
+	p := ct.pod
 	if _, going := p.goingReason(); going || p.info.Reason != "" || p.info.DeletionTimestamp != nil || p.info.Deleted {
 		return false
 	}
@@ -104,10 +107,7 @@ func (c *Correlator) verdictPending(ct *container) bool {
 	if r := c.kubeletReason(ct, stop); r.fromFact {
 		return false
 	}
-	if next != nil {
-		return c.now.Before(ct.settleBy.Add(kubeletEventWait))
-	}
-	return c.now.Before(ct.settleBy.Add(kubeletVerdictWait))
+	return c.now.Before(ct.settleBy.Add(wait))
 }
 
 // kubeletEventWait bounds how long, past its settle time, a run the kubelet
