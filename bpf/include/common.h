@@ -12,19 +12,29 @@
 /*
  * Runtime settings. User space rewrites these in .rodata before the programs
  * are loaded (cilium/ebpf CollectionSpec.Variables), so the verifier sees them
- * as constants and prunes the branches that are off.
+ * as constants and prunes the branches that are off. Every program still
+ * loads the ones it tests, so the ones the hot programs (exec, fork, exit,
+ * the signals' mask) read come first, together: .rodata is laid out in
+ * definition order, and what they read then spans one or two cache lines,
+ * not three (a cold line costs tens of ns on an exec storm's thrashed
+ * caches). Every setting of the object is defined here, for that order.
  */
-volatile const __u32 cfg_self_tgid = 0;    /* the tracer itself: never report it */
-volatile const __u32 cfg_cgroup_v1 = 0;    /* 0: cgroup v2 ids; 1: v1 memory controller ids */
-volatile const __u32 cfg_hierarchy_id = 0; /* hierarchy whose mkdir/rmdir we report (0 = v2) */
-volatile const __s32 cfg_report_level = 1; /* also report mkdir/rmdir at this level or above, so new roots are seen */
-volatile const __u64 cfg_signal_mask = ~0ULL; /* bit (sig-1) set: report that signal */
-volatile const __u32 cfg_wakeup_events = 0;   /* wake the reader every this many records per CPU (0: every record) */
-volatile const __s32 cfg_min_root_level = 0;  /* shallowest and deepest level of a watched root: */
-volatile const __s32 cfg_max_root_level = 15; /* only those ancestor levels are looked up */
+/* A cgroup's signal budget (probes/signal.h): 1e9 / rate (0: no budget).
+ * First, ahead of the hot ones: on 6.18 an array map's values begin 8
+ * bytes before a cache line, and these 8 bytes are read on refusals only. */
+volatile const __u64 cfg_signal_interval_ns = 0;
+/* Benchmark only (bench/execstorm.sh's "floor" mode): every program returns
+ * at once, so the same hooks cost only their attachment. Never set in use. */
+volatile const __u32 cfg_noop = 0;
+volatile const __u32 cfg_self_tgid = 0; /* the tracer itself: never report it */
+volatile const __u32 cfg_cgroup_v1 = 0; /* 0: cgroup v2 ids; 1: v1 memory controller ids */
 /* 1: report every process of a watched cgroup; 0: only its process-tree roots
  * (see probes/process.h). */
 volatile const __u32 cfg_all_processes = 0;
+volatile const __u64 cfg_signal_mask = ~0ULL; /* bit (sig-1) set: report that signal */
+/* Set by user space when the sched_process_exit tracepoint passes group_dead
+ * (Linux 6.16+). */
+volatile const __u32 cfg_exit_has_group_dead = 0;
 /*
  * The tracer's own pid namespace, when it is not the initial one (a node
  * inside a container, as kind and minikube make it): its level and its
@@ -35,9 +45,17 @@ volatile const __u32 cfg_all_processes = 0;
  */
 volatile const __u32 cfg_pidns_level = 0;
 volatile const __u32 cfg_pidns_ino = 0;
-/* Benchmark only (bench/execstorm.sh's "floor" mode): every program returns
- * at once, so the same hooks cost only their attachment. Never set in use. */
-volatile const __u32 cfg_noop = 0;
+volatile const __u32 cfg_wakeup_events = 0;   /* wake the reader every this many records per CPU (0: every record) */
+volatile const __s32 cfg_min_root_level = 0;  /* shallowest and deepest level of a watched root: */
+volatile const __s32 cfg_max_root_level = 15; /* only those ancestor levels are looked up */
+volatile const __u32 cfg_hierarchy_id = 0;    /* hierarchy whose mkdir/rmdir we report (0 = v2) */
+volatile const __s32 cfg_report_level = 1; /* also report mkdir/rmdir at this level or above, so new roots are seen */
+/* Set by user space when tracing programs may call
+ * bpf_get_current_ancestor_cgroup_id (not on 5.10, for instance); otherwise
+ * the current task's ancestors are found by walking its cgroup. */
+volatile const __u32 cfg_ancestor_helper = 1;
+/* A cgroup's signal budget (probes/signal.h): burst * interval. */
+volatile const __u64 cfg_signal_burst_ns = 0;
 
 /* First statement of every program. */
 #define NOOP_RETURN()             \
@@ -63,8 +81,9 @@ struct {
 
 /*
  * Generation of the watched set: [0] raised by the programs (a root watched
- * at its mkdir), [1] set by user space after it changes watched_cgroups. A
- * verdict cached under other generations is recomputed.
+ * at its mkdir; any cgroup's rmdir, after which its address may be reused),
+ * [1] set by user space after it changes watched_cgroups. A verdict cached
+ * under another sum of the two is recomputed.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -72,22 +91,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } watch_gen SEC(".maps");
-
-/* Per CPU, the last cgroup the hot probes asked about and whether it is
- * watched: a storm of processes in one cgroup walks its ancestors once. */
-struct watch_verdict {
-	__u64 cgroup_id;
-	__u64 gen[2];
-	__u32 watched;
-	__u32 _pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct watch_verdict);
-} watch_cache SEC(".maps");
 
 /* Paths of the configured roots (relative to the hierarchy root), so a root
  * created after load is watched from its mkdir on, with no race against user
@@ -143,6 +146,10 @@ struct {
 enum root_state {
 	ROOT_PENDING = 1, /* forked by a process that entered without exec'ing (a runtime's set-up) */
 	ROOT_EXECD = 2,   /* exec'd in the cgroup: an init or an exec session */
+	/* In proc_cache only: below a root (forked by a process in the
+	 * cgroup or by an exec'd root, or exec'd with its parent in the cgroup),
+	 * and no pid namespace's init. Its exec and exit are no records. */
+	ROOT_NONE = 3,
 };
 
 struct {
@@ -152,26 +159,70 @@ struct {
 	__type(value, __u8);
 } proc_roots SEC(".maps");
 
-/* Per CPU, a few processes' root state (a direct-mapped cache of proc_roots,
- * keyed by tgid and start time, so a reused tgid never matches): what a
- * process forks, execs and exits as is then known without a hash lookup. */
-#define ROOT_CACHE_SLOTS 8
-struct root_slot {
+/*
+ * What the hot programs (exec, fork, exit) know of a process below or at a
+ * root, so that deciding a container's own process touches one line of
+ * ours and the task's (which the kernel just touched) only. An exec storm's
+ * processes thrash the caches between runs: a line the kernel itself just
+ * touched (the task, its css_set) costs a few ns, one of ours ~50 ns, a
+ * hash lookup more, and the cgroup's kernfs node (its id) ~170 ns
+ * (bench/perprog.sh, 2026-11-28).
+ *
+ * A direct-mapped array by tgid, shared by every CPU: a fork and its
+ * child's exec and exit usually run on different CPUs, so a per-CPU cache
+ * would miss just there. A slot is keyed by tgid and the leader's start
+ * time, with the state (enum root_state, or 0: not in proc_roots) in the
+ * start's low 2 bits: one word, so two CPUs racing on a slot leave one that
+ * matches neither process rather than a wrong state. (Two processes with one
+ * tgid cannot start within 4 ns.) A miss falls back to proc_roots and the
+ * task's parent.
+ */
+#define PROC_CACHE_SLOTS 8192
+struct proc_slot {
+	__u64 key; /* start_boottime & ~3 | state */
 	__u32 tgid;
-	__u32 state;
-	__u64 start;
+	__u32 _pad;
 };
 
-struct root_cache {
-	struct root_slot slot[ROOT_CACHE_SLOTS];
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PROC_CACHE_SLOTS);
+	__type(key, __u32);
+	__type(value, struct proc_slot);
+} proc_cache SEC(".maps");
+
+/*
+ * Per CPU, the last exec'd process below a root, and the last cgroup the
+ * hot programs asked about and whether it is watched, keyed by the cgroup's address (no load through it: its id is in
+ * its kernfs node, a cold line) and the watched set's generation. An
+ * address is reused only after its cgroup's rmdir, which raises the
+ * generation (probes/cgroup.h), so a verdict never outlives its cgroup.
+ */
+struct hot_cache {
+	/* The last process this CPU's exec found below a root (tgid and the
+	 * leader's start): its exit, on this CPU as a short-lived process's
+	 * usually is, needs no more. */
+	__u64 none_start;
+	__u32 none_tgid;
+	__u32 watched; /* the verdict */
+	__u64 cgroup;  /* address of the last cgroup asked about */
+	__u32 gen;     /* watch_gen[0] + watch_gen[1] when its verdict was made */
+	__u32 _pad;
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct root_cache);
-} root_cache SEC(".maps");
+	__type(value, struct hot_cache);
+} hot SEC(".maps");
+
+static __always_inline struct hot_cache *hot_cache(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&hot, &zero);
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

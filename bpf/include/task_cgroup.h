@@ -10,11 +10,6 @@ struct cgroup___ancestor_ids {
 	u64 ancestor_ids[];
 } __attribute__((preserve_access_index));
 
-/* Set by user space when tracing programs may call
- * bpf_get_current_ancestor_cgroup_id (not on 5.10, for instance); otherwise
- * the current task's ancestors are found by walking its cgroup. */
-volatile const __u32 cfg_ancestor_helper = 1;
-
 /*
  * Which kernel-dependent path the cgroup lookups took, set once to 1 the
  * first time each is taken (a load and a rarely taken store; no atomics,
@@ -182,31 +177,28 @@ static __always_inline bool cgroup_watched_btf(struct cgroup *cg)
 }
 
 /*
- * cgroup_watched_btf through the per-CPU verdict cache: the generations are
- * read before the walk, so a change made during it leaves a verdict that
- * the next call recomputes.
+ * cgroup_watched_btf through this CPU's hot cache (h may be NULL): keyed by
+ * the cgroup's address and the watched set's generation, read before the
+ * walk, so a change made during it leaves a verdict the next call
+ * recomputes. Comparing and keeping a kernel address needs CAP_PERFMON's
+ * pointer leaks, which tracing programs have anyway.
  */
-static __always_inline bool cgroup_watched_cached(struct cgroup *cg)
+static __always_inline bool cgroup_watched_cached(struct cgroup *cg, struct hot_cache *h)
 {
-	__u32 k0 = 0, k1 = 1, zero = 0;
+	__u32 k0 = 0, k1 = 1, gen;
 	__u64 *g0 = bpf_map_lookup_elem(&watch_gen, &k0);
 	__u64 *g1 = bpf_map_lookup_elem(&watch_gen, &k1);
-	struct watch_verdict *c = bpf_map_lookup_elem(&watch_cache, &zero);
-	__u64 id, gen0, gen1;
 	bool w;
 
-	if (!cg || !g0 || !g1 || !c)
+	if (!cg || !g0 || !g1 || !h)
 		return cgroup_watched_btf(cg);
-	id = cg->kn->id;
-	gen0 = *g0;
-	gen1 = *g1;
-	if (c->cgroup_id == id && c->gen[0] == gen0 && c->gen[1] == gen1)
-		return c->watched;
+	gen = (__u32)(*g0 + *g1);
+	if (h->cgroup == (__u64)cg && h->gen == gen)
+		return h->watched;
 	w = cgroup_watched_btf(cg);
-	c->cgroup_id = id;
-	c->gen[0] = gen0;
-	c->gen[1] = gen1;
-	c->watched = w;
+	h->cgroup = (__u64)cg;
+	h->gen = gen;
+	h->watched = w;
 	return w;
 }
 

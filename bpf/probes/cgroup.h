@@ -14,6 +14,15 @@ static __always_inline int cgroup_event(struct cgroup *cgrp, const char *path, _
 
 	if (BPF_CORE_READ(cgrp, root, hierarchy_id) != cfg_hierarchy_id)
 		return 0;
+	if (type == EVENT_CGROUP_RMDIR) {
+		/* Its address may be another cgroup's soon: no cached verdict
+		 * (keyed by address, see hot_cache) may outlive it. */
+		__u32 k0 = 0;
+		__u64 *g = bpf_map_lookup_elem(&watch_gen, &k0);
+
+		if (g)
+			__sync_fetch_and_add(g, 1);
+	}
 	level = BPF_CORE_READ(cgrp, level);
 	if (cgroup_watched(cgrp))
 		origin = ORIGIN_WATCHED;

@@ -34,8 +34,7 @@
  * records more or fewer); the drop counts are atomic, so every signal is
  * either a record or counted.
  */
-volatile const __u64 cfg_signal_interval_ns = 0; /* 1e9 / rate; 0: no budget */
-volatile const __u64 cfg_signal_burst_ns = 0;    /* burst * interval */
+/* cfg_signal_interval_ns and cfg_signal_burst_ns are in common.h. */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -106,19 +105,15 @@ static __always_inline unsigned long sig_handler(struct task_struct *t, int sig)
 	return handler;
 }
 
-SEC("tp_btf/signal_generate")
-int BPF_PROG(handle_signal_generate, int sig, struct kernel_siginfo *info, struct task_struct *task, int group,
-             int result)
+/* The rest of handle_signal_generate, for a signal the mask wants. */
+static __noinline int signal_generate_record(int sig, struct kernel_siginfo *info, struct task_struct *task, int group,
+                                             int result)
 {
-	NOOP_RETURN();
 	struct signal_event *e;
 	struct cgroup *tcg;
 	__u32 origin = 0, tflags = 0, ttgid;
 	__u64 cgid;
 
-	/* The mask first: SIGCHLD, with every process's exit, stops here. */
-	if (!signal_wanted(sig))
-		return 0;
 	ttgid = BPF_CORE_READ(task, tgid);
 	if (cfg_pidns_level && sig == SIGKILL) {
 		/* For an OOM kill's mark_victim, next on this CPU (see last_kill). */
@@ -185,16 +180,25 @@ int BPF_PROG(handle_signal_generate, int sig, struct kernel_siginfo *info, struc
 	return 0;
 }
 
-SEC("tp_btf/signal_deliver")
-int BPF_PROG(handle_signal_deliver, int sig, struct kernel_siginfo *info, struct k_sigaction *ka)
+SEC("tp_btf/signal_generate")
+int BPF_PROG(handle_signal_generate, int sig, struct kernel_siginfo *info, struct task_struct *task, int group,
+             int result)
 {
 	NOOP_RETURN();
+	/* The mask first: SIGCHLD, with every process's exit, stops here, in
+	 * a program as small as the floor's (the rest is a function). */
+	if (!signal_wanted(sig))
+		return 0;
+	return signal_generate_record(sig, info, task, group, result);
+}
+
+/* The rest of handle_signal_deliver, for a signal the mask wants. */
+static __noinline int signal_deliver_record(int sig, struct kernel_siginfo *info, struct k_sigaction *ka)
+{
 	struct signal_deliver_event *e;
 	__u32 origin = 0, tgid;
 	__u64 cgid;
 
-	if (!signal_wanted(sig))
-		return 0;
 	tgid = bpf_get_current_pid_tgid() >> 32;
 	if (is_self(tgid))
 		return 0;
@@ -224,6 +228,15 @@ int BPF_PROG(handle_signal_deliver, int sig, struct kernel_siginfo *info, struct
 	e->sa_flags = BPF_CORE_READ(ka, sa.sa_flags);
 	submit(e);
 	return 0;
+}
+
+SEC("tp_btf/signal_deliver")
+int BPF_PROG(handle_signal_deliver, int sig, struct kernel_siginfo *info, struct k_sigaction *ka)
+{
+	NOOP_RETURN();
+	if (!signal_wanted(sig))
+		return 0;
+	return signal_deliver_record(sig, info, ka);
 }
 
 #endif /* __PODCHRON_PROBES_SIGNAL_H */

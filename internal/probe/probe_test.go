@@ -687,6 +687,40 @@ func TestWatchIDRefreshesCachedVerdicts(t *testing.T) {
 	}
 }
 
+// The hot programs cache a cgroup's watched verdict under the cgroup's
+// address, which the kernel may give another cgroup once this one is gone:
+// every rmdir in the hierarchy raises the programs' generation of the
+// watched set (watch_gen[0]), so no cached verdict outlives its cgroup. An
+// address's reuse cannot be forced from here; the generation is what keeps
+// it harmless.
+func TestRmdirInvalidatesCachedVerdicts(t *testing.T) {
+	e := setup(t)
+	gen := func() uint64 {
+		t.Helper()
+		var k uint32
+		var g uint64
+		if err := e.p.objs.WatchGen.Lookup(&k, &g); err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	// Outside every watched root, and deeper than any reported level:
+	// only the generation sees its rmdir.
+	dir := e.layout.Path(fmt.Sprintf("/podchron-unwatched-%d-%d", os.Getpid(), testSeq.Add(1)))
+	mkCgroup(t, dir)
+	sub := filepath.Join(dir, "a", "b")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := gen()
+	if err := os.Remove(sub); err != nil {
+		t.Fatal(err)
+	}
+	if after := gen(); after <= before {
+		t.Errorf("watch_gen[0] %d after an rmdir, was %d: a verdict cached under the removed cgroup's address would outlive it", after, before)
+	}
+}
+
 // The exit of PID 1 of a pid namespace (a container's init) is marked as
 // such; its parent's (the runtime's shim, here unshare) is not.
 func TestExitOfPIDNamespaceInit(t *testing.T) {

@@ -121,6 +121,16 @@ type PodchronForkEvent struct {
 	ChildPid  uint32
 }
 
+type PodchronHotCache struct {
+	_         structs.HostLayout
+	NoneStart uint64
+	NoneTgid  uint32
+	Watched   uint32
+	Cgroup    uint64
+	Gen       uint32
+	Pad       uint32
+}
+
 type PodchronKillTarget struct {
 	_       structs.HostLayout
 	HostPid uint32
@@ -169,14 +179,11 @@ type PodchronPrefixKey struct {
 	Data      [64]uint8
 }
 
-type PodchronRootCache struct {
+type PodchronProcSlot struct {
 	_    structs.HostLayout
-	Slot [8]struct {
-		_     structs.HostLayout
-		Tgid  uint32
-		State uint32
-		Start uint64
-	}
+	Key  uint64
+	Tgid uint32
+	Pad  uint32
 }
 
 type PodchronRootPath struct {
@@ -232,14 +239,6 @@ const (
 	PodchronSignalTargetFlagsSIGNAL_SENDER_OUTSIDE PodchronSignalTargetFlags = 4
 )
 
-type PodchronWatchVerdict struct {
-	_        structs.HostLayout
-	CgroupId uint64
-	Gen      [2]uint64
-	Watched  uint32
-	Pad      uint32
-}
-
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -248,16 +247,16 @@ const (
 	PodchronMapCounters              = "counters"
 	PodchronMapEvents                = "events"
 	PodchronMapExitsSeen             = "exits_seen"
+	PodchronMapHot                   = "hot"
 	PodchronMapLastKill              = "last_kill"
 	PodchronMapNsinfoOut             = "nsinfo_out"
+	PodchronMapProcCache             = "proc_cache"
 	PodchronMapProcRoots             = "proc_roots"
 	PodchronMapQuietSubmits          = "quiet_submits"
-	PodchronMapRootCache             = "root_cache"
 	PodchronMapRootPaths             = "root_paths"
 	PodchronMapRuntimeComms          = "runtime_comms"
 	PodchronMapSignalBudgets         = "signal_budgets"
 	PodchronMapTrackedTasks          = "tracked_tasks"
-	PodchronMapWatchCache            = "watch_cache"
 	PodchronMapWatchGen              = "watch_gen"
 	PodchronMapWatchedCgroups        = "watched_cgroups"
 	PodchronProgHandleCgroupMkdir    = "handle_cgroup_mkdir"
@@ -369,16 +368,16 @@ type PodchronMapSpecs struct {
 	Counters       *ebpf.MapSpec `ebpf:"counters"`
 	Events         *ebpf.MapSpec `ebpf:"events"`
 	ExitsSeen      *ebpf.MapSpec `ebpf:"exits_seen"`
+	Hot            *ebpf.MapSpec `ebpf:"hot"`
 	LastKill       *ebpf.MapSpec `ebpf:"last_kill"`
 	NsinfoOut      *ebpf.MapSpec `ebpf:"nsinfo_out"`
+	ProcCache      *ebpf.MapSpec `ebpf:"proc_cache"`
 	ProcRoots      *ebpf.MapSpec `ebpf:"proc_roots"`
 	QuietSubmits   *ebpf.MapSpec `ebpf:"quiet_submits"`
-	RootCache      *ebpf.MapSpec `ebpf:"root_cache"`
 	RootPaths      *ebpf.MapSpec `ebpf:"root_paths"`
 	RuntimeComms   *ebpf.MapSpec `ebpf:"runtime_comms"`
 	SignalBudgets  *ebpf.MapSpec `ebpf:"signal_budgets"`
 	TrackedTasks   *ebpf.MapSpec `ebpf:"tracked_tasks"`
-	WatchCache     *ebpf.MapSpec `ebpf:"watch_cache"`
 	WatchGen       *ebpf.MapSpec `ebpf:"watch_gen"`
 	WatchedCgroups *ebpf.MapSpec `ebpf:"watched_cgroups"`
 }
@@ -450,16 +449,16 @@ type PodchronMaps struct {
 	Counters       *ebpf.Map `ebpf:"counters"`
 	Events         *ebpf.Map `ebpf:"events"`
 	ExitsSeen      *ebpf.Map `ebpf:"exits_seen"`
+	Hot            *ebpf.Map `ebpf:"hot"`
 	LastKill       *ebpf.Map `ebpf:"last_kill"`
 	NsinfoOut      *ebpf.Map `ebpf:"nsinfo_out"`
+	ProcCache      *ebpf.Map `ebpf:"proc_cache"`
 	ProcRoots      *ebpf.Map `ebpf:"proc_roots"`
 	QuietSubmits   *ebpf.Map `ebpf:"quiet_submits"`
-	RootCache      *ebpf.Map `ebpf:"root_cache"`
 	RootPaths      *ebpf.Map `ebpf:"root_paths"`
 	RuntimeComms   *ebpf.Map `ebpf:"runtime_comms"`
 	SignalBudgets  *ebpf.Map `ebpf:"signal_budgets"`
 	TrackedTasks   *ebpf.Map `ebpf:"tracked_tasks"`
-	WatchCache     *ebpf.Map `ebpf:"watch_cache"`
 	WatchGen       *ebpf.Map `ebpf:"watch_gen"`
 	WatchedCgroups *ebpf.Map `ebpf:"watched_cgroups"`
 }
@@ -470,16 +469,16 @@ func (m *PodchronMaps) Close() error {
 		m.Counters,
 		m.Events,
 		m.ExitsSeen,
+		m.Hot,
 		m.LastKill,
 		m.NsinfoOut,
+		m.ProcCache,
 		m.ProcRoots,
 		m.QuietSubmits,
-		m.RootCache,
 		m.RootPaths,
 		m.RuntimeComms,
 		m.SignalBudgets,
 		m.TrackedTasks,
-		m.WatchCache,
 		m.WatchGen,
 		m.WatchedCgroups,
 	)
