@@ -192,22 +192,16 @@ struct {
 } proc_cache SEC(".maps");
 
 /*
- * Per CPU, the last exec'd process below a root, and the last cgroup the
- * hot programs asked about and whether it is watched, keyed by the cgroup's address (no load through it: its id is in
+ * Per CPU, the last cgroup the hot programs asked about and whether it is
+ * watched, keyed by the cgroup's address (no load through it: its id is in
  * its kernfs node, a cold line) and the watched set's generation. An
  * address is reused only after its cgroup's rmdir, which raises the
  * generation (probes/cgroup.h), so a verdict never outlives its cgroup.
  */
 struct hot_cache {
-	/* The last process this CPU's exec found below a root (tgid and the
-	 * leader's start): its exit, on this CPU as a short-lived process's
-	 * usually is, needs no more. */
-	__u64 none_start;
-	__u32 none_tgid;
-	__u32 watched; /* the verdict */
 	__u64 cgroup;  /* address of the last cgroup asked about */
 	__u32 gen;     /* watch_gen[0] + watch_gen[1] when its verdict was made */
-	__u32 _pad;
+	__u32 watched; /* the verdict */
 };
 
 struct {

@@ -132,25 +132,6 @@ static __always_inline void drop_root(__u32 tgid, __u64 start)
 		s->tgid = 0;
 }
 
-/* Notes on this CPU that the exec'ing process (tgid, start) is below a
- * root, for its exit (noted_none). */
-static __always_inline void note_none(__u32 tgid, __u64 start)
-{
-	struct hot_cache *h = hot_cache();
-
-	if (h) {
-		h->none_tgid = tgid;
-		h->none_start = start;
-	}
-}
-
-static __always_inline bool noted_none(__u32 tgid, __u64 start)
-{
-	struct hot_cache *h = hot_cache();
-
-	return !cfg_all_processes && h && h->none_tgid == tgid && h->none_start == start;
-}
-
 /*
  * An exec in watched cgroup cg is a root's (and p becomes an exec'd root)
  * when p entered from outside, is a namespace's init (its signal flags are
@@ -167,13 +148,10 @@ static __always_inline bool exec_is_root(struct task_struct *p, __u32 tgid, stru
 	__u64 start = p->group_leader->start_boottime;
 	__u32 r = root_state(tgid, start);
 
-	if (r == ROOT_NONE) {
-		note_none(tgid, start);
+	if (r == ROOT_NONE)
 		return false;
-	}
 	if (!r && parent_in(p, cg) && !(p->signal->flags & SIGNAL_UNKILLABLE)) {
 		cache_root(tgid, start, ROOT_NONE);
-		note_none(tgid, start);
 		return false; /* below a root */
 	}
 	if (r != ROOT_EXECD)
@@ -341,10 +319,8 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 		return 0;
 	/* p is the current task */
 	struct cgroup *cg = task_cgroup_btf(p);
-	if (below_by_parent(p, cg, false)) {
-		note_none(tgid, p->group_leader->start_boottime);
+	if (below_by_parent(p, cg, false))
 		return 0;
-	}
 	return exec_record(p, bprm, tgid, cg);
 }
 
@@ -481,8 +457,6 @@ int handle_exit(u64 *ctx)
 		 * exiting thread may see 0 too, so exits_seen deduplicates below. */
 		group_dead = p->signal->live.counter == 0;
 	if (!group_dead)
-		return 0;
-	if (noted_none(tgid, p->group_leader->start_boottime))
 		return 0;
 	/* p is the current task */
 	cg = task_cgroup_btf(p);

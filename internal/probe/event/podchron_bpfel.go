@@ -122,13 +122,10 @@ type PodchronForkEvent struct {
 }
 
 type PodchronHotCache struct {
-	_         structs.HostLayout
-	NoneStart uint64
-	NoneTgid  uint32
-	Watched   uint32
-	Cgroup    uint64
-	Gen       uint32
-	Pad       uint32
+	_       structs.HostLayout
+	Cgroup  uint64
+	Gen     uint32
+	Watched uint32
 }
 
 type PodchronKillTarget struct {
