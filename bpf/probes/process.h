@@ -204,9 +204,9 @@ static __always_inline bool pidns_below_parent(struct task_struct *p)
  * init. The hot programs ask it first: for a container's own processes (an
  * exec storm's) it settles the question from the task, its parent (both of
  * which the kernel has just touched) and the parent's slot, which is read
- * far more than written, before the cgroup's verdict or any lookup. p's own
- * slot would not do: its fork wrote it on another CPU, as often as not.
- * A ROOT_NONE or ROOT_EXECD is only ever made in a watched cgroup.
+ * far more than written, before the cgroup's verdict or any lookup, when
+ * p's own slot (own_none) holds another process. A ROOT_NONE or ROOT_EXECD
+ * is only ever made in a watched cgroup.
  */
 static __always_inline bool below_by_parent(struct task_struct *p, struct cgroup *cg, bool at_exit)
 {
@@ -221,6 +221,14 @@ static __always_inline bool below_by_parent(struct task_struct *p, struct cgroup
 	if (at_exit)
 		return !pidns_below_parent(p);
 	return !(p->signal->flags & SIGNAL_UNKILLABLE);
+}
+
+/* Whether proc_cache knows p (tgid) as ROOT_NONE: its fork found it below a
+ * root (one line, which the fork wrote, often on another CPU), or its exec
+ * did. */
+static __always_inline bool own_none(__u32 tgid, struct task_struct *p)
+{
+	return !cfg_all_processes && cached_state(tgid, p->group_leader->start_boottime) == ROOT_NONE;
 }
 
 /*
@@ -318,6 +326,8 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	if (is_self(tgid))
 		return 0;
 	/* p is the current task */
+	if (own_none(tgid, p))
+		return 0;
 	struct cgroup *cg = task_cgroup_btf(p);
 	if (below_by_parent(p, cg, false))
 		return 0;
@@ -374,8 +384,14 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	if (!cfg_all_processes) {
 		int r = cached_state(ptgid, parent->group_leader->start_boottime);
 
-		if (r == ROOT_NONE || r == ROOT_EXECD)
+		if (r == ROOT_NONE || r == ROOT_EXECD) {
+			/* So is the child, unless it is a new pid namespace's
+			 * init (copy_process marks it SIGNAL_UNKILLABLE before
+			 * this tracepoint): its exec decides. */
+			if (!(child->signal->flags & SIGNAL_UNKILLABLE))
+				cache_root(child_tgid, child->start_boottime, ROOT_NONE);
 			return 0;
+		}
 	}
 	return fork_record(parent, child, ptgid, child_tgid);
 }
@@ -459,6 +475,8 @@ int handle_exit(u64 *ctx)
 	if (!group_dead)
 		return 0;
 	/* p is the current task */
+	if (own_none(tgid, p))
+		return 0;
 	cg = task_cgroup_btf(p);
 	if (below_by_parent(p, cg, true))
 		return 0;
