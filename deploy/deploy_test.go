@@ -71,6 +71,7 @@ var exportedMetrics = map[string]string{
 	"podchron_decode_errors_total":                "counter",
 	"podchron_spans_exported_total":               "counter",
 	"podchron_spans_dropped_total":                "counter",
+	"podchron_span_delivery_lag_seconds":          "histogram",
 	"podchron_build_info":                         "gauge",
 	"podchron_source_up":                          "gauge",
 }

@@ -462,3 +462,16 @@ func runReplay(path string, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "replayed %d inputs: %d spans, correlation misses %v\n", n, st.SpansEmitted, st.Misses)
 	return rerr
 }
+
+// LagBuckets and Lags make spanStats a metrics.SpanLags: the exporter's
+// delivery lag histogram.
+func (s spanStats) LagBuckets() []float64 { return otlp.LagBuckets }
+
+func (s spanStats) Lags() map[string]metrics.SpanLag {
+	in := s.e.Lags()
+	out := make(map[string]metrics.SpanLag, len(in))
+	for n, l := range in {
+		out[n] = metrics.SpanLag{Buckets: l.Buckets, Count: l.Count, Sum: l.Sum}
+	}
+	return out
+}

@@ -25,6 +25,7 @@ const (
 	LabelSigkill    = "sigkill"     // "true" when a container had to be SIGKILLed
 	LabelSignal     = "signal"      // a signal's name
 	LabelSource     = "source"      // a source (Source.Label)
+	LabelSpan       = "span"        // a span's kind: its name up to the first space (podchron_span_delivery_lag_seconds)
 	LabelTraceID    = "trace_id"    // a trace's ID (also the exemplars' label)
 	LabelType       = "type"        // a kernel event type
 	LabelUID        = "uid"         // the pod's UID

@@ -20,6 +20,7 @@ package e2e
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -958,6 +959,24 @@ func (e *env) checkTracerHealth(t *testing.T) {
 		if s, err := e.prom.Query(e.ctx, q); err == nil && len(s) > 0 {
 			t.Logf("tracer: %s = %.3f", q, s[0].Value)
 		}
+	}
+	// How fresh the traces were, the tracer's share: span end -> the
+	// collector accepted it, over every scenario (a figure, not a target).
+	for _, q := range []struct{ what, expr string }{
+		{"p95", `histogram_quantile(0.95, sum by (le, span) (podchron_span_delivery_lag_seconds_bucket{job="podchron"}))`},
+		{"mean", `sum by (span) (podchron_span_delivery_lag_seconds_sum{job="podchron"}) / sum by (span) (podchron_span_delivery_lag_seconds_count{job="podchron"})`},
+	} {
+		s, err := e.prom.Query(e.ctx, q.expr)
+		if err != nil || len(s) == 0 {
+			t.Errorf("tracer: no span delivery lag (%s): %v", q.expr, err)
+			continue
+		}
+		slices.SortFunc(s, func(a, b backends.Sample) int { return strings.Compare(a.Labels["span"], b.Labels["span"]) })
+		var parts []string
+		for _, x := range s {
+			parts = append(parts, fmt.Sprintf("%s %.3f s", x.Labels["span"], x.Value))
+		}
+		t.Logf("tracer: span delivery lag %s by kind: %s", q.what, strings.Join(parts, ", "))
 	}
 	for _, q := range []string{
 		`sum(podchron_probe_events_lost_total)`,

@@ -33,6 +33,15 @@ type fakeSpanStats struct {
 
 func (f *fakeSpanStats) Stats() (uint64, map[string]uint64) { return f.exported, f.dropped }
 
+func (f *fakeSpanStats) LagBuckets() []float64 { return []float64{0.5, 1, 5} }
+
+func (f *fakeSpanStats) Lags() map[string]SpanLag {
+	return map[string]SpanLag{
+		"container.run":   {Buckets: []uint64{3, 7, 8}, Count: 8, Sum: 6.25},
+		"pod.termination": {Buckets: []uint64{1, 1, 2}, Count: 2, Sum: 3.5},
+	}
+}
+
 // fixture is a registry with every podchron collector, fed a fixed sequence
 // of observations and fixed collector inputs.
 func fixture(t *testing.T) (*prometheus.Registry, *Health) {

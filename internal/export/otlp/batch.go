@@ -166,6 +166,7 @@ func (e *Exporter) export(items []item) {
 	err := e.upload(e.request(items))
 	if err == nil {
 		e.exported.Add(n)
+		e.lags.observe(items, time.Now())
 		e.recovered()
 		return
 	}

@@ -91,6 +91,7 @@ type Exporter struct {
 	dropShutdown  atomic.Uint64
 	dropRejected  atomic.Uint64
 	dropTooLarge  atomic.Uint64
+	lags          lags
 
 	// Owned by the export goroutine.
 	lastLog       time.Time

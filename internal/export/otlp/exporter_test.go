@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -455,6 +456,9 @@ func TestCollectorDown(t *testing.T) {
 			if exported != 0 {
 				t.Errorf("exported %d to a closed port", exported)
 			}
+			if l := e.Lags(); len(l) != 0 {
+				t.Errorf("delivery lags of spans never delivered: %v", l)
+			}
 			if exported+dropped != total {
 				t.Errorf("exported %d + dropped %d != %d emitted (%+v)", exported, dropped, total, d)
 			}
@@ -736,4 +740,41 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// A span the collector accepted is timed from its end to its delivery, by
+// name (podchron_span_delivery_lag_seconds); one it never received is not.
+func TestDeliveryLag(t *testing.T) {
+	clearEnv(t)
+	r, addr := startGRPC(t)
+	t.Setenv(EnvEndpoint, "http://"+addr)
+	ctx := context.Background()
+	e, err := New(ctx, Config{NodeName: "n", Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = e.Shutdown(ctx) }()
+	sent := podSpans("uid-lag", "lag-0")[:2] // cni.ADD bridge, pod.startup
+	now := time.Now()
+	sent[0].Start, sent[0].End = now.Add(-4*time.Second), now.Add(-3*time.Second) // 3 s late
+	sent[1].Start, sent[1].End = now.Add(-time.Second), now                       // on time
+	for _, s := range sent {
+		e.Emit(s)
+	}
+	if err := e.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.sink.waitFor(t, len(sent))
+	lags := e.Lags()
+	bucket := func(le float64) int { return slices.Index(LagBuckets, le) }
+	late, onTime := lags["cni.ADD"], lags["pod.startup"] // a kind: the name up to its first space
+	if late.Count != 1 || late.Buckets[bucket(2)] != 0 || late.Buckets[bucket(5)] != 1 || late.Sum < 3 {
+		t.Errorf("3 s late span: %+v, want one in (2 s, 5 s]", late)
+	}
+	if onTime.Count != 1 || onTime.Buckets[bucket(2)] != 1 || onTime.Sum >= 2 {
+		t.Errorf("span on time: %+v, want one within 2 s", onTime)
+	}
+	if len(lags) != 2 {
+		t.Errorf("lags for %d names, want 2: %v", len(lags), lags)
+	}
 }
