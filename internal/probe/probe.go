@@ -314,7 +314,7 @@ func (p *Probes) UnwatchID(id uint64) error {
 }
 
 // watchedChanged raises user space's generation of the watched set, after
-// a change: the probes' cached verdicts (watch_cache) are recomputed.
+// a change: the probes' cached verdicts (the per-CPU hot cache) are recomputed.
 func (p *Probes) watchedChanged() error {
 	p.genMu.Lock()
 	defer p.genMu.Unlock()
