@@ -138,18 +138,17 @@ static __always_inline void drop_root(__u32 tgid, __u64 start)
  * intact until exit_group), or was forked as a root by the runtime's set-up.
  * The program asked below_by_parent first; this is what it could not tell
  * (the parent's slot holds another process, or it is the runtime's
- * set-up): proc_cache, then plain loads, then proc_roots. A ROOT_NONE
- * process reparented outside the cgroup (an orphan of a pod without its own
- * pid namespace, whose reaper is the host's) stays none: it is still the
- * pod's own process.
+ * set-up): proc_cache, then plain loads, then proc_roots. A ROOT_NONE in
+ * proc_cache is a hint, not a verdict: the parent decides now, so a process
+ * reparented outside the cgroup is a root, as it always was.
  */
 static __always_inline bool exec_is_root(struct task_struct *p, __u32 tgid, struct cgroup *cg)
 {
 	__u64 start = p->group_leader->start_boottime;
 	__u32 r = root_state(tgid, start);
 
-	if (r == ROOT_NONE)
-		return false;
+	if (r == ROOT_NONE) /* a hint: the parent decides now, as for any other */
+		r = 0;
 	if (!r && parent_in(p, cg) && !(p->signal->flags & SIGNAL_UNKILLABLE)) {
 		cache_root(tgid, start, ROOT_NONE);
 		return false; /* below a root */
@@ -170,7 +169,9 @@ static __always_inline bool fork_is_root(struct task_struct *parent, __u32 ptgid
 	__u64 pstart = parent->group_leader->start_boottime;
 	__u32 r = root_state(ptgid, pstart);
 
-	if (r == ROOT_EXECD || r == ROOT_NONE)
+	if (r == ROOT_NONE) /* a hint: its parent decides now */
+		r = 0;
+	if (r == ROOT_EXECD)
 		return false;
 	if (!r && parent_in(parent, cg)) {
 		/* The parent is below a root itself (unless a namespace's init
@@ -223,9 +224,15 @@ static __always_inline bool below_by_parent(struct task_struct *p, struct cgroup
 	return !(p->signal->flags & SIGNAL_UNKILLABLE);
 }
 
-/* Whether proc_cache knows p (tgid) as ROOT_NONE: its fork found it below a
+/*
+ * Whether proc_cache knows p (tgid) as ROOT_NONE: its fork found it below a
  * root (one line, which the fork wrote, often on another CPU), or its exec
- * did. */
+ * did. A hint only: the programs take it with p's parent still in the
+ * cgroup (parent_in), so a process reparented outside decides as before.
+ * 2026-11-28's CI missed a shared-pid-namespace container's init when a
+ * hint was taken alone: runc's stage-2 child, cloned with CLONE_PARENT by a
+ * stage-1 child below an exec'd runc init, was marked at its fork.
+ */
 static __always_inline bool own_none(__u32 tgid, struct task_struct *p)
 {
 	return !cfg_all_processes && cached_state(tgid, p->group_leader->start_boottime) == ROOT_NONE;
@@ -244,8 +251,8 @@ static __always_inline bool exit_is_root(struct task_struct *p, __u32 tgid, stru
 	__u64 start = p->group_leader->start_boottime;
 	__u32 r = root_state(tgid, start);
 
-	if (r == ROOT_NONE)
-		return false;
+	if (r == ROOT_NONE) /* a hint: the parent decides now */
+		r = 0;
 	if (!r && parent_in(p, cg) && !pidns_below_parent(p))
 		return false;
 	drop_root(tgid, start);
@@ -326,9 +333,9 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	if (is_self(tgid))
 		return 0;
 	/* p is the current task */
-	if (own_none(tgid, p))
-		return 0;
 	struct cgroup *cg = task_cgroup_btf(p);
+	if (own_none(tgid, p) && parent_in(p, cg))
+		return 0;
 	if (below_by_parent(p, cg, false))
 		return 0;
 	return exec_record(p, bprm, tgid, cg);
@@ -384,11 +391,14 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	if (!cfg_all_processes) {
 		int r = cached_state(ptgid, parent->group_leader->start_boottime);
 
-		if (r == ROOT_NONE || r == ROOT_EXECD) {
+		if (r == ROOT_EXECD || (r == ROOT_NONE && parent_in(parent, task_cgroup_btf(parent)))) {
 			/* So is the child, unless it is a new pid namespace's
 			 * init (copy_process marks it SIGNAL_UNKILLABLE before
-			 * this tracepoint): its exec decides. */
-			if (!(child->signal->flags & SIGNAL_UNKILLABLE))
+			 * this tracepoint), whose exec decides, or its parent
+			 * is not the forker (CLONE_PARENT, as runc's set-up
+			 * stages clone: the child's parent is then the
+			 * forker's, outside). */
+			if (child->real_parent == parent && !(child->signal->flags & SIGNAL_UNKILLABLE))
 				cache_root(child_tgid, child->start_boottime, ROOT_NONE);
 			return 0;
 		}
@@ -475,9 +485,9 @@ int handle_exit(u64 *ctx)
 	if (!group_dead)
 		return 0;
 	/* p is the current task */
-	if (own_none(tgid, p))
-		return 0;
 	cg = task_cgroup_btf(p);
+	if (own_none(tgid, p) && parent_in(p, cg) && !pidns_below_parent(p))
+		return 0;
 	if (below_by_parent(p, cg, true))
 		return 0;
 	return exit_record(p, tgid, cg);

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // The test binary doubles as the helper programs the probe tests trigger
@@ -39,6 +41,9 @@ func init() {
 //	handle-term             handle SIGTERM by exiting 0; say "ready" first
 //	kill PID SIG            send SIG to PID
 //	alloc MiB               allocate and touch MiB of memory
+//	clone-parent PATH       clone a child with CLONE_PARENT (its parent is
+//	                        ours, not us, as runc's set-up stages clone) that
+//	                        execs PATH at once; print its pid, exit 0
 //	signal-self N MS [handle]  ignore SIGUSR1 (or handle it), say "ready",
 //	                        send it to itself N times (N 0: as fast as it
 //	                        can for MS ms), then say "sent K"
@@ -68,6 +73,8 @@ func runHelper(mode string, args []string) int {
 	case "storm":
 		n, _ := strconv.Atoi(args[0])
 		return storm(n)
+	case "clone-parent":
+		return helperCloneParent(args[0])
 	case "sleep":
 		time.Sleep(time.Hour)
 		return 0
@@ -117,6 +124,37 @@ func helperWaitExec(args []string) int {
 		fmt.Fprintln(os.Stderr, "exec:", err)
 	}
 	return 91
+}
+
+// helperCloneParent clones a child with CLONE_PARENT that execs path at
+// once, and prints its pid. The child runs only raw system calls on a copy
+// of this thread's stack (as syscall.forkAndExecInChild does): everything
+// it needs is made before the clone.
+func helperCloneParent(path string) int {
+	argv0, err := syscall.BytePtrFromString(path)
+	if err != nil {
+		return 93
+	}
+	argv, err := syscall.SlicePtrFromStrings([]string{path})
+	if err != nil {
+		return 93
+	}
+	envv, err := syscall.SlicePtrFromStrings(nil)
+	if err != nil {
+		return 93
+	}
+	runtime.LockOSThread()
+	pid, _, errno := syscall.RawSyscall6(syscall.SYS_CLONE, syscall.CLONE_PARENT|uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+	if errno != 0 {
+		fmt.Fprintln(os.Stderr, "clone:", errno)
+		return 94
+	}
+	if pid == 0 {
+		_, _, _ = syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(argv0)), uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])))
+		_, _, _ = syscall.RawSyscall(syscall.SYS_EXIT, 127, 0, 0)
+	}
+	fmt.Println(pid)
+	return 0
 }
 
 // helperAlloc touches mib MiB of memory.

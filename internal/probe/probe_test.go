@@ -603,6 +603,33 @@ func (e *env) startIn(t *testing.T, dir, mode string, args ...string) (*exec.Cmd
 	return cmd, stdin
 }
 
+// A process cloned with CLONE_PARENT by an exec'd root has the root's
+// parent, outside the cgroup, for its own: its exec is a root's, as the
+// exec of runc's stage-2 child (the container's init) is. CI missed one on
+// 2026-11-28 (a shared-pid-namespace pod's init, e2e 12), when the fork
+// below the exec'd runc init marked the child "below a root" from the
+// forker alone.
+func TestCloneParentChildOfARootIsARoot(t *testing.T) {
+	e := setup(t)
+	dir := e.dir(e.cgroup(t, "cloneparent"))
+	h := e.start(t, []string{dir}, "clone-parent", "/bin/true")
+	h.wait(t)
+	wait(t, e.col, "exec of the cloning root", func(ev *kernel.ExecEvent) bool { return ev.TGID == h.pid })
+	if len(h.lines) == 0 {
+		t.Fatalf("the helper printed no child pid (%v)", h.err)
+	}
+	child, err := strconv.Atoi(strings.TrimSpace(h.lines[0]))
+	if err != nil {
+		t.Fatalf("child pid %q: %v", h.lines[0], err)
+	}
+	ex := wait(t, e.col, "exec of the CLONE_PARENT child (its parent is outside the cgroup)", func(ev *kernel.ExecEvent) bool {
+		return ev.TGID == uint32(child)
+	})
+	if ex.Origin&kernel.OriginWatched == 0 || ex.PPID == h.pid {
+		t.Errorf("child's exec: origin %s, ppid %d (the root is %d): want watched, with the root's parent", ex.Origin, ex.PPID, h.pid)
+	}
+}
+
 // By default only the roots of a watched cgroup's process tree are
 // reported: a process entering from outside (its exec and exit), not what
 // it forks and execs there.
