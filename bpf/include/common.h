@@ -20,8 +20,7 @@
  * caches). Every setting of the object is defined here, for that order.
  */
 /* A cgroup's signal budget (probes/signal.h): 1e9 / rate (0: no budget).
- * First, ahead of the hot ones: on 6.18 an array map's values begin 8
- * bytes before a cache line, and these 8 bytes are read on refusals only. */
+ * Ahead of the hot ones: read on a budgeted signal only. */
 volatile const __u64 cfg_signal_interval_ns = 0;
 /* Benchmark only (bench/execstorm.sh's "floor" mode): every program returns
  * at once, so the same hooks cost only their attachment. Never set in use. */

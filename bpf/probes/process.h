@@ -123,7 +123,7 @@ static __always_inline void set_root(__u32 tgid, __u64 start, __u8 state)
 	cache_root(tgid, start, state);
 }
 
-static __always_inline void drop_root(__u32 tgid, __u64 start)
+static __always_inline void drop_root(__u32 tgid)
 {
 	struct proc_slot *s = proc_slot(tgid);
 
@@ -199,23 +199,31 @@ static __always_inline bool pidns_below_parent(struct task_struct *p)
 }
 
 /*
- * Whether p, in cgroup cg, is below a root, as its parent tells: the parent
- * is in cg too and proc_cache knows it as an exec'd root or as below one
- * (so p was never forked as a pending root), and p is no pid namespace's
- * init. The hot programs ask it first: for a container's own processes (an
- * exec storm's) it settles the question from the task, its parent (both of
- * which the kernel has just touched) and the parent's slot, which is read
- * far more than written, before the cgroup's verdict or any lookup, when
- * p's own slot (own_none) holds another process. A ROOT_NONE or ROOT_EXECD
- * is only ever made in a watched cgroup.
+ * Whether p, in cgroup cg, is below a root, from proc_cache and the parent:
+ * the hot programs ask it first. Both hints hold only with p's parent in cg
+ * still (a process reparented outside decides as before):
+ * - p's own slot says ROOT_NONE: its fork found it below a root (the line
+ *   the fork wrote, often on another CPU), or its exec did. Never made for
+ *   a pid namespace's init, nor for a child whose parent is not its forker
+ *   (CLONE_PARENT: 2026-11-28's CI missed a shared-pid-namespace pod's init
+ *   when runc's stage-2 child, so cloned below an exec'd runc init, was
+ *   marked at its fork);
+ * - else the parent's slot says ROOT_EXECD or ROOT_NONE (so p was never
+ *   forked as a pending root), and p is no pid namespace's init.
+ * Either settles a container's own process (an exec storm's) from the task,
+ * its parent (which the kernel has just touched) and a slot, before the
+ * cgroup's verdict or any lookup. Both states are only made in a watched
+ * cgroup.
  */
-static __always_inline bool below_by_parent(struct task_struct *p, struct cgroup *cg, bool at_exit)
+static __always_inline bool below_by_parent(struct task_struct *p, __u32 tgid, struct cgroup *cg, bool at_exit)
 {
 	struct task_struct *pp = p->real_parent;
 	int r;
 
 	if (cfg_all_processes || task_cgroup_btf(pp) != cg)
 		return false;
+	if (cached_state(tgid, p->group_leader->start_boottime) == ROOT_NONE)
+		return !at_exit || !pidns_below_parent(p);
 	r = cached_state(pp->tgid, pp->group_leader->start_boottime);
 	if (r != ROOT_NONE && r != ROOT_EXECD)
 		return false;
@@ -225,26 +233,10 @@ static __always_inline bool below_by_parent(struct task_struct *p, struct cgroup
 }
 
 /*
- * Whether proc_cache knows p (tgid) as ROOT_NONE: its fork found it below a
- * root (one line, which the fork wrote, often on another CPU), or its exec
- * did. A hint only: the programs take it with p's parent still in the
- * cgroup (parent_in), so a process reparented outside decides as before.
- * 2026-11-28's CI missed a shared-pid-namespace container's init when a
- * hint was taken alone: runc's stage-2 child, cloned with CLONE_PARENT by a
- * stage-1 child below an exec'd runc init, was marked at its fork.
- */
-static __always_inline bool own_none(__u32 tgid, struct task_struct *p)
-{
-	return !cfg_all_processes && cached_state(tgid, p->group_leader->start_boottime) == ROOT_NONE;
-}
-
-/*
  * An exit in watched cgroup cg is a root's when p is in proc_roots, or its
  * parent is outside: roots that exec'd before the tracer started are not in
  * proc_roots, but their parent (the runtime) still tells them. A ROOT_NONE
- * in proc_cache settles it first: no namespace's init is ever cached so
- * (see fork_is_root), and one made inside the cgroup is a root whatever
- * else its slot held.
+ * in proc_cache is a hint here too: the parent decides.
  */
 static __always_inline bool exit_is_root(struct task_struct *p, __u32 tgid, struct cgroup *cg)
 {
@@ -255,7 +247,7 @@ static __always_inline bool exit_is_root(struct task_struct *p, __u32 tgid, stru
 		r = 0;
 	if (!r && parent_in(p, cg) && !pidns_below_parent(p))
 		return false;
-	drop_root(tgid, start);
+	drop_root(tgid);
 	return true;
 }
 
@@ -334,9 +326,7 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 		return 0;
 	/* p is the current task */
 	struct cgroup *cg = task_cgroup_btf(p);
-	if (own_none(tgid, p) && parent_in(p, cg))
-		return 0;
-	if (below_by_parent(p, cg, false))
+	if (below_by_parent(p, tgid, cg, false))
 		return 0;
 	return exec_record(p, bprm, tgid, cg);
 }
@@ -486,9 +476,7 @@ int handle_exit(u64 *ctx)
 		return 0;
 	/* p is the current task */
 	cg = task_cgroup_btf(p);
-	if (own_none(tgid, p) && parent_in(p, cg) && !pidns_below_parent(p))
-		return 0;
-	if (below_by_parent(p, cg, true))
+	if (below_by_parent(p, tgid, cg, true))
 		return 0;
 	return exit_record(p, tgid, cg);
 }

@@ -186,7 +186,7 @@ int BPF_PROG(handle_signal_generate, int sig, struct kernel_siginfo *info, struc
 {
 	NOOP_RETURN();
 	/* The mask first: SIGCHLD, with every process's exit, stops here, in
-	 * a program as small as the floor's (the rest is a function). */
+	 * a small program (the rest is a function). */
 	if (!signal_wanted(sig))
 		return 0;
 	return signal_generate_record(sig, info, task, group, result);

@@ -743,7 +743,8 @@ func (s *syncBuffer) String() string {
 }
 
 // A span the collector accepted is timed from its end to its delivery, by
-// name (podchron_span_delivery_lag_seconds); one it never received is not.
+// kind (podchron_span_delivery_lag_seconds). (TestCollectorDown: one never
+// delivered is not timed.)
 func TestDeliveryLag(t *testing.T) {
 	clearEnv(t)
 	r, addr := startGRPC(t)
