@@ -430,6 +430,12 @@ func initScripts(c initConfig) (initSh, runSh string) {
 	// every controller enabled for the children of the root.
 	w("mnt cgroup2 cgroup2 nosuid,nodev,noexec,nsdelegate,memory_recursiveprot /sys/fs/cgroup")
 	w(`for c in $(cat /sys/fs/cgroup/cgroup.controllers); do echo "+$c" >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; done`)
+	// A first memory cgroup turns on the kernel's memcg static keys (kmem
+	// accounting), a live patch of hot allocator text. Done here, while
+	// only this script runs, rather than in the middle of a test: under
+	// multi-threaded TCG, a patch made while another vCPU allocates can
+	// leave it a stale int3 (see int3RE in qemu.go), an emulator race.
+	w("mkdir /sys/fs/cgroup/podchron-vm-warm 2>/dev/null && rmdir /sys/fs/cgroup/podchron-vm-warm")
 	w("mkdir -p /run/netns /var/lib /etc/cni/net.d /root")
 	w("ln -sf /proc/self/mounts /etc/mtab")
 	w("ip link set lo up 2>/dev/null")

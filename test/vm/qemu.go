@@ -53,6 +53,14 @@ var (
 	pathRE     = regexp.MustCompile(`KERNEL-PATHS? (.*)$`)
 	unameRE    = regexp.MustCompile(` kernel=(\S+)`)
 	fileLineRE = regexp.MustCompile(`^\s*\S+\.go:\d+: `)
+	// int3RE is the first oops of a breakpoint trap in kernel text: the
+	// kernel's live text patching (static keys, text_poke_bp) plants an
+	// int3, syncs every CPU, and removes it. Under multi-threaded TCG a
+	// vCPU can still run a translation with the planted int3 after the
+	// patch is done, and the kernel, finding no patch in flight, oopses.
+	// Real CPUs serialize on the sync IPI; this is the emulator.
+	oopsNumRE = regexp.MustCompile(`: [0-9a-f]{4} \[#\d+\]`)
+	int3RE    = regexp.MustCompile(`\bint3: [0-9a-f]{4} \[#1\]`)
 )
 
 // consoleWatcher consumes guest console lines and remembers everything the
@@ -72,7 +80,9 @@ type consoleWatcher struct {
 	verifier   []string
 	warnings   []string
 	all        []string
-	lastOops   int // index of the last line that looked like an oops start, -1 if none
+	lastOops   int  // index of the last line that looked like an oops start, -1 if none
+	int3First  bool // the first oops was an int3 trap (see int3RE)
+	oopses     int  // lines that start an oops ("[#n]")
 
 	release string         // guest uname -r, from the init marker line
 	counts  map[string]int // "PASS"/"FAIL"/"SKIP" of tests, subtests included
@@ -122,6 +132,12 @@ func (w *consoleWatcher) line(l string) {
 			w.exitSeen = true
 			w.exitStatus = n
 		}
+	}
+	if strings.Contains(l, "[#") && oopsNumRE.MatchString(l) {
+		if w.oopses == 0 && int3RE.MatchString(l) {
+			w.int3First = true
+		}
+		w.oopses++
 	}
 	if oopsRE.MatchString(l) && (w.lastOops < 0 || idx-w.lastOops > 200) {
 		w.lastOops = idx
@@ -173,6 +189,15 @@ func dedupe(lines []string) []string {
 		}
 	}
 	return out
+}
+
+// textPatchFault reports a panic whose first oops was an int3 trap in
+// kernel text: under TCG, the emulator's stale translation of a text patch
+// (see int3RE), not anything the tests or the probes did. BPF programs
+// attached as tracepoints and tp_btf never patch text beyond the
+// tracepoint's own static key.
+func (w *consoleWatcher) textPatchFault() bool {
+	return w.panicked && w.int3First
 }
 
 // panicLines returns the oops/panic context: from the first line of the

@@ -255,6 +255,33 @@ func TestConsoleWatcherPanic(t *testing.T) {
 	}
 }
 
+// A panic whose first oops is an int3 in kernel text is the emulator's
+// (textPatchFault); one that only ends in an int3 after another oops, or an
+// ordinary oops, is not.
+func TestConsoleWatcherTextPatchFault(t *testing.T) {
+	for _, c := range []struct {
+		name, console string
+		want          bool
+	}{
+		{"6.12 int3", `[   15.998056] Oops: int3: 0000 [#1] PREEMPT SMP NOPTI
+[   15.998675] RIP: 0010:kmem_cache_alloc_lru_noprof+0x10e/0x300
+[   16.008491] Oops: int3: 0000 [#2] PREEMPT SMP NOPTI
+[   16.008891] Kernel panic - not syncing: Fatal exception in interrupt`, true},
+		{"5.10 int3", `[    9.1] int3: 0000 [#1] SMP NOPTI
+[    9.1] Kernel panic - not syncing: Fatal exception`, true},
+		{"null deref first", `[   12.0] Oops: 0000 [#1] PREEMPT SMP NOPTI
+[   12.1] Oops: int3: 0000 [#2] PREEMPT SMP NOPTI
+[   12.2] Kernel panic - not syncing: Fatal exception`, false},
+		{"int3 oops without a panic", `[   12.0] Oops: int3: 0000 [#1] PREEMPT SMP NOPTI`, false},
+	} {
+		w := newConsoleWatcher("n")
+		feed(w, c.console)
+		if got := w.textPatchFault(); got != c.want {
+			t.Errorf("%s: textPatchFault = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
 func TestConsoleWatcherNoMarkerAndTimeouts(t *testing.T) {
 	w := newConsoleWatcher("n4")
 	feed(w, "[ 0.1] Linux version\n[ 1.0] Run /init as init process\n")
