@@ -76,9 +76,9 @@ type Config struct {
 	// facts are dropped (restart.go).
 	Emitted []span.SpanID
 	// WantEvents, when set, is told the UID of a pod the kubelet acted on
-	// (the runtime's stop signal to one of its containers), so that the API
-	// source opens a window on its Events at once (watcher.Want). It must
-	// not block.
+	// (the runtime's stop signal to one of its containers) or whose object
+	// is gone while its containers still run, so that the API source opens
+	// a window on its Events at once (watcher.Want). It must not block.
 	WantEvents func(podUID string)
 }
 

@@ -353,3 +353,42 @@ func TestKubeletEndedAlwaysPodSucceeded(t *testing.T) {
 		})
 	}
 }
+
+// A forced deletion: the pod's object is gone while its container still
+// runs. The trace stays open, so the model asks for the pod's Events
+// (watcher.Want keeps a window on a gone pod only when asked); a deletion
+// with nothing left running asks for nothing.
+func TestForcedDeletionWantsEvents(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		running bool
+	}{{"container still running", true}, {"nothing running", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t)
+			var wanted []string
+			s.c = correlate.New(correlate.Config{NodeName: "node-a", Observer: s.o, StuckAfter: 10 * time.Second,
+				Sink:       span.SinkFunc(func(sp span.Span) { s.spans = append(s.spans, sp) }),
+				WantEvents: func(uid string) { wanted = append(wanted, uid) }})
+			s.in(fact.Input{API: &fact.APIStatus{Available: true, Since: s.now}})
+			app := s.startup()
+			s.at(5 * time.Second)
+			if !tc.running {
+				s.exit("app", app, 0, syscall.SIGTERM)
+				s.at(time.Second)
+			}
+			wanted = nil
+			s.info.Deleted = true
+			s.pod()
+			s.tick(time.Second)
+			switch {
+			case tc.running && (len(wanted) != 1 || wanted[0] != s.uid):
+				t.Fatalf("object gone, container running: events wanted for %v, want pod %s once", wanted, s.uid)
+			case !tc.running && len(wanted) != 0:
+				t.Fatalf("object gone, nothing running: events wanted for %v", wanted)
+			}
+			if root := s.find(names.SpanPod); tc.running == (len(root) != 0) {
+				t.Errorf("root spans %d with the container running=%v", len(root), tc.running)
+			}
+		})
+	}
+}

@@ -325,6 +325,11 @@ func (c *Correlator) maybeGone(p *pod, at time.Time) {
 			p.apiGoneAt = at
 			p.addRootEvent(span.SpanEvent{Name: names.EventAPIObjectDeleted, Time: at,
 				Attrs: []span.Attr{span.String(names.LingeringContainers, c.lingering(p))}})
+			if c.cfg.WantEvents != nil {
+				// The trace stays open: what the kubelet writes while it
+				// stops the containers (Killing) is still the pod's story.
+				c.cfg.WantEvents(p.uid)
+			}
 		}
 	case p.info == nil || (c.apiKnown && !c.apiUp):
 		gone = !p.sandboxRemoved.IsZero() || !p.cgroupRemoved.IsZero()

@@ -71,21 +71,41 @@ func (w *Watcher) reconcile(ctx context.Context) []*eventWindow {
 	return w.openWindowsLocked(ctx, now, free, waiting)
 }
 
-// queueLocked closes the windows no pod needs any more and returns the
-// pods waiting for a window, longest waiting first.
+// queueLocked closes the windows no pod needs any more (and schedules
+// their pods' sweeps) and returns the pods waiting for a window, longest
+// waiting first.
 func (w *Watcher) queueLocked(now time.Time) []types.UID {
 	var waiting []types.UID
+	swept := false
 	for uid, s := range w.pods {
 		switch {
-		case !s.announced || !s.needsEvents(now):
+		case !s.announced:
 			w.closeWindowLocked(uid)
 			s.waitingSince = time.Time{}
+		case !s.needsEvents(now):
+			s.waitingSince = time.Time{}
+			switch {
+			case !s.goneAt.IsZero():
+				w.closeWindowLocked(uid)
+				s.sweepAt = time.Time{}
+			case w.windows[uid] != nil:
+				// What the kubelet writes after the change that closed
+				// it comes with the sweep.
+				w.closeWindowLocked(uid)
+				s.sweepAt, swept = now.Add(settle), true
+			case !s.caughtUp:
+				// First seen quiet: its history, at once.
+				s.caughtUp, s.sweepAt, swept = true, now, true
+			}
 		case w.windows[uid] == nil:
 			if s.waitingSince.IsZero() {
 				s.waitingSince = now
 			}
 			waiting = append(waiting, uid)
 		}
+	}
+	if swept {
+		w.wakeSweeper()
 	}
 	sortBy(waiting, func(uid types.UID) time.Time { return w.pods[uid].waitingSince })
 	return waiting
@@ -132,7 +152,9 @@ func (w *Watcher) openWindowsLocked(ctx context.Context, now time.Time, free int
 			w.log.Warn("event window", "pod", uid, "err", err)
 			continue
 		}
-		w.pods[uid].waitingSince = time.Time{}
+		s := w.pods[uid]
+		// The window's initial list supersedes a sweep due.
+		s.waitingSince, s.sweepAt, s.caughtUp = time.Time{}, time.Time{}, true
 		opened = append(opened, win)
 		free--
 	}
@@ -175,6 +197,12 @@ func sortBy(uids []types.UID, key func(types.UID) time.Time) {
 	})
 }
 
+// eventSelector selects the Events whose involved object is the pod with
+// UID evUID.
+func eventSelector(evUID types.UID) string {
+	return fields.OneTermEqualSelector("involvedObject.uid", string(evUID)).String()
+}
+
 // openWindowLocked starts an informer on the events about pod uid.
 func (w *Watcher) openWindowLocked(ctx context.Context, uid types.UID, now time.Time) (*eventWindow, error) {
 	s := w.pods[uid]
@@ -184,7 +212,7 @@ func (w *Watcher) openWindowLocked(ctx context.Context, uid types.UID, now time.
 	if evUID == "" {
 		evUID = uid
 	}
-	sel := fields.OneTermEqualSelector("involvedObject.uid", string(evUID)).String()
+	sel := eventSelector(evUID)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = sel

@@ -60,14 +60,17 @@ func (w *Watcher) onPod(obj any, deleted bool) {
 			s.restarts = r
 		}
 		// A quiet pod that changes how it is quiet (Ready, then Failed
-		// because the kubelet evicted it; Ready, then Succeeded) settles
-		// again: the kubelet's Evicted event, written before the kill, comes
-		// with the window this reopens.
+		// because the kubelet evicted it; Ready, then Succeeded) is
+		// stirred: the kubelet's Evicted event, written before the kill,
+		// comes with the window this reopens.
 		quiet := quietKind(pod)
 		switch {
 		case quiet == "":
 			s.quietSince, s.quietKind = time.Time{}, ""
 		case s.quietSince.IsZero(), s.quietKind != quiet:
+			if s.quietKind != "" && s.announced {
+				s.stirredAt = now
+			}
 			s.quietSince, s.quietKind = now, quiet
 		}
 	}

@@ -144,10 +144,12 @@ func withReady(p *corev1.Pod, ready bool) *corev1.Pod {
 	return p
 }
 
-// A pod's event window is open while it starts, closes once it has been
-// Ready for a while, reopens when it is no longer Ready (its initial list
-// then brings what was reported meanwhile, not what was sent already), and
-// closes a while after the pod is gone; then the pod is forgotten.
+// A pod's event window is open while it starts and closes once it is
+// Ready; what the kubelet writes after that comes with a sweep, settle
+// later. The window reopens when the pod is no longer Ready (its initial
+// list then brings what was reported meanwhile, not what was sent already),
+// closes when the pod is gone, and reopens on a gone pod only when the
+// model asks (Want: containers still run); then the pod is forgotten.
 func TestEventWindowLifecycle(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	clock, h := startedOnClock(t)
@@ -167,19 +169,32 @@ func TestEventWindowLifecycle(t *testing.T) {
 	}
 	h.waitFor("Started", isEvent(started.UID, 1))
 
-	// Ready: the window stays open for settle, then closes and drops its
-	// cache.
+	// Ready: the window closes at once and drops its cache.
 	if _, err := pods.Update(ctx, withReady(web, true), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitFor("pod Ready", isPod(web.UID, func(p *fact.PodInfo) bool { return p.Phase == "Running" }))
-	time.Sleep(50 * time.Millisecond)
-	h.w.wake()
-	if st := h.w.Stats(); st.EventWatches != 1 {
-		t.Errorf("window closed before settle: %+v", st)
-	}
-	clock.advance(settle + time.Second)
 	h.waitStats("the window closed", func(st Stats) bool { return st.EventWatches == 0 && st.EventsCached == 0 })
+	// The kubelet's trailing write, after the status: not received now...
+	trailing := testEvent("web.started-sidecar", web, "Started", 1)
+	trailing.ResourceVersion = "6"
+	if _, err := events.Create(ctx, trailing, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := h.count(isEvent(trailing.UID, 0)); n != 0 {
+		t.Fatalf("event received with no window open")
+	}
+	// ...but with the sweep, settle later, once; Started is not resent.
+	before := h.w.Stats().EventSweeps
+	clock.advance(settle + time.Second)
+	h.waitFor("the trailing Started, from the sweep", isEvent(trailing.UID, 1))
+	if st := h.w.Stats(); st.EventSweeps != before+1 || st.EventWatches != 0 {
+		t.Errorf("after the sweep: %+v, want one sweep more than %d and no window", st, before)
+	}
+	if n := h.count(isEvent(started.UID, 0)); n != 1 {
+		t.Errorf("Started sent %d times, want once (same resource version)", n)
+	}
 
 	// Quiet: a probe failure is not received now...
 	unhealthy := testEvent("web.unhealthy", web, "Unhealthy", 2)
@@ -196,24 +211,30 @@ func TestEventWindowLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitFor("Unhealthy, from the new window's list", isEvent(unhealthy.UID, 2))
-	h.waitStats("the window reopened", func(st Stats) bool { return st.EventWatches == 1 && st.EventsCached == 2 })
+	h.waitStats("the window reopened", func(st Stats) bool { return st.EventWatches == 1 && st.EventsCached == 3 })
 	if n := h.count(isEvent(started.UID, 0)); n != 1 {
 		t.Errorf("Started sent %d times, want once (same resource version)", n)
 	}
 
-	// Gone: the window lingers, then closes; the pod is forgotten later.
+	// Gone: the window closes; a Killing written after is not received...
 	if err := pods.Delete(ctx, web.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitFor("pod deleted", isPod(web.UID, func(p *fact.PodInfo) bool { return p.Deleted }))
-	h.waitWatching("events", 2)
+	h.waitStats("the window closed when the pod is gone", func(st Stats) bool { return st.EventWatches == 0 })
 	killing := testEvent("web.killing", web, "Killing", 1)
 	if _, err := events.Create(ctx, killing, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor("Killing after the pod is gone", isEvent(killing.UID, 1))
-	clock.advance(goneLinger + time.Second)
-	h.waitStats("the window closed after the pod is gone", func(st Stats) bool { return st.EventWatches == 0 })
+	time.Sleep(100 * time.Millisecond)
+	if n := h.count(isEvent(killing.UID, 0)); n != 0 {
+		t.Fatalf("Killing received for a gone pod no one asked about")
+	}
+	// ...unless the model asks: its containers outlive the object.
+	h.w.Want(string(web.UID))
+	h.waitFor("Killing, from the window Want opened on the gone pod", isEvent(killing.UID, 1))
+	clock.advance(settle + time.Second)
+	h.waitStats("the window closed after settle", func(st Stats) bool { return st.EventWatches == 0 })
 	clock.advance(deletedTTL)
 	waitForgotten(t, h)
 	checkEventRequests(t, h, map[types.UID]bool{web.UID: true})
@@ -304,9 +325,11 @@ func TestEventWindowQuietPodStirred(t *testing.T) {
 	h := newHarnessWith(t, clock.now, nil, httpPod, tcpPod)
 	h.start()
 	h.waitFor("API available", isAPI(true, false))
-	h.waitStats("both pods catching up", func(st Stats) bool { return st.EventWatches == 2 })
-	clock.advance(settle + time.Second)
-	h.waitStats("no window on quiet probed pods", func(st Stats) bool { return st.EventWatches == 0 })
+	// First seen quiet: each pod's history comes with a sweep, no window.
+	h.waitStats("both pods swept", func(st Stats) bool { return st.EventSweeps == 2 })
+	if st := h.w.Stats(); st.EventWatches != 0 {
+		t.Fatalf("windows on quiet probed pods: %+v", st)
+	}
 
 	ctx := context.Background()
 	events := h.cs.CoreV1().Events("shop")

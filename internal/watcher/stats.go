@@ -7,6 +7,8 @@ type Stats struct {
 	PodsCached, EventsCached int
 	// EventWatches is the number of event watches open.
 	EventWatches int
+	// EventSweeps counts the one-off lists of a pod's events made.
+	EventSweeps uint64
 	// PodsReceived and EventsReceived count the objects the informers
 	// handed over (adds and updates, before any filtering).
 	PodsReceived, EventsReceived uint64
@@ -17,6 +19,7 @@ func (w *Watcher) Stats() Stats {
 	st := Stats{
 		PodsReceived:   w.podsReceived.Load(),
 		EventsReceived: w.eventsReceived.Load(),
+		EventSweeps:    w.sweeps.Load(),
 	}
 	st.PodsCached = len(w.podInf.GetStore().ListKeys())
 	w.mu.Lock()

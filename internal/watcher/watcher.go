@@ -49,13 +49,12 @@ type Config struct {
 const DefaultMaxEventWatches = 32
 
 const (
-	// settle is how long a pod's event window stays open after the pod
-	// became quiet (Ready, or finished): the kubelet's last start-up
-	// events (Started) are written asynchronously, after the status.
+	// settle is how long after a pod's window closed its events are
+	// listed once more (a sweep): the kubelet's last start-up events
+	// (Started) are written asynchronously, after the status that made the
+	// pod quiet. It is also how long a stirred pod (Want, a restart, a
+	// change of how it is quiet) keeps its window.
 	settle = 30 * time.Second
-	// goneLinger is how long the window stays open after the pod is gone
-	// from the API server: Killing and other late events.
-	goneLinger = 30 * time.Second
 	// maxHold is how long a window may stay open while other pods wait for
 	// a slot; after that it yields and queues again (crash-looping pods
 	// stay un-Ready for good).
@@ -63,6 +62,9 @@ const (
 	// deletedTTL is how long a deleted pod's state is kept: an update seen
 	// late does not bring it back.
 	deletedTTL = 5 * time.Minute
+	// sweepRetry is how long a sweep that failed waits before it is tried
+	// again.
+	sweepRetry = settle
 	// syncPoll is how often Run checks whether the caches have synced.
 	syncPoll = 100 * time.Millisecond
 	// reconcilePeriod is how often the event windows are re-evaluated
@@ -85,22 +87,29 @@ const (
 // cluster's size. Pods are watched with spec.nodeName=<node>. Core/v1
 // Events cannot be selected by node (their field selectors are the involved
 // object's fields, reason, type, source component and metadata — not
-// source.host), so events are watched per pod: while a pod is "active" —
-// starting, not Ready (crash loop, image back-off, failing readiness),
-// terminating, stirred (a container restarted, or the model saw the kubelet
-// stop one: Want), and for a while after each of these ends — an event
-// window is open on it: an informer on the pod's namespace with field
-// selector involvedObject.uid=<pod UID>, whose initial list brings what
-// happened before the window opened (Events live an hour). A quiet pod
-// (Ready and settled) holds no watch: across a fleet, the tracers then add
-// one pod watch per node plus a window per pod in transition, not a watch
-// per probed pod. What the kubelet reports about a quiet pod comes with
-// the window its next change opens: a liveness restart's Killing event with
-// the window the kubelet's stop opens (the kernel sees the runtime's
-// signal and the model asks for the pod's events; the status's restart
-// count opens it too), written before the stop, so in the window's list. At
-// most MaxEventWatches windows are open at once; pods beyond wait for a
-// slot, held windows yield to them after maxHold.
+// source.host), so events are watched per pod, and only while the pod is in
+// transition: starting or not Ready (crash loop, image back-off, failing
+// readiness), terminating, or stirred (a container restarted, the pod
+// went from Ready to a finished phase, or the model saw the kubelet act on
+// it: Want — its stop signal to a container, or containers that outlive
+// the pod's object). Then an event window is open on it: an informer on
+// the pod's namespace with field selector involvedObject.uid=<pod UID>,
+// whose initial list brings what happened before the window opened (Events
+// live an hour). A window closes as soon as its pod is quiet (Ready, or
+// finished) or gone; a stirred pod keeps it for settle.
+//
+// What the kubelet writes after a window closed comes with a sweep: one
+// list of the pod's events, from the API server's watch cache, settle
+// after the window closed (the kubelet's Started events trail the status
+// that made the pod Ready). A pod first seen quiet (the tracer's start)
+// is swept at once: its history. A gone pod is neither swept nor watched
+// unless the model asks (Want): the model ends a pod's trace when its
+// object is gone, unless its containers still run. Whatever the kubelet
+// reports about a quiet pod later comes with the window its next change
+// opens. Across a fleet, the tracers then add one pod watch per node plus
+// a window per pod in transition (seconds per pod at a steady churn), not
+// a watch per pod. At most MaxEventWatches windows are open at once; pods
+// beyond wait for a slot, held windows yield to them after maxHold.
 //
 // A Watcher runs once.
 type Watcher struct {
@@ -127,6 +136,11 @@ type Watcher struct {
 	mu      sync.Mutex
 	pods    map[types.UID]*podState // pods on this node seen
 	windows map[types.UID]*eventWindow
+
+	// sweepPoke wakes the sweeper (sweep.go); sweeps counts the sweeps
+	// made (lists sent).
+	sweepPoke chan struct{}
+	sweeps    atomic.Uint64
 
 	// statusMu serialises API status changes and their emission, so that
 	// they reach out in the order they happened.
@@ -164,6 +178,12 @@ type podState struct {
 	stirredAt time.Time
 	// waitingSince: the pod wants a window and has none (zero otherwise).
 	waitingSince time.Time
+	// sweepAt is when its events are due to be listed once (zero: no
+	// sweep due); see sweep.go.
+	sweepAt time.Time
+	// caughtUp: its events were listed once (a window or a sweep was
+	// started), so a quiet pod is not swept again for its history.
+	caughtUp bool
 	// sent: resource version of each of its events last sent, so that a
 	// window's initial list does not resend what an earlier one sent.
 	sent map[types.UID]string
@@ -171,15 +191,15 @@ type podState struct {
 
 // needsEvents reports whether the pod should have an event window at now.
 func (s *podState) needsEvents(now time.Time) bool {
+	stirred := !s.stirredAt.IsZero() && now.Sub(s.stirredAt) <= settle
 	switch {
 	case !s.goneAt.IsZero():
-		return now.Sub(s.goneAt) <= goneLinger
+		// Gone: the model has ended its trace, unless it asked (Want).
+		return stirred && !s.stirredAt.Before(s.goneAt)
 	case s.terminating, s.quietSince.IsZero():
 		return true
-	case !s.stirredAt.IsZero() && now.Sub(s.stirredAt) <= settle:
-		return true
 	}
-	return now.Sub(s.quietSince) <= settle
+	return stirred
 }
 
 type source int
@@ -218,12 +238,13 @@ func New(cfg Config) (*Watcher, error) {
 		cfg.Clock = time.Now
 	}
 	w := &Watcher{
-		cfg:     cfg,
-		log:     cfg.Logger.With("component", "k8s-watch", "node", cfg.NodeName),
-		clock:   cfg.Clock,
-		poke:    make(chan struct{}, 1),
-		pods:    make(map[types.UID]*podState),
-		windows: make(map[types.UID]*eventWindow),
+		cfg:       cfg,
+		log:       cfg.Logger.With("component", "k8s-watch", "node", cfg.NodeName),
+		clock:     cfg.Clock,
+		poke:      make(chan struct{}, 1),
+		sweepPoke: make(chan struct{}, 1),
+		pods:      make(map[types.UID]*podState),
+		windows:   make(map[types.UID]*eventWindow),
 	}
 
 	client := cfg.Client
@@ -283,6 +304,7 @@ func (w *Watcher) Run(ctx context.Context, out chan<- fact.Input) error {
 
 	var wg sync.WaitGroup
 	wg.Go(func() { w.podInf.RunWithContext(ctx) })
+	wg.Go(func() { w.sweepLoop(ctx) })
 	wg.Go(func() {
 		// Event windows follow the pods known to be on this node: start
 		// them once the pods are listed.

@@ -338,7 +338,8 @@ func watchedEvents(ctx context.Context, t *testing.T, h *harness, ours, theirs *
 }
 
 // watchedDeletion: deletion requested, then gone; a late event about the
-// deleted pod still reaches the correlator.
+// deleted pod still reaches the correlator when it asks (Want: its
+// containers outlive the object).
 func watchedDeletion(ctx context.Context, t *testing.T, h *harness, ours *corev1.Pod) {
 	t.Helper()
 	pods := h.cs.CoreV1().Pods("shop")
@@ -361,6 +362,7 @@ func watchedDeletion(ctx context.Context, t *testing.T, h *harness, ours *corev1
 	}
 
 	// Late event about the deleted pod still reaches the correlator.
+	h.w.Want(string(ours.UID))
 	if _, err := events.Create(ctx, testEvent("web-1.killing", ours, "Killing", 1), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

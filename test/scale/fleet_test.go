@@ -625,6 +625,7 @@ type fleetStats struct {
 	eventWatches, minWatches, maxWatches int
 	eventsCached, podsCached             int
 	podIn, evIn, foreign, foreignPods    uint64
+	sweeps                               uint64
 }
 
 func (fl *fleet) stats() fleetStats {
@@ -641,6 +642,7 @@ func (fl *fleet) stats() fleetStats {
 		}
 		s.eventsCached += st.EventsCached
 		s.podsCached += st.PodsCached
+		s.sweeps += st.EventSweeps
 		s.podIn += m.podIn.Load()
 		s.evIn += m.evIn.Load()
 		s.foreign += m.foreign.Load()
@@ -734,6 +736,7 @@ func (r fleetResult) format() string {
 	fmt.Fprintf(&b, "\nPer tracer at the end of the window: event watches (windows) mean %.2f, min %d, max %d (cap %d); mean over the window %.2f;\n",
 		float64(st.eventWatches)/n, st.minWatches, st.maxWatches, watcher.DefaultMaxEventWatches,
 		r.with.mean(func(s apiSample) float64 { return float64(s.eventWatches) })/n)
+	fmt.Fprintf(&b, "event sweeps (one-off lists of a pod's events) %d in all, %.1f per tracer;\n", st.sweeps, float64(st.sweeps)/n)
 	fmt.Fprintf(&b, "pods cached %.1f, events cached %.1f; to the model: %d pod and %d event inputs in all, %d foreign events, %d foreign pods, %d tracers not ready.\n",
 		float64(st.podsCached)/n, float64(st.eventsCached)/n, st.podIn, st.evIn, st.foreign, st.foreignPods, st.notReady)
 	fmt.Fprintf(&b, "Fleet process heap added: %.1f MiB (%.0f KiB per watcher). Driver API errors: %d.\n",

@@ -1,0 +1,119 @@
+// Sweeps: one list of a pod's events, in place of a watch held for the
+// kubelet's trailing writes.
+
+package watcher
+
+import (
+	"context"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// sweepTimeout bounds one sweep's request.
+const sweepTimeout = 30 * time.Second
+
+func (w *Watcher) wakeSweeper() {
+	select {
+	case w.sweepPoke <- struct{}{}:
+	default:
+	}
+}
+
+// sweepLoop lists the events of the pods whose sweep is due, one pod at a
+// time (the client's rate limit paces them), until ctx is done. A sweep
+// due later wakes it at its time.
+func (w *Watcher) sweepLoop(ctx context.Context) {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		uid, next, ok := w.nextSweep()
+		switch {
+		case ok:
+			w.sweep(ctx, uid)
+			if ctx.Err() != nil {
+				return
+			}
+			continue
+		case next > 0:
+			t.Reset(next)
+		default:
+			t.Reset(time.Hour)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.sweepPoke:
+		case <-t.C:
+		}
+	}
+}
+
+// nextSweep returns the pod whose sweep is due first (ok), or how long
+// until the next sweep is due (0: none is).
+func (w *Watcher) nextSweep() (uid types.UID, next time.Duration, ok bool) {
+	now := w.clock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var first time.Time
+	for u, s := range w.pods {
+		if s.sweepAt.IsZero() || w.windows[u] != nil || !s.goneAt.IsZero() {
+			continue
+		}
+		if first.IsZero() || s.sweepAt.Before(first) || s.sweepAt.Equal(first) && u < uid {
+			first, uid = s.sweepAt, u
+		}
+	}
+	switch {
+	case first.IsZero():
+		return "", 0, false
+	case first.After(now):
+		// A test clock may not advance with real time: poll it at most
+		// every second.
+		return "", min(first.Sub(now), time.Second), false
+	}
+	w.pods[uid].sweepAt = time.Time{}
+	return uid, 0, true
+}
+
+// sweep lists pod uid's events once, from the API server's watch cache
+// (resourceVersion "0": no quorum read; a sweep looks for writes settle
+// old), and hands on those not sent already. A failed sweep is due again
+// after sweepRetry.
+func (w *Watcher) sweep(ctx context.Context, uid types.UID) {
+	w.mu.Lock()
+	s := w.pods[uid]
+	if s == nil {
+		w.mu.Unlock()
+		return
+	}
+	ns, evUID := s.namespace, s.eventUID
+	w.mu.Unlock()
+	if evUID == "" {
+		evUID = uid
+	}
+	lctx, cancel := context.WithTimeout(ctx, sweepTimeout)
+	defer cancel()
+	list, err := w.cfg.Client.ListEvents(lctx, ns, metav1.ListOptions{FieldSelector: eventSelector(evUID), ResourceVersion: "0"})
+	w.observe(ctx, srcEvents, err)
+	w.sweeps.Add(1)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Debug("event sweep", "pod", uid, "err", err)
+			w.mu.Lock()
+			if s.sweepAt.IsZero() && s.goneAt.IsZero() {
+				s.sweepAt = w.clock().Add(sweepRetry)
+			}
+			w.mu.Unlock()
+		}
+		return
+	}
+	for i := range list.Items {
+		ev := &list.Items[i]
+		if _, err := stripObject(ev); err != nil {
+			continue
+		}
+		w.onEvent(uid, ev, true)
+	}
+}
