@@ -74,6 +74,8 @@ var exportedMetrics = map[string]string{
 	"podchron_span_delivery_lag_seconds":          "histogram",
 	"podchron_build_info":                         "gauge",
 	"podchron_source_up":                          "gauge",
+	"podchron_api_event_watches":                  "gauge",
+	"podchron_api_event_sweeps_total":             "counter",
 }
 
 // The capabilities the tracer may be given, and the host paths it may mount.

@@ -176,6 +176,11 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 	sink, emitted, closeCheckpoint := openCheckpoint(f.stateDir, sink, log)
 	defer closeCheckpoint()
 	ls := liveSources(f, log, health, tl.Now)
+	if ls.apiStats != nil {
+		if err := reg.Register(metrics.NewAPIWatchCollector(ls.apiStats)); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+	}
 	corr := correlate.New(correlate.Config{NodeName: f.node, Sink: sink, Observer: rec, CgroupRoots: set.probe.CgroupRoots, StuckAfter: f.stuckAfter, StartupTimeout: f.startupTO, ClusterName: f.cluster, Args: set.args, Filter: set.filter, Emitted: emitted,
 		WantEvents: ls.wantEvents})
 	seed, err := pipeline.Seed(p.Layout(), set.probe.CgroupRoots, tl.Now(), f.node)
@@ -365,6 +370,9 @@ type sourceSet struct {
 	// wantEvents opens an event window on a pod the kubelet acted on
 	// (watcher.Want); nil without the API server.
 	wantEvents func(podUID string)
+	// apiStats reads what the API source holds open on the API server;
+	// nil without the API server.
+	apiStats func() metrics.APIWatchStats
 }
 
 // liveSources makes the runtime and API server sources the flags ask for,
@@ -398,6 +406,10 @@ func liveSources(f *traceFlags, log *slog.Logger, health *metrics.Health, now fu
 	ls.sources[pipeline.SourceAPI] = pipeline.WithProgress(fact.SourceAPI, w.Run, progressEvery, 50*time.Millisecond, now)
 	ls.progress = append(ls.progress, fact.SourceAPI)
 	ls.wantEvents = w.Want
+	ls.apiStats = func() metrics.APIWatchStats {
+		st := w.Stats()
+		return metrics.APIWatchStats{EventWatches: st.EventWatches, EventSweeps: st.EventSweeps}
+	}
 	return ls
 }
 

@@ -978,6 +978,19 @@ func (e *env) checkTracerHealth(t *testing.T) {
 		}
 		t.Logf("tracer: span delivery lag %s by kind: %s", q.what, strings.Join(parts, ", "))
 	}
+	// What the tracer held at the API server at the end: its Event watches
+	// (pods in transition) and the sweeps it made since its last start.
+	for _, q := range []string{
+		`sum(podchron_api_event_watches{job="podchron"})`,
+		`sum(podchron_api_event_sweeps_total{job="podchron"})`,
+	} {
+		s, err := e.prom.Query(e.ctx, q)
+		if err != nil || len(s) == 0 {
+			t.Errorf("tracer: no API cost series (%s): %v", q, err)
+			continue
+		}
+		t.Logf("tracer: %s = %.0f", q, s[0].Value)
+	}
 	for _, q := range []string{
 		`sum(podchron_probe_events_lost_total)`,
 		`sum(podchron_spans_dropped_total)`,

@@ -1,0 +1,43 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// APIWatchStats is what the tracer's API source costs the API server: the
+// Event watches it holds open now and the one-off lists it has made.
+type APIWatchStats struct {
+	EventWatches int
+	EventSweeps  uint64
+}
+
+var (
+	apiEventWatchesDesc = prometheus.NewDesc("podchron_api_event_watches",
+		"Event watches the tracer holds open on the API server now (besides its one pod watch): one per pod of the node in transition "+
+			"(starting or not Ready, terminating, or just stirred by the kubelet), capped at 32.", nil, nil)
+	apiEventSweepsDesc = prometheus.NewDesc("podchron_api_event_sweeps_total",
+		"One-off lists of a pod's Events from the API server's watch cache: one when a pod's event watch has been closed for 30 s "+
+			"(the kubelet's late writes), one per pod first seen quiet (its history).", nil, nil)
+)
+
+// APIWatchCollector exports podchron_api_event_watches and
+// podchron_api_event_sweeps_total, read at each scrape.
+type APIWatchCollector struct {
+	read func() APIWatchStats
+}
+
+// NewAPIWatchCollector exports what read returns.
+func NewAPIWatchCollector(read func() APIWatchStats) *APIWatchCollector {
+	return &APIWatchCollector{read: read}
+}
+
+// Describe implements prometheus.Collector.
+func (c *APIWatchCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- apiEventWatchesDesc
+	ch <- apiEventSweepsDesc
+}
+
+// Collect implements prometheus.Collector.
+func (c *APIWatchCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.read()
+	ch <- prometheus.MustNewConstMetric(apiEventWatchesDesc, prometheus.GaugeValue, float64(st.EventWatches))
+	ch <- prometheus.MustNewConstMetric(apiEventSweepsDesc, prometheus.CounterValue, float64(st.EventSweeps))
+}
