@@ -71,9 +71,9 @@ func (w *Watcher) reconcile(ctx context.Context) []*eventWindow {
 	return w.openWindowsLocked(ctx, now, free, waiting)
 }
 
-// queueLocked closes the windows no pod needs any more (and schedules
-// their pods' sweeps) and returns the pods waiting for a window, longest
-// waiting first.
+// queueLocked closes the windows no pod needs any more, schedules the
+// sweep of a pod first seen quiet, and returns the pods waiting for a
+// window, longest waiting first.
 func (w *Watcher) queueLocked(now time.Time) []types.UID {
 	var waiting []types.UID
 	swept := false
@@ -82,19 +82,16 @@ func (w *Watcher) queueLocked(now time.Time) []types.UID {
 		case !s.announced:
 			w.closeWindowLocked(uid)
 			s.waitingSince = time.Time{}
+		case !s.needsEvents(now) && w.windows[uid] != nil && s.inQuietTail(now):
+			// Just quiet: the window stays a little.
 		case !s.needsEvents(now):
 			s.waitingSince = time.Time{}
+			w.closeWindowLocked(uid)
 			switch {
 			case !s.goneAt.IsZero():
-				w.closeWindowLocked(uid)
 				s.sweepAt = time.Time{}
-			case w.windows[uid] != nil:
-				// What the kubelet writes after the change that closed
-				// it comes with the sweep.
-				w.closeWindowLocked(uid)
-				s.sweepAt, swept = now.Add(settle), true
 			case !s.caughtUp:
-				// First seen quiet: its history, at once.
+				// First seen quiet: its history, with a sweep.
 				s.caughtUp, s.sweepAt, swept = true, now, true
 			}
 		case w.windows[uid] == nil:

@@ -144,12 +144,12 @@ func withReady(p *corev1.Pod, ready bool) *corev1.Pod {
 	return p
 }
 
-// A pod's event window is open while it starts and closes once it is
-// Ready; what the kubelet writes after that comes with a sweep, settle
-// later. The window reopens when the pod is no longer Ready (its initial
-// list then brings what was reported meanwhile, not what was sent already),
-// closes when the pod is gone, and reopens on a gone pod only when the
-// model asks (Want: containers still run); then the pod is forgotten.
+// A pod's event window is open while it starts and closes quietTail after
+// it is Ready (a Started written just after the status still comes live).
+// The window reopens when the pod is no longer Ready (its initial list then
+// brings what was reported meanwhile, not what was sent already), closes
+// when the pod is gone, and reopens on a gone pod only when the model asks
+// (Want: containers still run); then the pod is forgotten.
 func TestEventWindowLifecycle(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	clock, h := startedOnClock(t)
@@ -169,31 +169,25 @@ func TestEventWindowLifecycle(t *testing.T) {
 	}
 	h.waitFor("Started", isEvent(started.UID, 1))
 
-	// Ready: the window closes at once and drops its cache.
+	// Ready: the window stays for quietTail, and the kubelet's trailing
+	// write, just after the status, comes live.
 	if _, err := pods.Update(ctx, withReady(web, true), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitFor("pod Ready", isPod(web.UID, func(p *fact.PodInfo) bool { return p.Phase == "Running" }))
-	h.waitStats("the window closed", func(st Stats) bool { return st.EventWatches == 0 && st.EventsCached == 0 })
-	// The kubelet's trailing write, after the status: not received now...
 	trailing := testEvent("web.started-sidecar", web, "Started", 1)
 	trailing.ResourceVersion = "6"
 	if _, err := events.Create(ctx, trailing, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
-	if n := h.count(isEvent(trailing.UID, 0)); n != 0 {
-		t.Fatalf("event received with no window open")
+	h.waitFor("the trailing Started, within the quiet tail", isEvent(trailing.UID, 1))
+	if st := h.w.Stats(); st.EventWatches != 1 {
+		t.Errorf("window closed within the quiet tail: %+v", st)
 	}
-	// ...but with the sweep, settle later, once; Started is not resent.
-	before := h.w.Stats().EventSweeps
-	clock.advance(settle + time.Second)
-	h.waitFor("the trailing Started, from the sweep", isEvent(trailing.UID, 1))
-	if st := h.w.Stats(); st.EventSweeps != before+1 || st.EventWatches != 0 {
-		t.Errorf("after the sweep: %+v, want one sweep more than %d and no window", st, before)
-	}
-	if n := h.count(isEvent(started.UID, 0)); n != 1 {
-		t.Errorf("Started sent %d times, want once (same resource version)", n)
+	clock.advance(quietTail + time.Second)
+	h.waitStats("the window closed", func(st Stats) bool { return st.EventWatches == 0 && st.EventsCached == 0 })
+	if st := h.w.Stats(); st.EventSweeps != 0 {
+		t.Errorf("a pod seen starting was swept: %+v", st)
 	}
 
 	// Quiet: a probe failure is not received now...
@@ -322,13 +316,16 @@ func TestEventWindowQuietPodStirred(t *testing.T) {
 	clock := newTestClock()
 	httpPod := withReady(withLiveness(testPod("http", node), corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz"}}), true)
 	tcpPod := withReady(withLiveness(testPod("tcp", node), corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{}}), true)
-	h := newHarnessWith(t, clock.now, nil, httpPod, tcpPod)
+	h := newHarnessWith(t, clock.now, nil, httpPod, tcpPod, testEvent("http.started", httpPod, "Started", 1))
 	h.start()
 	h.waitFor("API available", isAPI(true, false))
 	// First seen quiet: each pod's history comes with a sweep, no window.
+	h.waitFor("the http pod's history, from its sweep", isEvent("ev-http.started", 1))
 	h.waitStats("both pods swept", func(st Stats) bool { return st.EventSweeps == 2 })
-	if st := h.w.Stats(); st.EventWatches != 0 {
-		t.Fatalf("windows on quiet probed pods: %+v", st)
+	clock.advance(quietTail + time.Second)
+	time.Sleep(50 * time.Millisecond)
+	if st := h.w.Stats(); st.EventWatches != 0 || st.EventSweeps != 2 {
+		t.Fatalf("quiet probed pods: %+v, want no window and one sweep each", st)
 	}
 
 	ctx := context.Background()

@@ -1,5 +1,5 @@
-// Sweeps: one list of a pod's events, in place of a watch held for the
-// kubelet's trailing writes.
+// Sweeps: one list of a pod's events, for a pod first seen quiet (its
+// history), in place of a window.
 
 package watcher
 
@@ -77,10 +77,10 @@ func (w *Watcher) nextSweep() (uid types.UID, next time.Duration, ok bool) {
 	return uid, 0, true
 }
 
-// sweep lists pod uid's events once, from the API server's watch cache
-// (resourceVersion "0": no quorum read; a sweep looks for writes settle
-// old), and hands on those not sent already. A failed sweep is due again
-// after sweepRetry.
+// sweep lists pod uid's events once (resourceVersion "0": any state, from
+// a watch cache where the API server keeps one for Events; none by
+// default) and hands on those not sent already. A failed sweep is due
+// again after sweepRetry.
 func (w *Watcher) sweep(ctx context.Context, uid types.UID) {
 	w.mu.Lock()
 	s := w.pods[uid]

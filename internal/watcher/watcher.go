@@ -49,12 +49,15 @@ type Config struct {
 const DefaultMaxEventWatches = 32
 
 const (
-	// settle is how long after a pod's window closed its events are
-	// listed once more (a sweep): the kubelet's last start-up events
-	// (Started) are written asynchronously, after the status that made the
-	// pod quiet. It is also how long a stirred pod (Want, a restart, a
-	// change of how it is quiet) keeps its window.
+	// settle is how long a stirred pod (Want, a restart, a change of how
+	// it is quiet) keeps its window.
 	settle = 30 * time.Second
+	// quietTail is how long a pod's window stays open once the pod is
+	// quiet (Ready, or finished): the kubelet's Started events are
+	// written asynchronously, mostly before the status that made the pod
+	// Ready, sometimes just after. Anything later comes with the window
+	// the pod's end opens (its termination, or its finish stirs it).
+	quietTail = 5 * time.Second
 	// maxHold is how long a window may stay open while other pods wait for
 	// a slot; after that it yields and queues again (crash-looping pods
 	// stay un-Ready for good).
@@ -64,7 +67,7 @@ const (
 	deletedTTL = 5 * time.Minute
 	// sweepRetry is how long a sweep that failed waits before it is tried
 	// again.
-	sweepRetry = settle
+	sweepRetry = 30 * time.Second
 	// syncPoll is how often Run checks whether the caches have synced.
 	syncPoll = 100 * time.Millisecond
 	// reconcilePeriod is how often the event windows are re-evaluated
@@ -95,21 +98,25 @@ const (
 // the pod's object). Then an event window is open on it: an informer on
 // the pod's namespace with field selector involvedObject.uid=<pod UID>,
 // whose initial list brings what happened before the window opened (Events
-// live an hour). A window closes as soon as its pod is quiet (Ready, or
-// finished) or gone; a stirred pod keeps it for settle.
+// live an hour). A window closes quietTail after its pod became quiet
+// (Ready, or finished), settle after it was stirred, and as soon as the
+// pod is gone: the model ends a pod's trace when its object is gone,
+// unless its containers still run, and then it asks (Want).
 //
-// What the kubelet writes after a window closed comes with a sweep: one
-// list of the pod's events, from the API server's watch cache, settle
-// after the window closed (the kubelet's Started events trail the status
-// that made the pod Ready). A pod first seen quiet (the tracer's start)
-// is swept at once: its history. A gone pod is neither swept nor watched
-// unless the model asks (Want): the model ends a pod's trace when its
-// object is gone, unless its containers still run. Whatever the kubelet
-// reports about a quiet pod later comes with the window its next change
-// opens. Across a fleet, the tracers then add one pod watch per node plus
-// a window per pod in transition (seconds per pod at a steady churn), not
-// a watch per pod. At most MaxEventWatches windows are open at once; pods
-// beyond wait for a slot, held windows yield to them after maxHold.
+// What the kubelet writes about a quiet pod comes with the window its next
+// change opens, its end included (a termination, or a finish that stirs
+// it), so before the trace's root span. A pod first seen quiet (the
+// tracer's start) holds no window: its history comes with a sweep, one
+// list of its events. Across a fleet, the tracers then add one pod watch
+// per node plus a window per pod in transition (seconds per pod at a
+// steady churn), not a watch per pod. At most MaxEventWatches windows are
+// open at once; pods beyond wait for a slot, held windows yield to them
+// after maxHold.
+//
+// The API server keeps no watch cache for Events by default
+// (kube-apiserver's DefaultWatchCacheSizes): a window's initial list and a
+// sweep each read the namespace's Events from etcd and filter them there.
+// That is why neither is made more often than a pod changes.
 //
 // A Watcher runs once.
 type Watcher struct {
@@ -179,7 +186,8 @@ type podState struct {
 	// waitingSince: the pod wants a window and has none (zero otherwise).
 	waitingSince time.Time
 	// sweepAt is when its events are due to be listed once (zero: no
-	// sweep due); see sweep.go.
+	// sweep due): a pod first seen quiet, or a sweep to retry; see
+	// sweep.go.
 	sweepAt time.Time
 	// caughtUp: its events were listed once (a window or a sweep was
 	// started), so a quiet pod is not swept again for its history.
@@ -196,10 +204,14 @@ func (s *podState) needsEvents(now time.Time) bool {
 	case !s.goneAt.IsZero():
 		// Gone: the model has ended its trace, unless it asked (Want).
 		return stirred && !s.stirredAt.Before(s.goneAt)
-	case s.terminating, s.quietSince.IsZero():
-		return true
 	}
-	return stirred
+	return s.terminating || s.quietSince.IsZero() || stirred
+}
+
+// inQuietTail reports whether the pod became quiet less than quietTail ago:
+// a window it has stays open that long (none opens for it).
+func (s *podState) inQuietTail(now time.Time) bool {
+	return s.goneAt.IsZero() && !s.quietSince.IsZero() && now.Sub(s.quietSince) <= quietTail
 }
 
 type source int
