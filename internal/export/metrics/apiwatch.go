@@ -14,8 +14,8 @@ var (
 		"Event watches the tracer holds open on the API server now (besides its one pod watch): one per pod of the node in transition "+
 			"(starting or not Ready, terminating, or just stirred by the kubelet), capped at 32.", nil, nil)
 	apiEventSweepsDesc = prometheus.NewDesc("podchron_api_event_sweeps_total",
-		"One-off lists of a pod's Events from the API server's watch cache: one when a pod's event watch has been closed for 30 s "+
-			"(the kubelet's late writes), one per pod first seen quiet (its history).", nil, nil)
+		"One-off lists of a pod's Events: one per pod first seen quiet, at the tracer's start (its history), "+
+			"and the retries of those that failed.", nil, nil)
 )
 
 // APIWatchCollector exports podchron_api_event_watches and
