@@ -2,6 +2,7 @@ package watcher
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -443,6 +445,53 @@ func TestEventWindowReopensWhenReadyPodFails(t *testing.T) {
 	// Failed is quiet: the window closes again after settle.
 	clock.advance(settle + time.Second)
 	h.waitStats("the window closed again", func(st Stats) bool { return st.EventWatches == 0 })
+	if err := h.stop(); err == nil {
+		t.Error("Run returned nil")
+	}
+}
+
+// A sweep that fails (a slow API server: the list times out) is retried
+// after sweepRetry, then after twice that, and says nothing about the API
+// server's availability: the pod watch is fine. A refused sweep (RBAC)
+// does.
+func TestSweepFailureBacksOff(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	clock := newTestClock()
+	q := withReady(testPod("q", node), true)
+	h := newHarnessWith(t, clock.now, nil, q, testEvent("q.started", q, "Started", 1))
+	h.failList.Store("events", apierrors.NewTimeoutError("the list took too long", 1))
+	h.start()
+	h.waitFor("API available", isAPI(true, false))
+	h.waitStats("the first sweep", func(st Stats) bool { return st.EventSweeps == 1 })
+	still := func(want uint64, what string) {
+		t.Helper()
+		time.Sleep(50 * time.Millisecond)
+		h.w.wake()
+		h.w.wakeSweeper()
+		time.Sleep(50 * time.Millisecond)
+		if st := h.w.Stats(); st.EventSweeps != want {
+			t.Fatalf("%s: %d sweeps, want %d", what, st.EventSweeps, want)
+		}
+	}
+	still(1, "before sweepRetry")
+	clock.advance(sweepRetry + time.Second)
+	h.waitStats("the second sweep", func(st Stats) bool { return st.EventSweeps == 2 })
+	clock.advance(sweepRetry + time.Second)
+	still(2, "the backoff doubled")
+	h.failList.Delete("events")
+	clock.advance(sweepRetry)
+	h.waitFor("the history, from the third sweep", isEvent("ev-q.started", 1))
+	if n := h.count(isAPI(false, false)); n != 0 {
+		t.Errorf("%d API unavailable inputs from failed sweeps", n)
+	}
+
+	// Refused: the API status says so.
+	p := withReady(testPod("p", node), true)
+	h.failList.Store("events", apierrors.NewForbidden(corev1.Resource("events"), "", errors.New("RBAC")))
+	if _, err := h.cs.CoreV1().Pods("shop").Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("API forbidden after a refused sweep", isAPI(false, true))
 	if err := h.stop(); err == nil {
 		t.Error("Run returned nil")
 	}

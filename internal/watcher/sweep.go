@@ -11,8 +11,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// sweepTimeout bounds one sweep's request.
-const sweepTimeout = 30 * time.Second
+const (
+	// sweepTimeout bounds one sweep's request.
+	sweepTimeout = 30 * time.Second
+	// sweepRetry is how long a sweep that failed waits before it is tried
+	// again, the first time; it doubles up to maxSweepRetry.
+	sweepRetry    = 30 * time.Second
+	maxSweepRetry = 5 * time.Minute
+)
 
 func (w *Watcher) wakeSweeper() {
 	select {
@@ -80,7 +86,12 @@ func (w *Watcher) nextSweep() (uid types.UID, next time.Duration, ok bool) {
 // sweep lists pod uid's events once (resourceVersion "0": any state, from
 // a watch cache where the API server keeps one for Events; none by
 // default) and hands on those not sent already. A failed sweep is due
-// again after sweepRetry.
+// again after a backoff (sweepRetry, doubling to maxSweepRetry): without a
+// watch cache each one reads the namespace's events from etcd, and retries
+// at a fixed pace kept an overloaded API server overloaded (make fleet).
+// Only a refusal (RBAC) changes the API status: a slow or failed list
+// while the pod watch is fine does not make the API server unavailable
+// (the pod watch and the windows say when it is).
 func (w *Watcher) sweep(ctx context.Context, uid types.UID) {
 	w.mu.Lock()
 	s := w.pods[uid]
@@ -96,19 +107,27 @@ func (w *Watcher) sweep(ctx context.Context, uid types.UID) {
 	lctx, cancel := context.WithTimeout(ctx, sweepTimeout)
 	defer cancel()
 	list, err := w.cfg.Client.ListEvents(lctx, ns, metav1.ListOptions{FieldSelector: eventSelector(evUID), ResourceVersion: "0"})
-	w.observe(ctx, srcEvents, err)
 	w.sweeps.Add(1)
 	if err != nil {
-		if ctx.Err() == nil {
-			w.log.Debug("event sweep", "pod", uid, "err", err)
-			w.mu.Lock()
-			if s.sweepAt.IsZero() && s.goneAt.IsZero() {
-				s.sweepAt = w.clock().Add(sweepRetry)
-			}
-			w.mu.Unlock()
+		if ctx.Err() != nil {
+			return
 		}
+		if Forbidden(err) {
+			w.observe(ctx, srcEvents, err)
+		}
+		w.mu.Lock()
+		s.sweepFails++
+		retry := min(sweepRetry<<min(s.sweepFails-1, 8), maxSweepRetry)
+		if s.sweepAt.IsZero() && s.goneAt.IsZero() {
+			s.sweepAt = w.clock().Add(retry)
+		}
+		w.mu.Unlock()
+		w.log.Debug("event sweep failed", "pod", uid, "retry_in", retry, "err", err)
 		return
 	}
+	w.mu.Lock()
+	s.sweepFails = 0
+	w.mu.Unlock()
 	for i := range list.Items {
 		ev := &list.Items[i]
 		if _, err := stripObject(ev); err != nil {

@@ -65,9 +65,6 @@ const (
 	// deletedTTL is how long a deleted pod's state is kept: an update seen
 	// late does not bring it back.
 	deletedTTL = 5 * time.Minute
-	// sweepRetry is how long a sweep that failed waits before it is tried
-	// again.
-	sweepRetry = 30 * time.Second
 	// syncPoll is how often Run checks whether the caches have synced.
 	syncPoll = 100 * time.Millisecond
 	// reconcilePeriod is how often the event windows are re-evaluated
@@ -192,6 +189,8 @@ type podState struct {
 	// caughtUp: its events were listed once (a window or a sweep was
 	// started), so a quiet pod is not swept again for its history.
 	caughtUp bool
+	// sweepFails counts its sweeps failed in a row (their backoff).
+	sweepFails int
 	// sent: resource version of each of its events last sent, so that a
 	// window's initial list does not resend what an earlier one sent.
 	sent map[types.UID]string
