@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/podchron/podchron/internal/clock"
 
 	"github.com/podchron/podchron/internal/fact"
@@ -164,10 +166,11 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 	defer closeProbes()
 	health.SetReady(pipeline.SourceKernel, true, "")
 	var pipeStats pipeline.Stats
-	reg, err := metricsRegistry(rec, health, stats, &pipeStats,
+	ls := liveSources(f, log, health, tl.Now)
+	reg, err := metricsRegistry(rec, health, stats, &pipeStats, append(ls.collectors(),
 		metrics.NewProbeCollector(p.Counters, log),
 		metrics.NewReaderCollector(src.DecodeErrors.Load),
-		metrics.NewMemoryCollector(log))
+		metrics.NewMemoryCollector(log))...)
 	if err != nil {
 		return err
 	}
@@ -175,12 +178,6 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 
 	sink, emitted, closeCheckpoint := openCheckpoint(f.stateDir, sink, log)
 	defer closeCheckpoint()
-	ls := liveSources(f, log, health, tl.Now)
-	if ls.apiStats != nil {
-		if err := reg.Register(metrics.NewAPIWatchCollector(ls.apiStats)); err != nil {
-			return fmt.Errorf("metrics: %w", err)
-		}
-	}
 	corr := correlate.New(correlate.Config{NodeName: f.node, Sink: sink, Observer: rec, CgroupRoots: set.probe.CgroupRoots, StuckAfter: f.stuckAfter, StartupTimeout: f.startupTO, ClusterName: f.cluster, Args: set.args, Filter: set.filter, Emitted: emitted,
 		WantEvents: ls.wantEvents})
 	seed, err := pipeline.Seed(p.Layout(), set.probe.CgroupRoots, tl.Now(), f.node)
@@ -373,6 +370,15 @@ type sourceSet struct {
 	// apiStats reads what the API source holds open on the API server;
 	// nil without the API server.
 	apiStats func() metrics.APIWatchStats
+}
+
+// collectors are the live sources' own metrics: what the API source holds
+// open at the API server.
+func (ls sourceSet) collectors() []prometheus.Collector {
+	if ls.apiStats == nil {
+		return nil
+	}
+	return []prometheus.Collector{metrics.NewAPIWatchCollector(ls.apiStats)}
 }
 
 // liveSources makes the runtime and API server sources the flags ask for,
