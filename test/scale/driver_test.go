@@ -285,3 +285,27 @@ func parallel(ctx context.Context, workers, n int, f func(int) error) error {
 	}
 	return first
 }
+
+// podsInTransition counts the cluster's pods that are terminating or not
+// Ready now (one list from the API server's watch cache): the pods a
+// tracer's event windows follow.
+func (d *driver) podsInTransition(ctx context.Context) (int, error) {
+	l, err := d.cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return 0, fmt.Errorf("list pods: %w", err)
+	}
+	n := 0
+	for i := range l.Items {
+		p := &l.Items[i]
+		ready := false
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				ready = c.Status == corev1.ConditionTrue
+			}
+		}
+		if p.DeletionTimestamp != nil || !ready {
+			n++
+		}
+	}
+	return n, nil
+}

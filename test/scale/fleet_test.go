@@ -122,6 +122,9 @@ func TestFleet(t *testing.T) {
 	}
 	r.withReplaced = d.created.Load() - rep0
 	r.perNode = fl.stats()
+	if r.inTransition, err = d.podsInTransition(ctx); err != nil {
+		t.Fatal(err)
+	}
 	var ms1 runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms1)
@@ -664,6 +667,7 @@ type fleetResult struct {
 	syncTook                   time.Duration
 	fleetHeap                  int64 // this process's heap after GC, with the fleet minus without
 	driverErrors               uint64
+	inTransition               int // pods terminating or not Ready at the window's end
 }
 
 func (r fleetResult) format() string {
@@ -736,6 +740,8 @@ func (r fleetResult) format() string {
 	fmt.Fprintf(&b, "\nPer tracer at the end of the window: event watches (windows) mean %.2f, min %d, max %d (cap %d); mean over the window %.2f;\n",
 		float64(st.eventWatches)/n, st.minWatches, st.maxWatches, watcher.DefaultMaxEventWatches,
 		r.with.mean(func(s apiSample) float64 { return float64(s.eventWatches) })/n)
+	fmt.Fprintf(&b, "pods in transition (terminating or not Ready) at the end of the window: %d, %.2f per node (what the windows follow);\n",
+		r.inTransition, float64(r.inTransition)/n)
 	fmt.Fprintf(&b, "event sweeps (one-off lists of a pod's events) %d in all, %.1f per tracer;\n", st.sweeps, float64(st.sweeps)/n)
 	fmt.Fprintf(&b, "pods cached %.1f, events cached %.1f; to the model: %d pod and %d event inputs in all, %d foreign events, %d foreign pods, %d tracers not ready.\n",
 		float64(st.podsCached)/n, float64(st.eventsCached)/n, st.podIn, st.evIn, st.foreign, st.foreignPods, st.notReady)
