@@ -132,22 +132,17 @@ func TestHTTPProbeRestartEventAfterNextAttempt(t *testing.T) {
 		{"no event", false, "httpGet liveness probe (unseen by the kernel, no event named it)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newSim(t)
-			var wanted []string
-			s.c = correlate.New(correlate.Config{NodeName: "node-a", Observer: s.o, StuckAfter: 10 * time.Second,
-				Sink:       span.SinkFunc(func(sp span.Span) { s.spans = append(s.spans, sp) }),
-				WantEvents: func(uid string) { wanted = append(wanted, uid) }})
-			s.in(fact.Input{API: &fact.APIStatus{Available: true, Since: s.now}})
+			s, wanted := newSimWantingEvents(t)
 			s.info.Containers[0].Liveness = liveness("httpGet")
 			app := s.startup()
 			s.at(5 * time.Second)
-			if len(wanted) != 0 {
-				t.Fatalf("events wanted for %v before the kubelet acted", wanted)
+			if len(*wanted) != 0 {
+				t.Fatalf("events wanted for %v before the kubelet acted", *wanted)
 			}
 			killedAt := s.now          // the kubelet writes Killing, then stops the container
 			s.kubeletRestart(app, nil) // ticks 3 s past the next attempt
-			if len(wanted) == 0 || wanted[0] != s.uid {
-				t.Fatalf("the runtime's stop asked for the events of %v, want pod %s", wanted, s.uid)
+			if len(*wanted) == 0 || (*wanted)[0] != s.uid {
+				t.Fatalf("the runtime's stop asked for the events of %v, want pod %s", *wanted, s.uid)
 			}
 			if runs := s.find(names.SpanContainerRun); len(runs) != 0 {
 				t.Fatalf("the restarted run was decided before the kubelet's event could come: %v", runs[0].Attrs)
@@ -364,31 +359,39 @@ func TestForcedDeletionWantsEvents(t *testing.T) {
 		running bool
 	}{{"container still running", true}, {"nothing running", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newSim(t)
-			var wanted []string
-			s.c = correlate.New(correlate.Config{NodeName: "node-a", Observer: s.o, StuckAfter: 10 * time.Second,
-				Sink:       span.SinkFunc(func(sp span.Span) { s.spans = append(s.spans, sp) }),
-				WantEvents: func(uid string) { wanted = append(wanted, uid) }})
-			s.in(fact.Input{API: &fact.APIStatus{Available: true, Since: s.now}})
+			s, wanted := newSimWantingEvents(t)
 			app := s.startup()
 			s.at(5 * time.Second)
 			if !tc.running {
 				s.exit("app", app, 0, syscall.SIGTERM)
 				s.at(time.Second)
 			}
-			wanted = nil
+			*wanted = nil
 			s.info.Deleted = true
 			s.pod()
 			s.tick(time.Second)
 			switch {
-			case tc.running && (len(wanted) != 1 || wanted[0] != s.uid):
-				t.Fatalf("object gone, container running: events wanted for %v, want pod %s once", wanted, s.uid)
-			case !tc.running && len(wanted) != 0:
-				t.Fatalf("object gone, nothing running: events wanted for %v", wanted)
+			case tc.running && (len(*wanted) != 1 || (*wanted)[0] != s.uid):
+				t.Fatalf("object gone, container running: events wanted for %v, want pod %s once", *wanted, s.uid)
+			case !tc.running && len(*wanted) != 0:
+				t.Fatalf("object gone, nothing running: events wanted for %v", *wanted)
 			}
 			if root := s.find(names.SpanPod); tc.running == (len(root) != 0) {
 				t.Errorf("root spans %d with the container running=%v", len(root), tc.running)
 			}
 		})
 	}
+}
+
+// newSimWantingEvents is newSim with the API server up and a model that
+// records the pods whose events it asks for (Config.WantEvents).
+func newSimWantingEvents(t *testing.T) (*sim, *[]string) {
+	t.Helper()
+	s := newSim(t)
+	wanted := &[]string{}
+	s.c = correlate.New(correlate.Config{NodeName: "node-a", Observer: s.o, StuckAfter: 10 * time.Second,
+		Sink:       span.SinkFunc(func(sp span.Span) { s.spans = append(s.spans, sp) }),
+		WantEvents: func(uid string) { *wanted = append(*wanted, uid) }})
+	s.in(fact.Input{API: &fact.APIStatus{Available: true, Since: s.now}})
+	return s, wanted
 }
