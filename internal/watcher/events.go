@@ -82,9 +82,10 @@ func (w *Watcher) queueLocked(now time.Time) []types.UID {
 		case !s.announced:
 			w.closeWindowLocked(uid)
 			s.waitingSince = time.Time{}
-		case !s.needsEvents(now) && w.windows[uid] != nil && s.inQuietTail(now):
-			// Just quiet: the window stays a little.
 		case !s.needsEvents(now):
+			if w.windows[uid] != nil && s.inQuietTail(now) {
+				continue // just quiet: the window stays a little
+			}
 			s.waitingSince = time.Time{}
 			w.closeWindowLocked(uid)
 			switch {
@@ -205,11 +206,7 @@ func (w *Watcher) openWindowLocked(ctx context.Context, uid types.UID, now time.
 	s := w.pods[uid]
 	client := w.cfg.Client
 	ns := s.namespace
-	evUID := s.eventUID
-	if evUID == "" {
-		evUID = uid
-	}
-	sel := eventSelector(evUID)
+	sel := eventSelector(s.eventsUID(uid))
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = sel

@@ -99,11 +99,8 @@ func (w *Watcher) sweep(ctx context.Context, uid types.UID) {
 		w.mu.Unlock()
 		return
 	}
-	ns, evUID := s.namespace, s.eventUID
+	ns, evUID := s.namespace, s.eventsUID(uid)
 	w.mu.Unlock()
-	if evUID == "" {
-		evUID = uid
-	}
 	lctx, cancel := context.WithTimeout(ctx, sweepTimeout)
 	defer cancel()
 	list, err := w.cfg.Client.ListEvents(lctx, ns, metav1.ListOptions{FieldSelector: eventSelector(evUID), ResourceVersion: "0"})

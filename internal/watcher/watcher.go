@@ -207,6 +207,15 @@ func (s *podState) needsEvents(now time.Time) bool {
 	return s.terminating || s.quietSince.IsZero() || stirred
 }
 
+// eventsUID is the UID the pod's Events name (see eventUID); uid is the
+// pod's own.
+func (s *podState) eventsUID(uid types.UID) types.UID {
+	if s.eventUID == "" {
+		return uid
+	}
+	return s.eventUID
+}
+
 // inQuietTail reports whether the pod became quiet less than quietTail ago:
 // a window it has stays open that long (none opens for it).
 func (s *podState) inQuietTail(now time.Time) bool {
