@@ -122,7 +122,8 @@ type Correlator struct {
 	pods      map[string]*pod
 	// gone keeps finished pods for a while (goneRetention): facts that
 	// arrive after a pod's trace ended (the runtime's late sandbox removal,
-	// its second CNI DEL) must not start a second trace for it.
+	// its second CNI DEL) must not start a second trace for it, and the
+	// late DEL is still measured in its namespace.
 	gone       map[string]*pod
 	endedPods  // tombstones of the pods whose trace ended (ended.go)
 	bySandbox  map[string]*pod

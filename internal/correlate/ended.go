@@ -8,8 +8,10 @@
 // at most endedRetention, at most maxEnded of them (the oldest go first,
 // counted as the miss "ended_pod_evicted"). Facts about a tombstoned pod
 // are counted as the miss "ended_pod" and dropped. The whole pod is kept
-// for goneRetention besides (cleanup.go): facts that still belong to its
-// trace (the second CNI DEL, under the termination) join it.
+// for goneRetention besides (cleanup.go): a CNI run after its end (the
+// runtime's DEL again when the kubelet removes the sandbox, often after
+// the object is gone) is measured in its namespace and counted as the
+// miss "cni_after_trace_end", never added to the trace outside its root.
 
 package correlate
 

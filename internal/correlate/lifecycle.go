@@ -118,11 +118,14 @@ func (c *Correlator) decide(ch change) {
 	case changeSessionExited:
 		c.settleContainer(ch.ct, true)
 	case changeCNIDone:
-		// A DEL is the pod's ending (also the runtime's second DEL, at
-		// sandbox removal, after the pod's trace ended: still part of that
-		// trace, under its termination). ADDs are the start-up's or a
-		// recreated sandbox's, emitted with those.
-		if ch.p.finished || ch.r.command == "DEL" {
+		// A DEL is the pod's ending, under its termination. ADDs are the
+		// start-up's or a recreated sandbox's, emitted with those. (A run
+		// after the trace ended is counted in cniDone, not emitted.)
+		switch {
+		case ch.r.command != "DEL":
+		case ch.p.finished:
+			c.miss("cni_after_trace_end") // ended by a change before it
+		default:
 			c.emit(ch.p, c.cniSpan(ch.p, ch.r, c.terminationParent(ch.p)))
 		}
 	case changePodUpdated:
