@@ -862,7 +862,13 @@ func (e *env) tracerRestart(t *testing.T) {
 		_, err := only(tr, names.SpanPodStartup)
 		return err
 	})
+	before := time.Now()
 	e.replaceTracer(t, "8")
+	// The new tracer first sees the pod quiet (Ready, not terminating): it
+	// lists its Events once (a sweep, internal/watcher/sweep.go) instead of
+	// opening a watch on them. The counter is the new process's.
+	e.metric(t, fmt.Sprintf(`podchron_api_event_sweeps_total and on() (process_start_time_seconds{job="podchron"} >= %d)`, before.Unix()),
+		time.Minute, func(v float64) bool { return v >= 1 })
 	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
@@ -872,6 +878,20 @@ func (e *env) tracerRestart(t *testing.T) {
 		stop := pk.one(names.SpanContainerStop, ctrName("app"))
 		if pk.err != nil {
 			return pk.err
+		}
+		// Written before the restart, the kubelet's Events reach the new
+		// tracer's root through the sweep and again through the
+		// termination's window: each is told once.
+		for _, reason := range []string{"Scheduled", "Started"} {
+			n := 0
+			for _, ev := range root.Events {
+				if ev.Name == names.EventK8sPrefix+reason {
+					n++
+				}
+			}
+			if n != 1 {
+				return fmt.Errorf("the root carries %d k8s.%s events, want 1", n, reason)
+			}
 		}
 		// Span IDs are derived from the pod UID too: the new tracer's root
 		// is the parent the old tracer gave the start-up span.
