@@ -59,11 +59,8 @@ func (c *Correlator) cniDone(r *cniRun, e *kernel.ExitEvent) {
 		result = "error"
 	}
 	if gp, ok := c.gone[r.podUID]; ok && r.podUID != "" {
-		// The pod's trace ended: its root is out, and its time is the
-		// pod's life. A run after it (the runtime's DEL again at the
-		// sandbox's removal, which the kubelet may ask for after the
-		// object is gone) is measured and counted, not added to the
-		// trace outside its root's time (ended.go: a trace ends once).
+		// After the trace's end (ended.go): measured and counted, not
+		// added outside its root.
 		c.observer(gp).CNICall(r.plugin, r.command, result, r.end.Sub(r.start))
 		c.miss("cni_after_trace_end")
 		return

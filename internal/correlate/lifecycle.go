@@ -119,13 +119,9 @@ func (c *Correlator) decide(ch change) {
 		c.settleContainer(ch.ct, true)
 	case changeCNIDone:
 		// A DEL is the pod's ending, under its termination. ADDs are the
-		// start-up's or a recreated sandbox's, emitted with those. (A run
-		// after the trace ended is counted in cniDone, not emitted.)
-		switch {
-		case ch.r.command != "DEL":
-		case ch.p.finished:
-			c.miss("cni_after_trace_end") // ended by a change before it
-		default:
+		// start-up's or a recreated sandbox's, emitted with those. A run
+		// after the trace ended never gets here (cniDone counts it).
+		if ch.r.command == "DEL" {
 			c.emit(ch.p, c.cniSpan(ch.p, ch.r, c.terminationParent(ch.p)))
 		}
 	case changePodUpdated:

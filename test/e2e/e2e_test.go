@@ -883,13 +883,7 @@ func (e *env) tracerRestart(t *testing.T) {
 		// tracer's root through the sweep and again through the
 		// termination's window: each is told once.
 		for _, reason := range []string{"Scheduled", "Started"} {
-			n := 0
-			for _, ev := range root.Events {
-				if ev.Name == names.EventK8sPrefix+reason {
-					n++
-				}
-			}
-			if n != 1 {
+			if n := countEvents(root, names.EventK8sPrefix+reason); n != 1 {
 				return fmt.Errorf("the root carries %d k8s.%s events, want 1", n, reason)
 			}
 		}

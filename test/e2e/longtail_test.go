@@ -65,6 +65,17 @@ func waitingReason(reasons ...string) func(*corev1.Pod) error {
 	}
 }
 
+// countEvents: how many of the span's events have that name.
+func countEvents(s *backends.Span, name string) int {
+	n := 0
+	for _, ev := range s.Events {
+		if ev.Name == name {
+			n++
+		}
+	}
+	return n
+}
+
 func hasEvent(s *backends.Span, name string, where func(map[string]any) bool) bool {
 	for _, ev := range s.Events {
 		if ev.Name == name && (where == nil || where(ev.Fields)) {

@@ -118,8 +118,9 @@ func (e *env) longTrace(t *testing.T) {
 	}
 
 	// 5. The runtime removes the pod's sandbox later, when the kubelet's
-	// garbage collection asks (measured 52-57 s after the object was gone,
-	// 1.35 with containerd 1.6), and containerd runs the CNI DEL again.
+	// garbage collection asks (measured 52-58 s after the object was gone,
+	// on 1.35 with containerd 1.6 and 1.37 with containerd 2), and
+	// containerd runs the CNI DEL again.
 	// The trace has ended: those runs are counted, never added to it
 	// outside the root's time.
 	e.eventually(t, "the runtime's removal of the pod's sandbox", 3*time.Minute, func() error {
