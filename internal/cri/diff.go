@@ -132,7 +132,16 @@ func (d *differ) containerStates(oldState crifact.ContainerState, ct crifact.Con
 			d.containerEvent(crifact.EventContainerStarted, ct.StartedAt, ct)
 		}
 		if oldState != crifact.StateExited {
-			d.containerEvent(crifact.EventContainerExited, ct.FinishedAt, ct)
+			// containerd 1.6 can stamp a process that dies at once (an
+			// OOM kill at start) finished before started (CI, 2026-11-28:
+			// Exited sorted before Started). An exit is never before its
+			// start: the event's time is clamped, the container keeps the
+			// runtime's stamps.
+			finished := ct.FinishedAt
+			if finished.Before(ct.StartedAt) {
+				finished = ct.StartedAt
+			}
+			d.containerEvent(crifact.EventContainerExited, finished, ct)
 		}
 	}
 }

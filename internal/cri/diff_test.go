@@ -54,6 +54,8 @@ func TestDiff(t *testing.T) {
 	running.State, running.StartedAt, running.PID = crifact.StateRunning, at(2), 42
 	exited := running
 	exited.State, exited.FinishedAt, exited.ExitCode, exited.Reason, exited.PID = crifact.StateExited, at(3), 137, crifact.ReasonOOMKilled, 0
+	exitedEarly := exited // the runtime stamped the exit before the start
+	exitedEarly.FinishedAt = at(1.5)
 	failedStart := created
 	failedStart.State, failedStart.FinishedAt, failedStart.ExitCode, failedStart.Reason = crifact.StateExited, at(2), 128, "StartError"
 
@@ -75,6 +77,8 @@ func TestDiff(t *testing.T) {
 			[]string{"ContainerStarted c1", "ContainerExited c1"}},
 		{"whole life between polls", snap(0.5, []crifact.Sandbox{sb}, nil), snap(10, []crifact.Sandbox{sb}, []crifact.Container{exited}),
 			[]string{"ContainerCreated c1", "ContainerStarted c1", "ContainerExited c1"}},
+		{"an exit stamped before its start comes after it", snap(9, []crifact.Sandbox{sb}, []crifact.Container{created}), snap(10, []crifact.Sandbox{sb}, []crifact.Container{exitedEarly}),
+			[]string{"ContainerStarted c1", "ContainerExited c1"}},
 		{"failed start has no Started", snap(0.5, []crifact.Sandbox{sb}, nil), snap(10, []crifact.Sandbox{sb}, []crifact.Container{failedStart}),
 			[]string{"ContainerCreated c1", "ContainerExited c1"}},
 		{"unchanged", snap(9, []crifact.Sandbox{sb}, []crifact.Container{exited}), snap(10, []crifact.Sandbox{sb}, []crifact.Container{exited}), nil},
