@@ -201,6 +201,7 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 		Progress:    ls.progress,
 		Heartbeat:   health.Beat,
 		RuntimeKick: ls.runtimeKick, // nil without the runtime
+		RuntimePoll: ls.runtimePoll, // nil without the runtime
 		SourceState: func(name string, ok bool, reason string) {
 			health.SetReady(name, ok, reason)
 		},
@@ -363,6 +364,7 @@ type sourceSet struct {
 	// spans.
 	progress    []string
 	runtimeKick chan struct{} // nil without the runtime
+	runtimePoll chan struct{} // nil without the runtime
 	seed        []fact.Input  // what the start already knows of them
 	// wantEvents opens an event window on a pod the kubelet acted on
 	// (watcher.Want); nil without the API server.
@@ -391,7 +393,9 @@ func liveSources(f *traceFlags, log *slog.Logger, health *metrics.Health, now fu
 		// progress. A container's end in the kernel brings the next poll
 		// forward.
 		ls.runtimeKick = make(chan struct{}, 1)
-		ls.sources[pipeline.SourceRuntime] = pipeline.CRIWithClock(cri.WatchConfig{Endpoint: f.runtime, Logger: log, Kick: ls.runtimeKick}, progressEvery, now)
+		ls.runtimePoll = make(chan struct{}, 1)
+		ls.sources[pipeline.SourceRuntime] = pipeline.CRIWithClock(cri.WatchConfig{Endpoint: f.runtime, Logger: log,
+			Kick: ls.runtimeKick, Poll: ls.runtimePoll}, progressEvery, now)
 		ls.progress = append(ls.progress, fact.SourceRuntime)
 	} else {
 		health.SetReady(pipeline.SourceRuntime, false, "disabled by --no-runtime")

@@ -539,6 +539,71 @@ func TestWatchKickedPoll(t *testing.T) {
 	}
 }
 
+// A poll asked for (as the pipeline asks on each pod update from the API
+// server) is made at once and alone: with polls a minute apart, a
+// container's exit is reported within a second of the request, and no
+// follow-up polls come after it, as they do after a kick. Requests closer
+// together than PollGap wait for the gap (and coalesce in the channel).
+func TestWatchPollOnRequest(t *testing.T) {
+	h := ctrd.Start(t, ctrd.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pod, err := h.RunPodSandbox(ctx, ctrd.PodSpec{Name: "asked"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := make(chan struct{}, 1)
+	wctx, wcancel := context.WithCancel(ctx)
+	const gap = 300 * time.Millisecond
+	ch, w := cri.Watch(wctx, cri.WatchConfig{Endpoint: h.Endpoint, Interval: time.Minute, Poll: ask, PollGap: gap,
+		NoEventStream: true, Logger: ctrd.TestLogger(t, slog.LevelInfo)}, 64)
+	events := collect(ch)
+	defer func() { wcancel(); <-events.done }()
+	events.waitFor(t, "the initial poll's sandbox", 10*time.Second, isType(crifact.EventSandboxCreated, pod.ID))
+
+	id, err := h.RunContainer(ctx, pod, ctrd.ContainerSpec{Name: "short", Command: []string{"sh", "-c", "exit 4"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.WaitContainer(ctx, id, func(c crifact.Container) bool { return !c.FinishedAt.IsZero() }); err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(events.snapshot(), isType(crifact.EventContainerExited, id)) {
+		t.Fatalf("exit reported before the request, with polls a minute apart:\n%s", events.dump())
+	}
+	before := w.Polls()
+	asked := time.Now()
+	ask <- struct{}{}
+	ev := events.waitFor(t, "ContainerExited after the request", 5*time.Second, isType(crifact.EventContainerExited, id))
+	took := time.Since(asked)
+	t.Logf("exit reported %s after the request (%s)", took.Round(time.Millisecond), ev)
+	if took > time.Second {
+		t.Errorf("exit reported %s after the request, want within 1s", took)
+	}
+	// A kick's follow-ups would come within 550 ms; a request has none.
+	time.Sleep(700 * time.Millisecond)
+	if got := w.Polls() - before; got != 1 || w.AskedPolls() != 1 {
+		t.Errorf("%d polls after one request (%d asked), want 1 and 1", got, w.AskedPolls())
+	}
+
+	// Requests every 5 ms for a second (sent as the pipeline sends them,
+	// never blocking): polls at most one a gap.
+	before = w.Polls()
+	start := time.Now()
+	for time.Since(start) < time.Second {
+		select {
+		case ask <- struct{}{}:
+		default:
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	got, most := w.Polls()-before, uint64(time.Second/gap)+1
+	t.Logf("requests every 5 ms for 1s: %d polls (at most %d)", got, most)
+	if got < 2 || got > most {
+		t.Errorf("%d polls in 1s of requests, want 2..%d (one a %s gap)", got, most, gap)
+	}
+}
+
 // containersOf counts the containers of a sandbox in snap.
 func containersOf(snap *cri.Snapshot, sandboxID string) int {
 	n := 0

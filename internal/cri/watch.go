@@ -34,15 +34,26 @@ type WatchConfig struct {
 	// completed gap, in addition to the EventRuntimeAvailable event.
 	OnGap func(crifact.Gap)
 	// Kick, when it receives, asks for polls sooner than Interval: one
-	// KickDelay later, then KickFollowUps more every KickDelay*4 (the
+	// KickDelay later, then KickFollowUps more every KickDelay*2 (the
 	// runtime records a container's exit a little after the kernel saw
-	// it). The kernel's view of a container's end sends it, so the
-	// runtime's exit reason follows in a fraction of a second rather
+	// it: containerd 1.6 under load took up to ~0.4 s, so the polls cover
+	// +50 to +550 ms). The kernel's view of a container's end sends it, so
+	// the runtime's exit reason follows in a fraction of a second rather
 	// than up to a whole Interval.
 	Kick <-chan struct{}
-	// KickDelay (default 50ms) and KickFollowUps (default 3).
+	// KickDelay (default 50ms) and KickFollowUps (default 5).
 	KickDelay     time.Duration
 	KickFollowUps int
+	// Poll, when it receives, asks for one poll now, with no follow-ups,
+	// and at most one such poll every PollGap (default 100ms; requests in
+	// between wait for the gap's end and coalesce). The model holds
+	// another source's fact until the runtime's view has passed its time
+	// (the runtime's progress is a poll's snapshot time), so the API
+	// server's word on a pod (its deletion, Ready) would otherwise wait
+	// up to an Interval for the next poll: the pipeline sends it for each
+	// pod update (pipeline.Config.RuntimePoll).
+	Poll    <-chan struct{}
+	PollGap time.Duration
 	// NoEventStream: poll only. By default the watcher also reads the
 	// runtime's container event stream (StreamEvents) where it has one,
 	// and polls at once on each event: the runtime's facts (a container
@@ -71,6 +82,8 @@ type Watcher struct {
 	latest *Snapshot
 	client *Client
 	kicks  atomic.Uint64
+	asked  atomic.Uint64 // polls asked for on Poll
+	polls  atomic.Uint64 // polls made (successful or not)
 
 	// The runtime's container event stream, while a client is connected
 	// (ensureStream); mu guards the fields above noStream.
@@ -100,10 +113,19 @@ func NewWatcher(cfg WatchConfig) *Watcher {
 		cfg.KickDelay = 50 * time.Millisecond
 	}
 	if cfg.KickFollowUps <= 0 {
-		cfg.KickFollowUps = 3
+		cfg.KickFollowUps = 5
+	}
+	if cfg.PollGap <= 0 {
+		cfg.PollGap = 100 * time.Millisecond
 	}
 	return &Watcher{cfg: cfg, log: cfg.Logger.With("component", "cri-watch"), streamKick: make(chan struct{}, 1)}
 }
+
+// Polls is how many polls the watcher has made.
+func (w *Watcher) Polls() uint64 { return w.polls.Load() }
+
+// AskedPolls is how many polls requests on WatchConfig.Poll brought on.
+func (w *Watcher) AskedPolls() uint64 { return w.asked.Load() }
 
 // StreamedEvents is how many container events the runtime's stream brought
 // (each a poll at once).
@@ -136,6 +158,8 @@ func (w *Watcher) Run(ctx context.Context, out chan<- crifact.Event) error {
 	defer w.closeClient()
 	r := &run{w: w, out: out, backoff: w.cfg.BackoffMin}
 	for {
+		r.lastPoll = time.Now()
+		w.polls.Add(1)
 		snap, err := w.poll(ctx, r.prev)
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -154,12 +178,13 @@ func (w *Watcher) Run(ctx context.Context, out chan<- crifact.Event) error {
 
 // run is the state of one Watcher.Run.
 type run struct {
-	w       *Watcher
-	out     chan<- crifact.Event
-	prev    *Snapshot
-	gap     *crifact.Gap
-	backoff time.Duration
-	fast    int // kicked polls still to come
+	w        *Watcher
+	out      chan<- crifact.Event
+	prev     *Snapshot
+	gap      *crifact.Gap
+	backoff  time.Duration
+	fast     int       // kicked polls still to come
+	lastPoll time.Time // when the last poll began
 }
 
 // failed reports a failed poll (the start of a gap, once) and waits out the
@@ -215,7 +240,7 @@ func (r *run) polled(ctx context.Context, snap *Snapshot) bool {
 	w.latest = snap
 	w.mu.Unlock()
 	var ok bool
-	r.fast, ok = w.wait(ctx, r.fast)
+	r.fast, ok = w.wait(ctx, r.fast, r.lastPoll)
 	return ok
 }
 
@@ -234,13 +259,14 @@ func (r *run) gapEnded(ctx context.Context, snap *Snapshot) bool {
 	return chans.Send(ctx, r.out, crifact.Event{Type: crifact.EventRuntimeAvailable, At: g.Until, Observed: g.Until, Gap: &g})
 }
 
-// wait sleeps until the next poll: Interval, or sooner after a kick (see
-// WatchConfig.Kick). fast is how many kicked polls are still due; it
-// returns the count after this wait, and false once ctx is done.
-func (w *Watcher) wait(ctx context.Context, fast int) (int, bool) {
+// wait sleeps until the next poll: Interval, or sooner after a kick or a
+// request (see WatchConfig.Kick and Poll). fast is how many kicked polls
+// are still due, last when the last poll began; it returns the count
+// after this wait, and false once ctx is done.
+func (w *Watcher) wait(ctx context.Context, fast int, last time.Time) (int, bool) {
 	d := w.cfg.Interval
 	if fast > 0 {
-		d = min(d, 4*w.cfg.KickDelay)
+		d = min(d, 2*w.cfg.KickDelay)
 		fast--
 	}
 	t := time.NewTimer(d)
@@ -256,6 +282,9 @@ func (w *Watcher) wait(ctx context.Context, fast int) (int, bool) {
 	case <-w.streamKick:
 		// The runtime has recorded the change it streamed: poll now.
 		return fast, true
+	case <-w.cfg.Poll:
+		w.asked.Add(1)
+		return fast, sleep(ctx, w.cfg.PollGap-time.Since(last))
 	}
 }
 

@@ -377,3 +377,48 @@ func TestContainerInitExitKicksTheRuntime(t *testing.T) {
 		})
 	}
 }
+
+// A pod update from the API server asks the runtime source for one poll
+// (the model holds it until the runtime's progress passes its time); the
+// kernel's events and a pod's Events do not.
+func TestPodUpdateAsksTheRuntimeForAPoll(t *testing.T) {
+	t0 := time.Now()
+	pod := fact.Input{Time: t0, Pod: &fact.PodInfo{UID: "u1", Name: "p", Namespace: "ns", Phase: "Running"}}
+	event := fact.Input{Time: t0, Event: &fact.K8sEvent{PodUID: "u1", Reason: "Killing"}}
+	for _, tc := range []struct {
+		name string
+		api  []fact.Input
+		want int
+	}{
+		{"a pod update", []fact.Input{pod}, 1},
+		{"two pod updates before the poll is taken: one request", []fact.Input{pod, pod}, 1},
+		{"an Event about the pod", []fact.Input{event}, 0},
+		{"no API input", nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ask := make(chan struct{}, 1)
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			err := Run(ctx, Config{
+				Kernel: &blockingSource{events: []kernel.Event{&kernel.ExitEvent{Header: kernel.Header{Type: kernel.EventExit, Time: t0, TGID: 10, Origin: kernel.OriginWatched}}}},
+				Sources: map[string]Source{SourceAPI: func(ctx context.Context, out chan<- fact.Input) error {
+					for _, in := range tc.api {
+						out <- in
+					}
+					<-ctx.Done()
+					return nil
+				}},
+				Seed:        []fact.Input{{Time: t0, Start: &fact.Start{At: t0}}},
+				Correlator:  correlate.New(correlate.Config{}),
+				Tick:        20 * time.Millisecond,
+				RuntimePoll: ask,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(ask); got != tc.want {
+				t.Errorf("%d poll requests, want %d", got, tc.want)
+			}
+		})
+	}
+}

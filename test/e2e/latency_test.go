@@ -19,12 +19,13 @@ import (
 
 // maxSpanLatency is the target from a phase's end (the span's end timestamp:
 // the kernel's, runtime's or API server's fact) until Jaeger returns the
-// span, at the tracer's default settings as deployed by deploy/.
-const maxSpanLatency = 2 * time.Second
+// span, at the tracer's default settings as deployed by deploy/: issue 21's
+// 1 s (at p95; with three pods a scenario, its worst).
+const maxSpanLatency = time.Second
 
 // brokenSpanLatency fails the scenario: a span this late means the path
 // that brings it out (the runtime kick, the sources' progress, the
-// exporter) is broken, not slow. The 2 s target itself is a figure the
+// exporter) is broken, not slow. The 1 s target itself is a figure the
 // scenario prints (PASS or MISS): speed targets are measured, and a loaded
 // 2-core machine moves them by tenths of a second from day to day (the
 // base of 2026-11-25 measured container.run at most 1.88 s here, the day's
@@ -67,6 +68,17 @@ type spanSeen struct {
 //     seconds); 0.61–1.42 s after the API server showed Ready. With the
 //     kernel reporting progress the correlator no longer waits 1.5 s for
 //     trailing kernel evidence once Ready is in: 2.4–3.6 s before.
+//
+// On 2026-11-28 (one run each, under load, 1.35 leg) the tracer's own
+// share was measured with a temporary log (the model's hold: span end ->
+// handed to the exporter): pod.termination was held 0.92 s in two of three
+// pods, waiting for the runtime's progress, which came only with the next
+// 1 s poll (a pod's deletion kicks no poll); container.run 0.30–0.49 s.
+// Since each pod update from the API server asks the runtime for one poll
+// (pipeline.Config.RuntimePoll) and a kick's follow-ups come every 100 ms:
+// pod.termination and pod 334–356 ms from Jaeger (were 464 ms–1.13 s),
+// pod.startup 355–486 ms (1.32–1.76 s), container.run 625–642 ms
+// (651–795 ms).
 func (e *env) spanLatency(t *testing.T) {
 	t.Parallel()
 	const ns = "s27-latency"
