@@ -500,32 +500,8 @@ func TestWatchAcrossContainerdRestart(t *testing.T) {
 // container's exit is reported within a second of the kick (as the tracer
 // kicks when the kernel sees a container's init exit).
 func TestWatchKickedPoll(t *testing.T) {
-	h := ctrd.Start(t, ctrd.Config{})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	pod, err := h.RunPodSandbox(ctx, ctrd.PodSpec{Name: "kick"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	kick := make(chan struct{}, 1)
-	wctx, wcancel := context.WithCancel(ctx)
-	// Polling only: a runtime's event stream would report the exit first.
-	ch, w := cri.Watch(wctx, cri.WatchConfig{Endpoint: h.Endpoint, Interval: time.Minute, Kick: kick, NoEventStream: true,
-		Logger: ctrd.TestLogger(t, slog.LevelInfo)}, 64)
-	events := collect(ch)
-	defer func() { wcancel(); <-events.done }()
-	events.waitFor(t, "the initial poll's sandbox", 10*time.Second, isType(crifact.EventSandboxCreated, pod.ID))
-
-	id, err := h.RunContainer(ctx, pod, ctrd.ContainerSpec{Name: "short", Command: []string{"sh", "-c", "exit 3"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.WaitContainer(ctx, id, func(c crifact.Container) bool { return !c.FinishedAt.IsZero() }); err != nil {
-		t.Fatal(err)
-	}
-	if slices.ContainsFunc(events.snapshot(), isType(crifact.EventContainerExited, id)) {
-		t.Fatalf("exit reported before the kick, with polls a minute apart:\n%s", events.dump())
-	}
+	w, events, id := exitedUnpolled(t, "kick", 3, cri.WatchConfig{Kick: kick})
 	kicked := time.Now()
 	kick <- struct{}{}
 	ev := events.waitFor(t, "ContainerExited after the kick", 5*time.Second, isType(crifact.EventContainerExited, id))
@@ -545,32 +521,9 @@ func TestWatchKickedPoll(t *testing.T) {
 // follow-up polls come after it, as they do after a kick. Requests closer
 // together than PollGap wait for the gap (and coalesce in the channel).
 func TestWatchPollOnRequest(t *testing.T) {
-	h := ctrd.Start(t, ctrd.Config{})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	pod, err := h.RunPodSandbox(ctx, ctrd.PodSpec{Name: "asked"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ask := make(chan struct{}, 1)
-	wctx, wcancel := context.WithCancel(ctx)
 	const gap = 300 * time.Millisecond
-	ch, w := cri.Watch(wctx, cri.WatchConfig{Endpoint: h.Endpoint, Interval: time.Minute, Poll: ask, PollGap: gap,
-		NoEventStream: true, Logger: ctrd.TestLogger(t, slog.LevelInfo)}, 64)
-	events := collect(ch)
-	defer func() { wcancel(); <-events.done }()
-	events.waitFor(t, "the initial poll's sandbox", 10*time.Second, isType(crifact.EventSandboxCreated, pod.ID))
-
-	id, err := h.RunContainer(ctx, pod, ctrd.ContainerSpec{Name: "short", Command: []string{"sh", "-c", "exit 4"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.WaitContainer(ctx, id, func(c crifact.Container) bool { return !c.FinishedAt.IsZero() }); err != nil {
-		t.Fatal(err)
-	}
-	if slices.ContainsFunc(events.snapshot(), isType(crifact.EventContainerExited, id)) {
-		t.Fatalf("exit reported before the request, with polls a minute apart:\n%s", events.dump())
-	}
+	w, events, id := exitedUnpolled(t, "asked", 4, cri.WatchConfig{Poll: ask, PollGap: gap})
 	before := w.Polls()
 	asked := time.Now()
 	ask <- struct{}{}
@@ -602,6 +555,41 @@ func TestWatchPollOnRequest(t *testing.T) {
 	if got < 2 || got > most {
 		t.Errorf("%d polls in 1s of requests, want 2..%d (one a %s gap)", got, most, gap)
 	}
+}
+
+// exitedUnpolled starts a watcher with cfg (its endpoint, polls a minute
+// apart, no event stream) on a fresh containerd and a container there that
+// exits with code, and returns once the runtime has it exited but the
+// watcher, which saw it in its first poll's sandbox only, has not.
+func exitedUnpolled(t *testing.T, name string, code int, cfg cri.WatchConfig) (*cri.Watcher, *eventLog, string) {
+	t.Helper()
+	h := ctrd.Start(t, ctrd.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	pod, err := h.RunPodSandbox(ctx, ctrd.PodSpec{Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithCancel(ctx)
+	// Polling only: a runtime's event stream would report the exit first.
+	cfg.Endpoint, cfg.Interval, cfg.NoEventStream = h.Endpoint, time.Minute, true
+	cfg.Logger = ctrd.TestLogger(t, slog.LevelInfo)
+	ch, w := cri.Watch(wctx, cfg, 64)
+	events := collect(ch)
+	t.Cleanup(func() { wcancel(); <-events.done })
+	events.waitFor(t, "the initial poll's sandbox", 10*time.Second, isType(crifact.EventSandboxCreated, pod.ID))
+
+	id, err := h.RunContainer(ctx, pod, ctrd.ContainerSpec{Name: "short", Command: []string{"sh", "-c", fmt.Sprintf("exit %d", code)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.WaitContainer(ctx, id, func(c crifact.Container) bool { return !c.FinishedAt.IsZero() }); err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(events.snapshot(), isType(crifact.EventContainerExited, id)) {
+		t.Fatalf("exit reported with polls a minute apart, before any kick or request:\n%s", events.dump())
+	}
+	return w, events, id
 }
 
 // containersOf counts the containers of a sandbox in snap.

@@ -112,6 +112,15 @@ func containerInitExit(ev kernel.Event) bool {
 	return ok && e.NSInit && e.Origin&kernel.OriginWatched != 0
 }
 
+// nudge sends on ch without blocking (nil: no-op): one pending signal is
+// enough, later ones coalesce into it.
+func nudge(ch chan<- struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
 func (cfg *Config) withDefaults() {
 	if cfg.Now == nil && cfg.Timeline != nil {
 		cfg.Now = cfg.Timeline.Now
@@ -268,11 +277,8 @@ func (r *run) seedInput(in fact.Input) fact.Input {
 // handle records an input and hands it to the model.
 func (r *run) handle(in fact.Input) {
 	r.health.observe(in)
-	if in.Pod != nil && r.cfg.RuntimePoll != nil {
-		select {
-		case r.cfg.RuntimePoll <- struct{}{}:
-		default: // a poll is asked for already
-		}
+	if in.Pod != nil {
+		nudge(r.cfg.RuntimePoll)
 	}
 	if r.cfg.Record != nil {
 		if err := r.cfg.Record.Write(in); err != nil {
@@ -363,11 +369,8 @@ func (r *run) readKernel(ctx context.Context) error {
 		if !r.send(ctx, r.kernel, fact.Input{Time: r.cfg.Now(), Kernel: ev}) {
 			return nil
 		}
-		if r.cfg.RuntimeKick != nil && containerInitExit(ev) {
-			select {
-			case r.cfg.RuntimeKick <- struct{}{}:
-			default: // a kick is pending already
-			}
+		if containerInitExit(ev) {
+			nudge(r.cfg.RuntimeKick)
 		}
 		if until := ev.Hdr().Time.Add(-r.cfg.KernelDrain); r.kernelProgress && until.Sub(mark) >= kernelMarkEvery {
 			mark = until
