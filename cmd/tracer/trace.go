@@ -53,6 +53,7 @@ type traceFlags struct {
 	nsInclude   string
 	nsExclude   string
 	stateDir    string
+	eventTTL    time.Duration
 }
 
 func (f *traceFlags) register(fs *flag.FlagSet) {
@@ -75,6 +76,7 @@ func (f *traceFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.verbose, "verbose", false, "console: show every span attribute")
 	fs.StringVar(&f.stateDir, "state-dir", "/var/lib/podchron", "where the tracer keeps its checkpoint on the node (the span IDs it emitted, so that a restarted tracer tells none twice; empty: none)")
 	fs.DurationVar(&f.stuckAfter, "stuck-after", 30*time.Second, "report a terminating pod stuck this long after its grace period ended")
+	fs.DurationVar(&f.eventTTL, "event-ttl", watcher.DefaultEventTTL, "the API server's --event-ttl: at start, a pod whose status records no change within it gets no list of its Events (negative: every pod does)")
 	fs.DurationVar(&f.startupTO, "startup-timeout", 10*time.Minute, "end a pod's start-up as an error when it is not Ready this long after creation (0: only at termination)")
 	f.probeFlags.register(fs)
 }
@@ -433,7 +435,7 @@ func apiWatcher(f *traceFlags, log *slog.Logger, now func() time.Time) (*watcher
 	if err != nil {
 		return nil, err
 	}
-	return watcher.New(watcher.Config{Client: client, NodeName: f.node, PodLabels: f.podLabels, Logger: log, Clock: now})
+	return watcher.New(watcher.Config{Client: client, NodeName: f.node, PodLabels: f.podLabels, EventTTL: f.eventTTL, Logger: log, Clock: now})
 }
 
 // runReplay feeds a recorded stream through the model.

@@ -92,8 +92,14 @@ func (w *Watcher) queueLocked(now time.Time) []types.UID {
 			case !s.goneAt.IsZero():
 				s.sweepAt = time.Time{}
 			case !s.caughtUp:
-				// First seen quiet: its history, with a sweep.
-				s.caughtUp, s.sweepAt, swept = true, now, true
+				// First seen quiet: its history, with a sweep, unless
+				// its Events have expired (Config.EventTTL).
+				s.caughtUp = true
+				if w.cfg.EventTTL > 0 && !s.lastChange.IsZero() && now.Sub(s.lastChange) > w.cfg.EventTTL {
+					w.unswept.Add(1)
+					break
+				}
+				s.sweepAt, swept = now, true
 			}
 		case w.windows[uid] == nil:
 			if s.waitingSince.IsZero() {

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 )
@@ -43,6 +44,7 @@ func (w *Watcher) onPod(obj any, deleted bool) {
 	if hash := pod.Annotations[MirrorAnnotation]; hash != "" {
 		s.eventUID = types.UID(hash)
 	}
+	s.lastChange = lastChange(pod)
 	if deleted {
 		if s.goneAt.IsZero() {
 			s.goneAt = now
@@ -94,6 +96,39 @@ func restartCount(pod *corev1.Pod) int64 {
 		}
 	}
 	return n
+}
+
+// lastChange is the latest time the pod's object records: its creation
+// and deletion, its conditions' transitions, its containers' (and init
+// and ephemeral containers') starts and ends, current and last.
+func lastChange(pod *corev1.Pod) time.Time {
+	var last time.Time
+	see := func(t metav1.Time) {
+		if t.After(last) {
+			last = t.Time
+		}
+	}
+	see(pod.CreationTimestamp)
+	if pod.DeletionTimestamp != nil {
+		see(*pod.DeletionTimestamp)
+	}
+	for i := range pod.Status.Conditions {
+		see(pod.Status.Conditions[i].LastTransitionTime)
+	}
+	for _, sts := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.EphemeralContainerStatuses} {
+		for i := range sts {
+			for _, st := range []corev1.ContainerState{sts[i].State, sts[i].LastTerminationState} {
+				if r := st.Running; r != nil {
+					see(r.StartedAt)
+				}
+				if t := st.Terminated; t != nil {
+					see(t.StartedAt)
+					see(t.FinishedAt)
+				}
+			}
+		}
+	}
+	return last
 }
 
 // quietKind is how a pod is quiet: its phase once it has finished,

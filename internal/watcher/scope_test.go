@@ -496,3 +496,70 @@ func TestSweepFailureBacksOff(t *testing.T) {
 		t.Error("Run returned nil")
 	}
 }
+
+// A pod first seen quiet whose status records no change within the Events'
+// TTL gets no sweep (what its Events told has expired); one whose container
+// ended within it does. The unswept pod's Events still alive come with its
+// next window: its deletion's.
+func TestSweepOnlyWithinEventTTL(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	clock := newTestClock()
+	clock.advance(2 * time.Hour) // the tracer starts two hours after t0
+	old := withReady(testPod("old", node), true)
+	old.Status.Conditions[0].LastTransitionTime = at(60)
+	recent := withReady(testPod("recent", node), true)
+	recent.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "web", RestartCount: 1,
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			StartedAt: at(60), FinishedAt: at(2*3600 - 600)}}}}
+	h := newHarnessWith(t, clock.now, nil, old, recent,
+		testEvent("old.unhealthy", old, "Unhealthy", 40), testEvent("recent.killing", recent, "Killing", 1))
+	h.start()
+	h.waitFor("API available", isAPI(true, false))
+	h.waitFor("the recent pod's history, from its sweep", isEvent("ev-recent.killing", 1))
+	h.waitStats("one sweep, one pod unswept", func(st Stats) bool { return st.EventSweeps == 1 && st.Unswept == 1 })
+	clock.advance(quietTail + time.Second)
+	time.Sleep(50 * time.Millisecond)
+	h.w.wake()
+	h.w.wakeSweeper()
+	time.Sleep(50 * time.Millisecond)
+	if st := h.w.Stats(); st.EventSweeps != 1 || st.Unswept != 1 || st.EventWatches != 0 {
+		t.Fatalf("stats %+v, want one sweep, one pod unswept, no window", st)
+	}
+	if n := h.count(isEvent("ev-old.unhealthy", 0)); n != 0 {
+		t.Fatalf("the old pod's event came %d times before any window", n)
+	}
+
+	// Its deletion opens a window, whose list brings the Event still alive.
+	ctx := context.Background()
+	deleting := old.DeepCopy()
+	deleting.DeletionTimestamp = ptr(metav1.NewTime(clock.now()))
+	if _, err := h.cs.CoreV1().Pods("shop").Update(ctx, deleting, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the old pod's Unhealthy, from its termination's window", isEvent("ev-old.unhealthy", 40))
+	if err := h.stop(); err == nil {
+		t.Error("Run returned nil")
+	}
+}
+
+func TestLastChange(t *testing.T) {
+	p := testPod("p", node)
+	if got := lastChange(p); !got.Equal(tm(0)) {
+		t.Errorf("created only: %v, want the creation", got)
+	}
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, LastTransitionTime: at(30)}}
+	p.Status.InitContainerStatuses = []corev1.ContainerStatus{{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{FinishedAt: at(20)}}}}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at(25)}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{FinishedAt: at(40)}}}}
+	if got := lastChange(p); !got.Equal(tm(40)) {
+		t.Errorf("last run's end: %v, want %v", got, tm(40))
+	}
+	p.Status.EphemeralContainerStatuses = []corev1.ContainerStatus{{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at(50)}}}}
+	if got := lastChange(p); !got.Equal(tm(50)) {
+		t.Errorf("ephemeral start: %v, want %v", got, tm(50))
+	}
+	p.DeletionTimestamp = ptr(at(70))
+	if got := lastChange(p); !got.Equal(tm(70)) {
+		t.Errorf("deletion: %v, want %v", got, tm(70))
+	}
+}

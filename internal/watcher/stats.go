@@ -9,6 +9,9 @@ type Stats struct {
 	EventWatches int
 	// EventSweeps counts the one-off lists of a pod's events made.
 	EventSweeps uint64
+	// Unswept counts the pods first seen quiet that got no sweep: their
+	// status records no change within Config.EventTTL.
+	Unswept uint64
 	// PodsReceived and EventsReceived count the objects the informers
 	// handed over (adds and updates, before any filtering).
 	PodsReceived, EventsReceived uint64
@@ -20,6 +23,7 @@ func (w *Watcher) Stats() Stats {
 		PodsReceived:   w.podsReceived.Load(),
 		EventsReceived: w.eventsReceived.Load(),
 		EventSweeps:    w.sweeps.Load(),
+		Unswept:        w.unswept.Load(),
 	}
 	st.PodsCached = len(w.podInf.GetStore().ListKeys())
 	w.mu.Lock()

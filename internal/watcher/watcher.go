@@ -36,6 +36,14 @@ type Config struct {
 	// at once (default DefaultMaxEventWatches). Pods beyond it wait for a
 	// slot; what happened meanwhile comes with the window's initial list.
 	MaxEventWatches int
+	// EventTTL is how long the API server keeps an Event after its last
+	// write (kube-apiserver --event-ttl; default DefaultEventTTL). A pod
+	// first seen quiet whose status records no change within it (its
+	// creation, a condition's transition, a container's start or end)
+	// gets no sweep: what its Events told has expired, or is still being
+	// rewritten (a probe failing below its threshold) and comes with its
+	// next window. Negative: every pod first seen quiet is swept.
+	EventTTL time.Duration
 	// PodLabels are the pod labels passed on (k8s.pod.label.<key>).
 	PodLabels []string
 	// Logger (default slog.Default()).
@@ -47,6 +55,10 @@ type Config struct {
 
 // DefaultMaxEventWatches is Config.MaxEventWatches' default.
 const DefaultMaxEventWatches = 32
+
+// DefaultEventTTL is Config.EventTTL's default: kube-apiserver's
+// --event-ttl default.
+const DefaultEventTTL = time.Hour
 
 const (
 	// settle is how long a stirred pod (Want, a restart, a change of how
@@ -145,6 +157,9 @@ type Watcher struct {
 	// made (lists sent).
 	sweepPoke chan struct{}
 	sweeps    atomic.Uint64
+	// unswept counts the pods first seen quiet with no sweep: no change
+	// in their status within EventTTL.
+	unswept atomic.Uint64
 
 	// statusMu serialises API status changes and their emission, so that
 	// they reach out in the order they happened.
@@ -189,6 +204,10 @@ type podState struct {
 	// caughtUp: its events were listed once (a window or a sweep was
 	// started), so a quiet pod is not swept again for its history.
 	caughtUp bool
+	// lastChange is the latest time its status records (the API
+	// server's clock): its creation, a condition's transition, a
+	// container's start or end, its deletion.
+	lastChange time.Time
 	// sweepFails counts its sweeps failed in a row (their backoff).
 	sweepFails int
 	// sent: resource version of each of its events last sent, so that a
@@ -250,6 +269,9 @@ func New(cfg Config) (*Watcher, error) {
 	}
 	if cfg.MaxEventWatches <= 0 {
 		cfg.MaxEventWatches = DefaultMaxEventWatches
+	}
+	if cfg.EventTTL == 0 {
+		cfg.EventTTL = DefaultEventTTL
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
