@@ -72,17 +72,23 @@ func startControlPlane(ctx context.Context, log *slog.Logger, pt ports, etcdBin,
 		return nil, err
 	}
 	p := func(n string) string { return filepath.Join(dir, "pki", n) }
-	api, err := cp.start("kube-apiserver", filepath.Join(binDir, "kube-apiserver"),
-		"--etcd-servers="+etcdClient,
+	// PODCHRON_SCALE_APISERVER_ARGS: extra flags, space-separated (make
+	// fleet FLEET_APISERVER_ARGS=--watch-cache-sizes=events#1000 measures
+	// a cluster that keeps a watch cache for Events).
+	extra := strings.Fields(os.Getenv("PODCHRON_SCALE_APISERVER_ARGS"))
+	api, err := cp.start("kube-apiserver", filepath.Join(binDir, "kube-apiserver"), append([]string{
+		"--etcd-servers=" + etcdClient,
 		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", pt.api), "--advertise-address=127.0.0.1",
 		"--endpoint-reconciler-type=none", "--authorization-mode=RBAC",
 		"--service-cluster-ip-range=10.96.0.0/16",
-		"--tls-cert-file="+p("apiserver.crt"), "--tls-private-key-file="+p("apiserver.key"),
-		"--client-ca-file="+p("ca.crt"),
-		"--service-account-key-file="+p("sa.pub"), "--service-account-signing-key-file="+p("sa.key"),
+		"--tls-cert-file=" + p("apiserver.crt"), "--tls-private-key-file=" + p("apiserver.key"),
+		"--client-ca-file=" + p("ca.crt"),
+		"--service-account-key-file=" + p("sa.pub"), "--service-account-signing-key-file=" + p("sa.key"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--max-requests-inflight=1000", "--max-mutating-requests-inflight=500",
-		"--profiling=false", "--v=1")
+		// Profiling only when asked (PODCHRON_SCALE_PPROF: make fleet
+		// saves heap profiles there).
+		fmt.Sprintf("--profiling=%t", os.Getenv("PODCHRON_SCALE_PPROF") != ""), "--v=1"}, extra...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +106,14 @@ func startControlPlane(ctx context.Context, log *slog.Logger, pt ports, etcdBin,
 	}
 	// kwok: manages the nodes annotated kwok.x-k8s.io/node=fake and their
 	// pods, with its default stages (node ready and heartbeats, pod ready,
-	// pod deletion).
+	// pod deletion). Its pod and lease workers are raised from 4 to 64
+	// and 16: with 4, a pod stayed ~2 min between its creation and Ready
+	// (or its deletion and its end) under the fleet's churn, so 2 pods per
+	// node were in transition at any time, where a kubelet takes seconds.
+	kwokCfg := filepath.Join(cp.dir, "kwok.yaml")
+	if err := os.WriteFile(kwokCfg, []byte("apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n  podPlayStageParallelism: 64\n  nodeLeaseParallelism: 16\n"), 0o644); err != nil {
+		return nil, err
+	}
 	if _, err := cp.start("kwok", kwokBin,
 		"--kubeconfig="+cp.kubeconfig,
 		"--manage-all-nodes=false",
@@ -108,6 +121,7 @@ func startControlPlane(ctx context.Context, log *slog.Logger, pt ports, etcdBin,
 		"--cidr=10.0.0.1/8", "--node-ip=10.0.0.1",
 		fmt.Sprintf("--server-address=127.0.0.1:%d", pt.kwok),
 		"--node-lease-duration-seconds=40",
+		"--config="+kwokCfg,
 	); err != nil {
 		return nil, err
 	}
@@ -192,8 +206,23 @@ func (cp *controlPlane) waitFor(ctx context.Context, what string, timeout time.D
 
 // metrics returns the API server's Prometheus text.
 func (cp *controlPlane) metrics(ctx context.Context) (string, error) {
+	return cp.get(ctx, "/metrics")
+}
+
+// heapProfile writes the API server's heap profile (pprof) to file; the
+// API server must run with profiling (PODCHRON_SCALE_PPROF).
+func (cp *controlPlane) heapProfile(ctx context.Context, file string) error {
+	b, err := cp.get(ctx, "/debug/pprof/heap")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, []byte(b), 0o644)
+}
+
+// get returns the body of an admin GET of path on the API server.
+func (cp *controlPlane) get(ctx context.Context, path string) (string, error) {
 	cl := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: cp.tls}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cp.server+"/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cp.server+path, nil)
 	if err != nil {
 		return "", err
 	}
@@ -207,7 +236,7 @@ func (cp *controlPlane) metrics(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET /metrics: %s", resp.Status)
+		return "", fmt.Errorf("GET %s: %s", path, resp.Status)
 	}
 	return string(b), nil
 }

@@ -78,6 +78,7 @@ func TestFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.baseReplaced = d.created.Load() - rep0
+	p.heapProfile(ctx, t, cp, "baseline")
 	log.Info("baseline measured", "watches", r.base.end.watches["all"], "rss_mib", mib(r.base.end.vmRSS))
 
 	var ms0 runtime.MemStats
@@ -92,7 +93,7 @@ func TestFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fl, err := startFleet(ctx, cp.kubeconfig, nodes, p.startRate)
+	fl, err := startFleet(ctx, cp.kubeconfig, nodes, p.startRate, p.eventTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +112,7 @@ func TestFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.heapProfile(ctx, t, cp, "synced")
 	log.Info("tracers synced", "tracers", len(fl.members), "took", r.syncTook.Round(time.Second))
 	if err := fl.waitWindowsSettled(ctx, 2*time.Minute); err != nil {
 		t.Fatal(err)
@@ -129,6 +131,7 @@ func TestFleet(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&ms1)
 	r.fleetHeap = int64(ms1.HeapAlloc) - int64(ms0.HeapAlloc)
+	p.heapProfile(ctx, t, cp, "with-tracers")
 	log.Info("with tracers measured", "watches", r.with.end.watches["all"], "rss_mib", mib(r.with.end.vmRSS))
 
 	stopped = true
@@ -177,6 +180,8 @@ func TestFleet(t *testing.T) {
 
 type fleetParams struct {
 	binDir, kwok string
+	pprof        string        // where the API server's heap profiles go ("": none)
+	eventTTL     time.Duration // the watchers' Config.EventTTL (0: default)
 	etcd         string
 	nodes        int
 	podsPerNode  int
@@ -196,7 +201,7 @@ func getFleetParams(t *testing.T) fleetParams {
 	}
 	binDir, kwok := binaries(t)
 	p := fleetParams{binDir: binDir, kwok: kwok, nodes: 500, podsPerNode: 10, window: 2 * time.Minute, churn: 1,
-		startRate: 2, minAvailable: 4 << 30, out: os.Getenv("PODCHRON_FLEET_OUT"), etcd: env("PODCHRON_FLEET_ETCD", "etcd")}
+		startRate: 2, minAvailable: 4 << 30, out: os.Getenv("PODCHRON_FLEET_OUT"), pprof: os.Getenv("PODCHRON_SCALE_PPROF"), etcd: env("PODCHRON_FLEET_ETCD", "etcd")}
 	if _, err := exec.LookPath(p.etcd); err != nil {
 		t.Fatalf("PODCHRON_FLEET_ETCD=%q: %v (make fleet builds etcd with test/scale/build-etcd.sh)", p.etcd, err)
 	}
@@ -211,6 +216,16 @@ func getFleetParams(t *testing.T) fleetParams {
 	}
 	intEnv("PODCHRON_FLEET_NODES", &p.nodes, 1)
 	intEnv("PODCHRON_FLEET_PODS", &p.podsPerNode, 1)
+	if v := os.Getenv("PODCHRON_FLEET_EVENT_TTL"); v != "" {
+		// A TTL shorter than the cluster's age: as if every pod were older
+		// than the Events' TTL (a tracer restarted on a cluster that has
+		// run for more than an hour), so none is swept.
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("PODCHRON_FLEET_EVENT_TTL=%q: %v", v, err)
+		}
+		p.eventTTL = d
+	}
 	if v := os.Getenv("PODCHRON_FLEET_WINDOW"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 10*time.Second {
@@ -492,7 +507,8 @@ type member struct {
 	runErr                            error
 }
 
-func startFleet(ctx context.Context, kubeconfig string, nodes []string, perSecond float64) (*fleet, error) {
+// eventTTL is each watcher's Config.EventTTL (0: its default).
+func startFleet(ctx context.Context, kubeconfig string, nodes []string, perSecond float64, eventTTL time.Duration) (*fleet, error) {
 	fctx, cancel := context.WithCancel(ctx)
 	fl := &fleet{cancel: cancel}
 	// Warnings only: 500 watchers' informer chatter would drown the log.
@@ -523,7 +539,7 @@ func startFleet(ctx context.Context, kubeconfig string, nodes []string, perSecon
 			fl.stop(time.Minute) //nolint:errcheck // reporting the first error
 			return nil, fmt.Errorf("fleet: node %s: %w", node, err)
 		}
-		w, err := watcher.New(watcher.Config{Client: client, NodeName: node, Logger: wlog})
+		w, err := watcher.New(watcher.Config{Client: client, NodeName: node, EventTTL: eventTTL, Logger: wlog})
 		if err != nil {
 			fl.stop(time.Minute) //nolint:errcheck // reporting the first error
 			return nil, fmt.Errorf("fleet: node %s: %w", node, err)
@@ -628,7 +644,7 @@ type fleetStats struct {
 	eventWatches, minWatches, maxWatches int
 	eventsCached, podsCached             int
 	podIn, evIn, foreign, foreignPods    uint64
-	sweeps                               uint64
+	sweeps, unswept                      uint64
 }
 
 func (fl *fleet) stats() fleetStats {
@@ -646,6 +662,7 @@ func (fl *fleet) stats() fleetStats {
 		s.eventsCached += st.EventsCached
 		s.podsCached += st.PodsCached
 		s.sweeps += st.EventSweeps
+		s.unswept += st.Unswept
 		s.podIn += m.podIn.Load()
 		s.evIn += m.evIn.Load()
 		s.foreign += m.foreign.Load()
@@ -742,7 +759,8 @@ func (r fleetResult) format() string {
 		r.with.mean(func(s apiSample) float64 { return float64(s.eventWatches) })/n)
 	fmt.Fprintf(&b, "pods in transition (terminating or not Ready) at the end of the window: %d, %.2f per node (what the windows follow);\n",
 		r.inTransition, float64(r.inTransition)/n)
-	fmt.Fprintf(&b, "event sweeps (one-off lists of a pod's events) %d in all, %.1f per tracer;\n", st.sweeps, float64(st.sweeps)/n)
+	fmt.Fprintf(&b, "event sweeps (one-off lists of a pod's events) %d in all, %.1f per tracer; pods first seen quiet with no change within the Events' TTL (%s), not swept: %d;\n",
+		st.sweeps, float64(st.sweeps)/n, ttlString(r.p.eventTTL), st.unswept)
 	fmt.Fprintf(&b, "pods cached %.1f, events cached %.1f; to the model: %d pod and %d event inputs in all, %d foreign events, %d foreign pods, %d tracers not ready.\n",
 		float64(st.podsCached)/n, float64(st.eventsCached)/n, st.podIn, st.evIn, st.foreign, st.foreignPods, st.notReady)
 	fmt.Fprintf(&b, "Fleet process heap added: %.1f MiB (%.0f KiB per watcher). Driver API errors: %d.\n",
@@ -762,4 +780,25 @@ func met(ok bool) string {
 		return "met"
 	}
 	return "NOT met"
+}
+
+// heapProfile saves the API server's heap profile as <pprof>/<name>.pb.gz
+// when PODCHRON_SCALE_PPROF names a directory (go tool pprof reads it).
+func (p fleetParams) heapProfile(ctx context.Context, t *testing.T, cp *controlPlane, name string) {
+	if p.pprof == "" {
+		return
+	}
+	if err := os.MkdirAll(p.pprof, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.heapProfile(ctx, filepath.Join(p.pprof, name+".pb.gz")); err != nil {
+		t.Errorf("heap profile %s: %v", name, err)
+	}
+}
+
+func ttlString(d time.Duration) string {
+	if d == 0 {
+		return watcher.DefaultEventTTL.String() + ", the default"
+	}
+	return d.String()
 }
