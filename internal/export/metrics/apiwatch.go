@@ -7,6 +7,7 @@ import "github.com/prometheus/client_golang/prometheus"
 type APIWatchStats struct {
 	EventWatches int
 	EventSweeps  uint64
+	Unswept      uint64
 }
 
 var (
@@ -16,10 +17,14 @@ var (
 	apiEventSweepsDesc = prometheus.NewDesc("podchron_api_event_sweeps_total",
 		"One-off lists of a pod's Events: one per pod first seen quiet, at the tracer's start (its history), "+
 			"and the retries of those that failed.", nil, nil)
+	apiUnsweptDesc = prometheus.NewDesc("podchron_api_event_sweeps_skipped_total",
+		"Pods first seen quiet whose Events were not listed: their status records no change within --event-ttl "+
+			"(the API server's Event TTL), so their Events have expired or come with the pod's next event watch.", nil, nil)
 )
 
-// APIWatchCollector exports podchron_api_event_watches and
-// podchron_api_event_sweeps_total, read at each scrape.
+// APIWatchCollector exports podchron_api_event_watches,
+// podchron_api_event_sweeps_total and
+// podchron_api_event_sweeps_skipped_total, read at each scrape.
 type APIWatchCollector struct {
 	read func() APIWatchStats
 }
@@ -33,6 +38,7 @@ func NewAPIWatchCollector(read func() APIWatchStats) *APIWatchCollector {
 func (c *APIWatchCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- apiEventWatchesDesc
 	ch <- apiEventSweepsDesc
+	ch <- apiUnsweptDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -40,4 +46,5 @@ func (c *APIWatchCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.read()
 	ch <- prometheus.MustNewConstMetric(apiEventWatchesDesc, prometheus.GaugeValue, float64(st.EventWatches))
 	ch <- prometheus.MustNewConstMetric(apiEventSweepsDesc, prometheus.CounterValue, float64(st.EventSweeps))
+	ch <- prometheus.MustNewConstMetric(apiUnsweptDesc, prometheus.CounterValue, float64(st.Unswept))
 }

@@ -121,7 +121,7 @@ func fixture(t *testing.T) (*prometheus.Registry, *Health) {
 		NewSpanCollector(spans),
 		NewBuildInfoCollector(BuildInfo{Version: "v0.1.0-test", GoVersion: "go1.26.8", Kernel: "6.1.0-test-amd64"}),
 		NewSourceCollector(h),
-		NewAPIWatchCollector(func() APIWatchStats { return APIWatchStats{EventWatches: 3, EventSweeps: 41} }),
+		NewAPIWatchCollector(func() APIWatchStats { return APIWatchStats{EventWatches: 3, EventSweeps: 41, Unswept: 7} }),
 	)
 	if err != nil {
 		t.Fatal(err)
