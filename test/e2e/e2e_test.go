@@ -858,17 +858,44 @@ func (e *env) tracerRestart(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "long-lived"},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{container("app", sh(gracefulApp)...)}},
 	})
-	e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+	startedUp := func(tr *backends.Trace) error {
 		_, err := only(tr, names.SpanPodStartup)
 		return err
+	}
+	e.trace(t, string(pod.UID), time.Minute, startedUp)
+	// long-lived is left unchanged for longer than the tracers' Event TTL;
+	// recent starts just before the restart.
+	lived := e.waitPod(t, ns, pod.Name, "Ready", time.Minute, ready)
+	if d := time.Until(lastChange(lived).Add(e2eEventTTL + 5*time.Second)); d > 0 {
+		t.Logf("scenario 8: waiting %s for long-lived to be unchanged for longer than the Event TTL (%s)", d.Round(time.Second), e2eEventTTL)
+		time.Sleep(d)
+	}
+	recent := e.readyPod(t, ns, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "recent"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{container("app", sh(gracefulApp)...)}},
 	})
+	e.trace(t, string(recent.UID), time.Minute, startedUp)
 	before := time.Now()
 	e.replaceTracer(t, "8")
-	// The new tracer first sees the pod quiet (Ready, not terminating): it
-	// lists its Events once (a sweep, internal/watcher/sweep.go) instead of
-	// opening a watch on them. The counter is the new process's.
-	e.metric(t, fmt.Sprintf(`podchron_api_event_sweeps_total and on() (process_start_time_seconds{job="podchron"} >= %d)`, before.Unix()),
-		time.Minute, func(v float64) bool { return v >= 1 })
+	// The new tracer first sees both pods quiet (Ready, not terminating).
+	// It lists recent's Events once (a sweep, internal/watcher/sweep.go)
+	// instead of opening a watch on them; long-lived's status records no
+	// change within the Event TTL, so its Events are not listed: those
+	// still kept come with its termination's watch. The counters are the
+	// new process's.
+	newProcess := fmt.Sprintf(`and on() (process_start_time_seconds{job="podchron"} >= %d)`, before.Unix())
+	e.metric(t, `podchron_api_event_sweeps_total `+newProcess, time.Minute, func(v float64) bool { return v >= 1 })
+	e.metric(t, `podchron_api_event_sweeps_skipped_total `+newProcess, time.Minute, func(v float64) bool { return v >= 1 })
+	e.deleteAndWait(t, ns, recent.Name)
+	e.trace(t, string(recent.UID), time.Minute, func(tr *backends.Trace) error {
+		pk := &pick{tr: tr}
+		root := pk.one("pod")
+		if pk.err != nil {
+			return pk.err
+		}
+		// Swept, then listed again by the termination's watch: each once.
+		return eventsOnce(root, "Scheduled", "Started")
+	})
 	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
@@ -879,13 +906,11 @@ func (e *env) tracerRestart(t *testing.T) {
 		if pk.err != nil {
 			return pk.err
 		}
-		// Written before the restart, the kubelet's Events reach the new
-		// tracer's root through the sweep and again through the
-		// termination's window: each is told once.
-		for _, reason := range []string{"Scheduled", "Started"} {
-			if n := countEvents(root, names.EventK8sPrefix+reason); n != 1 {
-				return fmt.Errorf("the root carries %d k8s.%s events, want 1", n, reason)
-			}
+		// Written before the restart and not listed by the new tracer at
+		// its start, the Events reach its root through the termination's
+		// watch, once each.
+		if err := eventsOnce(root, "Scheduled", "Started"); err != nil {
+			return err
 		}
 		// Span IDs are derived from the pod UID too: the new tracer's root
 		// is the parent the old tracer gave the start-up span.
@@ -907,6 +932,41 @@ func (e *env) tracerRestart(t *testing.T) {
 			t.Errorf("tracer %s restarted %d times", p.Name, cs.RestartCount)
 		}
 	}
+}
+
+// eventsOnce checks that span carries one k8s.<reason> event per reason.
+func eventsOnce(span *backends.Span, reasons ...string) error {
+	for _, reason := range reasons {
+		if n := countEvents(span, names.EventK8sPrefix+reason); n != 1 {
+			return fmt.Errorf("the root carries %d k8s.%s events, want 1", n, reason)
+		}
+	}
+	return nil
+}
+
+// lastChange is the latest time a pod's status records: its creation, a
+// condition's transition, a container's start or end.
+func lastChange(p *corev1.Pod) time.Time {
+	last := p.CreationTimestamp.Time
+	see := func(t metav1.Time) {
+		if t.After(last) {
+			last = t.Time
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		see(c.LastTransitionTime)
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		for _, st := range []corev1.ContainerState{cs.State, cs.LastTerminationState} {
+			if st.Running != nil {
+				see(st.Running.StartedAt)
+			}
+			if st.Terminated != nil {
+				see(st.Terminated.FinishedAt)
+			}
+		}
+	}
+	return last
 }
 
 // ---- 9: no API access ------------------------------------------------------

@@ -307,11 +307,17 @@ const (
 )
 
 // tracerArgs are the tracer's flags in this cluster: the start-up give-up
-// time (20 s instead of 10 min, so a pod that never becomes Ready shows its
-// failed start-up within a scenario), and what scenario 29 checks: the
-// cluster's name, an exported pod label, an excluded namespace.
+// time (45 s instead of 10 min, so a pod that never becomes Ready shows its
+// failed start-up within a scenario), what scenario 29 checks (the
+// cluster's name, an exported pod label, an excluded namespace), and an
+// Event TTL of a minute (the API server keeps its default hour): the
+// cluster is minutes old, and scenario 8 restarts the tracer with a pod
+// unchanged for longer than that, whose Events it then does not list.
 var tracerArgs = []string{"--startup-timeout=45s", "--cluster-name=" + clusterName, "--pod-label=app",
-	"--namespace-exclude=" + excludedNamespace}
+	"--namespace-exclude=" + excludedNamespace, "--event-ttl=" + e2eEventTTL.String()}
+
+// e2eEventTTL is the tracers' --event-ttl here (see tracerArgs).
+const e2eEventTTL = time.Minute
 
 const (
 	clusterName       = "e2e"
