@@ -44,7 +44,10 @@ func (w *Watcher) onPod(obj any, deleted bool) {
 	if hash := pod.Annotations[MirrorAnnotation]; hash != "" {
 		s.eventUID = types.UID(hash)
 	}
-	s.lastChange = lastChange(pod)
+	if !s.caughtUp {
+		// Read once, when the pod is first seen quiet (queueLocked).
+		s.lastChange = LastChange(pod)
+	}
 	if deleted {
 		if s.goneAt.IsZero() {
 			s.goneAt = now
@@ -98,10 +101,12 @@ func restartCount(pod *corev1.Pod) int64 {
 	return n
 }
 
-// lastChange is the latest time the pod's object records: its creation
+// LastChange is the latest time the pod's object records: its creation
 // and deletion, its conditions' transitions, its containers' (and init
-// and ephemeral containers') starts and ends, current and last.
-func lastChange(pod *corev1.Pod) time.Time {
+// and ephemeral containers') starts and ends, current and last. A pod
+// first seen quiet whose LastChange is older than Config.EventTTL gets no
+// sweep.
+func LastChange(pod *corev1.Pod) time.Time {
 	var last time.Time
 	see := func(t metav1.Time) {
 		if t.After(last) {

@@ -123,6 +123,15 @@ func (h *harness) waitStats(what string, ok func(Stats) bool) {
 	}
 }
 
+// settle gives the watcher's loops time to act, wakes its reconcile loop
+// and sweeper, and gives them time again: what they would do now is done.
+func (h *harness) settle() {
+	time.Sleep(50 * time.Millisecond)
+	h.w.wake()
+	h.w.wakeSweeper()
+	time.Sleep(50 * time.Millisecond)
+}
+
 // startedOnClock starts a watcher on a test clock and waits until the API
 // is available and the pods are watched.
 func startedOnClock(t *testing.T) (*testClock, *harness) {
@@ -465,10 +474,7 @@ func TestSweepFailureBacksOff(t *testing.T) {
 	h.waitStats("the first sweep", func(st Stats) bool { return st.EventSweeps == 1 })
 	still := func(want uint64, what string) {
 		t.Helper()
-		time.Sleep(50 * time.Millisecond)
-		h.w.wake()
-		h.w.wakeSweeper()
-		time.Sleep(50 * time.Millisecond)
+		h.settle()
 		if st := h.w.Stats(); st.EventSweeps != want {
 			t.Fatalf("%s: %d sweeps, want %d", what, st.EventSweeps, want)
 		}
@@ -518,10 +524,7 @@ func TestSweepOnlyWithinEventTTL(t *testing.T) {
 	h.waitFor("the recent pod's history, from its sweep", isEvent("ev-recent.killing", 1))
 	h.waitStats("one sweep, one pod unswept", func(st Stats) bool { return st.EventSweeps == 1 && st.Unswept == 1 })
 	clock.advance(quietTail + time.Second)
-	time.Sleep(50 * time.Millisecond)
-	h.w.wake()
-	h.w.wakeSweeper()
-	time.Sleep(50 * time.Millisecond)
+	h.settle()
 	if st := h.w.Stats(); st.EventSweeps != 1 || st.Unswept != 1 || st.EventWatches != 0 {
 		t.Fatalf("stats %+v, want one sweep, one pod unswept, no window", st)
 	}
@@ -544,22 +547,22 @@ func TestSweepOnlyWithinEventTTL(t *testing.T) {
 
 func TestLastChange(t *testing.T) {
 	p := testPod("p", node)
-	if got := lastChange(p); !got.Equal(tm(0)) {
+	if got := LastChange(p); !got.Equal(tm(0)) {
 		t.Errorf("created only: %v, want the creation", got)
 	}
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, LastTransitionTime: at(30)}}
 	p.Status.InitContainerStatuses = []corev1.ContainerStatus{{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{FinishedAt: at(20)}}}}
 	p.Status.ContainerStatuses = []corev1.ContainerStatus{{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at(25)}},
 		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{FinishedAt: at(40)}}}}
-	if got := lastChange(p); !got.Equal(tm(40)) {
+	if got := LastChange(p); !got.Equal(tm(40)) {
 		t.Errorf("last run's end: %v, want %v", got, tm(40))
 	}
 	p.Status.EphemeralContainerStatuses = []corev1.ContainerStatus{{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at(50)}}}}
-	if got := lastChange(p); !got.Equal(tm(50)) {
+	if got := LastChange(p); !got.Equal(tm(50)) {
 		t.Errorf("ephemeral start: %v, want %v", got, tm(50))
 	}
 	p.DeletionTimestamp = ptr(at(70))
-	if got := lastChange(p); !got.Equal(tm(70)) {
+	if got := LastChange(p); !got.Equal(tm(70)) {
 		t.Errorf("deletion: %v, want %v", got, tm(70))
 	}
 }

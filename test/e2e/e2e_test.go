@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/podchron/podchron/internal/names"
+	"github.com/podchron/podchron/internal/watcher"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -866,7 +867,7 @@ func (e *env) tracerRestart(t *testing.T) {
 	// long-lived is left unchanged for longer than the tracers' Event TTL;
 	// recent starts just before the restart.
 	lived := e.waitPod(t, ns, pod.Name, "Ready", time.Minute, ready)
-	if d := time.Until(lastChange(lived).Add(e2eEventTTL + 5*time.Second)); d > 0 {
+	if d := time.Until(watcher.LastChange(lived).Add(e2eEventTTL + 5*time.Second)); d > 0 {
 		t.Logf("scenario 8: waiting %s for long-lived to be unchanged for longer than the Event TTL (%s)", d.Round(time.Second), e2eEventTTL)
 		time.Sleep(d)
 	}
@@ -942,31 +943,6 @@ func eventsOnce(span *backends.Span, reasons ...string) error {
 		}
 	}
 	return nil
-}
-
-// lastChange is the latest time a pod's status records: its creation, a
-// condition's transition, a container's start or end.
-func lastChange(p *corev1.Pod) time.Time {
-	last := p.CreationTimestamp.Time
-	see := func(t metav1.Time) {
-		if t.After(last) {
-			last = t.Time
-		}
-	}
-	for _, c := range p.Status.Conditions {
-		see(c.LastTransitionTime)
-	}
-	for _, cs := range p.Status.ContainerStatuses {
-		for _, st := range []corev1.ContainerState{cs.State, cs.LastTerminationState} {
-			if st.Running != nil {
-				see(st.Running.StartedAt)
-			}
-			if st.Terminated != nil {
-				see(st.Terminated.FinishedAt)
-			}
-		}
-	}
-	return last
 }
 
 // ---- 9: no API access ------------------------------------------------------
