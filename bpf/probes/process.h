@@ -204,10 +204,14 @@ static __always_inline bool pidns_below_parent(struct task_struct *p)
  * still (a process reparented outside decides as before):
  * - p's own slot says ROOT_NONE: its fork found it below a root (the line
  *   the fork wrote, often on another CPU), or its exec did. Never made for
- *   a pid namespace's init, nor for a child whose parent is not its forker
- *   (CLONE_PARENT: 2026-11-28's CI missed a shared-pid-namespace pod's init
- *   when runc's stage-2 child, so cloned below an exec'd runc init, was
- *   marked at its fork);
+ *   a pid namespace's init (the fork, the exec and the forker's mark all
+ *   check SIGNAL_UNKILLABLE, which copy_process sets before the fork's
+ *   tracepoint and only exit_group clears; a pid's level never changes),
+ *   so the exit trusts it too, without the pid levels (two lines of the
+ *   kernel's, ~30 ns of the storm's exit: bench/README.md), nor for a child
+ *   whose parent is not its forker (CLONE_PARENT: 2026-11-28's CI missed a
+ *   shared-pid-namespace pod's init when runc's stage-2 child, so cloned
+ *   below an exec'd runc init, was marked at its fork);
  * - else the parent's slot says ROOT_EXECD or ROOT_NONE (so p was never
  *   forked as a pending root), and p is no pid namespace's init.
  * Either settles a container's own process (an exec storm's) from the task,
@@ -223,7 +227,7 @@ static __always_inline bool below_by_parent(struct task_struct *p, __u32 tgid, s
 	if (cfg_all_processes || task_cgroup_btf(pp) != cg)
 		return false;
 	if (cached_state(tgid, p->group_leader->start_boottime) == ROOT_NONE)
-		return !at_exit || !pidns_below_parent(p);
+		return true;
 	r = cached_state(pp->tgid, pp->group_leader->start_boottime);
 	if (r != ROOT_NONE && r != ROOT_EXECD)
 		return false;
