@@ -75,6 +75,9 @@ func (c *Correlator) emitStartup(p *pod, end time.Time, out startupOutcome) {
 		s := earliest(ct.createdAt, ct.cgroupAt)
 		e := latest(ct.startedAt, ct.initExec)
 		if s.IsZero() || e.IsZero() {
+			// Named but neither the runtime nor the kernel said when it
+			// was created or started by the start-up's end.
+			c.miss("start_without_times")
 			continue
 		}
 		attrs := containerAttrs(ct)

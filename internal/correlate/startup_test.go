@@ -240,3 +240,28 @@ func TestPullSpanInsideThePod(t *testing.T) {
 		}
 	}
 }
+
+// A start-up that ends (Ready) while an app container the API's status
+// names has no time from the runtime or the kernel (no creation, no start)
+// emits no container.start for it, and says so: the miss
+// start_without_times, not a silent gap in the trace.
+func TestStartWithoutTimesIsCounted(t *testing.T) {
+	s := newSim(t)
+	s.pod()
+	s.at(100 * time.Millisecond)
+	s.cond("PodScheduled")
+	s.mkdir(8000, "/kubepods/burstable/pod"+s.uid)
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop", CreatedAt: s.now}}})
+	s.at(time.Second)
+	s.info.Statuses = []fact.ContainerStatus{{Name: "app", ContainerID: "c0ffee09", Ready: true}}
+	s.cond("ContainersReady")
+	s.cond("Ready")
+	s.tick(2 * time.Second)
+	s.one(names.SpanPodStartup)
+	if got := s.find(names.SpanContainerStart); len(got) != 0 {
+		t.Errorf("container.start without a creation or start time: %+v", got)
+	}
+	if n := s.c.Stats().Misses["start_without_times"]; n != 1 {
+		t.Errorf("miss start_without_times %d, want 1", n)
+	}
+}

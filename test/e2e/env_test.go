@@ -674,7 +674,11 @@ func (e *env) trace(t *testing.T, uid string, timeout time.Duration, check func(
 		}
 		if time.Now().After(deadline) {
 			e.dumpLogs(t)
-			e.fatalf(t, "trace %s (pod %s) in Jaeger: %v\n%s", id, uid, err, tr)
+			// What the model counted as not emitted says why a span is
+			// missing (the kept work directory has the tracer's log).
+			q := `sum by (reason) (podchron_correlation_misses_total)`
+			misses, qerr := e.prom.Query(e.ctx, q)
+			e.fatalf(t, "trace %s (pod %s) in Jaeger: %v\n%s\n%s: %v (%v)", id, uid, err, tr, q, misses, qerr)
 		}
 		time.Sleep(time.Second)
 	}
