@@ -247,11 +247,7 @@ func TestPullSpanInsideThePod(t *testing.T) {
 // start_without_times, not a silent gap in the trace.
 func TestStartWithoutTimesIsCounted(t *testing.T) {
 	s := newSim(t)
-	s.pod()
-	s.at(100 * time.Millisecond)
-	s.cond("PodScheduled")
-	s.mkdir(8000, "/kubepods/burstable/pod"+s.uid)
-	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop", CreatedAt: s.now}}})
+	s.sandboxUp()
 	s.at(time.Second)
 	s.info.Statuses = []fact.ContainerStatus{{Name: "app", ContainerID: "c0ffee09", Ready: true}}
 	s.cond("ContainersReady")
