@@ -45,7 +45,8 @@ func (w *Watcher) onPod(obj any, deleted bool) {
 		s.eventUID = types.UID(hash)
 	}
 	if !s.caughtUp {
-		// Read once, when the pod is first seen quiet (queueLocked).
+		// Kept current until the pod is caught up: the reconcile loop
+		// reads it then, once (is its history within the Event TTL?).
 		s.lastChange = LastChange(pod)
 	}
 	if deleted {

@@ -204,9 +204,8 @@ type podState struct {
 	// caughtUp: its events were listed once (a window or a sweep was
 	// started), so a quiet pod is not swept again for its history.
 	caughtUp bool
-	// lastChange is the latest time its status records (the API
-	// server's clock): its creation, a condition's transition, a
-	// container's start or end, its deletion.
+	// lastChange is the latest time its object records (LastChange,
+	// the API server's clock), kept only until caughtUp.
 	lastChange time.Time
 	// sweepFails counts its sweeps failed in a row (their backoff).
 	sweepFails int
