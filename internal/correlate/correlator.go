@@ -144,6 +144,9 @@ type Correlator struct {
 
 	seq   sequencer
 	stats Stats
+	// timed: a timer may decide a phase's end soon (Waiting). Set by every
+	// fact handled, recomputed by the timers (timersArmed).
+	timed bool
 }
 
 // New returns a Correlator.
@@ -212,6 +215,10 @@ func (c *Correlator) Handle(in fact.Input) {
 func (c *Correlator) apply(in fact.Input) {
 	if in.Time.After(c.now) {
 		c.now = in.Time
+	}
+	if !in.Tick && in.Progress == nil && in.Losses == nil {
+		// Any fact may arm a timer: the next timers' run says.
+		c.timed = true
 	}
 	switch {
 	case in.Kernel != nil:

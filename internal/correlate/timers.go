@@ -68,6 +68,37 @@ func (c *Correlator) tick() {
 			c.observer(p).StuckTerminating(p.namespace(), c.podRef(p), true)
 		}
 	}
+	c.timed = c.timersArmed()
+}
+
+// Waiting reports whether the model waits on its clock: inputs held until
+// the sources' progress passes them, or a phase whose end a timer decides
+// soon (timersArmed). Only then does the model's clock need to follow the
+// kernel closely: the pipeline checks a quiet kernel's progress often while
+// the model waits, and at a slow pace otherwise, so an idle node's tracer
+// sleeps.
+func (c *Correlator) Waiting() bool { return c.Pending() > 0 || c.timed }
+
+// timersArmed reports whether a timer decides a phase's end soon: a
+// container or exec session settling, a start-up settling, a re-sandbox to
+// emit, a pod terminating or deleted with its trace not finished. The long
+// timers (a start-up given up after minutes, held Events, retention) do not
+// count: a second more on them changes no span.
+func (c *Correlator) timersArmed() bool {
+	for _, p := range c.pods {
+		if len(p.resandboxes) > 0 {
+			return true
+		}
+		for _, ct := range p.containers {
+			if ct.exited && !ct.finalized || len(ct.doneSessions) > 0 {
+				return true
+			}
+		}
+		if !p.finished && (!p.deadline.IsZero() || !p.apiGoneAt.IsZero() || !p.startupDone && !p.startupSettle.IsZero()) {
+			return true
+		}
+	}
+	return false
 }
 
 const timerEvery = 250 * time.Millisecond

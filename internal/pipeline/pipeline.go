@@ -100,8 +100,13 @@ type Config struct {
 	// two of three pods.
 	RuntimePoll chan<- struct{}
 	// KernelIdleEvery is how often the kernel's progress is checked while
-	// its ring buffer is quiet (default 50 ms; see kernelIdleProgress).
+	// its ring buffer is quiet and the model waits on its clock (default
+	// 50 ms; see kernelIdleProgress, correlate.Correlator.Waiting).
 	KernelIdleEvery time.Duration
+	// KernelIdleQuiet is that check's pace while the model waits for
+	// nothing (default 500 ms, well inside the model's staleness limit):
+	// an idle node's tracer then wakes a few times a second, not twenty.
+	KernelIdleQuiet time.Duration
 }
 
 // containerInitExit tells whether ev is a watched exit of a pid
@@ -146,6 +151,9 @@ func (cfg *Config) withDefaults() {
 	}
 	if cfg.KernelIdleEvery == 0 {
 		cfg.KernelIdleEvery = 50 * time.Millisecond
+	}
+	if cfg.KernelIdleQuiet == 0 {
+		cfg.KernelIdleQuiet = 500 * time.Millisecond
 	}
 }
 
@@ -387,13 +395,17 @@ func (r *run) readKernel(ctx context.Context) error {
 func (r *run) loop(ctx context.Context) error {
 	ticker := time.NewTicker(r.cfg.Tick)
 	defer ticker.Stop()
-	var idle <-chan time.Time
+	var idle idlePace
 	if r.kernelProgress {
-		t := time.NewTicker(r.cfg.KernelIdleEvery)
-		defer t.Stop()
-		idle = t.C
+		idle.start(r.cfg.KernelIdleEvery, r.cfg.KernelIdleQuiet)
+		defer idle.stop()
 	}
 	for {
+		if idle.pace(r.cfg.Correlator.Waiting()) {
+			// The model waits now: check at once, so what it holds is
+			// released one fast check later, as if it had been fast all along.
+			r.kernelIdleProgress()
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -403,10 +415,48 @@ func (r *run) loop(ctx context.Context) error {
 			r.handleItem(it)
 		case <-ticker.C:
 			r.tick()
-		case <-idle:
+		case <-idle.c():
 			r.kernelIdleProgress()
 		}
 	}
+}
+
+// idlePace is the kernel's idle check's ticker: fast while the model waits
+// on its clock, quiet otherwise.
+type idlePace struct {
+	t           *time.Ticker
+	fast, quiet time.Duration
+	isFast      bool
+}
+
+func (p *idlePace) start(fast, quiet time.Duration) {
+	p.fast, p.quiet = fast, quiet
+	p.t = time.NewTicker(quiet)
+}
+
+func (p *idlePace) stop() { p.t.Stop() }
+
+// c is the ticker's channel (nil, never ready, without a kernel check).
+func (p *idlePace) c() <-chan time.Time {
+	if p.t == nil {
+		return nil
+	}
+	return p.t.C
+}
+
+// pace sets the cadence for whether the model waits, reporting a switch to
+// fast.
+func (p *idlePace) pace(waiting bool) bool {
+	if p.t == nil || waiting == p.isFast {
+		return false
+	}
+	p.isFast = waiting
+	if waiting {
+		p.t.Reset(p.fast)
+		return true
+	}
+	p.t.Reset(p.quiet)
+	return false
 }
 
 // tick reports the kernel's losses, then a tick.

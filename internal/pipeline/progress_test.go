@@ -422,3 +422,87 @@ func TestPodUpdateAsksTheRuntimeForAPoll(t *testing.T) {
 		})
 	}
 }
+
+// The kernel's idle check runs at its quiet pace while the model waits for
+// nothing, and goes fast once the model holds an input for the kernel's
+// progress: checked at once, the input is released a fast check later, not
+// a quiet one (here an hour: without the switch it would never be).
+func TestKernelIdlePace(t *testing.T) {
+	t0 := time.Now()
+	var buf bytes.Buffer
+	w, err := record.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := make(chan fact.Input)
+	stats := &Stats{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Config{
+			Kernel: &blockingSource{},
+			Sources: map[string]Source{SourceRuntime: func(ctx context.Context, out chan<- fact.Input) error {
+				for {
+					select {
+					case in := <-send:
+						out <- in
+					case <-ctx.Done():
+						return nil
+					}
+				}
+			}},
+			Seed:            []fact.Input{{Time: t0, Start: &fact.Start{At: t0}}},
+			Correlator:      correlate.New(correlate.Config{}),
+			Record:          w,
+			Stats:           stats,
+			Tick:            time.Hour,
+			KernelIdleEvery: 10 * time.Millisecond,
+			KernelIdleQuiet: time.Hour,
+			Progress:        []string{fact.SourceKernel},
+			KernelDrain:     time.Millisecond,
+		})
+	}()
+	// The start is a fact: fast until the model's first timers ran (250 ms
+	// of the kernel's progress), then quiet.
+	time.Sleep(time.Second)
+	sent := time.Now()
+	send <- fact.Input{Time: sent, Runtime: &cri.Event{Type: cri.EventContainerStarted, At: sent,
+		Container: &cri.Container{ID: "c1", PodUID: "u1", Name: "app", StartedAt: sent}}}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the runtime's input still held 10 s later (%d pending)", stats.Snapshot().PendingFacts)
+		}
+		if stats.Snapshot().PendingFacts == 0 && time.Since(sent) > 100*time.Millisecond {
+			break
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var before, after []fact.Input
+	var got bool
+	for _, x := range readAll(t, buf.Bytes()) {
+		switch {
+		case x.Runtime != nil:
+			got = true
+		case x.Progress != nil && !got:
+			before = append(before, x)
+		case x.Progress != nil:
+			after = append(after, x)
+		}
+	}
+	if !got {
+		t.Fatal("the runtime's input was not handled")
+	}
+	if len(before) == 0 {
+		t.Fatal("no kernel mark after the start: the idle check was not fast while the model waited")
+	}
+	if gap := sent.Sub(before[len(before)-1].Time); gap < 500*time.Millisecond {
+		t.Errorf("the idle check was not quiet before the input: %d marks, the last %s before it", len(before), gap)
+	}
+	if len(after) == 0 || !after[len(after)-1].Progress.Until.After(sent) {
+		t.Errorf("no kernel mark past the held input (%d marks after it)", len(after))
+	}
+}
