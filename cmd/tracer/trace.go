@@ -420,7 +420,8 @@ func liveSources(f *traceFlags, log *slog.Logger, health *metrics.Health, now fu
 	ls.wantEvents = w.Want
 	ls.apiStats = func() metrics.APIWatchStats {
 		st := w.Stats()
-		return metrics.APIWatchStats{EventWatches: st.EventWatches, EventSweeps: st.EventSweeps, Unswept: st.Unswept}
+		return metrics.APIWatchStats{EventWatches: st.EventWatches, EventSweeps: st.EventSweeps, Unswept: st.Unswept,
+			WindowLists: st.WindowLists, WindowsResumed: st.WindowsResumed, ResumesExpired: st.ResumesExpired}
 	}
 	return ls
 }

@@ -6,6 +6,7 @@ package watcher
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +27,7 @@ type eventWindow struct {
 	reg      cache.ResourceEventHandlerRegistration
 	cancel   context.CancelFunc
 	openedAt time.Time
+	start    *windowStart // resume.go
 }
 
 // wake asks the reconcile loop to run soon.
@@ -55,8 +57,10 @@ func (w *Watcher) reconcileLoop(ctx context.Context) {
 // opened.
 func (w *Watcher) reconcile(ctx context.Context) []*eventWindow {
 	now := w.clock()
+	rv := w.podInf.LastSyncResourceVersion()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.rvs.note(now, rv)
 	w.pruneDeletedLocked(now)
 	waiting := w.queueLocked(now)
 	if len(waiting) == 0 {
@@ -207,18 +211,43 @@ func eventSelector(evUID types.UID) string {
 	return fields.OneTermEqualSelector("involvedObject.uid", string(evUID)).String()
 }
 
-// openWindowLocked starts an informer on the events about pod uid.
+// openWindowLocked starts an informer on the events about pod uid: from
+// the pod's resume point when it has one (resume.go), else from a list.
 func (w *Watcher) openWindowLocked(ctx context.Context, uid types.UID, now time.Time) (*eventWindow, error) {
 	s := w.pods[uid]
 	client := w.cfg.Client
 	ns := s.namespace
 	sel := eventSelector(s.eventsUID(uid))
+	start := &windowStart{}
+	if s.resumeRV != 0 && now.Sub(s.resumeAt) < resumeHorizon {
+		start.resume = s.resumeRV
+	}
+	s.resumeRV, s.resumeAt = 0, time.Time{}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			n := start.lists.Add(1)
+			if n == 1 && start.resume != 0 {
+				// No list: the reflector watches from here.
+				start.from.Store(start.resume)
+				w.windowsResumed.Add(1)
+				return &corev1.EventList{ListMeta: metav1.ListMeta{ResourceVersion: strconv.FormatUint(start.resume, 10)}}, nil
+			}
+			if n == 2 && start.resume != 0 {
+				// The watch from the resume point failed (410 Gone:
+				// compacted away): the reflector relists.
+				w.resumesExpired.Add(1)
+			}
 			o.FieldSelector = sel
 			obj, err := client.ListEvents(ctx, ns, o)
 			w.observe(ctx, srcEvents, err)
-			return obj, err
+			if err != nil {
+				return nil, err
+			}
+			w.windowLists.Add(1)
+			if v, ok := parseRV(obj.ResourceVersion); ok && n == 1 {
+				start.from.Store(v)
+			}
+			return obj, nil
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = sel
@@ -227,7 +256,10 @@ func (w *Watcher) openWindowLocked(ctx context.Context, uid types.UID, now time.
 			return wi, err
 		},
 	}
-	inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, w.cfg.Client), &corev1.Event{}, cache.SharedIndexInformerOptions{
+	// A list and a watch, never the watch-list stream: its start would
+	// be a list all the same (Events have no watch cache), and the list
+	// function must be called to resume.
+	inf := cache.NewSharedIndexInformerWithOptions(noWatchList{lw}, &corev1.Event{}, cache.SharedIndexInformerOptions{
 		ResyncPeriod: w.cfg.Resync,
 		Indexers:     cache.Indexers{},
 	})
@@ -240,36 +272,56 @@ func (w *Watcher) openWindowLocked(ctx context.Context, uid types.UID, now time.
 		return nil, err
 	}
 	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { w.onEvent(uid, obj, true) },
-		UpdateFunc: func(_, obj any) { w.onEvent(uid, obj, false) },
+		AddFunc:    func(obj any) { w.onEvent(uid, start, obj, true) },
+		UpdateFunc: func(_, obj any) { w.onEvent(uid, start, obj, false) },
 		// A deleted Event (TTL expiry) says nothing new.
 	})
 	if err != nil {
 		return nil, err
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	win := &eventWindow{inf: inf, reg: reg, cancel: cancel, openedAt: now}
+	win := &eventWindow{inf: inf, reg: reg, cancel: cancel, openedAt: now, start: start}
 	w.windows[uid] = win
 	w.winWG.Go(func() { inf.RunWithContext(wctx) })
 	return win, nil
 }
 
+// noWatchList is a ListWatch the reflector lists and watches, never
+// streams (watch-list).
+type noWatchList struct{ *cache.ListWatch }
+
+// IsWatchListSemanticsUnSupported tells client-go's reflector not to use
+// the watch-list stream.
+func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
+
+// closeWindowLocked stops pod uid's window; the pod's next window may
+// start where this one stopped.
 func (w *Watcher) closeWindowLocked(uid types.UID) {
-	if win := w.windows[uid]; win != nil {
-		win.cancel()
-		delete(w.windows, uid)
+	win := w.windows[uid]
+	if win == nil {
+		return
+	}
+	win.cancel()
+	delete(w.windows, uid)
+	if s := w.pods[uid]; s != nil {
+		if rv := win.start.next(win.reg.HasSynced()); rv != 0 {
+			s.resumeRV, s.resumeAt = rv, w.clock()
+		}
 	}
 }
 
 // onEvent handles an event from pod uid's window. add is true for an
 // object the window had not seen: the initial list of a window resends
 // what an earlier window may have sent already.
-func (w *Watcher) onEvent(uid types.UID, obj any, add bool) {
+func (w *Watcher) onEvent(uid types.UID, start *windowStart, obj any, add bool) {
 	w.eventsReceived.Add(1)
 	ev, ok := obj.(*corev1.Event)
 	if !ok || ev == nil {
 		return
 	}
+	// Handed over, whatever becomes of it here (in the watch's order: the
+	// next window starts after it).
+	defer start.hand(ev.ResourceVersion)
 	k, ok := ConvertEvent(ev)
 	if !ok {
 		return

@@ -39,6 +39,9 @@ func (w *Watcher) onPod(obj any, deleted bool) {
 	if s == nil {
 		s = &podState{namespace: pod.Namespace, sent: map[types.UID]string{}}
 		w.pods[pod.UID] = s
+		if !deleted {
+			w.resumeFromCreationLocked(s, pod)
+		}
 	}
 	s.eventUID = pod.UID
 	if hash := pod.Annotations[MirrorAnnotation]; hash != "" {
@@ -89,6 +92,19 @@ func (w *Watcher) onPod(obj any, deleted bool) {
 	s.announced = true
 	w.mu.Unlock()
 	w.wake()
+}
+
+// resumeFromCreationLocked lets a new pod's first event window start from
+// a resource version the pod watch had reached before the pod was created:
+// its Events all come after it (resume.go). Not a mirror pod's: the
+// kubelet records them against the static pod, older than the mirror.
+func (w *Watcher) resumeFromCreationLocked(s *podState, pod *corev1.Pod) {
+	if pod.Annotations[MirrorAnnotation] != "" {
+		return
+	}
+	if smp, ok := w.rvs.before(pod.CreationTimestamp.Add(-resumeSlack)); ok {
+		s.resumeRV, s.resumeAt = smp.rv, smp.at
+	}
 }
 
 // restartCount is the sum of the pod's containers' restart counts.

@@ -174,7 +174,10 @@ func TestEventWindowLifecycle(t *testing.T) {
 	h.waitStats("a window on the starting pod", func(st Stats) bool { return st.EventWatches == 1 })
 	h.waitWatching("events", 1)
 	started := testEvent("web.started", web, "Started", 1)
-	started.ResourceVersion = "5"
+	// The fake tracker's own resource versions for events (it numbers each
+	// resource's writes from 2 but leaves objects as given): the watcher
+	// resumes windows from the versions it was handed.
+	started.ResourceVersion = "2"
 	if _, err := events.Create(ctx, started, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +190,7 @@ func TestEventWindowLifecycle(t *testing.T) {
 	}
 	h.waitFor("pod Ready", isPod(web.UID, func(p *fact.PodInfo) bool { return p.Phase == "Running" }))
 	trailing := testEvent("web.started-sidecar", web, "Started", 1)
-	trailing.ResourceVersion = "6"
+	trailing.ResourceVersion = "3"
 	if _, err := events.Create(ctx, trailing, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +206,7 @@ func TestEventWindowLifecycle(t *testing.T) {
 
 	// Quiet: a probe failure is not received now...
 	unhealthy := testEvent("web.unhealthy", web, "Unhealthy", 2)
-	unhealthy.ResourceVersion = "9"
+	unhealthy.ResourceVersion = "4"
 	if _, err := events.Create(ctx, unhealthy, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +214,10 @@ func TestEventWindowLifecycle(t *testing.T) {
 	if n := h.count(isEvent(unhealthy.UID, 0)); n != 0 {
 		t.Fatalf("event received with no window open")
 	}
-	// ...but with the next window, when the container restarts.
+	// ...but with the next window, when the container restarts. Later
+	// than the resume horizon, the window lists (the resumed start is
+	// proven on a real API server: test/scale TestEventWindowResume).
+	clock.advance(resumeHorizon)
 	if _, err := pods.Update(ctx, withReady(web, false), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -238,6 +244,11 @@ func TestEventWindowLifecycle(t *testing.T) {
 	// ...unless the model asks: its containers outlive the object.
 	h.w.Want(string(web.UID))
 	h.waitFor("Killing, from the window Want opened on the gone pod", isEvent(killing.UID, 1))
+	// That window started where the last one stopped, without a list; the
+	// one before, past the resume horizon, listed.
+	if st := h.w.Stats(); st.WindowsResumed != 1 || st.WindowLists != 2 || st.ResumesExpired != 0 {
+		t.Errorf("windows: %d resumed, %d lists, %d resumes expired; want 1, 2 (the first window's and the one past the horizon), 0", st.WindowsResumed, st.WindowLists, st.ResumesExpired)
+	}
 	clock.advance(settle + time.Second)
 	h.waitStats("the window closed after settle", func(st Stats) bool { return st.EventWatches == 0 })
 	clock.advance(deletedTTL)

@@ -12,6 +12,10 @@ type Stats struct {
 	// Unswept counts the pods first seen quiet that got no sweep: their
 	// status records no change within Config.EventTTL.
 	Unswept uint64
+	// WindowLists counts the event windows' lists of a namespace's
+	// Events; WindowsResumed the windows started without one (resume.go),
+	// ResumesExpired those of them that listed after all (410 Gone).
+	WindowLists, WindowsResumed, ResumesExpired uint64
 	// PodsReceived and EventsReceived count the objects the informers
 	// handed over (adds and updates, before any filtering).
 	PodsReceived, EventsReceived uint64
@@ -24,6 +28,9 @@ func (w *Watcher) Stats() Stats {
 		EventsReceived: w.eventsReceived.Load(),
 		EventSweeps:    w.sweeps.Load(),
 		Unswept:        w.unswept.Load(),
+		WindowLists:    w.windowLists.Load(),
+		WindowsResumed: w.windowsResumed.Load(),
+		ResumesExpired: w.resumesExpired.Load(),
 	}
 	st.PodsCached = len(w.podInf.GetStore().ListKeys())
 	w.mu.Lock()

@@ -130,6 +130,15 @@ func (w *Watcher) sweep(ctx context.Context, uid types.UID) {
 		if _, err := stripObject(ev); err != nil {
 			continue
 		}
-		w.onEvent(uid, ev, true)
+		w.onEvent(uid, &windowStart{}, ev, true)
+	}
+	// Everything up to the list was handed over: the pod's next window
+	// starts there, unless it is too late by then (resume.go).
+	if v, ok := parseRV(list.ResourceVersion); ok {
+		w.mu.Lock()
+		if w.windows[uid] == nil && s.resumeRV == 0 {
+			s.resumeRV, s.resumeAt = v, w.clock()
+		}
+		w.mu.Unlock()
 	}
 }

@@ -125,7 +125,11 @@ const (
 // The API server keeps no watch cache for Events by default
 // (kube-apiserver's DefaultWatchCacheSizes): a window's initial list and a
 // sweep each read the namespace's Events from etcd and filter them there.
-// That is why neither is made more often than a pod changes.
+// That is why neither is made more often than a pod changes, and why a
+// window starts without a list when it can (resume.go): a new pod's first
+// window from a resource version its pod watch had reached before the pod
+// was created, a later one from where the pod's last window stopped, each
+// replaying only the namespace's changes since.
 //
 // A Watcher runs once.
 type Watcher struct {
@@ -160,6 +164,12 @@ type Watcher struct {
 	// unswept counts the pods first seen quiet with no sweep: no change
 	// in their status within EventTTL.
 	unswept atomic.Uint64
+	// windowLists counts the event windows' lists; windowsResumed the
+	// windows started without one, resumesExpired those of them whose
+	// start the API server no longer had (they listed) (resume.go).
+	windowLists, windowsResumed, resumesExpired atomic.Uint64
+	// rvs: the pod watch's resource versions of the last minutes (under mu).
+	rvs rvHistory
 
 	// statusMu serialises API status changes and their emission, so that
 	// they reach out in the order they happened.
@@ -212,6 +222,10 @@ type podState struct {
 	// sent: resource version of each of its events last sent, so that a
 	// window's initial list does not resend what an earlier one sent.
 	sent map[types.UID]string
+	// resumeRV is where its next window may start without a list (0: it
+	// lists), set when resumeAt (resume.go).
+	resumeRV uint64
+	resumeAt time.Time
 }
 
 // needsEvents reports whether the pod should have an event window at now.

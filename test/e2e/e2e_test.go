@@ -78,6 +78,7 @@ func TestCluster(t *testing.T) {
 		t.Run("55-image-volume", e.imageVolume)
 		t.Run("56-stop-signal", e.stopSignalField)
 		t.Run("57-resize-in-place", e.resizeInPlace)
+		t.Run("58-unschedulable-then-scheduled", e.unschedulableThenScheduled)
 		e.longTail(t) // 10–14 (longtail_test.go)
 	})
 	if t.Failed() {

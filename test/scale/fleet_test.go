@@ -645,6 +645,8 @@ type fleetStats struct {
 	eventsCached, podsCached             int
 	podIn, evIn, foreign, foreignPods    uint64
 	sweeps, unswept                      uint64
+	// how the windows started: lists, resumed, resumed but expired
+	winLists, winResumed, resumesExpired uint64
 }
 
 func (fl *fleet) stats() fleetStats {
@@ -663,6 +665,9 @@ func (fl *fleet) stats() fleetStats {
 		s.podsCached += st.PodsCached
 		s.sweeps += st.EventSweeps
 		s.unswept += st.Unswept
+		s.winLists += st.WindowLists
+		s.winResumed += st.WindowsResumed
+		s.resumesExpired += st.ResumesExpired
 		s.podIn += m.podIn.Load()
 		s.evIn += m.evIn.Load()
 		s.foreign += m.foreign.Load()
@@ -761,6 +766,8 @@ func (r fleetResult) format() string {
 		r.inTransition, float64(r.inTransition)/n)
 	fmt.Fprintf(&b, "event sweeps (one-off lists of a pod's events) %d in all, %.1f per tracer; pods first seen quiet with no change within the Events' TTL (%s), not swept: %d;\n",
 		st.sweeps, float64(st.sweeps)/n, ttlString(r.p.eventTTL), st.unswept)
+	fmt.Fprintf(&b, "event windows started by a list of the namespace's Events %d, resumed from a resource version %d (of which %d expired and listed);\n",
+		st.winLists, st.winResumed, st.resumesExpired)
 	fmt.Fprintf(&b, "pods cached %.1f, events cached %.1f; to the model: %d pod and %d event inputs in all, %d foreign events, %d foreign pods, %d tracers not ready.\n",
 		float64(st.podsCached)/n, float64(st.eventsCached)/n, st.podIn, st.evIn, st.foreign, st.foreignPods, st.notReady)
 	fmt.Fprintf(&b, "Fleet process heap added: %.1f MiB (%.0f KiB per watcher). Driver API errors: %d.\n",

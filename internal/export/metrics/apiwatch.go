@@ -8,6 +8,10 @@ type APIWatchStats struct {
 	EventWatches int
 	EventSweeps  uint64
 	Unswept      uint64
+	// WindowLists and WindowsResumed: how event watches started (a list
+	// of the namespace's Events, or a watch from a resource version);
+	// ResumesExpired: resumed starts the API server no longer had.
+	WindowLists, WindowsResumed, ResumesExpired uint64
 }
 
 var (
@@ -17,14 +21,22 @@ var (
 	apiEventSweepsDesc = prometheus.NewDesc("podchron_api_event_sweeps_total",
 		"One-off lists of a pod's Events: one per pod first seen quiet, at the tracer's start (its history), "+
 			"and the retries of those that failed.", nil, nil)
+	apiWindowStartsDesc = prometheus.NewDesc("podchron_api_event_window_starts_total",
+		"How the tracer's Event watches started: start=\"list\", a list of the pod's namespace's Events (the API server reads them all from etcd, "+
+			"with no watch cache for Events by default); start=\"resume\", a watch from a resource version known to be early enough "+
+			"(before the pod was created, or where its previous watch stopped), which replays only the namespace's changes since.", []string{"start"}, nil)
+	apiResumesExpiredDesc = prometheus.NewDesc("podchron_api_event_window_resumes_expired_total",
+		"Resumed Event watches whose start the API server no longer had (410 Gone: etcd's history compacted); each then listed.", nil, nil)
 	apiUnsweptDesc = prometheus.NewDesc("podchron_api_event_sweeps_skipped_total",
 		"Pods first seen quiet whose Events were not listed: their status records no change within --event-ttl "+
 			"(the API server's Event TTL), so their Events have expired or come with the pod's next event watch.", nil, nil)
 )
 
 // APIWatchCollector exports podchron_api_event_watches,
-// podchron_api_event_sweeps_total and
-// podchron_api_event_sweeps_skipped_total, read at each scrape.
+// podchron_api_event_sweeps_total,
+// podchron_api_event_sweeps_skipped_total,
+// podchron_api_event_window_starts_total and
+// podchron_api_event_window_resumes_expired_total, read at each scrape.
 type APIWatchCollector struct {
 	read func() APIWatchStats
 }
@@ -39,6 +51,8 @@ func (c *APIWatchCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- apiEventWatchesDesc
 	ch <- apiEventSweepsDesc
 	ch <- apiUnsweptDesc
+	ch <- apiWindowStartsDesc
+	ch <- apiResumesExpiredDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -47,4 +61,7 @@ func (c *APIWatchCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(apiEventWatchesDesc, prometheus.GaugeValue, float64(st.EventWatches))
 	ch <- prometheus.MustNewConstMetric(apiEventSweepsDesc, prometheus.CounterValue, float64(st.EventSweeps))
 	ch <- prometheus.MustNewConstMetric(apiUnsweptDesc, prometheus.CounterValue, float64(st.Unswept))
+	ch <- prometheus.MustNewConstMetric(apiWindowStartsDesc, prometheus.CounterValue, float64(st.WindowLists), "list")
+	ch <- prometheus.MustNewConstMetric(apiWindowStartsDesc, prometheus.CounterValue, float64(st.WindowsResumed), "resume")
+	ch <- prometheus.MustNewConstMetric(apiResumesExpiredDesc, prometheus.CounterValue, float64(st.ResumesExpired))
 }
