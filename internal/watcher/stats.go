@@ -9,6 +9,9 @@ type Stats struct {
 	EventWatches int
 	// EventSweeps counts the one-off lists of a pod's events made.
 	EventSweeps uint64
+	// SweepsDue is the number of pods whose sweep is due or waits for a
+	// retry.
+	SweepsDue int
 	// Unswept counts the pods first seen quiet that got no sweep: their
 	// status records no change within Config.EventTTL.
 	Unswept uint64
@@ -36,6 +39,11 @@ func (w *Watcher) Stats() Stats {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	st.EventWatches = len(w.windows)
+	for _, s := range w.pods {
+		if !s.sweepAt.IsZero() {
+			st.SweepsDue++
+		}
+	}
 	for _, win := range w.windows {
 		st.EventsCached += len(win.inf.GetStore().ListKeys())
 	}

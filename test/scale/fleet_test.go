@@ -114,9 +114,17 @@ func TestFleet(t *testing.T) {
 	}
 	p.heapProfile(ctx, t, cp, "synced")
 	log.Info("tracers synced", "tracers", len(fl.members), "took", r.syncTook.Round(time.Second))
+	// The start's sweeps (each pod's history, one list each) go on after
+	// the tracers are ready: the window measures the steady state after
+	// them, a restarted fleet's cost is the start's above.
+	if err := fl.waitSweepsDone(ctx, log, 15*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	r.sweepsTook = time.Since(ts)
 	if err := fl.waitWindowsSettled(ctx, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	r.before = fl.stats()
 	rep0 = d.created.Load()
 	r.with, err = measureWindow(ctx, cp, p.window, fl)
 	if err != nil {
@@ -621,6 +629,24 @@ func (fl *fleet) waitSynced(ctx context.Context, log *slog.Logger, cp *controlPl
 // waitWindowsSettled waits until the event windows open across the fleet
 // stop changing for a few seconds (a synced watcher opens its standby
 // windows right after).
+// waitSweepsDone waits until no watcher has a sweep due.
+func (fl *fleet) waitSweepsDone(ctx context.Context, log *slog.Logger, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		n := fl.stats().sweepsDue
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d sweeps still due after %s", n, timeout)
+		}
+		log.Info("sweeps due", "pods", n)
+		if err := sleepCtx(ctx, 5*time.Second); err != nil {
+			return err
+		}
+	}
+}
+
 func (fl *fleet) waitWindowsSettled(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	last, same := -1, 0
@@ -645,6 +671,7 @@ type fleetStats struct {
 	eventsCached, podsCached             int
 	podIn, evIn, foreign, foreignPods    uint64
 	sweeps, unswept                      uint64
+	sweepsDue                            int
 	// how the windows started: lists, resumed, resumed but expired
 	winLists, winResumed, resumesExpired uint64
 }
@@ -665,6 +692,7 @@ func (fl *fleet) stats() fleetStats {
 		s.podsCached += st.PodsCached
 		s.sweeps += st.EventSweeps
 		s.unswept += st.Unswept
+		s.sweepsDue += st.SweepsDue
 		s.winLists += st.WindowLists
 		s.winResumed += st.WindowsResumed
 		s.resumesExpired += st.ResumesExpired
@@ -686,7 +714,8 @@ type fleetResult struct {
 	sync0, sync1               apiSample // before the first tracer started, once all had synced
 	baseReplaced, withReplaced uint64    // pods replaced by the churn in each window
 	perNode                    fleetStats
-	syncTook                   time.Duration
+	before                     fleetStats // at the window's start
+	syncTook, sweepsTook       time.Duration
 	fleetHeap                  int64 // this process's heap after GC, with the fleet minus without
 	driverErrors               uint64
 	inTransition               int // pods terminating or not Ready at the window's end
@@ -766,8 +795,8 @@ func (r fleetResult) format() string {
 		r.inTransition, float64(r.inTransition)/n)
 	fmt.Fprintf(&b, "event sweeps (one-off lists of a pod's events) %d in all, %.1f per tracer; pods first seen quiet with no change within the Events' TTL (%s), not swept: %d;\n",
 		st.sweeps, float64(st.sweeps)/n, ttlString(r.p.eventTTL), st.unswept)
-	fmt.Fprintf(&b, "event windows started by a list of the namespace's Events %d, resumed from a resource version %d (of which %d expired and listed);\n",
-		st.winLists, st.winResumed, st.resumesExpired)
+	fmt.Fprintf(&b, "the start's sweeps all made %s after the first tracer started; in the window: %d sweeps, event windows started by a list of the namespace's Events %d, resumed from a resource version %d (of which %d expired and listed);\n",
+		r.sweepsTook.Round(time.Second), st.sweeps-r.before.sweeps, st.winLists-r.before.winLists, st.winResumed-r.before.winResumed, st.resumesExpired-r.before.resumesExpired)
 	fmt.Fprintf(&b, "pods cached %.1f, events cached %.1f; to the model: %d pod and %d event inputs in all, %d foreign events, %d foreign pods, %d tracers not ready.\n",
 		float64(st.podsCached)/n, float64(st.eventsCached)/n, st.podIn, st.evIn, st.foreign, st.foreignPods, st.notReady)
 	fmt.Fprintf(&b, "Fleet process heap added: %.1f MiB (%.0f KiB per watcher). Driver API errors: %d.\n",
