@@ -57,10 +57,11 @@ func (w *Watcher) reconcileLoop(ctx context.Context) {
 // opened.
 func (w *Watcher) reconcile(ctx context.Context) []*eventWindow {
 	now := w.clock()
-	rv := w.podInf.LastSyncResourceVersion()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.rvs.note(now, rv)
+	for _, win := range w.windows {
+		w.rvs.note(now, win.inf.LastSyncResourceVersion())
+	}
 	w.pruneDeletedLocked(now)
 	waiting := w.queueLocked(now)
 	if len(waiting) == 0 {
@@ -247,6 +248,9 @@ func (w *Watcher) openWindowLocked(ctx context.Context, uid types.UID, now time.
 			if v, ok := parseRV(obj.ResourceVersion); ok && n == 1 {
 				start.from.Store(v)
 			}
+			w.mu.Lock()
+			w.rvs.note(w.clock(), obj.ResourceVersion)
+			w.mu.Unlock()
 			return obj, nil
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {

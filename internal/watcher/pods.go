@@ -95,7 +95,7 @@ func (w *Watcher) onPod(obj any, deleted bool) {
 }
 
 // resumeFromCreationLocked lets a new pod's first event window start from
-// a resource version the pod watch had reached before the pod was created:
+// an Events resource version seen before the pod was created:
 // its Events all come after it (resume.go). Not a mirror pod's: the
 // kubelet records them against the static pod, older than the mirror.
 func (w *Watcher) resumeFromCreationLocked(s *podState, pod *corev1.Pod) {

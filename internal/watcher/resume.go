@@ -15,10 +15,17 @@ import (
 // memory cost at the API server. A watch that starts from a resource
 // version instead replays only the namespace's changes since it. Two
 // windows can start so:
-//   - a pod's first window, when the pod watch had reached a resource
+//   - a pod's first window, when the watcher had seen an Events resource
 //     version before the pod was created (its creationTimestamp, less
 //     resumeSlack): the pod's Events, the scheduler's before the binding
-//     included, all come after it;
+//     included, all come after it. The versions are the Events' own (the
+//     windows' lists and watches, the sweeps), never the pod watch's: a
+//     cluster may keep Events in an etcd of their own
+//     (kube-apiserver --etcd-servers-overrides=/events#..., kops' default),
+//     whose revisions are not the pods', and a watch from a pod's version
+//     there could start in the Events' future and see nothing. A node with
+//     no window for the last resumeHorizon has no such version: its next
+//     new pod's window lists;
 //   - any later window of a pod, from where its previous window stopped:
 //     everything up to there was handed over (the window had synced, never
 //     relisted, and hands Events over in the order of the watch).
@@ -38,20 +45,21 @@ const (
 	resumeHorizon = 4 * time.Minute
 )
 
-// rvSample: a resource version the pod watch had reached, and when it was
-// first seen: every write after that time has a later one.
+// rvSample: an Events resource version seen, and when it was first seen:
+// every Event written after that time has a later one.
 type rvSample struct {
 	at time.Time
 	rv uint64
 }
 
-// rvHistory keeps the pod watch's resource versions of the last
+// rvHistory keeps the Events' resource versions seen in the last
 // resumeHorizon (one sample per change, at most one a reconcile).
 type rvHistory struct {
 	s []rvSample
 }
 
-// note records the pod watch's resource version at now.
+// note records an Events resource version seen at now (lower ones than
+// the last are not news).
 func (h *rvHistory) note(now time.Time, rv string) {
 	v, ok := parseRV(rv)
 	if !ok {

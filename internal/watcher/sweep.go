@@ -136,8 +136,10 @@ func (w *Watcher) sweep(ctx context.Context, uid types.UID) {
 	// starts there, unless it is too late by then (resume.go).
 	if v, ok := parseRV(list.ResourceVersion); ok {
 		w.mu.Lock()
+		now := w.clock()
+		w.rvs.note(now, list.ResourceVersion)
 		if w.windows[uid] == nil && s.resumeRV == 0 {
-			s.resumeRV, s.resumeAt = v, w.clock()
+			s.resumeRV, s.resumeAt = v, now
 		}
 		w.mu.Unlock()
 	}

@@ -127,9 +127,9 @@ const (
 // sweep each read the namespace's Events from etcd and filter them there.
 // That is why neither is made more often than a pod changes, and why a
 // window starts without a list when it can (resume.go): a new pod's first
-// window from a resource version its pod watch had reached before the pod
-// was created, a later one from where the pod's last window stopped, each
-// replaying only the namespace's changes since.
+// window from an Events resource version seen before the pod was created,
+// a later one from where the pod's last window stopped, each replaying
+// only the namespace's changes since.
 //
 // A Watcher runs once.
 type Watcher struct {
@@ -168,7 +168,8 @@ type Watcher struct {
 	// windows started without one, resumesExpired those of them whose
 	// start the API server no longer had (they listed) (resume.go).
 	windowLists, windowsResumed, resumesExpired atomic.Uint64
-	// rvs: the pod watch's resource versions of the last minutes (under mu).
+	// rvs: the Events' resource versions seen in the last minutes (under
+	// mu; resume.go).
 	rvs rvHistory
 
 	// statusMu serialises API status changes and their emission, so that

@@ -21,8 +21,8 @@ import (
 // pod at all. Once the node gets the label, the pod is bound and starts.
 // Its trace carries the scheduler's words: k8s.FailedScheduling, then
 // k8s.Scheduled, each once. The tracer's first Event watch on the pod
-// starts from a resource version its pod watch had reached before the pod
-// was created (internal/watcher/resume.go), not from a list of the
+// starts from an Events resource version it had seen before the pod was
+// created (internal/watcher/resume.go), not from a list of the
 // namespace's Events: podchron_api_event_window_starts_total{start="resume"}
 // grows, and no resumed start expired.
 func (e *env) unschedulableThenScheduled(t *testing.T) {
