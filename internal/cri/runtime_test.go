@@ -360,7 +360,12 @@ func (l *lifecycle) oom() string {
 	ctx, t, h, pod := l.ctx, l.t, l.h, l.pod
 	oID, err := h.RunContainer(ctx, pod, ctrd.ContainerSpec{
 		Name: "oom", MemoryLimitBytes: 32 << 20,
-		Command: []string{"dd", "if=/dev/zero", "of=/dev/null", "bs=256M", "count=4"},
+		// Killed half a second in, not at its first instruction: containerd
+		// 1.6 on cgroup v1 watches a task's memory.oom_control from its
+		// start, and a task OOM-killed before that is reported "Error" (CI
+		// on faa1808: exit 137 reason Error, FinishedAt 1 ms before
+		// StartedAt). The tracer's own OOM facts come from the kernel.
+		Command: []string{"sh", "-c", "sleep 0.5; exec dd if=/dev/zero of=/dev/null bs=256M count=4"},
 	})
 	if err != nil {
 		t.Fatal(err)
