@@ -235,7 +235,8 @@ func (w *Watcher) openWindowLocked(ctx context.Context, uid types.UID, now time.
 			}
 			if n == 2 && start.resume != 0 {
 				// The watch from the resume point failed (410 Gone:
-				// compacted away): the reflector relists.
+				// compacted away; or any other watch error): the
+				// reflector relists.
 				w.resumesExpired.Add(1)
 			}
 			o.FieldSelector = sel

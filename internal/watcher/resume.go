@@ -106,8 +106,11 @@ type windowStart struct {
 	handed atomic.Uint64
 }
 
-// hand notes an Event handed over.
+// hand notes an Event handed over (nil: not a window's, a sweep's).
 func (ws *windowStart) hand(rv string) {
+	if ws == nil {
+		return
+	}
 	v, ok := parseRV(rv)
 	if !ok {
 		return

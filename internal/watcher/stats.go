@@ -17,7 +17,8 @@ type Stats struct {
 	Unswept uint64
 	// WindowLists counts the event windows' lists of a namespace's
 	// Events; WindowsResumed the windows started without one (resume.go),
-	// ResumesExpired those of them that listed after all (410 Gone).
+	// ResumesExpired those of them that listed after all (their start
+	// gone, 410, or their first watch failed).
 	WindowLists, WindowsResumed, ResumesExpired uint64
 	// PodsReceived and EventsReceived count the objects the informers
 	// handed over (adds and updates, before any filtering).

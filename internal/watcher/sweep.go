@@ -130,7 +130,7 @@ func (w *Watcher) sweep(ctx context.Context, uid types.UID) {
 		if _, err := stripObject(ev); err != nil {
 			continue
 		}
-		w.onEvent(uid, &windowStart{}, ev, true)
+		w.onEvent(uid, nil, ev, true) // no window: nothing to resume from but the list
 	}
 	// Everything up to the list was handed over: the pod's next window
 	// starts there, unless it is too late by then (resume.go).

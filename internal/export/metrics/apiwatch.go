@@ -26,7 +26,7 @@ var (
 			"with no watch cache for Events by default); start=\"resume\", a watch from a resource version known to be early enough "+
 			"(before the pod was created, or where its previous watch stopped), which replays only the namespace's changes since.", []string{"start"}, nil)
 	apiResumesExpiredDesc = prometheus.NewDesc("podchron_api_event_window_resumes_expired_total",
-		"Resumed Event watches whose start the API server no longer had (410 Gone: etcd's history compacted); each then listed.", nil, nil)
+		"Resumed Event watches that listed after all: the API server no longer had their start (410 Gone: etcd's history compacted), or their first watch failed.", nil, nil)
 	apiUnsweptDesc = prometheus.NewDesc("podchron_api_event_sweeps_skipped_total",
 		"Pods first seen quiet whose Events were not listed: their status records no change within --event-ttl "+
 			"(the API server's Event TTL), so their Events have expired or come with the pod's next event watch.", nil, nil)
