@@ -61,11 +61,7 @@ work=$(mktemp -d)
 tracer_pid= col_pid=
 sleepers=()
 cleanup() {
-	[ -n "$tracer_pid" ] && kill "$tracer_pid" 2>/dev/null || true
-	[ -n "$col_pid" ] && kill "$col_pid" 2>/dev/null || true
-	for p in "${sleepers[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	sysctl -qw kernel.bpf_stats_enabled="$old_stats"
+	stop_bench
 	# ig mounts debugfs when it is missing: leave the host as it was.
 	if [ "$debugfs_before" = 0 ] && grep -q ' /sys/kernel/debug debugfs ' /proc/mounts; then umount /sys/kernel/debug || true; fi
 	rm_tree "$v2$root"
@@ -74,18 +70,7 @@ cleanup() {
 trap cleanup EXIT
 
 # ---- the node: PODS pods, one container each, a sleeping process in each
-mkdir -p "$v2$root/burstable"
-for i in $(seq "$PODS"); do
-	u=$(uuid)
-	c="$v2$root/burstable/pod$u/$(cid)"
-	mkdir -p "$c"
-	sleep 100000 &
-	sleepers+=($!)
-	echo $! >"$c/cgroup.procs"
-	echo "$u" >>"$work/pods"
-done
-storm_pod="$v2$root/burstable/pod$(uuid)"
-mkdir -p "$storm_pod"
+make_sleeping_pods
 
 # ---- the collector
 start_collector "$otelcol"

@@ -78,15 +78,47 @@ YAML
 
 # The daemon as users run it, minus the API server and the runtime, on the
 # watched root $root, OTLP to the collector, metrics on: start_daemon <log>
-# [extra flags]. Returns once its probes are attached and its metrics answer.
+# [extra flags]; $TRACER_BIN runs another build than bin/tracer. Returns once
+# its probes are attached and its metrics answer.
 start_daemon() {
 	local log=$1
 	shift
 	OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$col_port \
 		OTEL_EXPORTER_OTLP_INSECURE=true OTEL_SERVICE_NAME=podchron-bench \
-		bin/tracer --cgroup-root "$root" --no-api --no-runtime --node-name bench "$@" \
+		"${TRACER_BIN:-bin/tracer}" --cgroup-root "$root" --no-api --no-runtime --node-name bench "$@" \
 		--metrics-addr "127.0.0.1:$metrics_port" >/dev/null 2>"$log" &
 	tracer_pid=$!
 	wait_log "$log" "probes attached"
 	for _ in $(seq 100); do curl -fsS "http://127.0.0.1:$metrics_port/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
 }
+
+# PODS pods under $v2$root/burstable, laid out as the kubelet's cgroupfs
+# driver does, one container each holding a sleeping process (their pids
+# appended to the array sleepers, their uids to $work/pods), and one more,
+# empty pod for the storms: its path in storm_pod.
+make_sleeping_pods() {
+	local u c
+	mkdir -p "$v2$root/burstable"
+	for _ in $(seq "$PODS"); do
+		u=$(uuid)
+		c="$v2$root/burstable/pod$u/$(cid)"
+		mkdir -p "$c"
+		sleep 100000 &
+		sleepers+=($!)
+		echo $! >"$c/cgroup.procs"
+		echo "$u" >>"$work/pods"
+	done
+	storm_pod="$v2$root/burstable/pod$(uuid)"
+	mkdir -p "$storm_pod"
+}
+
+# The cleanups' common part: the tracer, the collector and the sleeping
+# pods' processes stopped, kernel.bpf_stats_enabled as it was ($old_stats).
+stop_bench() {
+	[ -n "$tracer_pid" ] && kill "$tracer_pid" 2>/dev/null || true
+	[ -n "$col_pid" ] && kill "$col_pid" 2>/dev/null || true
+	for p in "${sleepers[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	sysctl -qw kernel.bpf_stats_enabled="$old_stats"
+}
+

@@ -11,14 +11,22 @@
 # cgroup's signal budget (--signal-rate, --signal-burst) refuses most of
 # them, --signal-rate -1 makes every one a record.
 #
-# Usage (root): [SIGNALS=1] bash bench/perprog.sh [N] [tracer flags, e.g. --all-processes]
+# TRACER=path runs that binary instead of building bin/tracer (another build
+# of the probes); STORM_PREFIX is put before the storm's command (e.g.
+# "taskset -c 1": the fork, exec and exit all on one CPU).
+#
+# Usage (root): [SIGNALS=1] [TRACER=bin] [STORM_PREFIX=cmd] bash bench/perprog.sh [N] [tracer flags, e.g. --all-processes]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-10000}
 shift || true
 [ "$(id -u)" -eq 0 ] || { echo "perprog: needs root" >&2; exit 1; }
 export PATH=$PATH:/usr/local/go/bin
-go build -o bin/tracer ./cmd/tracer
+tracer=${TRACER:-}
+if [ -z "$tracer" ]; then
+	go build -o bin/tracer ./cmd/tracer
+	tracer=bin/tracer
+fi
 go build -o bin/execstorm ./bench/execstorm
 
 if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then v2=/sys/fs/cgroup
@@ -40,7 +48,7 @@ trap cleanup EXIT
 
 mkdir -p "$(dirname "$ctr")"
 sysctl -qw kernel.bpf_stats_enabled=1
-bin/tracer --cgroup-root "$root" --no-api --no-runtime --node-name perprog --metrics-addr 127.0.0.1:0 "$@" \
+"$tracer" --cgroup-root "$root" --no-api --no-runtime --node-name perprog --metrics-addr 127.0.0.1:0 "$@" \
 	>/dev/null 2>"$work/tracer.log" &
 tracer_pid=$!
 for _ in $(seq 100); do grep -q "probes attached" "$work/tracer.log" && break; sleep 0.1; done
@@ -63,7 +71,7 @@ if [ "${SIGNALS:-0}" = 1 ]; then
 	bash -c 'echo $$ >"$1/cgroup.procs"; trap : USR1; for ((i = 0; i < $2; i++)); do kill -USR1 $$; done' flood "$ctr" "$N"
 	echo "signal flood: $N signals in $(echo "$(date +%s.%N) - $t0" | bc) s" >&2
 else
-	bin/execstorm -n "$N" -cgroup "$ctr" >/dev/null
+	${STORM_PREFIX:-} bin/execstorm -n "$N" -cgroup "$ctr" >/dev/null
 fi
 stats >"$work/after"
 unit=exec
