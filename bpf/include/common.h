@@ -25,7 +25,10 @@ volatile const __u64 cfg_signal_interval_ns = 0;
 /* Benchmark only (bench/execstorm.sh's "floor" mode): every program returns
  * at once, so the same hooks cost only their attachment. Never set in use. */
 volatile const __u32 cfg_noop = 0;
-volatile const __u32 cfg_self_tgid = 0; /* the tracer itself: never report it */
+/* The tracer's tgid in the initial pid namespace, 0 in another one (where
+ * the programs ask nested_skip() instead): is_self()'s one compare. */
+volatile const __u32 cfg_self_host_tgid = 0;
+volatile const __u32 cfg_self_tgid = 0; /* the tracer itself (in its own pid namespace): never report it */
 volatile const __u32 cfg_cgroup_v1 = 0; /* 0: cgroup v2 ids; 1: v1 memory controller ids */
 /* 1: report every process of a watched cgroup; 0: only its process-tree roots
  * (see probes/process.h). */
@@ -169,18 +172,20 @@ struct {
  *
  * A direct-mapped array by tgid, shared by every CPU: a fork and its
  * child's exec and exit usually run on different CPUs, so a per-CPU cache
- * would miss just there. A slot is keyed by tgid and the leader's start
- * time, with the state (enum root_state, or 0: not in proc_roots) in the
- * start's low 2 bits: one word, so two CPUs racing on a slot leave one that
- * matches neither process rather than a wrong state. (Two processes with one
- * tgid cannot start within 4 ns.) A miss falls back to proc_roots and the
- * task's parent.
+ * would miss just there. A slot is keyed by the leader's start time, with
+ * the state (enum root_state, or 0: not in proc_roots) in its low 2 bits:
+ * one word, so two CPUs racing on a slot leave one that matches neither
+ * process rather than a wrong state. (Two processes of one slot, tgids 8192
+ * apart, cannot start within 4 ns.) Beside it, the css_set the process was
+ * in when the slot was written: a ROOT_NONE mark holds only while the
+ * process is still there (probes/process.h, marked_none); a race that
+ * pairs one process's key with another's css_set can only make it miss. A
+ * miss falls back to proc_roots and the task's parent.
  */
 #define PROC_CACHE_SLOTS 8192
 struct proc_slot {
-	__u64 key; /* start_boottime & ~3 | state */
-	__u32 tgid;
-	__u32 _pad;
+	__u64 key;  /* start_boottime & ~3 | state */
+	__u64 cset; /* the process's css_set when the slot was written, as a number */
 };
 
 struct {
@@ -349,9 +354,9 @@ struct {
  * nested_skip() instead, only for what they are about to report. */
 static __always_inline bool is_self(__u32 tgid)
 {
-	if (cfg_pidns_level)
-		return false;
-	return cfg_self_tgid && tgid == cfg_self_tgid;
+	/* 0 in another pid namespace: no task the programs see has tgid 0
+	 * (the idle tasks neither exec, fork nor exit, nor take signals). */
+	return tgid == cfg_self_host_tgid;
 }
 
 /* In a non-initial pid namespace, whether a record about task t is not

@@ -65,6 +65,24 @@ static __always_inline bool parent_in(struct task_struct *p, struct cgroup *cg)
 	return task_cgroup_btf(p->real_parent) == cg;
 }
 
+/*
+ * Whether p and its parent are in one cgroup (the one task_cgroup_btf
+ * names), for the hot fronts: their css_set pointers first, which are in
+ * the tasks. Tasks of one css_set share every cgroup; comparing the
+ * pointers reads no line of the css_set, whose line with dfl_cgrp also
+ * holds its refcount and task count, written at every fork and exit of its
+ * tasks (an exec storm's, on both CPUs). Two css_sets may still share that
+ * cgroup (on a hybrid host the v1 controllers' cgroups differ): their
+ * cgroups decide then.
+ */
+static __always_inline bool with_parent(struct task_struct *p)
+{
+	struct task_struct *pp = p->real_parent;
+	struct css_set *c = p->cgroups, *pc = pp->cgroups;
+
+	return c == pc || task_cgroup_btf(p) == task_cgroup_btf(pp);
+}
+
 /* The process's slot in proc_cache (whoever it holds now). */
 static __always_inline struct proc_slot *proc_slot(__u32 tgid)
 {
@@ -83,27 +101,48 @@ static __always_inline int cached_state(__u32 tgid, __u64 start)
 	if (!s)
 		return -1;
 	k = s->key;
-	if (s->tgid != tgid || (k & ~3ULL) != (start & ~3ULL))
+	if ((k ^ start) > 3)
 		return -1;
 	return k & 3;
 }
 
-/* Remembers what the process (tgid, start) is. */
-static __always_inline void cache_root(__u32 tgid, __u64 start, __u32 state)
+/*
+ * Whether proc_cache marks the process (tgid, start), task t, ROOT_NONE in
+ * the css_set it is in now: the mark's verdict (below a root) still holds
+ * when t has not moved since, whoever its parent is now. A move (another
+ * cgroup's exec session entering from a privileged pod, a nested runtime's
+ * init joining its container's cgroup) lets the parent decide, as for a
+ * process with no mark. An orphan reparented to a process outside its
+ * cgroup (in a pod sharing its pid namespace, to the pause process) stays
+ * below the root it was forked below.
+ */
+static __always_inline bool marked_none(struct task_struct *t, __u32 tgid, __u64 start)
+{
+	struct proc_slot *s = proc_slot(tgid);
+	__u64 k;
+
+	if (!s)
+		return false;
+	k = s->key;
+	return (k ^ start) <= 3 && (k & 3) == ROOT_NONE && s->cset == (__u64)t->cgroups;
+}
+
+/* Remembers what the process (tgid, start), task t, is. */
+static __always_inline void cache_root(struct task_struct *t, __u32 tgid, __u64 start, __u32 state)
 {
 	struct proc_slot *s = proc_slot(tgid);
 
 	if (!s)
 		return;
 	s->key = (start & ~3ULL) | state;
-	s->tgid = tgid;
+	s->cset = (__u64)t->cgroups;
 }
 
 /*
  * The process's root state: proc_cache (which may say ROOT_NONE), else
  * proc_roots (ROOT_PENDING, ROOT_EXECD, or 0: not in it).
  */
-static __always_inline __u32 root_state(__u32 tgid, __u64 start)
+static __always_inline __u32 root_state(struct task_struct *t, __u32 tgid, __u64 start)
 {
 	int c = cached_state(tgid, start);
 	__u8 *r;
@@ -113,23 +152,23 @@ static __always_inline __u32 root_state(__u32 tgid, __u64 start)
 		return c;
 	r = bpf_map_lookup_elem(&proc_roots, &tgid);
 	v = r ? *r : 0;
-	cache_root(tgid, start, v);
+	cache_root(t, tgid, start, v);
 	return v;
 }
 
-static __always_inline void set_root(__u32 tgid, __u64 start, __u8 state)
+static __always_inline void set_root(struct task_struct *t, __u32 tgid, __u64 start, __u8 state)
 {
 	bpf_map_update_elem(&proc_roots, &tgid, &state, BPF_ANY);
-	cache_root(tgid, start, state);
+	cache_root(t, tgid, start, state);
 }
 
-static __always_inline void drop_root(__u32 tgid)
+static __always_inline void drop_root(__u32 tgid, __u64 start)
 {
 	struct proc_slot *s = proc_slot(tgid);
 
 	bpf_map_delete_elem(&proc_roots, &tgid);
-	if (s && s->tgid == tgid)
-		s->tgid = 0;
+	if (s && (s->key ^ start) <= 3)
+		s->key = 0;
 }
 
 /*
@@ -138,23 +177,24 @@ static __always_inline void drop_root(__u32 tgid)
  * intact until exit_group), or was forked as a root by the runtime's set-up.
  * The program asked below_by_parent first; this is what it could not tell
  * (the parent's slot holds another process, or it is the runtime's
- * set-up): proc_cache, then plain loads, then proc_roots. A ROOT_NONE in
- * proc_cache is a hint, not a verdict: the parent decides now, so a process
- * reparented outside the cgroup is a root, as it always was.
+ * set-up): proc_cache, then plain loads, then proc_roots. A ROOT_NONE that
+ * reaches here was made in another css_set (below_by_parent trusts the
+ * others): a hint, not a verdict; the parent decides now, so a process
+ * moved into this cgroup from another one is a root.
  */
 static __always_inline bool exec_is_root(struct task_struct *p, __u32 tgid, struct cgroup *cg)
 {
 	__u64 start = p->group_leader->start_boottime;
-	__u32 r = root_state(tgid, start);
+	__u32 r = root_state(p, tgid, start);
 
 	if (r == ROOT_NONE) /* a hint: the parent decides now, as for any other */
 		r = 0;
 	if (!r && parent_in(p, cg) && !(p->signal->flags & SIGNAL_UNKILLABLE)) {
-		cache_root(tgid, start, ROOT_NONE);
+		cache_root(p, tgid, start, ROOT_NONE);
 		return false; /* below a root */
 	}
 	if (r != ROOT_EXECD)
-		set_root(tgid, start, ROOT_EXECD);
+		set_root(p, tgid, start, ROOT_EXECD);
 	return true;
 }
 
@@ -167,7 +207,7 @@ static __always_inline bool fork_is_root(struct task_struct *parent, __u32 ptgid
                                          __u32 child_tgid, struct cgroup *cg)
 {
 	__u64 pstart = parent->group_leader->start_boottime;
-	__u32 r = root_state(ptgid, pstart);
+	__u32 r = root_state(parent, ptgid, pstart);
 
 	if (r == ROOT_NONE) /* a hint: its parent decides now */
 		r = 0;
@@ -178,10 +218,10 @@ static __always_inline bool fork_is_root(struct task_struct *parent, __u32 ptgid
 		 * that never exec'd): its children's exec and exit tell so from
 		 * its slot (below_by_parent). */
 		if (!(parent->signal->flags & SIGNAL_UNKILLABLE))
-			cache_root(ptgid, pstart, ROOT_NONE);
+			cache_root(parent, ptgid, pstart, ROOT_NONE);
 		return false;
 	}
-	set_root(child_tgid, child->start_boottime, ROOT_PENDING);
+	set_root(child, child_tgid, child->start_boottime, ROOT_PENDING);
 	return true;
 }
 
@@ -199,35 +239,45 @@ static __always_inline bool pidns_below_parent(struct task_struct *p)
 }
 
 /*
- * Whether p, in cgroup cg, is below a root, from proc_cache and the parent:
- * the hot programs ask it first. Both hints hold only with p's parent in cg
- * still (a process reparented outside decides as before):
- * - p's own slot says ROOT_NONE: its fork found it below a root (the line
- *   the fork wrote, often on another CPU), or its exec did. Never made for
- *   a pid namespace's init (the fork, the exec and the forker's mark all
- *   check SIGNAL_UNKILLABLE, which copy_process sets before the fork's
- *   tracepoint and only exit_group clears; a pid's level never changes),
- *   so the exit trusts it too, without the pid levels (two lines of the
- *   kernel's, ~30 ns of the storm's exit: bench/README.md), nor for a child
- *   whose parent is not its forker (CLONE_PARENT: 2026-11-28's CI missed a
- *   shared-pid-namespace pod's init when runc's stage-2 child, so cloned
- *   below an exec'd runc init, was marked at its fork);
- * - else the parent's slot says ROOT_EXECD or ROOT_NONE (so p was never
- *   forked as a pending root), and p is no pid namespace's init.
+ * Whether p (whose leader started at start) is below a root, from
+ * proc_cache and the parent: the hot programs ask it first.
+ * - p's own slot says ROOT_NONE, made in the css_set p is in now
+ *   (marked_none): its fork found it below a root (the line the fork
+ *   wrote, often on another CPU), or its exec did. That holds whoever p's
+ *   parent is now: an orphan stays below the root it was forked below.
+ *   Never made for a pid namespace's init (the fork, the exec and the
+ *   forker's mark all check SIGNAL_UNKILLABLE, which copy_process sets
+ *   before the fork's tracepoint and only exit_group clears; a pid's level
+ *   never changes), so the exit trusts it too, without the pid levels (two
+ *   lines of the kernel's, ~30 ns of the storm's exit: bench/README.md),
+ *   nor for a child whose parent is not its forker (CLONE_PARENT:
+ *   2026-11-28's CI missed a shared-pid-namespace pod's init when runc's
+ *   stage-2 child, so cloned below an exec'd runc init, was marked at its
+ *   fork). Asked before any line of the parent's or of the css_set's: it
+ *   took ~20 ns off the storm's exec and exit (bench/abstorm.sh,
+ *   2026-11-29: 534-571 ns an exec against 558-585 asking the parent's
+ *   cgroup first, floor 357-391).
+ * - else, with p's parent in p's cgroup, the parent's slot says ROOT_EXECD
+ *   or ROOT_NONE (so p was never forked as a pending root), and p is no pid
+ *   namespace's init.
  * Either settles a container's own process (an exec storm's) from the task,
  * its parent (which the kernel has just touched) and a slot, before the
  * cgroup's verdict or any lookup. Both states are only made in a watched
- * cgroup.
+ * cgroup. A process moved to another cgroup since its mark (a nested
+ * runtime's init joining its container's cgroup, an exec session entered
+ * from a privileged pod) decides as one with no mark: by its parent.
  */
-static __always_inline bool below_by_parent(struct task_struct *p, __u32 tgid, struct cgroup *cg, bool at_exit)
+static __always_inline bool below_by_parent(struct task_struct *p, __u32 tgid, __u64 start, bool at_exit)
 {
 	struct task_struct *pp = p->real_parent;
 	int r;
 
-	if (cfg_all_processes || task_cgroup_btf(pp) != cg)
+	if (cfg_all_processes)
 		return false;
-	if (cached_state(tgid, p->group_leader->start_boottime) == ROOT_NONE)
+	if (marked_none(p, tgid, start))
 		return true;
+	if (!with_parent(p))
+		return false;
 	r = cached_state(pp->tgid, pp->group_leader->start_boottime);
 	if (r != ROOT_NONE && r != ROOT_EXECD)
 		return false;
@@ -245,18 +295,18 @@ static __always_inline bool below_by_parent(struct task_struct *p, __u32 tgid, s
 static __always_inline bool exit_is_root(struct task_struct *p, __u32 tgid, struct cgroup *cg)
 {
 	__u64 start = p->group_leader->start_boottime;
-	__u32 r = root_state(tgid, start);
+	__u32 r = root_state(p, tgid, start);
 
 	if (r == ROOT_NONE) /* a hint: the parent decides now */
 		r = 0;
 	if (!r && parent_in(p, cg) && !pidns_below_parent(p))
 		return false;
-	drop_root(tgid);
+	drop_root(tgid, start);
 	return true;
 }
 
 /* The rest of handle_exec: the exec's verdict and its record. */
-static __noinline int exec_record(struct task_struct *p, struct linux_binprm *bprm, __u32 tgid, struct cgroup *cg)
+static __noinline int exec_record(struct task_struct *p, struct linux_binprm *bprm, __u32 tgid)
 {
 	bool cni = false;
 	struct exec_event *e;
@@ -265,6 +315,8 @@ static __noinline int exec_record(struct task_struct *p, struct linux_binprm *bp
 	unsigned long arg_start, arg_end, len;
 	__u64 cgid;
 	__u32 origin = 0;
+	/* p is the current task */
+	struct cgroup *cg = task_cgroup_btf(p);
 
 	if (cgroup_watched_cached(cg, hot_cache())) {
 		if (!cfg_all_processes && !exec_is_root(p, tgid, cg))
@@ -328,11 +380,10 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 
 	if (is_self(tgid))
 		return 0;
-	/* p is the current task */
-	struct cgroup *cg = task_cgroup_btf(p);
-	if (below_by_parent(p, tgid, cg, false))
+	/* p is its group's leader by now (de_thread), so its own start. */
+	if (below_by_parent(p, tgid, p->start_boottime, false))
 		return 0;
-	return exec_record(p, bprm, tgid, cg);
+	return exec_record(p, bprm, tgid);
 }
 
 /* The rest of handle_fork: the fork's verdict and its record. */
@@ -383,9 +434,9 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	/* An exec'd root or a process below one forks below a root: the
 	 * parent's slot alone tells (read far more than written). */
 	if (!cfg_all_processes) {
-		int r = cached_state(ptgid, parent->group_leader->start_boottime);
+		__u64 pstart = parent->group_leader->start_boottime;
 
-		if (r == ROOT_EXECD || (r == ROOT_NONE && parent_in(parent, task_cgroup_btf(parent)))) {
+		if (cached_state(ptgid, pstart) == ROOT_EXECD || marked_none(parent, ptgid, pstart)) {
 			/* So is the child, unless it is a new pid namespace's
 			 * init (copy_process marks it SIGNAL_UNKILLABLE before
 			 * this tracepoint), whose exec decides, or its parent
@@ -393,7 +444,7 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 			 * stages clone: the child's parent is then the
 			 * forker's, outside). */
 			if (child->real_parent == parent && !(child->signal->flags & SIGNAL_UNKILLABLE))
-				cache_root(child_tgid, child->start_boottime, ROOT_NONE);
+				cache_root(child, child_tgid, child->start_boottime, ROOT_NONE);
 			return 0;
 		}
 	}
@@ -417,10 +468,12 @@ struct {
 } exits_seen SEC(".maps");
 
 /* The rest of handle_exit: the exit's verdict and its record. */
-static __noinline int exit_record(struct task_struct *p, __u32 tgid, struct cgroup *cg)
+static __noinline int exit_record(struct task_struct *p, __u32 tgid)
 {
 	struct exit_event *e;
 	__u32 origin = 0;
+	/* p is the current task */
+	struct cgroup *cg = task_cgroup_btf(p);
 
 	if (cgroup_watched_cached(cg, hot_cache())) {
 		if (!cfg_all_processes && !exit_is_root(p, tgid, cg))
@@ -460,7 +513,6 @@ int handle_exit(u64 *ctx)
 	NOOP_RETURN();
 	struct task_struct *p = (struct task_struct *)ctx[0];
 	__u32 tgid = p->tgid;
-	struct cgroup *cg;
 	bool group_dead;
 
 	if (is_self(tgid))
@@ -478,11 +530,9 @@ int handle_exit(u64 *ctx)
 		group_dead = p->signal->live.counter == 0;
 	if (!group_dead)
 		return 0;
-	/* p is the current task */
-	cg = task_cgroup_btf(p);
-	if (below_by_parent(p, tgid, cg, true))
+	if (below_by_parent(p, tgid, p->group_leader->start_boottime, true))
 		return 0;
-	return exit_record(p, tgid, cg);
+	return exit_record(p, tgid);
 }
 
 #endif /* __PODCHRON_PROBES_PROCESS_H */

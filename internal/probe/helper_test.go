@@ -44,6 +44,12 @@ func init() {
 //	clone-parent PATH       clone a child with CLONE_PARENT (its parent is
 //	                        ours, not us, as runc's set-up stages clone) that
 //	                        execs PATH at once; print its pid, exit 0
+//	spawn-moved DIR N       fork+exec a child "wait-exec exit N", print its
+//	                        pid, move it into the cgroup DIR (absolute),
+//	                        then let it exec and wait for it
+//	orphan FIFO N           fork+exec a child "wait-exec exit N" reading the
+//	                        FIFO, print its pid and "ready", exit 0 (the
+//	                        child, orphaned, execs at the test's line)
 //	signal-self N MS [handle]  ignore SIGUSR1 (or handle it), say "ready",
 //	                        send it to itself N times (N 0: as fast as it
 //	                        can for MS ms), then say "sent K"
@@ -73,6 +79,29 @@ func runHelper(mode string, args []string) int {
 	case "storm":
 		n, _ := strconv.Atoi(args[0])
 		return storm(n)
+	case "spawn-moved":
+		return helperSpawnMoved(args[0], args[1])
+	case "orphan":
+		self, _ := os.Executable()
+		// The test's FIFO for its stdin (the test writes the line once
+		// we are gone), and not our stdout, which the test reads to its
+		// end.
+		fifo, err := os.OpenFile(args[0], os.O_RDWR, 0)
+		if err != nil {
+			return 92
+		}
+		null, err := os.Open(os.DevNull)
+		if err != nil {
+			return 92
+		}
+		pid, err := syscall.ForkExec(self, []string{self, "exit", args[1]},
+			&syscall.ProcAttr{Env: helperEnviron("wait-exec"), Files: []uintptr{fifo.Fd(), null.Fd(), 2}})
+		if err != nil {
+			return 92
+		}
+		fmt.Println(pid)
+		fmt.Println("ready")
+		return 0
 	case "clone-parent":
 		return helperCloneParent(args[0])
 	case "sleep":
@@ -124,6 +153,33 @@ func helperWaitExec(args []string) int {
 		fmt.Fprintln(os.Stderr, "exec:", err)
 	}
 	return 91
+}
+
+// helperSpawnMoved forks a child that waits to exec "exit n", moves it into
+// the cgroup dir, then lets it exec and waits for it.
+func helperSpawnMoved(dir, n string) int {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return 92
+	}
+	self, _ := os.Executable()
+	pid, err := syscall.ForkExec(self, []string{self, "exit", n},
+		&syscall.ProcAttr{Env: helperEnviron("wait-exec"), Files: []uintptr{r.Fd(), 1, 2}})
+	if err != nil {
+		return 92
+	}
+	r.Close()
+	fmt.Println(pid)
+	if err := moveProcess(dir, pid); err != nil {
+		fmt.Fprintln(os.Stderr, "spawn-moved:", err)
+		return 95
+	}
+	if _, err := w.WriteString("go\n"); err != nil {
+		return 96
+	}
+	var ws syscall.WaitStatus
+	_, _ = syscall.Wait4(pid, &ws, 0, nil)
+	return 0
 }
 
 // helperCloneParent clones a child with CLONE_PARENT that execs path at

@@ -98,6 +98,7 @@ func Load(cfg Config) (*Probes, error) {
 	if err := setVariables(spec, map[string]any{
 		"cfg_all_processes":       flag32(cfg.AllProcesses),
 		"cfg_self_tgid":           uint32(cfg.SelfTGID),
+		"cfg_self_host_tgid":      selfHostTGID(cfg.SelfTGID, ns),
 		"cfg_cgroup_v1":           flag32(layout.Mode == cgroupfs.ModeV1Memory),
 		"cfg_hierarchy_id":        layout.HierarchyID(),
 		"cfg_report_level":        int32(maxLevel + ns.CgroupLevel), // the kernel's levels count from the real root
@@ -451,4 +452,14 @@ func (p *Probes) Close() error {
 	p.links = nil
 	errs = append(errs, p.objs.Close())
 	return errors.Join(errs...)
+}
+
+// selfHostTGID is the tracer's tgid as the programs' is_self() compares it:
+// its own in the initial pid namespace, 0 in another one (where tgids the
+// programs read are the host's, and nested_skip() asks instead).
+func selfHostTGID(self int, ns Namespaces) uint32 {
+	if ns.PIDLevel != 0 {
+		return 0
+	}
+	return uint32(self)
 }

@@ -655,6 +655,103 @@ func TestOnlyProcessTreeRootsByDefault(t *testing.T) {
 	}
 }
 
+// A process forked below a root and then moved into another watched cgroup
+// (a nested runtime's init joining its container's cgroup, or an exec
+// session entered from a privileged pod) enters that cgroup from outside:
+// its exec there is a root's, though its fork marked it below a root in the
+// cgroup it was forked in.
+func TestMovedProcessIsARoot(t *testing.T) {
+	e := setup(t)
+	dir := e.dir(e.cgroup(t, "forked-in"))
+	other := e.dir(e.cgroup(t, "moved-to"))
+	h := e.start(t, []string{dir}, "spawn-moved", other, "4")
+	h.wait(t)
+	if len(h.lines) == 0 {
+		t.Fatalf("the helper printed no child pid (%v)", h.err)
+	}
+	child, err := strconv.Atoi(strings.TrimSpace(h.lines[0]))
+	if err != nil {
+		t.Fatalf("child pid %q: %v", h.lines[0], err)
+	}
+	id := cgid(t, other)
+	ex := wait(t, e.col, "exec of the moved child in its new cgroup", func(ev *kernel.ExecEvent) bool {
+		return ev.TGID == uint32(child) && ev.CgroupID == id
+	})
+	if ex.Origin&kernel.OriginWatched == 0 || ex.PPID != h.pid {
+		t.Errorf("moved child's exec: origin %s ppid %d; want watched, the root %d", ex.Origin, ex.PPID, h.pid)
+	}
+	if x := wait(t, e.col, "exit of the moved child", func(ev *kernel.ExitEvent) bool { return ev.TGID == uint32(child) }); x.ExitCode != 4 || x.CgroupID != id {
+		t.Errorf("moved child's exit: code %d cgroup %d; want 4, %d", x.ExitCode, x.CgroupID, id)
+	}
+}
+
+// An orphan stays below the root it was forked below, though the kernel
+// gives it a parent outside its cgroup (the subreaper or init: in a pod
+// sharing its pid namespace, the pause process): a daemon a container
+// starts is the container's, not a process entering it. Its exec and exit
+// are not the tree's roots'.
+func TestOrphanStaysBelowItsRoot(t *testing.T) {
+	e := setup(t)
+	dir := e.dir(e.cgroup(t, "orphan"))
+	fifo := filepath.Join(t.TempDir(), "go")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := e.start(t, []string{dir}, "orphan", fifo, "6")
+	select {
+	case <-h.ready: // its one line before is the child's pid
+	case <-time.After(10 * time.Second):
+		t.Fatal("the root never said ready")
+	}
+	wait(t, e.col, "exit of the root", func(ev *kernel.ExitEvent) bool { return ev.TGID == h.pid })
+	child, err := strconv.Atoi(strings.TrimSpace(h.lines[0]))
+	if err != nil {
+		t.Fatalf("child pid %q: %v", h.lines[0], err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+	// Reparented once its parent is gone: to a process outside the cgroup.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", child))
+		if err != nil {
+			t.Fatalf("the orphan %d: %v", child, err)
+		}
+		if !strings.Contains(string(st), fmt.Sprintf("\nPPid:\t%d\n", h.pid)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the orphan %d is still the root's child", child)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := os.WriteFile(fifo, []byte("go\n"), 0); err != nil { // the orphan execs "exit 6"
+		t.Fatal(err)
+	}
+	for { // gone, or a zombie its new parent has not reaped yet
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
+		if err != nil || strings.Contains(string(st), ") Z ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the orphan %d did not exit", child)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // what other CPUs submitted is read too
+	for _, ev := range e.col.all(func(kernel.Event) bool { return true }) {
+		switch ev := ev.(type) {
+		case *kernel.ExecEvent:
+			if ev.TGID == uint32(child) {
+				t.Errorf("the orphan's exec reported as a root's: %+v", ev)
+			}
+		case *kernel.ExitEvent:
+			if ev.TGID == uint32(child) {
+				t.Errorf("the orphan's exit reported as a root's: %+v", ev)
+			}
+		}
+	}
+}
+
 // A process that enters a watched cgroup without exec'ing there (a
 // runtime's set-up, runc's "runc init") is a root, and so is what it forks
 // until that execs: the container's init comes out of such a chain.

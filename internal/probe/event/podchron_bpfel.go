@@ -179,8 +179,7 @@ type PodchronPrefixKey struct {
 type PodchronProcSlot struct {
 	_    structs.HostLayout
 	Key  uint64
-	Tgid uint32
-	Pad  uint32
+	Cset uint64
 }
 
 type PodchronRootPath struct {
@@ -294,6 +293,7 @@ const (
 	PodchronVarCfgPidnsIno           = "cfg_pidns_ino"
 	PodchronVarCfgPidnsLevel         = "cfg_pidns_level"
 	PodchronVarCfgReportLevel        = "cfg_report_level"
+	PodchronVarCfgSelfHostTgid       = "cfg_self_host_tgid"
 	PodchronVarCfgSelfTgid           = "cfg_self_tgid"
 	PodchronVarCfgSignalBurstNs      = "cfg_signal_burst_ns"
 	PodchronVarCfgSignalIntervalNs   = "cfg_signal_interval_ns"
@@ -412,6 +412,7 @@ type PodchronVariableSpecs struct {
 	CfgPidnsIno         *ebpf.VariableSpec `ebpf:"cfg_pidns_ino"`
 	CfgPidnsLevel       *ebpf.VariableSpec `ebpf:"cfg_pidns_level"`
 	CfgReportLevel      *ebpf.VariableSpec `ebpf:"cfg_report_level"`
+	CfgSelfHostTgid     *ebpf.VariableSpec `ebpf:"cfg_self_host_tgid"`
 	CfgSelfTgid         *ebpf.VariableSpec `ebpf:"cfg_self_tgid"`
 	CfgSignalBurstNs    *ebpf.VariableSpec `ebpf:"cfg_signal_burst_ns"`
 	CfgSignalIntervalNs *ebpf.VariableSpec `ebpf:"cfg_signal_interval_ns"`
@@ -514,6 +515,7 @@ type PodchronVariables struct {
 	CfgPidnsIno         *ebpf.Variable `ebpf:"cfg_pidns_ino"`
 	CfgPidnsLevel       *ebpf.Variable `ebpf:"cfg_pidns_level"`
 	CfgReportLevel      *ebpf.Variable `ebpf:"cfg_report_level"`
+	CfgSelfHostTgid     *ebpf.Variable `ebpf:"cfg_self_host_tgid"`
 	CfgSelfTgid         *ebpf.Variable `ebpf:"cfg_self_tgid"`
 	CfgSignalBurstNs    *ebpf.Variable `ebpf:"cfg_signal_burst_ns"`
 	CfgSignalIntervalNs *ebpf.Variable `ebpf:"cfg_signal_interval_ns"`
