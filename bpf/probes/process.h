@@ -258,7 +258,9 @@ static __always_inline bool pidns_below_parent(struct task_struct *p)
  *   2026-11-29: 534-571 ns an exec against 558-585 asking the parent's
  *   cgroup first, floor 357-391).
  * - else, with p's parent in p's cgroup, the parent's slot says ROOT_EXECD
- *   or ROOT_NONE (so p was never forked as a pending root), and p is no pid
+ *   or ROOT_NONE made where the parent is now (so p was never forked as a
+ *   pending root: a parent moved here without exec'ing is this cgroup's
+ *   runtime set-up, whatever it was below before), and p is no pid
  *   namespace's init.
  * Either settles a container's own process (an exec storm's) from the task,
  * its parent (which the kernel has just touched) and a slot, before the
@@ -270,7 +272,8 @@ static __always_inline bool pidns_below_parent(struct task_struct *p)
 static __always_inline bool below_by_parent(struct task_struct *p, __u32 tgid, __u64 start, bool at_exit)
 {
 	struct task_struct *pp = p->real_parent;
-	int r;
+	__u32 ptgid;
+	__u64 pstart;
 
 	if (cfg_all_processes)
 		return false;
@@ -278,8 +281,9 @@ static __always_inline bool below_by_parent(struct task_struct *p, __u32 tgid, _
 		return true;
 	if (!with_parent(p))
 		return false;
-	r = cached_state(pp->tgid, pp->group_leader->start_boottime);
-	if (r != ROOT_NONE && r != ROOT_EXECD)
+	ptgid = pp->tgid;
+	pstart = pp->group_leader->start_boottime;
+	if (cached_state(ptgid, pstart) != ROOT_EXECD && !marked_none(pp, ptgid, pstart))
 		return false;
 	if (at_exit)
 		return !pidns_below_parent(p);

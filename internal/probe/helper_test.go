@@ -44,9 +44,10 @@ func init() {
 //	clone-parent PATH       clone a child with CLONE_PARENT (its parent is
 //	                        ours, not us, as runc's set-up stages clone) that
 //	                        execs PATH at once; print its pid, exit 0
-//	spawn-moved DIR N       fork+exec a child "wait-exec exit N", print its
-//	                        pid, move it into the cgroup DIR (absolute),
-//	                        then let it exec and wait for it
+//	spawn-moved DIR N [spawn]  fork+exec a child "wait-exec exit N" (or
+//	                        "wait-spawn N": it forks, not execs, once moved),
+//	                        print its pid, move it into the cgroup DIR
+//	                        (absolute), then let it go on and wait for it
 //	orphan FIFO N           fork+exec a child "wait-exec exit N" reading the
 //	                        FIFO, print its pid and "ready", exit 0 (the
 //	                        child, orphaned, execs at the test's line)
@@ -80,7 +81,7 @@ func runHelper(mode string, args []string) int {
 		n, _ := strconv.Atoi(args[0])
 		return storm(n)
 	case "spawn-moved":
-		return helperSpawnMoved(args[0], args[1])
+		return helperSpawnMoved(args[0], args[1], len(args) > 2 && args[2] == "spawn")
 	case "orphan":
 		self, _ := os.Executable()
 		// The test's FIFO for its stdin (the test writes the line once
@@ -155,16 +156,20 @@ func helperWaitExec(args []string) int {
 	return 91
 }
 
-// helperSpawnMoved forks a child that waits to exec "exit n", moves it into
-// the cgroup dir, then lets it exec and waits for it.
-func helperSpawnMoved(dir, n string) int {
+// helperSpawnMoved forks a child that waits to exec "exit n" (or, with
+// spawn, to fork a child that does), moves it into the cgroup dir, then
+// lets it go on and waits for it.
+func helperSpawnMoved(dir, n string, spawn bool) int {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return 92
 	}
 	self, _ := os.Executable()
-	pid, err := syscall.ForkExec(self, []string{self, "exit", n},
-		&syscall.ProcAttr{Env: helperEnviron("wait-exec"), Files: []uintptr{r.Fd(), 1, 2}})
+	argv, env := []string{self, "exit", n}, helperEnviron("wait-exec")
+	if spawn {
+		argv, env = []string{self, n}, helperEnviron("wait-spawn")
+	}
+	pid, err := syscall.ForkExec(self, argv, &syscall.ProcAttr{Env: env, Files: []uintptr{r.Fd(), 1, 2}})
 	if err != nil {
 		return 92
 	}

@@ -685,6 +685,37 @@ func TestMovedProcessIsARoot(t *testing.T) {
 	}
 }
 
+// A process forked below a root and moved into another watched cgroup
+// without exec'ing there (a nested runtime's "runc init") is that cgroup's
+// runtime set-up: what it forks is a root, though its own mark, made in the
+// cgroup it left, says it is below one.
+func TestMovedProcessForksRoots(t *testing.T) {
+	e := setup(t)
+	dir := e.dir(e.cgroup(t, "forked-in"))
+	other := e.dir(e.cgroup(t, "set-up-in"))
+	h := e.start(t, []string{dir}, "spawn-moved", other, "5", "spawn")
+	h.wait(t)
+	if len(h.lines) == 0 {
+		t.Fatalf("the helper printed no child pid (%v)", h.err)
+	}
+	setup, err := strconv.Atoi(strings.TrimSpace(h.lines[0]))
+	if err != nil {
+		t.Fatalf("child pid %q: %v", h.lines[0], err)
+	}
+	id := cgid(t, other)
+	fork := wait(t, e.col, "fork of the moved process", func(ev *kernel.ForkEvent) bool {
+		return ev.TGID == uint32(setup) && ev.CgroupID == id
+	})
+	child := fork.ChildTGID
+	ex := wait(t, e.col, "exec of what it forked", func(ev *kernel.ExecEvent) bool { return ev.TGID == child })
+	if ex.Origin&kernel.OriginWatched == 0 || ex.CgroupID != id || ex.PPID != uint32(setup) {
+		t.Errorf("exec: origin %s cgroup %d ppid %d; want watched, %d, %d", ex.Origin, ex.CgroupID, ex.PPID, id, setup)
+	}
+	if x := wait(t, e.col, "exit of what it forked", func(ev *kernel.ExitEvent) bool { return ev.TGID == child }); x.ExitCode != 5 {
+		t.Errorf("exit code %d, want 5", x.ExitCode)
+	}
+}
+
 // An orphan stays below the root it was forked below, though the kernel
 // gives it a parent outside its cgroup (the subreaper or init: in a pod
 // sharing its pid namespace, the pause process): a daemon a container
