@@ -40,11 +40,6 @@ make_sleeping_pods
 start_collector "$otelcol"
 metrics_port=$(free_port)
 
-storm() {
-	local c="$storm_pod/$(cid)"
-	mkdir "$c"
-	bin/execstorm -n "$N" -cgroup "$c"
-}
 
 sysctl -qw kernel.bpf_stats_enabled=1
 bin/execstorm -n 500 >/dev/null

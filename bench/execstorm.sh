@@ -96,14 +96,6 @@ start_tracer() { # mode log
 	esac
 }
 
-# One storm in a fresh container cgroup of the storm pod: "n seconds rate".
-# (The cgroups are removed at the end, so no rmdir falls into a measurement.)
-storm() { # [extra execstorm args]
-	local c="$storm_pod/$(cid)"
-	mkdir "$c"
-	bin/execstorm -n "$N" -cgroup "$c" "$@"
-}
-
 sysctl -qw kernel.bpf_stats_enabled=1
 bin/execstorm -n 500 >/dev/null # warm up caches
 storm >/dev/null                  # and the storm pod's path, unmeasured

@@ -122,3 +122,13 @@ stop_bench() {
 	sysctl -qw kernel.bpf_stats_enabled="$old_stats"
 }
 
+# One storm of N execs in a fresh container cgroup of the storm pod: prints
+# "n seconds rate". [extra execstorm args] (The cgroups are removed at the
+# end, so no rmdir falls into a measurement.)
+storm() {
+	local c
+	c="$storm_pod/$(cid)"
+	mkdir "$c"
+	bin/execstorm -n "$N" -cgroup "$c" "$@"
+}
+

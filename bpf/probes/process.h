@@ -119,12 +119,8 @@ static __always_inline int cached_state(__u32 tgid, __u64 start)
 static __always_inline bool marked_none(struct task_struct *t, __u32 tgid, __u64 start)
 {
 	struct proc_slot *s = proc_slot(tgid);
-	__u64 k;
 
-	if (!s)
-		return false;
-	k = s->key;
-	return (k ^ start) <= 3 && (k & 3) == ROOT_NONE && s->cset == (__u64)t->cgroups;
+	return s && cached_state(tgid, start) == ROOT_NONE && s->cset == (__u64)t->cgroups;
 }
 
 /* Remembers what the process (tgid, start), task t, is. */
@@ -167,7 +163,7 @@ static __always_inline void drop_root(__u32 tgid, __u64 start)
 	struct proc_slot *s = proc_slot(tgid);
 
 	bpf_map_delete_elem(&proc_roots, &tgid);
-	if (s && (s->key ^ start) <= 3)
+	if (s && cached_state(tgid, start) >= 0)
 		s->key = 0;
 }
 

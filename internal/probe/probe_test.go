@@ -464,6 +464,20 @@ func (h *helper) waitReady(t *testing.T) {
 	}
 }
 
+// childPID is the pid the helper printed on its first line (the modes
+// that fork one say it first); it is read once the helper is done or ready.
+func (h *helper) childPID(t *testing.T) int {
+	t.Helper()
+	if len(h.lines) == 0 {
+		t.Fatalf("the helper printed no child pid (%v)", h.err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(h.lines[0]))
+	if err != nil {
+		t.Fatalf("child pid %q: %v", h.lines[0], err)
+	}
+	return pid
+}
+
 func (h *helper) wait(t *testing.T) {
 	t.Helper()
 	select {
@@ -615,13 +629,7 @@ func TestCloneParentChildOfARootIsARoot(t *testing.T) {
 	h := e.start(t, []string{dir}, "clone-parent", "/bin/true")
 	h.wait(t)
 	wait(t, e.col, "exec of the cloning root", func(ev *kernel.ExecEvent) bool { return ev.TGID == h.pid })
-	if len(h.lines) == 0 {
-		t.Fatalf("the helper printed no child pid (%v)", h.err)
-	}
-	child, err := strconv.Atoi(strings.TrimSpace(h.lines[0]))
-	if err != nil {
-		t.Fatalf("child pid %q: %v", h.lines[0], err)
-	}
+	child := h.childPID(t)
 	ex := wait(t, e.col, "exec of the CLONE_PARENT child (its parent is outside the cgroup)", func(ev *kernel.ExecEvent) bool {
 		return ev.TGID == uint32(child)
 	})
@@ -666,13 +674,7 @@ func TestMovedProcessIsARoot(t *testing.T) {
 	other := e.dir(e.cgroup(t, "moved-to"))
 	h := e.start(t, []string{dir}, "spawn-moved", other, "4")
 	h.wait(t)
-	if len(h.lines) == 0 {
-		t.Fatalf("the helper printed no child pid (%v)", h.err)
-	}
-	child, err := strconv.Atoi(strings.TrimSpace(h.lines[0]))
-	if err != nil {
-		t.Fatalf("child pid %q: %v", h.lines[0], err)
-	}
+	child := h.childPID(t)
 	id := cgid(t, other)
 	ex := wait(t, e.col, "exec of the moved child in its new cgroup", func(ev *kernel.ExecEvent) bool {
 		return ev.TGID == uint32(child) && ev.CgroupID == id
@@ -695,13 +697,7 @@ func TestMovedProcessForksRoots(t *testing.T) {
 	other := e.dir(e.cgroup(t, "set-up-in"))
 	h := e.start(t, []string{dir}, "spawn-moved", other, "5", "spawn")
 	h.wait(t)
-	if len(h.lines) == 0 {
-		t.Fatalf("the helper printed no child pid (%v)", h.err)
-	}
-	setup, err := strconv.Atoi(strings.TrimSpace(h.lines[0]))
-	if err != nil {
-		t.Fatalf("child pid %q: %v", h.lines[0], err)
-	}
+	setup := h.childPID(t)
 	id := cgid(t, other)
 	fork := wait(t, e.col, "fork of the moved process", func(ev *kernel.ForkEvent) bool {
 		return ev.TGID == uint32(setup) && ev.CgroupID == id
@@ -735,10 +731,7 @@ func TestOrphanStaysBelowItsRoot(t *testing.T) {
 		t.Fatal("the root never said ready")
 	}
 	wait(t, e.col, "exit of the root", func(ev *kernel.ExitEvent) bool { return ev.TGID == h.pid })
-	child, err := strconv.Atoi(strings.TrimSpace(h.lines[0]))
-	if err != nil {
-		t.Fatalf("child pid %q: %v", h.lines[0], err)
-	}
+	child := h.childPID(t)
 	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
 	// Reparented once its parent is gone: to a process outside the cgroup.
 	deadline := time.Now().Add(5 * time.Second)
