@@ -442,8 +442,15 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 			 * this tracepoint), whose exec decides, or its parent
 			 * is not the forker (CLONE_PARENT, as runc's set-up
 			 * stages clone: the child's parent is then the
-			 * forker's, outside). */
-			if (child->real_parent == parent && !(child->signal->flags & SIGNAL_UNKILLABLE))
+			 * forker's, outside), or it was cloned into another
+			 * cgroup (clone3's CLONE_INTO_CGROUP, as runc 1.2+
+			 * starts an exec session on cgroup v2): a css_set
+			 * other than the forker's, where the mark would hold
+			 * (marked_none) and hide the root's exec. */
+			struct css_set *cs = child->cgroups;
+
+			if (child->real_parent == parent && cs == parent->cgroups &&
+			    !(child->signal->flags & SIGNAL_UNKILLABLE))
 				cache_root(child, child_tgid, child->start_boottime, ROOT_NONE);
 			return 0;
 		}

@@ -4,6 +4,7 @@ package probe
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -48,6 +49,11 @@ func init() {
 //	                        "wait-spawn N": it forks, not execs, once moved),
 //	                        print its pid, move it into the cgroup DIR
 //	                        (absolute), then let it go on and wait for it
+//	spawn-into DIR N        fork a child straight into the cgroup DIR
+//	                        (clone3's CLONE_INTO_CGROUP) that execs "exit
+//	                        N", print its pid and wait for it; or print
+//	                        "unsupported: why" when the kernel or DIR
+//	                        cannot (before 5.7, not cgroup v2)
 //	orphan FIFO N           fork+exec a child "wait-exec exit N" reading the
 //	                        FIFO, print its pid and "ready", exit 0 (the
 //	                        child, orphaned, execs at the test's line)
@@ -82,6 +88,8 @@ func runHelper(mode string, args []string) int {
 		return storm(n)
 	case "spawn-moved":
 		return helperSpawnMoved(args[0], args[1], len(args) > 2 && args[2] == "spawn")
+	case "spawn-into":
+		return helperSpawnInto(args[0], args[1])
 	case "orphan":
 		self, _ := os.Executable()
 		// The test's FIFO for its stdin (the test writes the line once
@@ -182,6 +190,31 @@ func helperSpawnMoved(dir, n string, spawn bool) int {
 	if _, err := w.WriteString("go\n"); err != nil {
 		return 96
 	}
+	var ws syscall.WaitStatus
+	_, _ = syscall.Wait4(pid, &ws, 0, nil)
+	return 0
+}
+
+func helperSpawnInto(dir, n string) int {
+	cg, err := os.Open(dir)
+	if err != nil {
+		return 92
+	}
+	defer cg.Close()
+	self, _ := os.Executable()
+	pid, err := syscall.ForkExec(self, []string{self, n}, &syscall.ProcAttr{
+		Env: helperEnviron("exit"), Files: []uintptr{0, 1, 2},
+		Sys: &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(cg.Fd())},
+	})
+	if errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.E2BIG) || errors.Is(err, syscall.EBADF) {
+		fmt.Println("unsupported:", err)
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "spawn-into:", err)
+		return 92
+	}
+	fmt.Println(pid)
 	var ws syscall.WaitStatus
 	_, _ = syscall.Wait4(pid, &ws, 0, nil)
 	return 0

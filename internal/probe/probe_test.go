@@ -687,6 +687,34 @@ func TestMovedProcessIsARoot(t *testing.T) {
 	}
 }
 
+// A child cloned straight into another watched cgroup (clone3's
+// CLONE_INTO_CGROUP, as runc 1.2+ starts an exec session on cgroup v2, and
+// systemd its units) enters it at its fork, not by a move: it is a root
+// there, though its forker is an exec'd root elsewhere. Its fork marked it
+// below a root before (in its own new css_set, where the mark held), and
+// its exec was hidden.
+func TestClonedIntoCgroupIsARoot(t *testing.T) {
+	e := setup(t)
+	dir := e.dir(e.cgroup(t, "forked-in"))
+	other := e.dir(e.cgroup(t, "cloned-into"))
+	h := e.start(t, []string{dir}, "spawn-into", other, "6")
+	h.wait(t)
+	if len(h.lines) > 0 && strings.HasPrefix(h.lines[0], "unsupported:") {
+		t.Skipf("clone3 CLONE_INTO_CGROUP into %s: %s (Linux 5.7+, cgroup v2)", other, h.lines[0])
+	}
+	child := h.childPID(t)
+	id := cgid(t, other)
+	ex := wait(t, e.col, "exec of the child cloned into its cgroup", func(ev *kernel.ExecEvent) bool {
+		return ev.TGID == uint32(child) && ev.CgroupID == id
+	})
+	if ex.Origin&kernel.OriginWatched == 0 || ex.PPID != h.pid {
+		t.Errorf("cloned child's exec: origin %s ppid %d; want watched, the root %d", ex.Origin, ex.PPID, h.pid)
+	}
+	if x := wait(t, e.col, "exit of the cloned child", func(ev *kernel.ExitEvent) bool { return ev.TGID == uint32(child) }); x.ExitCode != 6 || x.CgroupID != id {
+		t.Errorf("cloned child's exit: code %d cgroup %d; want 6, %d", x.ExitCode, x.CgroupID, id)
+	}
+}
+
 // A process forked below a root and moved into another watched cgroup
 // without exec'ing there (a nested runtime's "runc init") is that cgroup's
 // runtime set-up: what it forks is a root, though its own mark, made in the
