@@ -243,6 +243,10 @@ func (w *Watcher) openWindowLocked(ctx context.Context, uid types.UID, now time.
 			obj, err := client.ListEvents(ctx, ns, o)
 			w.observe(ctx, srcEvents, err)
 			if err != nil {
+				w.windowListsFailed.Add(1)
+				if ctx.Err() != nil {
+					w.windowListsCanceled.Add(1)
+				}
 				return nil, err
 			}
 			w.windowLists.Add(1)

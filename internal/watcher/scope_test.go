@@ -577,3 +577,26 @@ func TestLastChange(t *testing.T) {
 		t.Errorf("deletion: %v, want %v", got, tm(70))
 	}
 }
+
+// A window's list that fails is counted (the API server counts it too; the
+// windows' lists count only those that returned), as canceled only when
+// its window's close ended it: a timeout is not. The reflector lists again,
+// and the window starts once the list works.
+func TestEventWindowFailedListsCounted(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	_, h := startedOnClock(t)
+	h.failList.Store("events", apierrors.NewTimeoutError("the list took too long", 1))
+	web := testPod("web", node)
+	if _, err := h.cs.CoreV1().Pods("shop").Create(context.Background(), web, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitStats("a failed window list", func(st Stats) bool { return st.WindowListsFailed >= 1 })
+	if st := h.w.Stats(); st.WindowListsCanceled != 0 || st.WindowLists != 0 {
+		t.Errorf("a timed-out list: %d canceled, %d lists; want 0, 0", st.WindowListsCanceled, st.WindowLists)
+	}
+	h.failList.Delete("events")
+	h.waitStats("the window's list, once it works", func(st Stats) bool { return st.WindowLists == 1 })
+	if err := h.stop(); err == nil {
+		t.Error("Run returned nil")
+	}
+}

@@ -20,6 +20,10 @@ type Stats struct {
 	// ResumesExpired those of them that listed after all (their start
 	// gone, 410, or their first watch failed).
 	WindowLists, WindowsResumed, ResumesExpired uint64
+	// WindowListsFailed counts the windows' lists that failed (the API
+	// server counts them, the lists above do not), WindowListsCanceled
+	// those of them ended by their window's close.
+	WindowListsFailed, WindowListsCanceled uint64
 	// PodsReceived and EventsReceived count the objects the informers
 	// handed over (adds and updates, before any filtering).
 	PodsReceived, EventsReceived uint64
@@ -35,6 +39,9 @@ func (w *Watcher) Stats() Stats {
 		WindowLists:    w.windowLists.Load(),
 		WindowsResumed: w.windowsResumed.Load(),
 		ResumesExpired: w.resumesExpired.Load(),
+
+		WindowListsFailed:   w.windowListsFailed.Load(),
+		WindowListsCanceled: w.windowListsCanceled.Load(),
 	}
 	st.PodsCached = len(w.podInf.GetStore().ListKeys())
 	w.mu.Lock()

@@ -168,6 +168,9 @@ type Watcher struct {
 	// windows started without one, resumesExpired those of them whose
 	// start the API server no longer had (they listed) (resume.go).
 	windowLists, windowsResumed, resumesExpired atomic.Uint64
+	// windowListsFailed counts the windows' failed lists,
+	// windowListsCanceled those ended by their window's close.
+	windowListsFailed, windowListsCanceled atomic.Uint64
 	// rvs: the Events' resource versions seen in the last minutes (under
 	// mu; resume.go).
 	rvs rvHistory

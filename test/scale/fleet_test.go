@@ -340,11 +340,16 @@ type apiSample struct {
 	// go_memstats_heap_inuse_bytes.
 	vmRSS              uint64
 	procRSS, heapInuse float64
-	goroutines         float64
-	cpuSeconds         float64            // process_cpu_seconds_total
-	watchEvents        map[string]float64 // apiserver_watch_events_total by resource
-	eventWatches       int                // the tracers' event windows open (Stats), if any
-	conns              int                // established TCP connections to the API server's port
+	// heapLive is go_gc_heap_live_bytes (the heap the last GC found
+	// live: what the server keeps), heapGoal go_gc_heap_goal_bytes (where
+	// the next GC starts: GOGC's room over it) and stacks
+	// go_memory_classes_heap_stacks_bytes (goroutine stacks).
+	heapLive, heapGoal, stacks float64
+	goroutines                 float64
+	cpuSeconds                 float64            // process_cpu_seconds_total
+	watchEvents                map[string]float64 // apiserver_watch_events_total by resource
+	eventWatches               int                // the tracers' event windows open (Stats), if any
+	conns                      int                // established TCP connections to the API server's port
 	// By resource: LIST requests, and those the watch cache served and
 	// those it passed to etcd, with the objects etcd returned for them;
 	// WATCH requests ended (a window's, once closed).
@@ -370,6 +375,9 @@ func sample(ctx context.Context, cp *controlPlane) (apiSample, error) {
 		longrunning: metricSum(m, "apiserver_longrunning_requests"),
 		procRSS:     metricSum(m, "process_resident_memory_bytes"),
 		heapInuse:   metricSum(m, "go_memstats_heap_inuse_bytes"),
+		heapLive:    metricSum(m, "go_gc_heap_live_bytes"),
+		heapGoal:    metricSum(m, "go_gc_heap_goal_bytes"),
+		stacks:      metricSum(m, "go_memory_classes_heap_stacks_bytes"),
 		goroutines:  metricSum(m, "go_goroutines"),
 		cpuSeconds:  metricSum(m, "process_cpu_seconds_total"),
 		watchEvents: map[string]float64{},
@@ -674,6 +682,8 @@ type fleetStats struct {
 	sweepsDue                            int
 	// how the windows started: lists, resumed, resumed but expired
 	winLists, winResumed, resumesExpired uint64
+	// the windows' lists that failed, and those canceled by their close
+	winListsFailed, winListsCanceled uint64
 }
 
 func (fl *fleet) stats() fleetStats {
@@ -696,6 +706,8 @@ func (fl *fleet) stats() fleetStats {
 		s.winLists += st.WindowLists
 		s.winResumed += st.WindowsResumed
 		s.resumesExpired += st.ResumesExpired
+		s.winListsFailed += st.WindowListsFailed
+		s.winListsCanceled += st.WindowListsCanceled
 		s.podIn += m.podIn.Load()
 		s.evIn += m.evIn.Load()
 		s.foreign += m.foreign.Load()
@@ -750,6 +762,13 @@ func (r fleetResult) format() string {
 	row("RSS MiB (process_resident_memory_bytes, end)", "%.0f", r.base.end.procRSS/(1<<20), r.with.end.procRSS/(1<<20), false)
 	heap := func(s apiSample) float64 { return s.heapInuse / (1 << 20) }
 	row("Go heap in use MiB (mean of window)", "%.0f", r.base.mean(heap), r.with.mean(heap), false)
+	live := func(s apiSample) float64 { return s.heapLive / (1 << 20) }
+	row("Go heap live after GC MiB (mean of window)", "%.0f", r.base.mean(live), r.with.mean(live), false)
+	goal := func(s apiSample) float64 { return s.heapGoal / (1 << 20) }
+	row("Go heap goal MiB (mean of window)", "%.0f", r.base.mean(goal), r.with.mean(goal), false)
+	stacks := func(s apiSample) float64 { return s.stacks / (1 << 20) }
+	row("goroutine stacks MiB (mean of window)", "%.1f", r.base.mean(stacks), r.with.mean(stacks), false)
+	kept := func(s apiSample) float64 { return live(s) + stacks(s) }
 	addedRSS := r.with.mean(vm) - r.base.mean(vm)
 	fmt.Fprintf(&b, "| RSS added per node (KiB) | | | | %.0f |\n", addedRSS*1024/n)
 	row("CPU cores (process_cpu_seconds_total Δ / window)", "%.3f", r.base.cores(), r.with.cores(), false)
@@ -795,8 +814,9 @@ func (r fleetResult) format() string {
 		r.inTransition, float64(r.inTransition)/n)
 	fmt.Fprintf(&b, "event sweeps (one-off lists of a pod's events) %d in all, %.1f per tracer; pods first seen quiet with no change within the Events' TTL (%s), not swept: %d;\n",
 		st.sweeps, float64(st.sweeps)/n, ttlString(r.p.eventTTL), st.unswept)
-	fmt.Fprintf(&b, "the start's sweeps all made %s after the first tracer started; in the window: %d sweeps, event windows started by a list of the namespace's Events %d, resumed from a resource version %d (of which %d expired and listed);\n",
-		r.sweepsTook.Round(time.Second), st.sweeps-r.before.sweeps, st.winLists-r.before.winLists, st.winResumed-r.before.winResumed, st.resumesExpired-r.before.resumesExpired)
+	fmt.Fprintf(&b, "the start's sweeps all made %s after the first tracer started; in the window: %d sweeps, event windows started by a list of the namespace's Events %d, resumed from a resource version %d (of which %d expired and listed); window lists that failed %d (canceled as their window closed %d);\n",
+		r.sweepsTook.Round(time.Second), st.sweeps-r.before.sweeps, st.winLists-r.before.winLists, st.winResumed-r.before.winResumed, st.resumesExpired-r.before.resumesExpired,
+		st.winListsFailed-r.before.winListsFailed, st.winListsCanceled-r.before.winListsCanceled)
 	fmt.Fprintf(&b, "pods cached %.1f, events cached %.1f; to the model: %d pod and %d event inputs in all, %d foreign events, %d foreign pods, %d tracers not ready.\n",
 		float64(st.podsCached)/n, float64(st.eventsCached)/n, st.podIn, st.evIn, st.foreign, st.foreignPods, st.notReady)
 	fmt.Fprintf(&b, "Fleet process heap added: %.1f MiB (%.0f KiB per watcher). Driver API errors: %d.\n",
@@ -808,6 +828,14 @@ func (r fleetResult) format() string {
 	fmt.Fprintf(&b, "- watches added per node ≤ 2 (a kubelet's own, on average): %.2f — %s\n", perNode, met(perNode <= 2))
 	fmt.Fprintf(&b, "- API server memory added ≤ 10 %% (VmRSS, window means): +%.0f MiB = %.1f %% of %.0f MiB — %s\n",
 		addedRSS, pct, r.base.mean(vm), met(pct <= 10))
+	if k0 := r.base.mean(kept); k0 > 0 {
+		// What the tracers make the server keep, beside what its RSS
+		// shows: the rest is the GC's room over the live heap and memory
+		// the runtime has not returned since the start's lists.
+		k1 := r.with.mean(kept)
+		fmt.Fprintf(&b, "  of which kept (live heap after GC + goroutine stacks, window means): +%.1f MiB = %.1f %% of %.0f MiB, %.0f KiB per node\n",
+			k1-k0, 100*(k1-k0)/k0, k0, (k1-k0)*1024/n)
+	}
 	return b.String()
 }
 
