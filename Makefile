@@ -136,6 +136,9 @@ e2e-nested: ## the e2e's cluster in a node inside a container (kind's shape: the
 	PODCHRON_E2E_NESTED=1 $(MAKE) e2e E2EARGS="-run '^TestClusterNested'"
 
 # The OCI runtime of the second stack's leg: runc-upstream (scripts/build-runc.sh) or crun.
+# crun needs a version that knows runtime-spec 1.3.0, which containerd v2.4.2
+# writes: Debian 12's crun 1.8.1 refuses every sandbox ("OCI runtime create
+# failed: unknown version specified"; 2026-11-29).
 E2E_STACK2_RUNTIME ?= runc-upstream
 
 e2e-stack2: runc-upstream ## the e2e's second leg (part of make test): Kubernetes v1.37.2 + containerd v2.4.2 built from the module proxy, E2E_STACK2_RUNTIME (~8-12 min cold build); first the CRI watcher's tests on that containerd (its event stream, its restart)
