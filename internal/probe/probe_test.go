@@ -674,16 +674,24 @@ func TestMovedProcessIsARoot(t *testing.T) {
 	other := e.dir(e.cgroup(t, "moved-to"))
 	h := e.start(t, []string{dir}, "spawn-moved", other, "4")
 	h.wait(t)
+	wantRootIn(t, e, h, other, "moved child", 4)
+}
+
+// wantRootIn asserts that the child helper h printed exec'd in the watched
+// cgroup dir as a root (watched origin, h its parent) and exited there with
+// code.
+func wantRootIn(t *testing.T, e *env, h *helper, dir, what string, code int) {
+	t.Helper()
 	child := h.childPID(t)
-	id := cgid(t, other)
-	ex := wait(t, e.col, "exec of the moved child in its new cgroup", func(ev *kernel.ExecEvent) bool {
+	id := cgid(t, dir)
+	ex := wait(t, e.col, "exec of the "+what+" in its cgroup", func(ev *kernel.ExecEvent) bool {
 		return ev.TGID == uint32(child) && ev.CgroupID == id
 	})
 	if ex.Origin&kernel.OriginWatched == 0 || ex.PPID != h.pid {
-		t.Errorf("moved child's exec: origin %s ppid %d; want watched, the root %d", ex.Origin, ex.PPID, h.pid)
+		t.Errorf("%s's exec: origin %s ppid %d; want watched, the root %d", what, ex.Origin, ex.PPID, h.pid)
 	}
-	if x := wait(t, e.col, "exit of the moved child", func(ev *kernel.ExitEvent) bool { return ev.TGID == uint32(child) }); x.ExitCode != 4 || x.CgroupID != id {
-		t.Errorf("moved child's exit: code %d cgroup %d; want 4, %d", x.ExitCode, x.CgroupID, id)
+	if x := wait(t, e.col, "exit of the "+what, func(ev *kernel.ExitEvent) bool { return ev.TGID == uint32(child) }); x.ExitCode != code || x.CgroupID != id {
+		t.Errorf("%s's exit: code %d cgroup %d; want %d, %d", what, x.ExitCode, x.CgroupID, code, id)
 	}
 }
 
@@ -702,17 +710,7 @@ func TestClonedIntoCgroupIsARoot(t *testing.T) {
 	if len(h.lines) > 0 && strings.HasPrefix(h.lines[0], "unsupported:") {
 		t.Skipf("clone3 CLONE_INTO_CGROUP into %s: %s (Linux 5.7+, cgroup v2)", other, h.lines[0])
 	}
-	child := h.childPID(t)
-	id := cgid(t, other)
-	ex := wait(t, e.col, "exec of the child cloned into its cgroup", func(ev *kernel.ExecEvent) bool {
-		return ev.TGID == uint32(child) && ev.CgroupID == id
-	})
-	if ex.Origin&kernel.OriginWatched == 0 || ex.PPID != h.pid {
-		t.Errorf("cloned child's exec: origin %s ppid %d; want watched, the root %d", ex.Origin, ex.PPID, h.pid)
-	}
-	if x := wait(t, e.col, "exit of the cloned child", func(ev *kernel.ExitEvent) bool { return ev.TGID == uint32(child) }); x.ExitCode != 6 || x.CgroupID != id {
-		t.Errorf("cloned child's exit: code %d cgroup %d; want 6, %d", x.ExitCode, x.CgroupID, id)
-	}
+	wantRootIn(t, e, h, other, "cloned child", 6)
 }
 
 // A process forked below a root and moved into another watched cgroup
