@@ -78,6 +78,7 @@ var exportedMetrics = map[string]string{
 	"podchron_api_event_sweeps_total":                 "counter",
 	"podchron_api_event_window_starts_total":          "counter",
 	"podchron_api_event_window_resumes_expired_total": "counter",
+	"podchron_api_event_window_lists_failed_total":    "counter",
 }
 
 // The capabilities the tracer may be given, and the host paths it may mount.

@@ -421,7 +421,8 @@ func liveSources(f *traceFlags, log *slog.Logger, health *metrics.Health, now fu
 	ls.apiStats = func() metrics.APIWatchStats {
 		st := w.Stats()
 		return metrics.APIWatchStats{EventWatches: st.EventWatches, EventSweeps: st.EventSweeps, Unswept: st.Unswept,
-			WindowLists: st.WindowLists, WindowsResumed: st.WindowsResumed, ResumesExpired: st.ResumesExpired}
+			WindowLists: st.WindowLists, WindowsResumed: st.WindowsResumed, ResumesExpired: st.ResumesExpired,
+			WindowListsFailed: st.WindowListsFailed, WindowListsCanceled: st.WindowListsCanceled}
 	}
 	return ls
 }

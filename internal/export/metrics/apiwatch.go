@@ -12,6 +12,11 @@ type APIWatchStats struct {
 	// of the namespace's Events, or a watch from a resource version);
 	// ResumesExpired: resumed starts the API server no longer had.
 	WindowLists, WindowsResumed, ResumesExpired uint64
+	// WindowListsFailed: event watches' lists that failed (the API
+	// server did the work all the same), WindowListsCanceled of them
+	// ended by their watch's close (the pod gone or quiet before the list
+	// returned).
+	WindowListsFailed, WindowListsCanceled uint64
 }
 
 var (
@@ -27,6 +32,10 @@ var (
 			"(before the pod was created, or where its previous watch stopped), which replays only the namespace's changes since.", []string{"start"}, nil)
 	apiResumesExpiredDesc = prometheus.NewDesc("podchron_api_event_window_resumes_expired_total",
 		"Resumed Event watches that listed after all: the API server no longer had their start (410 Gone: etcd's history compacted), or their first watch failed.", nil, nil)
+	apiWindowListsFailedDesc = prometheus.NewDesc("podchron_api_event_window_lists_failed_total",
+		"Lists of a pod's namespace's Events, made to start an Event watch, that failed: reason=\"canceled\", the watch closed before the list "+
+			"returned (the pod gone or quiet first: the API server read the namespace's Events for nothing); "+
+			"reason=\"error\", any other failure (the watch lists again).", []string{"reason"}, nil)
 	apiUnsweptDesc = prometheus.NewDesc("podchron_api_event_sweeps_skipped_total",
 		"Pods first seen quiet whose Events were not listed: their status records no change within --event-ttl "+
 			"(the API server's Event TTL), so their Events have expired or come with the pod's next event watch.", nil, nil)
@@ -35,8 +44,9 @@ var (
 // APIWatchCollector exports podchron_api_event_watches,
 // podchron_api_event_sweeps_total,
 // podchron_api_event_sweeps_skipped_total,
-// podchron_api_event_window_starts_total and
-// podchron_api_event_window_resumes_expired_total, read at each scrape.
+// podchron_api_event_window_starts_total,
+// podchron_api_event_window_resumes_expired_total and
+// podchron_api_event_window_lists_failed_total, read at each scrape.
 type APIWatchCollector struct {
 	read func() APIWatchStats
 }
@@ -53,6 +63,7 @@ func (c *APIWatchCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- apiUnsweptDesc
 	ch <- apiWindowStartsDesc
 	ch <- apiResumesExpiredDesc
+	ch <- apiWindowListsFailedDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -64,4 +75,6 @@ func (c *APIWatchCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(apiWindowStartsDesc, prometheus.CounterValue, float64(st.WindowLists), "list")
 	ch <- prometheus.MustNewConstMetric(apiWindowStartsDesc, prometheus.CounterValue, float64(st.WindowsResumed), "resume")
 	ch <- prometheus.MustNewConstMetric(apiResumesExpiredDesc, prometheus.CounterValue, float64(st.ResumesExpired))
+	ch <- prometheus.MustNewConstMetric(apiWindowListsFailedDesc, prometheus.CounterValue, float64(st.WindowListsCanceled), "canceled")
+	ch <- prometheus.MustNewConstMetric(apiWindowListsFailedDesc, prometheus.CounterValue, float64(st.WindowListsFailed-st.WindowListsCanceled), "error")
 }
