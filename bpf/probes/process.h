@@ -443,8 +443,8 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 			 * is not the forker (CLONE_PARENT, as runc's set-up
 			 * stages clone: the child's parent is then the
 			 * forker's, outside), or it was cloned into another
-			 * cgroup (clone3's CLONE_INTO_CGROUP, as runc 1.2+
-			 * starts an exec session on cgroup v2): a css_set
+			 * cgroup (clone3's CLONE_INTO_CGROUP: crun's and runc
+			 * 1.4+'s exec sessions on cgroup v2): a css_set
 			 * other than the forker's, where the mark would hold
 			 * (marked_none) and hide the root's exec. */
 			struct css_set *cs = child->cgroups;

@@ -696,11 +696,13 @@ func wantRootIn(t *testing.T, e *env, h *helper, dir, what string, code int) {
 }
 
 // A child cloned straight into another watched cgroup (clone3's
-// CLONE_INTO_CGROUP, as runc 1.2+ starts an exec session on cgroup v2, and
-// systemd its units) enters it at its fork, not by a move: it is a root
-// there, though its forker is an exec'd root elsewhere. Its fork marked it
-// below a root before (in its own new css_set, where the mark held), and
-// its exec was hidden.
+// CLONE_INTO_CGROUP: crun's and runc 1.4+'s exec sessions on cgroup v2,
+// opencontainers/runc#4812; systemd's units) enters it at its fork, not by
+// a move: it is a root there, though its forker is an exec'd root
+// elsewhere. Its fork marked it below a root before (in its own new
+// css_set, where the mark held), and its exec was hidden: only where the
+// forker is itself in a watched cgroup, as a runtime nested in a pod (a
+// kind node, a CI runner), since a node's own runtime runs outside them.
 func TestClonedIntoCgroupIsARoot(t *testing.T) {
 	e := setup(t)
 	dir := e.dir(e.cgroup(t, "forked-in"))
