@@ -447,9 +447,7 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 			 * 1.4+'s exec sessions on cgroup v2): a css_set
 			 * other than the forker's, where the mark would hold
 			 * (marked_none) and hide the root's exec. */
-			struct css_set *cs = child->cgroups;
-
-			if (child->real_parent == parent && cs == parent->cgroups &&
+			if (child->real_parent == parent && child->cgroups == parent->cgroups &&
 			    !(child->signal->flags & SIGNAL_UNKILLABLE))
 				cache_root(child, child_tgid, child->start_boottime, ROOT_NONE);
 			return 0;

@@ -195,6 +195,9 @@ func helperSpawnMoved(dir, n string, spawn bool) int {
 	return 0
 }
 
+// helperSpawnInto forks a child straight into the cgroup dir (clone3's
+// CLONE_INTO_CGROUP, Go's UseCgroupFD) that execs "exit n", and waits for
+// it; it says "unsupported" where the kernel or dir cannot.
 func helperSpawnInto(dir, n string) int {
 	cg, err := os.Open(dir)
 	if err != nil {
