@@ -76,6 +76,7 @@ var exportedMetrics = map[string]string{
 	"podchron_source_up":                              "gauge",
 	"podchron_api_event_watches":                      "gauge",
 	"podchron_api_event_sweeps_total":                 "counter",
+	"podchron_api_event_sweeps_deferred":              "gauge",
 	"podchron_api_event_window_starts_total":          "counter",
 	"podchron_api_event_window_resumes_expired_total": "counter",
 	"podchron_api_event_window_lists_failed_total":    "counter",

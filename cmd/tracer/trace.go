@@ -76,7 +76,7 @@ func (f *traceFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.verbose, "verbose", false, "console: show every span attribute")
 	fs.StringVar(&f.stateDir, "state-dir", "/var/lib/podchron", "where the tracer keeps its checkpoint on the node (the span IDs it emitted, so that a restarted tracer tells none twice; empty: none)")
 	fs.DurationVar(&f.stuckAfter, "stuck-after", 30*time.Second, "report a terminating pod stuck this long after its grace period ended")
-	fs.DurationVar(&f.eventTTL, "event-ttl", watcher.DefaultEventTTL, "the API server's --event-ttl: at start, a pod whose status records no change within it gets no list of its Events (negative: every pod does)")
+	fs.DurationVar(&f.eventTTL, "event-ttl", watcher.DefaultEventTTL, "the API server's --event-ttl: a pod first seen Ready gets its Events listed shortly before the oldest could expire (creation + TTL - min(TTL/4, 10m)), one whose status records no change within it gets none (negative: every pod first seen quiet is listed at once)")
 	fs.DurationVar(&f.startupTO, "startup-timeout", 10*time.Minute, "end a pod's start-up as an error when it is not Ready this long after creation (0: only at termination)")
 	f.probeFlags.register(fs)
 }
@@ -420,7 +420,7 @@ func liveSources(f *traceFlags, log *slog.Logger, health *metrics.Health, now fu
 	ls.wantEvents = w.Want
 	ls.apiStats = func() metrics.APIWatchStats {
 		st := w.Stats()
-		return metrics.APIWatchStats{EventWatches: st.EventWatches, EventSweeps: st.EventSweeps, Unswept: st.Unswept,
+		return metrics.APIWatchStats{EventWatches: st.EventWatches, EventSweeps: st.EventSweeps, Unswept: st.Unswept, SweepsDeferred: st.SweepsDeferred,
 			WindowLists: st.WindowLists, WindowsResumed: st.WindowsResumed, ResumesExpired: st.ResumesExpired,
 			WindowListsFailed: st.WindowListsFailed, WindowListsCanceled: st.WindowListsCanceled}
 	}

@@ -98,13 +98,14 @@ func (w *Watcher) queueLocked(now time.Time) []types.UID {
 				s.sweepAt = time.Time{}
 			case !s.caughtUp:
 				// First seen quiet: its history, with a sweep, unless
-				// its Events have expired (Config.EventTTL).
+				// its Events have expired (Config.EventTTL), when they
+				// would otherwise be lost (sweep.go, sweepTime).
 				s.caughtUp = true
 				if w.cfg.EventTTL > 0 && !s.lastChange.IsZero() && now.Sub(s.lastChange) > w.cfg.EventTTL {
 					w.unswept.Add(1)
 					break
 				}
-				s.sweepAt, swept = now, true
+				s.sweepAt, swept = w.sweepTime(s, now), true
 			}
 		case w.windows[uid] == nil:
 			if s.waitingSince.IsZero() {

@@ -44,9 +44,11 @@ func (w *Watcher) onPod(obj any, deleted bool) {
 		}
 	}
 	s.eventUID = pod.UID
+	s.mirror = false
 	if hash := pod.Annotations[MirrorAnnotation]; hash != "" {
-		s.eventUID = types.UID(hash)
+		s.eventUID, s.mirror = types.UID(hash), true
 	}
+	s.created = pod.CreationTimestamp.Time
 	if !s.caughtUp {
 		// Kept current until the pod is caught up: the reconcile loop
 		// reads it then, once (is its history within the Event TTL?).
@@ -160,10 +162,13 @@ func quietKind(pod *corev1.Pod) string {
 	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
 		return string(pod.Status.Phase)
 	case podReady(pod):
-		return string(corev1.PodReady)
+		return quietReady
 	}
 	return ""
 }
+
+// quietReady is quietKind's "Ready".
+const quietReady = string(corev1.PodReady)
 
 func podReady(pod *corev1.Pod) bool {
 	for _, c := range pod.Status.Conditions {

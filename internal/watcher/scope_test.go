@@ -341,11 +341,20 @@ func TestEventWindowQuietPodStirred(t *testing.T) {
 	h := newHarnessWith(t, clock.now, nil, httpPod, tcpPod, testEvent("http.started", httpPod, "Started", 1))
 	h.start()
 	h.waitFor("API available", isAPI(true, false))
-	// First seen quiet: each pod's history comes with a sweep, no window.
-	h.waitFor("the http pod's history, from its sweep", isEvent("ev-http.started", 1))
-	h.waitStats("both pods swept", func(st Stats) bool { return st.EventSweeps == 2 })
+	// First seen quiet: no window; each pod's history waits for a sweep
+	// shortly before its oldest Events could expire (sweepTime).
+	h.waitStats("both sweeps deferred", func(st Stats) bool { return st.SweepsDeferred == 2 })
 	clock.advance(quietTail + time.Second)
-	time.Sleep(50 * time.Millisecond)
+	h.settle()
+	if st := h.w.Stats(); st.EventWatches != 0 || st.EventSweeps != 0 {
+		t.Fatalf("quiet probed pods: %+v, want no window and no sweep yet", st)
+	}
+	if n := h.count(isEvent("ev-http.started", 0)); n != 0 {
+		t.Fatalf("the http pod's history came %d times before its sweep", n)
+	}
+	clock.advance(DefaultEventTTL - sweepLead(DefaultEventTTL))
+	h.waitFor("the http pod's history, from its sweep", isEvent("ev-http.started", 1))
+	h.waitStats("both pods swept", func(st Stats) bool { return st.EventSweeps == 2 && st.SweepsDeferred == 0 })
 	if st := h.w.Stats(); st.EventWatches != 0 || st.EventSweeps != 2 {
 		t.Fatalf("quiet probed pods: %+v, want no window and one sweep each", st)
 	}
@@ -477,6 +486,9 @@ func TestEventWindowReopensWhenReadyPodFails(t *testing.T) {
 func TestSweepFailureBacksOff(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	clock := newTestClock()
+	// The tracer starts late enough in the pods' Event TTL for a sweep at
+	// once (sweepTime).
+	clock.advance(DefaultEventTTL - sweepLead(DefaultEventTTL) + time.Minute)
 	q := withReady(testPod("q", node), true)
 	h := newHarnessWith(t, clock.now, nil, q, testEvent("q.started", q, "Started", 1))
 	h.failList.Store("events", apierrors.NewTimeoutError("the list took too long", 1))
@@ -509,6 +521,54 @@ func TestSweepFailureBacksOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitFor("API forbidden after a refused sweep", isAPI(false, true))
+	if err := h.stop(); err == nil {
+		t.Error("Run returned nil")
+	}
+}
+
+// A Ready pod first seen quiet is swept only shortly before its oldest
+// Events could expire (its creation + the TTL - sweepLead): the window its
+// termination opens first lists them instead, and the sweep is not made.
+// A finished pod and a static pod's mirror are swept at once.
+func TestSweepDeferredUntilEventsCouldExpire(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	clock := newTestClock()
+	clock.advance(5 * time.Minute) // the tracer starts 5 minutes after the pods
+	q := withReady(testPod("q", node), true)
+	done := testPod("done", node)
+	done.Status.Phase = corev1.PodSucceeded
+	mirror := withReady(testPod("mirror", node), true)
+	mirror.Annotations = map[string]string{MirrorAnnotation: "static-hash"}
+	mirrorEv := testEvent("mirror.started", mirror, "Started", 1)
+	mirrorEv.InvolvedObject.UID = "static-hash"
+	h := newHarnessWith(t, clock.now, nil, q, done, mirror, testEvent("q.started", q, "Started", 1),
+		testEvent("done.started", done, "Started", 1), mirrorEv)
+	h.start()
+	h.waitFor("API available", isAPI(true, false))
+	h.waitFor("the finished pod's history, swept at once", isEvent("ev-done.started", 1))
+	h.waitFor("the mirror pod's history, swept at once", isEvent("ev-mirror.started", 1))
+	h.waitStats("two sweeps, one deferred", func(st Stats) bool { return st.EventSweeps == 2 && st.SweepsDeferred == 1 })
+	if n := h.count(isEvent("ev-q.started", 0)); n != 0 {
+		t.Fatalf("the Ready pod's history came %d times before its sweep or window", n)
+	}
+
+	// Its termination comes first: the window lists its history, the
+	// sweep is dropped.
+	term := q.DeepCopy()
+	term.DeletionTimestamp = ptr(metav1.NewTime(clock.now()))
+	if _, err := h.cs.CoreV1().Pods("shop").Update(context.Background(), term, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the Ready pod's history, from its termination's window", isEvent("ev-q.started", 1))
+	h.waitStats("no sweep left", func(st Stats) bool { return st.SweepsDeferred == 0 && st.SweepsDue == 0 })
+	clock.advance(DefaultEventTTL)
+	h.settle()
+	if st := h.w.Stats(); st.EventSweeps != 2 || st.WindowLists != 1 {
+		t.Fatalf("stats %+v, want the 2 sweeps made at once and 1 window list", st)
+	}
+	if n := h.count(isEvent("ev-q.started", 0)); n != 1 {
+		t.Fatalf("the Ready pod's history came %d times, want once", n)
+	}
 	if err := h.stop(); err == nil {
 		t.Error("Run returned nil")
 	}

@@ -10,8 +10,9 @@ type Stats struct {
 	// EventSweeps counts the one-off lists of a pod's events made.
 	EventSweeps uint64
 	// SweepsDue is the number of pods whose sweep is due or waits for a
-	// retry.
-	SweepsDue int
+	// retry; SweepsDeferred those whose first sweep waits until shortly
+	// before their oldest Events can expire (sweep.go, sweepTime).
+	SweepsDue, SweepsDeferred int
 	// Unswept counts the pods first seen quiet that got no sweep: their
 	// status records no change within Config.EventTTL.
 	Unswept uint64
@@ -47,8 +48,13 @@ func (w *Watcher) Stats() Stats {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	st.EventWatches = len(w.windows)
+	now := w.clock()
 	for _, s := range w.pods {
-		if !s.sweepAt.IsZero() {
+		switch {
+		case s.sweepAt.IsZero():
+		case s.sweepAt.After(now) && s.sweepFails == 0:
+			st.SweepsDeferred++
+		default:
 			st.SweepsDue++
 		}
 	}

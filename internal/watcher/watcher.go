@@ -190,6 +190,10 @@ type podState struct {
 	// pod's mirror the static pod's (the kubernetes.io/config.mirror
 	// annotation), which the kubelet records its Events against.
 	eventUID types.UID
+	// mirror: a static pod's mirror (its Events name eventUID).
+	mirror bool
+	// created is its creationTimestamp (the API server's clock).
+	created time.Time
 	// announced: its Input{Pod} was sent (events follow their pod).
 	announced bool
 	// goneAt is when the pod was deleted from the API server (zero while
@@ -212,8 +216,8 @@ type podState struct {
 	// waitingSince: the pod wants a window and has none (zero otherwise).
 	waitingSince time.Time
 	// sweepAt is when its events are due to be listed once (zero: no
-	// sweep due): a pod first seen quiet, or a sweep to retry; see
-	// sweep.go.
+	// sweep due): a pod first seen quiet (sweepTime: maybe much later),
+	// or a sweep to retry; see sweep.go.
 	sweepAt time.Time
 	// caughtUp: its events were listed once (a window or a sweep was
 	// started), so a quiet pod is not swept again for its history.

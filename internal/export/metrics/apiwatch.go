@@ -8,6 +8,9 @@ type APIWatchStats struct {
 	EventWatches int
 	EventSweeps  uint64
 	Unswept      uint64
+	// SweepsDeferred: pods first seen quiet whose sweep waits until
+	// shortly before their oldest Events can expire.
+	SweepsDeferred int
 	// WindowLists and WindowsResumed: how event watches started (a list
 	// of the namespace's Events, or a watch from a resource version);
 	// ResumesExpired: resumed starts the API server no longer had.
@@ -26,6 +29,10 @@ var (
 	apiEventSweepsDesc = prometheus.NewDesc("podchron_api_event_sweeps_total",
 		"One-off lists of a pod's Events: one per pod first seen quiet, at the tracer's start (its history), "+
 			"and the retries of those that failed.", nil, nil)
+	apiSweepsDeferredDesc = prometheus.NewDesc("podchron_api_event_sweeps_deferred",
+		"Pods first seen quiet (Ready) whose one-off list of Events waits until shortly before their oldest Events can expire "+
+			"(the pod's creation + --event-ttl, less a quarter of it, at most 10 minutes): their trace's root span needs them when the pod ends, "+
+			"and the Event watch its termination opens first lists them instead.", nil, nil)
 	apiWindowStartsDesc = prometheus.NewDesc("podchron_api_event_window_starts_total",
 		"How the tracer's Event watches started: start=\"list\", a list of the pod's namespace's Events (the API server reads them all from etcd, "+
 			"with no watch cache for Events by default); start=\"resume\", a watch from a resource version known to be early enough "+
@@ -43,6 +50,7 @@ var (
 
 // APIWatchCollector exports podchron_api_event_watches,
 // podchron_api_event_sweeps_total,
+// podchron_api_event_sweeps_deferred,
 // podchron_api_event_sweeps_skipped_total,
 // podchron_api_event_window_starts_total,
 // podchron_api_event_window_resumes_expired_total and
@@ -61,6 +69,7 @@ func (c *APIWatchCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- apiEventWatchesDesc
 	ch <- apiEventSweepsDesc
 	ch <- apiUnsweptDesc
+	ch <- apiSweepsDeferredDesc
 	ch <- apiWindowStartsDesc
 	ch <- apiResumesExpiredDesc
 	ch <- apiWindowListsFailedDesc
@@ -72,6 +81,7 @@ func (c *APIWatchCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(apiEventWatchesDesc, prometheus.GaugeValue, float64(st.EventWatches))
 	ch <- prometheus.MustNewConstMetric(apiEventSweepsDesc, prometheus.CounterValue, float64(st.EventSweeps))
 	ch <- prometheus.MustNewConstMetric(apiUnsweptDesc, prometheus.CounterValue, float64(st.Unswept))
+	ch <- prometheus.MustNewConstMetric(apiSweepsDeferredDesc, prometheus.GaugeValue, float64(st.SweepsDeferred))
 	ch <- prometheus.MustNewConstMetric(apiWindowStartsDesc, prometheus.CounterValue, float64(st.WindowLists), "list")
 	ch <- prometheus.MustNewConstMetric(apiWindowStartsDesc, prometheus.CounterValue, float64(st.WindowsResumed), "resume")
 	ch <- prometheus.MustNewConstMetric(apiResumesExpiredDesc, prometheus.CounterValue, float64(st.ResumesExpired))

@@ -122,7 +122,7 @@ func fixture(t *testing.T) (*prometheus.Registry, *Health) {
 		NewBuildInfoCollector(BuildInfo{Version: "v0.1.0-test", GoVersion: "go1.26.8", Kernel: "6.1.0-test-amd64"}),
 		NewSourceCollector(h),
 		NewAPIWatchCollector(func() APIWatchStats {
-			return APIWatchStats{EventWatches: 3, EventSweeps: 41, Unswept: 7, WindowLists: 12, WindowsResumed: 30, ResumesExpired: 2,
+			return APIWatchStats{EventWatches: 3, EventSweeps: 41, Unswept: 7, SweepsDeferred: 6, WindowLists: 12, WindowsResumed: 30, ResumesExpired: 2,
 				WindowListsFailed: 5, WindowListsCanceled: 4}
 		}),
 	)
