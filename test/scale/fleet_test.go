@@ -81,13 +81,17 @@ func TestFleet(t *testing.T) {
 	p.heapProfile(ctx, t, cp, "baseline")
 	log.Info("baseline measured", "watches", r.base.end.watches["all"], "rss_mib", mib(r.base.end.vmRSS))
 
-	var ms0 runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&ms0)
 	nodes := make([]string, p.nodes)
 	for i := range nodes {
 		nodes[i] = nodeName(i)
 	}
+	if p.floor {
+		measureFloor(ctx, t, log, cp, p, nodes, &r)
+	}
+
+	var ms0 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms0)
 	ts = time.Now()
 	r.sync0, err = sample(ctx, cp)
 	if err != nil {
@@ -149,19 +153,7 @@ func TestFleet(t *testing.T) {
 	// The API server ends a watch when its client goes away: the watches
 	// open must fall back to the baseline (kwok's, give or take a
 	// re-established one).
-	slack := max(5, r.base.end.watches["all"]/20)
-	err = cp.waitFor(ctx, "watches back to baseline", time.Minute, func() error {
-		s, err := sample(ctx, cp)
-		if err != nil {
-			return err
-		}
-		r.after = s
-		if s.watches["all"] > r.base.end.watches["all"]+slack {
-			return fmt.Errorf("%.0f watches open, %.0f at baseline", s.watches["all"], r.base.end.watches["all"])
-		}
-		return nil
-	})
-	if err != nil {
+	if r.after, err = waitBaselineWatches(ctx, cp, r.base); err != nil {
 		t.Error(err)
 	}
 	r.driverErrors = d.errors.Load()
@@ -186,8 +178,66 @@ func TestFleet(t *testing.T) {
 	t.Logf("total %s", time.Since(t0).Round(time.Second))
 }
 
+// waitBaselineWatches waits until the watches open are back to the
+// baseline's, give or take a re-established one, and returns the last
+// sample.
+func waitBaselineWatches(ctx context.Context, cp *controlPlane, base window) (apiSample, error) {
+	slack := max(5, base.end.watches["all"]/20)
+	var last apiSample
+	err := cp.waitFor(ctx, "watches back to baseline", time.Minute, func() error {
+		s, err := sample(ctx, cp)
+		if err != nil {
+			return err
+		}
+		last = s
+		if s.watches["all"] > base.end.watches["all"]+slack {
+			return fmt.Errorf("%.0f watches open, %.0f at baseline", s.watches["all"], base.end.watches["all"])
+		}
+		return nil
+	})
+	return last, err
+}
+
+// measureFloor measures the floor (floor_test.go) between the baseline and
+// the tracers, in r.floor, and stops it.
+func measureFloor(ctx context.Context, t *testing.T, log *slog.Logger, cp *controlPlane, p fleetParams, nodes []string, r *fleetResult) {
+	ts := time.Now()
+	f, err := startFloor(ctx, cp.kubeconfig, nodes, p.startRate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			f.stop()
+		}
+	}()
+	if err := f.waitSynced(ctx, cp, 15*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	log.Info("floor synced: a pod watch per node", "took", time.Since(ts).Round(time.Second))
+	// The start's lists' garbage out of the way, as the tracers' window
+	// waits for their sweeps.
+	if err := sleepCtx(ctx, 15*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if r.floor, err = measureWindow(ctx, cp, p.window, nil); err != nil {
+		t.Fatal(err)
+	}
+	p.heapProfile(ctx, t, cp, "floor")
+	log.Info("floor measured", "watches", r.floor.end.watches["all"], "rss_mib", mib(r.floor.end.vmRSS))
+	stopped = true
+	f.stop()
+	if _, err := waitBaselineWatches(ctx, cp, r.base); err != nil {
+		t.Fatalf("after the floor: %v", err)
+	}
+}
+
 type fleetParams struct {
 	binDir, kwok string
+	// floor: measure a bare pod watch per node too (floor_test.go),
+	// PODCHRON_FLEET_FLOOR=0 skips it.
+	floor        bool
 	pprof        string        // where the API server's heap profiles go ("": none)
 	eventTTL     time.Duration // the watchers' Config.EventTTL (0: default)
 	etcd         string
@@ -209,7 +259,7 @@ func getFleetParams(t *testing.T) fleetParams {
 	}
 	binDir, kwok := binaries(t)
 	p := fleetParams{binDir: binDir, kwok: kwok, nodes: 500, podsPerNode: 10, window: 2 * time.Minute, churn: 1,
-		startRate: 2, minAvailable: 4 << 30, out: os.Getenv("PODCHRON_FLEET_OUT"), pprof: os.Getenv("PODCHRON_SCALE_PPROF"), etcd: env("PODCHRON_FLEET_ETCD", "etcd")}
+		startRate: 2, minAvailable: 4 << 30, floor: os.Getenv("PODCHRON_FLEET_FLOOR") != "0", out: os.Getenv("PODCHRON_FLEET_OUT"), pprof: os.Getenv("PODCHRON_SCALE_PPROF"), etcd: env("PODCHRON_FLEET_ETCD", "etcd")}
 	if _, err := exec.LookPath(p.etcd); err != nil {
 		t.Fatalf("PODCHRON_FLEET_ETCD=%q: %v (make fleet builds etcd with test/scale/build-etcd.sh)", p.etcd, err)
 	}
@@ -523,6 +573,35 @@ type member struct {
 	runErr                            error
 }
 
+// paced waits for tick before every item but the first (i > 0); false
+// when ctx ends first.
+func paced(ctx context.Context, tick *time.Ticker, i int) bool {
+	if i == 0 {
+		return true
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tick.C:
+		return true
+	}
+}
+
+// nodeClient is one node's client, as the tracer makes it
+// (watcher.RESTConfig: protobuf, default QPS), with a connection of its
+// own: a Dial of its own makes client-go build it its own transport (its
+// cache keys on the dialer), as tracers on different nodes have, not one
+// HTTP/2 connection multiplexing them all.
+func nodeClient(kubeconfig string) (watcher.Client, error) {
+	cfg, err := watcher.RESTConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	cfg.Dial = dialer.DialContext
+	return watcher.NewClientForConfig(cfg)
+}
+
 // eventTTL is each watcher's Config.EventTTL (0: its default).
 func startFleet(ctx context.Context, kubeconfig string, nodes []string, perSecond float64, eventTTL time.Duration) (*fleet, error) {
 	fctx, cancel := context.WithCancel(ctx)
@@ -532,25 +611,11 @@ func startFleet(ctx context.Context, kubeconfig string, nodes []string, perSecon
 	tick := time.NewTicker(time.Duration(float64(time.Second) / perSecond))
 	defer tick.Stop()
 	for i, node := range nodes {
-		if i > 0 {
-			select {
-			case <-ctx.Done():
-				fl.stop(time.Minute) //nolint:errcheck // reporting the cause
-				return nil, context.Cause(ctx)
-			case <-tick.C:
-			}
+		if !paced(ctx, tick, i) {
+			fl.stop(time.Minute) //nolint:errcheck // reporting the cause
+			return nil, context.Cause(ctx)
 		}
-		cfg, err := watcher.RESTConfig(kubeconfig)
-		if err != nil {
-			fl.stop(time.Minute) //nolint:errcheck // reporting the first error
-			return nil, fmt.Errorf("fleet: %w", err)
-		}
-		// A Dial of its own makes client-go build this client its own
-		// transport (its cache keys on the dialer): a connection per
-		// tracer, not one HTTP/2 connection multiplexing them all.
-		dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-		cfg.Dial = dialer.DialContext
-		client, err := watcher.NewClientForConfig(cfg)
+		client, err := nodeClient(kubeconfig)
 		if err != nil {
 			fl.stop(time.Minute) //nolint:errcheck // reporting the first error
 			return nil, fmt.Errorf("fleet: node %s: %w", node, err)
@@ -679,7 +744,7 @@ type fleetStats struct {
 	eventsCached, podsCached             int
 	podIn, evIn, foreign, foreignPods    uint64
 	sweeps, unswept                      uint64
-	sweepsDue                            int
+	sweepsDue, sweepsDeferred            int
 	// how the windows started: lists, resumed, resumed but expired
 	winLists, winResumed, resumesExpired uint64
 	// the windows' lists that failed, and those canceled by their close
@@ -703,6 +768,7 @@ func (fl *fleet) stats() fleetStats {
 		s.sweeps += st.EventSweeps
 		s.unswept += st.Unswept
 		s.sweepsDue += st.SweepsDue
+		s.sweepsDeferred += st.SweepsDeferred
 		s.winLists += st.WindowLists
 		s.winResumed += st.WindowsResumed
 		s.resumesExpired += st.ResumesExpired
@@ -722,6 +788,7 @@ type fleetResult struct {
 	p                          fleetParams
 	pods, eventsWritten        int
 	base, with                 window
+	floor                      window    // a bare pod watch per node (p.floor)
 	after                      apiSample // once the tracers stopped
 	sync0, sync1               apiSample // before the first tracer started, once all had synced
 	baseReplaced, withReplaced uint64    // pods replaced by the churn in each window
@@ -795,6 +862,33 @@ func (r fleetResult) format() string {
 		}
 	}
 	fmt.Fprintf(&b, "| pods replaced by the churn (window) | %d | %d | | |\n", r.baseReplaced, r.withReplaced)
+	if len(r.floor.samples) > 0 {
+		fmt.Fprintf(&b, "\nThe floor, measured between the two: a bare pod watch per node (spec.nodeName=<node>, a client and connection each; the kubelet's own pod source, which a real cluster's API server already carries for every node):\n\n")
+		fmt.Fprintf(&b, "| kube-apiserver | no tracers | a pod watch per node | %d tracers | tracers over the floor | per node |\n|---|---:|---:|---:|---:|---:|\n", r.perNode.tracers)
+		frow := func(name, format string, f func(apiSample) float64, end, perNode bool) {
+			v := func(w window) float64 {
+				if end {
+					return f(w.end)
+				}
+				return w.mean(f)
+			}
+			b0, fl, w := v(r.base), v(r.floor), v(r.with)
+			pn := ""
+			if perNode {
+				pn = fmt.Sprintf("%.2f", (w-fl)/n)
+			}
+			fmt.Fprintf(&b, "| %s | "+format+" | "+format+" | "+format+" | "+format+" | %s |\n", name, b0, fl, w, w-fl, pn)
+		}
+		frow("watches open: all (end)", "%.0f", func(s apiSample) float64 { return s.watches["all"] }, true, true)
+		frow("TCP connections to it (end)", "%.0f", func(s apiSample) float64 { return float64(s.conns) }, true, true)
+		frow("goroutines (end)", "%.0f", func(s apiSample) float64 { return s.goroutines }, true, true)
+		frow("RSS MiB (VmRSS, mean of window)", "%.0f", vm, false, false)
+		frow("Go heap live after GC MiB (mean)", "%.1f", live, false, false)
+		frow("Go heap goal MiB (mean)", "%.0f", goal, false, false)
+		frow("goroutine stacks MiB (mean)", "%.1f", stacks, false, false)
+		frow("kept: live heap + stacks MiB (mean)", "%.1f", kept, false, false)
+		fmt.Fprintf(&b, "| CPU cores | %.3f | %.3f | %.3f | %.3f | |\n", r.base.cores(), r.floor.cores(), r.with.cores(), r.with.cores()-r.floor.cores())
+	}
 	fmt.Fprintf(&b, "\nTracers' start (%.0f/s, until all synced, %s): API server CPU %.0f s, RSS %.0f → %.0f MiB;",
 		r.p.startRate, r.syncTook.Round(time.Second), r.sync1.cpuSeconds-r.sync0.cpuSeconds, mib(r.sync0.vmRSS), mib(r.sync1.vmRSS))
 	for _, res := range watchResources {
@@ -812,8 +906,8 @@ func (r fleetResult) format() string {
 		r.with.mean(func(s apiSample) float64 { return float64(s.eventWatches) })/n)
 	fmt.Fprintf(&b, "pods in transition (terminating or not Ready) at the end of the window: %d, %.2f per node (what the windows follow);\n",
 		r.inTransition, float64(r.inTransition)/n)
-	fmt.Fprintf(&b, "event sweeps (one-off lists of a pod's events) %d in all, %.1f per tracer; pods first seen quiet with no change within the Events' TTL (%s), not swept: %d;\n",
-		st.sweeps, float64(st.sweeps)/n, ttlString(r.p.eventTTL), st.unswept)
+	fmt.Fprintf(&b, "event sweeps (one-off lists of a pod's events) %d in all, %.1f per tracer, %d deferred at the end (until shortly before the pod's oldest Events could expire); pods first seen quiet with no change within the Events' TTL (%s), not swept: %d;\n",
+		st.sweeps, float64(st.sweeps)/n, st.sweepsDeferred, ttlString(r.p.eventTTL), st.unswept)
 	fmt.Fprintf(&b, "the start's sweeps all made %s after the first tracer started; in the window: %d sweeps, event windows started by a list of the namespace's Events %d, resumed from a resource version %d (of which %d expired and listed); window lists that failed %d (canceled as their window closed %d);\n",
 		r.sweepsTook.Round(time.Second), st.sweeps-r.before.sweeps, st.winLists-r.before.winLists, st.winResumed-r.before.winResumed, st.resumesExpired-r.before.resumesExpired,
 		st.winListsFailed-r.before.winListsFailed, st.winListsCanceled-r.before.winListsCanceled)
@@ -835,6 +929,14 @@ func (r fleetResult) format() string {
 		k1 := r.with.mean(kept)
 		fmt.Fprintf(&b, "  of which kept (live heap after GC + goroutine stacks, window means): +%.1f MiB = %.1f %% of %.0f MiB, %.0f KiB per node\n",
 			k1-k0, 100*(k1-k0)/k0, k0, (k1-k0)*1024/n)
+	}
+	if len(r.floor.samples) > 0 {
+		b0, fl, w := r.base.mean(vm), r.floor.mean(vm), r.with.mean(vm)
+		k0, kf, kw := r.base.mean(kept), r.floor.mean(kept), r.with.mean(kept)
+		fmt.Fprintf(&b, "- the floor (a bare pod watch per node, any per-node agent's least): RSS +%.0f MiB = %.1f %% of the baseline; kept +%.1f MiB = %.1f %%, %.0f KiB per node\n",
+			fl-b0, 100*(fl-b0)/b0, kf-k0, 100*(kf-k0)/k0, (kf-k0)*1024/n)
+		fmt.Fprintf(&b, "- the tracers over the floor (podchron's own design: its event windows, sweeps and lists): RSS %+.0f MiB = %.1f %% of the baseline; kept %+.1f MiB = %.1f %%, %.0f KiB per node\n",
+			w-fl, 100*(w-fl)/b0, kw-kf, 100*(kw-kf)/k0, (kw-kf)*1024/n)
 	}
 	return b.String()
 }
