@@ -63,11 +63,13 @@ func init() {
 func runHelper(mode string, args []string) int {
 	switch mode {
 	case "wait-exec":
+		sayUp()
 		return helperWaitExec(args)
 	case "exit":
 		n, _ := strconv.Atoi(args[0])
 		return n
 	case "wait-spawn":
+		sayUp()
 		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 			fmt.Fprintln(os.Stderr, "wait-spawn:", err)
 			return 90
@@ -172,17 +174,33 @@ func helperSpawnMoved(dir, n string, spawn bool) int {
 	if err != nil {
 		return 92
 	}
+	up, upW, err := os.Pipe()
+	if err != nil {
+		return 92
+	}
 	self, _ := os.Executable()
 	argv, env := []string{self, "exit", n}, helperEnviron("wait-exec")
 	if spawn {
 		argv, env = []string{self, n}, helperEnviron("wait-spawn")
 	}
-	pid, err := syscall.ForkExec(self, argv, &syscall.ProcAttr{Env: env, Files: []uintptr{r.Fd(), 1, 2}})
+	env = append(env, helperUpEnv+"=1")
+	pid, err := syscall.ForkExec(self, argv, &syscall.ProcAttr{Env: env, Files: []uintptr{r.Fd(), 1, 2, upW.Fd()}})
 	if err != nil {
 		return 92
 	}
 	r.Close()
+	upW.Close()
 	fmt.Println(pid)
+	// ForkExec returns once the exec closed the child's close-on-exec
+	// pipe, before the kernel's exec tracepoint: moved now, the child
+	// could be seen exec'ing in dir (a root there, what it forks below
+	// it: 2026-11-29's CI, on 5.10 under TCG). Its word from its own code
+	// comes after the tracepoint.
+	if _, err := up.Read(make([]byte, 1)); err != nil {
+		fmt.Fprintln(os.Stderr, "spawn-moved: the child never said it runs:", err)
+		return 95
+	}
+	up.Close()
 	if err := moveProcess(dir, pid); err != nil {
 		fmt.Fprintln(os.Stderr, "spawn-moved:", err)
 		return 95
@@ -268,10 +286,26 @@ func helperAlloc(mib int) int {
 }
 
 // helperEnviron is this process's environment with the helper mode replaced.
+// helperUpEnv, set in a helper's environment, makes its wait-exec or
+// wait-spawn mode write a byte to fd 3 as it starts (sayUp).
+const helperUpEnv = "PODCHRON_HELPER_UP_FD3"
+
+// sayUp writes a byte to fd 3 when the parent asked (helperUpEnv): this
+// process runs its own code, so its exec, tracepoint included, is over.
+// Without the variable fd 3 may be the runtime's own and is left alone.
+func sayUp() {
+	if os.Getenv(helperUpEnv) == "" {
+		return
+	}
+	f := os.NewFile(3, "up")
+	_, _ = f.Write([]byte{'u'})
+	_ = f.Close()
+}
+
 func helperEnviron(mode string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, helperEnv+"=") {
+		if !strings.HasPrefix(kv, helperEnv+"=") && !strings.HasPrefix(kv, helperUpEnv+"=") {
 			env = append(env, kv)
 		}
 	}
