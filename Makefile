@@ -151,10 +151,10 @@ scale: deps ## a tracer's API cost vs cluster size (root): kube-apiserver + etcd
 	PODCHRON_SCALE=1 PODCHRON_SCALE_SHORT=$(SCALE_SHORT) PODCHRON_SCALE_BIN="$$bin" PODCHRON_SCALE_KWOK="$$kwok" \
 	$(GO) test -count=1 -timeout 60m -v -run '^TestScale$$' ./test/scale $(SCALEARGS)
 
-fleet: deps ## the API server's cost of one tracer per node (root): kube-apiserver + etcd + kwok, one watcher per node for 500 nodes vs none (FLEET_NODES, FLEET_PODS, FLEET_WINDOW, FLEET_CHURN, FLEET_START_RATE, FLEET_OUT, FLEET_PPROF: a directory for the API server's heap profiles, FLEET_APISERVER_ARGS: extra kube-apiserver flags, FLEET_EVENT_TTL: the watchers' --event-ttl, FLEET_FLOOR=0: skip the floor, a bare pod watch per node, measured between; etcd 3.5 built once; ~19 min)
+fleet: deps ## the API server's cost of one tracer per node (root): kube-apiserver + etcd + kwok, one watcher per node for 500 nodes vs none (FLEET_NODES, FLEET_PODS, FLEET_WINDOW, FLEET_CHURN, FLEET_START_RATE, FLEET_OUT, FLEET_PPROF: a directory for the API server's heap profiles, FLEET_APISERVER_ARGS: extra kube-apiserver flags, FLEET_EVENT_TTL: the watchers' --event-ttl, FLEET_FLOOR=0: skip the floor, a bare pod watch per node, measured between, FLEET_SETTLE: how long the tracers run before their window; etcd 3.5 built once; ~19 min)
 	bin="$$(bash test/e2e/tools/build.sh kubernetes)" && kwok="$$(bash test/scale/build-kwok.sh)" && etcd="$$(bash test/scale/build-etcd.sh)" && \
 	PODCHRON_FLEET=1 PODCHRON_FLEET_ETCD="$$etcd" PODCHRON_FLEET_NODES=$(FLEET_NODES) PODCHRON_FLEET_PODS=$(FLEET_PODS) PODCHRON_FLEET_WINDOW=$(FLEET_WINDOW) \
-	PODCHRON_FLEET_CHURN=$(FLEET_CHURN) PODCHRON_FLEET_START_RATE=$(FLEET_START_RATE) PODCHRON_FLEET_OUT=$(FLEET_OUT) PODCHRON_SCALE_PPROF=$(FLEET_PPROF) PODCHRON_SCALE_APISERVER_ARGS="$(FLEET_APISERVER_ARGS)" PODCHRON_FLEET_EVENT_TTL=$(FLEET_EVENT_TTL) PODCHRON_FLEET_FLOOR=$(FLEET_FLOOR) PODCHRON_SCALE_BIN="$$bin" PODCHRON_SCALE_KWOK="$$kwok" \
+	PODCHRON_FLEET_CHURN=$(FLEET_CHURN) PODCHRON_FLEET_START_RATE=$(FLEET_START_RATE) PODCHRON_FLEET_OUT=$(FLEET_OUT) PODCHRON_SCALE_PPROF=$(FLEET_PPROF) PODCHRON_SCALE_APISERVER_ARGS="$(FLEET_APISERVER_ARGS)" PODCHRON_FLEET_EVENT_TTL=$(FLEET_EVENT_TTL) PODCHRON_FLEET_FLOOR=$(FLEET_FLOOR) PODCHRON_FLEET_SETTLE=$(FLEET_SETTLE) PODCHRON_SCALE_BIN="$$bin" PODCHRON_SCALE_KWOK="$$kwok" \
 	$(GO) test -count=1 -timeout 90m -v -run '^TestFleet$$' ./test/scale $(FLEETARGS)
 
 test-vm: ## probe tests on every kernel in test/vm/kernels.txt, under qemu

@@ -128,6 +128,14 @@ func TestFleet(t *testing.T) {
 	if err := fl.waitWindowsSettled(ctx, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	if p.settle > 0 {
+		// The churn replaces the pods the tracers first saw quiet:
+		// a window after them measures the pods seen from their start.
+		log.Info("settling before the window", "for", p.settle)
+		if err := sleepCtx(ctx, p.settle); err != nil {
+			t.Fatal(err)
+		}
+	}
 	r.before = fl.stats()
 	rep0 = d.created.Load()
 	r.with, err = measureWindow(ctx, cp, p.window, fl)
@@ -237,7 +245,10 @@ type fleetParams struct {
 	binDir, kwok string
 	// floor: measure a bare pod watch per node too (floor_test.go),
 	// PODCHRON_FLEET_FLOOR=0 skips it.
-	floor        bool
+	floor bool
+	// settle: how long the tracers run, after their start's sweeps,
+	// before their window (PODCHRON_FLEET_SETTLE; 0: at once).
+	settle       time.Duration
 	pprof        string        // where the API server's heap profiles go ("": none)
 	eventTTL     time.Duration // the watchers' Config.EventTTL (0: default)
 	etcd         string
@@ -290,6 +301,13 @@ func getFleetParams(t *testing.T) fleetParams {
 			t.Fatalf("PODCHRON_FLEET_WINDOW=%q: want a duration >= 10s", v)
 		}
 		p.window = d
+	}
+	if v := os.Getenv("PODCHRON_FLEET_SETTLE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			t.Fatalf("PODCHRON_FLEET_SETTLE=%q: want a duration >= 0", v)
+		}
+		p.settle = d
 	}
 	if v := os.Getenv("PODCHRON_FLEET_CHURN"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
@@ -805,8 +823,8 @@ func (r fleetResult) format() string {
 	n := float64(r.p.nodes)
 	fmt.Fprintf(&b, "podchron fleet: %d nodes, %d pods/node (%d pods, %d events written, in 10 namespaces), churn %.1f pods/node/min, windows of %s;\n",
 		r.p.nodes, r.p.podsPerNode, r.pods, r.eventsWritten, r.p.churn, r.p.window)
-	fmt.Fprintf(&b, "one internal/watcher per node (%d, in one process, a client and connection each), synced in %s; etcd %s\n\n",
-		r.perNode.tracers, r.syncTook.Round(time.Second), r.p.etcd)
+	fmt.Fprintf(&b, "one internal/watcher per node (%d, in one process, a client and connection each), synced in %s, their window %s after their start's sweeps; etcd %s\n\n",
+		r.perNode.tracers, r.syncTook.Round(time.Second), r.p.settle, r.p.etcd)
 	fmt.Fprintf(&b, "| kube-apiserver | no tracers | %d tracers | added | added per node |\n|---|---:|---:|---:|---:|\n", r.perNode.tracers)
 	row := func(name, format string, base, with float64, perNode bool) {
 		pn := ""
