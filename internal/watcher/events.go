@@ -105,7 +105,7 @@ func (w *Watcher) queueLocked(now time.Time) []types.UID {
 					w.unswept.Add(1)
 					break
 				}
-				s.sweepAt, swept = w.sweepTime(s, now), true
+				s.sweepAt, swept = w.sweepTime(s, uid, now), true
 			}
 		case w.windows[uid] == nil:
 			if s.waitingSince.IsZero() {

@@ -44,9 +44,8 @@ func (w *Watcher) onPod(obj any, deleted bool) {
 		}
 	}
 	s.eventUID = pod.UID
-	s.mirror = false
 	if hash := pod.Annotations[MirrorAnnotation]; hash != "" {
-		s.eventUID, s.mirror = types.UID(hash), true
+		s.eventUID = types.UID(hash)
 	}
 	s.created = pod.CreationTimestamp.Time
 	if !s.caughtUp {

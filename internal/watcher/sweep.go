@@ -20,7 +20,8 @@ const (
 	maxSweepRetry = 5 * time.Minute
 )
 
-// sweepTime is when the sweep of pod s, first seen quiet at now, is due.
+// sweepTime is when the sweep of pod uid (state s), first seen quiet at
+// now, is due.
 // Its Events serve its trace's root span, which the model ends when the pod
 // does; the pod's next event window (its termination's, or a restart's)
 // lists them all the same, having no start to resume from. The sweep only
@@ -36,9 +37,10 @@ const (
 // mirror's creation), a pod created more than the TTL ago (which of its
 // Events are left, and when they expire, is not known), and every pod when
 // the TTL is not known (Config.EventTTL < 0).
-func (w *Watcher) sweepTime(s *podState, now time.Time) time.Time {
+func (w *Watcher) sweepTime(s *podState, uid types.UID, now time.Time) time.Time {
 	ttl := w.cfg.EventTTL
-	if ttl <= 0 || s.quietKind != quietReady || s.mirror || s.created.IsZero() {
+	mirror := s.eventsUID(uid) != uid
+	if ttl <= 0 || s.quietKind != quietReady || mirror || s.created.IsZero() {
 		return now
 	}
 	at := s.created.Add(ttl - sweepLead(ttl))

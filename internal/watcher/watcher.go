@@ -190,8 +190,6 @@ type podState struct {
 	// pod's mirror the static pod's (the kubernetes.io/config.mirror
 	// annotation), which the kubelet records its Events against.
 	eventUID types.UID
-	// mirror: a static pod's mirror (its Events name eventUID).
-	mirror bool
 	// created is its creationTimestamp (the API server's clock).
 	created time.Time
 	// announced: its Input{Pod} was sent (events follow their pod).
