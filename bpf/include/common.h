@@ -48,6 +48,7 @@ volatile const __u32 cfg_exit_has_group_dead = 0;
 volatile const __u32 cfg_pidns_level = 0;
 volatile const __u32 cfg_pidns_ino = 0;
 volatile const __u32 cfg_wakeup_events = 0;   /* wake the reader every this many records per CPU (0: every record) */
+volatile const __u64 cfg_wakeup_gap_ns = 0;   /* and on a CPU's first record after this long without one */
 volatile const __s32 cfg_min_root_level = 0;  /* shallowest and deepest level of a watched root: */
 volatile const __s32 cfg_max_root_level = 15; /* only those ancestor levels are looked up */
 volatile const __u32 cfg_hierarchy_id = 0;    /* hierarchy whose mkdir/rmdir we report (0 = v2) */
@@ -261,19 +262,32 @@ static __always_inline void *reserve(__u32 type, __u64 size)
 	return e;
 }
 
-/* Per-CPU count of records submitted without waking the reader. */
+/* Per CPU: records submitted without waking the reader, and when the last
+ * record was made (its header's time). */
+struct submit_state {
+	__u32 quiet;
+	__u32 _pad;
+	__u64 last_ns;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct submit_state);
 } quiet_submits SEC(".maps");
 
 /*
  * Submit a record. With cfg_wakeup_events set, the reader is woken only on
- * every cfg_wakeup_events-th record of a CPU (its poll picks up the rest):
- * wakeups cost the reader a syscall each. A per-CPU count (an inlined array
- * lookup) is cheaper than asking the ring buffer how full it is.
+ * every cfg_wakeup_events-th record of a CPU, and on a CPU's first record
+ * after cfg_wakeup_gap_ns without one; its poll picks up the rest: wakeups
+ * cost the reader a syscall each. A per-CPU count (an inlined array lookup)
+ * is cheaper than asking the ring buffer how full it is, and the record's
+ * own time costs no clock read. The gap's wakeup is what lets the reader
+ * poll rarely on a quiet node (internal/probe/source.go): a record it is
+ * not woken for comes within the gap after another of its CPU's, which the
+ * reader was woken for or found on its frequent poll, so it polls often
+ * while records come and rarely once they stop.
  */
 static __always_inline void submit(void *e)
 {
@@ -281,12 +295,17 @@ static __always_inline void submit(void *e)
 	__u32 zero = 0;
 
 	if (cfg_wakeup_events) {
-		__u32 *n = bpf_map_lookup_elem(&quiet_submits, &zero);
+		struct submit_state *s = bpf_map_lookup_elem(&quiet_submits, &zero);
 
 		flags = BPF_RB_NO_WAKEUP;
-		if (n && ++*n >= cfg_wakeup_events) {
-			*n = 0;
-			flags = BPF_RB_FORCE_WAKEUP;
+		if (s) {
+			__u64 now = ((struct event_header *)e)->ktime_ns;
+
+			if (++s->quiet >= cfg_wakeup_events || now - s->last_ns > cfg_wakeup_gap_ns) {
+				s->quiet = 0;
+				flags = BPF_RB_FORCE_WAKEUP;
+			}
+			s->last_ns = now;
 		}
 	}
 	bpf_ringbuf_submit(e, flags);

@@ -51,11 +51,21 @@ type Config struct {
 	// RingBufferBytes is the ring buffer size (a power of two, >= page size).
 	RingBufferBytes int
 	// WakeupEvents: the reader is woken on every WakeupEvents-th record of a
-	// CPU; a poll every PollInterval picks up the rest. 0 wakes it on every
+	// CPU, and on a CPU's first record after WakeupGap without one; a poll
+	// every PollInterval picks up the rest. 0 wakes it on every
 	// record (lowest latency, most CPU).
 	WakeupEvents int
+	// WakeupGap: see WakeupEvents (at most PollInterval; longer is taken
+	// as PollInterval).
+	WakeupGap time.Duration
 	// PollInterval bounds how long an event can wait in the ring buffer.
 	PollInterval time.Duration
+	// IdlePollInterval is the reader's poll once it has found no record for
+	// that long (a quiet node): a record after a quiet time wakes it
+	// (WakeupEvents), so the poll only serves records that follow others
+	// closely, and need not wake an idle tracer ten times a second (at
+	// least PollInterval; shorter is taken as PollInterval).
+	IdlePollInterval time.Duration
 	// Clock, when set, stamps the events (the tracer's timeline,
 	// internal/clock: boot clock from an epoch fixed at start). Without
 	// it the source's own Clock follows the wall clock (resynced every
@@ -100,15 +110,17 @@ const DefaultRingBufferBytes = 2 << 20
 // DefaultConfig returns production defaults.
 func DefaultConfig() Config {
 	return Config{
-		CgroupRoots:     append([]string(nil), DefaultCgroupRoots...),
-		CNIDirs:         append([]string(nil), DefaultCNIDirs...),
-		RuntimeComms:    append([]string(nil), DefaultRuntimeComms...),
-		SignalMask:      DefaultSignalMask(),
-		RingBufferBytes: DefaultRingBufferBytes,
-		WakeupEvents:    256,
-		PollInterval:    100 * time.Millisecond,
-		SignalRate:      DefaultSignalRate,
-		SignalBurst:     DefaultSignalBurst,
+		CgroupRoots:      append([]string(nil), DefaultCgroupRoots...),
+		CNIDirs:          append([]string(nil), DefaultCNIDirs...),
+		RuntimeComms:     append([]string(nil), DefaultRuntimeComms...),
+		SignalMask:       DefaultSignalMask(),
+		RingBufferBytes:  DefaultRingBufferBytes,
+		WakeupEvents:     256,
+		WakeupGap:        100 * time.Millisecond,
+		PollInterval:     100 * time.Millisecond,
+		IdlePollInterval: time.Second,
+		SignalRate:       DefaultSignalRate,
+		SignalBurst:      DefaultSignalBurst,
 	}
 }
 
@@ -151,6 +163,14 @@ func (c *Config) withDefaults() {
 	if c.PollInterval == 0 {
 		c.PollInterval = d.PollInterval
 	}
+	if c.WakeupGap == 0 {
+		c.WakeupGap = d.WakeupGap
+	}
+	c.WakeupGap = min(c.WakeupGap, c.PollInterval)
+	if c.IdlePollInterval == 0 {
+		c.IdlePollInterval = d.IdlePollInterval
+	}
+	c.IdlePollInterval = max(c.IdlePollInterval, c.PollInterval)
 	if c.SignalRate == 0 {
 		c.SignalRate = d.SignalRate
 	}
@@ -176,6 +196,9 @@ func (c *Config) validate() error {
 	}
 	if c.WakeupEvents < 0 || c.WakeupEvents*1024 >= n {
 		return fmt.Errorf("wakeup every %d events: must be between 0 and ring buffer size / 1 KiB", c.WakeupEvents)
+	}
+	if c.PollInterval < 0 || c.WakeupGap < 0 {
+		return fmt.Errorf("poll every %v, wakeup gap %v: must be positive", c.PollInterval, c.WakeupGap)
 	}
 	if c.SignalRate > int(time.Second) || c.SignalBurst < 0 || c.SignalBurst > 1<<20 {
 		return fmt.Errorf("signal budget %d/s, burst %d: the rate must be at most 1e9 (negative: no budget), the burst between 1 and %d", c.SignalRate, c.SignalBurst, 1<<20)

@@ -106,6 +106,7 @@ func Load(cfg Config) (*Probes, error) {
 		"cfg_pidns_ino":           ns.PIDNamespace,
 		"cfg_signal_mask":         cfg.SignalMask,
 		"cfg_wakeup_events":       uint32(cfg.WakeupEvents),
+		"cfg_wakeup_gap_ns":       uint64(cfg.WakeupGap),
 		"cfg_exit_has_group_dead": groupDead,
 		"cfg_ancestor_helper":     ancestorHelper,
 		"cfg_noop":                flag32(cfg.NoopPrograms),

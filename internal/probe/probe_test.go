@@ -1562,3 +1562,17 @@ func TestCgroupV1MemoryMode(t *testing.T) {
 		t.Errorf("v1 mkdir: hierarchy %d, want %d", mk.HierarchyID, l.MemoryHierarchyID)
 	}
 }
+
+// A record that is its CPU's first for a while wakes the reader at once
+// (WakeupGap): the poll, here far longer than the wait, never brings it. A
+// quiet node's reader polls rarely (IdlePollInterval) and relies on it.
+func TestQuietRecordWakesTheReader(t *testing.T) {
+	e := setup(t, func(c *Config) {
+		c.PollInterval, c.IdlePollInterval, c.WakeupGap = time.Hour, time.Hour, time.Millisecond
+	})
+	dir := e.dir(e.cgroup(t, "quiet"))
+	time.Sleep(50 * time.Millisecond) // the cgroup's record: more than a gap before
+	h := e.start(t, []string{dir}, "spawn", "3")
+	wait(t, e.col, "exec of the helper", func(ev *kernel.ExecEvent) bool { return ev.TGID == h.pid })
+	h.wait(t)
+}

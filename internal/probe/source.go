@@ -37,6 +37,12 @@ type RingSource struct {
 	poll     time.Duration
 	lastSync time.Time
 	deadline time.Time
+	// The poll slows to idlePoll after idlePolls polls in a row found no
+	// record (quiet counts them; seen: a record since the last).
+	idlePoll  time.Duration
+	idlePolls int
+	quiet     int
+	seen      bool
 	// The context whose cancellation closes the reader, registered once
 	// (not per event: Next runs for every record).
 	ctx  context.Context
@@ -51,11 +57,16 @@ func (p *Probes) NewSource() (*RingSource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open ring buffer: %w", err)
 	}
+	s := &RingSource{p: p, rd: rd, poll: p.cfg.PollInterval, idlePoll: p.cfg.IdlePollInterval,
+		idlePolls: int(p.cfg.IdlePollInterval / p.cfg.PollInterval)}
 	if p.cfg.Clock != nil {
-		return &RingSource{p: p, rd: rd, dec: event.NewDecoder(p.cfg.Clock), poll: p.cfg.PollInterval}, nil
+		s.dec = event.NewDecoder(p.cfg.Clock)
+		return s, nil
 	}
-	clock := NewClock()
-	return &RingSource{p: p, rd: rd, clock: clock, dec: event.NewDecoder(clock), poll: p.cfg.PollInterval, lastSync: time.Now()}, nil
+	s.clock = NewClock()
+	s.dec = event.NewDecoder(s.clock)
+	s.lastSync = time.Now()
+	return s, nil
 }
 
 // Decoder returns the source's decoder (its clock stamps wall times).
@@ -77,14 +88,14 @@ func (s *RingSource) Next(ctx context.Context) (kernel.Event, error) {
 		}
 		// The deadline bounds a wait for records the kernel submitted without
 		// a wakeup; renewing it costs a lock, so only when half spent.
-		if now := time.Now(); now.After(s.deadline.Add(-s.poll / 2)) {
-			s.deadline = now.Add(s.poll)
+		if poll := s.pollNow(); s.deadline.IsZero() || time.Until(s.deadline) < poll/2 {
+			s.deadline = time.Now().Add(poll)
 			s.rd.SetDeadline(s.deadline)
 		}
 		err := s.rd.ReadInto(&s.rec)
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			s.deadline = time.Time{}
+			s.polled()
 			s.resync()
 			continue
 		case errors.Is(err, ringbuf.ErrClosed):
@@ -94,6 +105,9 @@ func (s *RingSource) Next(ctx context.Context) (kernel.Event, error) {
 			return nil, io.EOF
 		case err != nil:
 			return nil, fmt.Errorf("read ring buffer: %w", err)
+		}
+		if !s.seen {
+			s.recordSeen()
 		}
 		ev, err := s.dec.Decode(s.rec.RawSample)
 		if err != nil {
@@ -117,6 +131,38 @@ func (s *RingSource) Next(ctx context.Context) (kernel.Event, error) {
 		s.p.observe(ev)
 		return ev, nil
 	}
+}
+
+// pollNow is the poll's period: idlePoll once idlePolls polls in a row found
+// nothing. Records that come after a quiet time wake the reader (the
+// probes' submit: a CPU's first record after WakeupGap without one), so
+// only those that follow others closely wait for a poll, and the poll is
+// frequent while records come.
+func (s *RingSource) pollNow() time.Duration {
+	if s.quiet >= s.idlePolls {
+		return s.idlePoll
+	}
+	return s.poll
+}
+
+// polled notes a poll's deadline passed: whether a record came since the
+// last.
+func (s *RingSource) polled() {
+	s.deadline = time.Time{}
+	if !s.seen && s.quiet < s.idlePolls {
+		s.quiet++ // recordSeen resets it
+	}
+	s.seen = false
+}
+
+// recordSeen notes the first record since the last poll: an idle poll's
+// far deadline is brought back to the frequent poll's.
+func (s *RingSource) recordSeen() {
+	s.seen = true
+	if s.pollNow() != s.poll {
+		s.deadline = time.Time{}
+	}
+	s.quiet = 0
 }
 
 // resync follows wall-clock steps every few seconds.

@@ -235,6 +235,13 @@ const (
 	PodchronSignalTargetFlagsSIGNAL_SENDER_OUTSIDE PodchronSignalTargetFlags = 4
 )
 
+type PodchronSubmitState struct {
+	_      structs.HostLayout
+	Quiet  uint32
+	Pad    uint32
+	LastNs uint64
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -299,6 +306,7 @@ const (
 	PodchronVarCfgSignalIntervalNs   = "cfg_signal_interval_ns"
 	PodchronVarCfgSignalMask         = "cfg_signal_mask"
 	PodchronVarCfgWakeupEvents       = "cfg_wakeup_events"
+	PodchronVarCfgWakeupGapNs        = "cfg_wakeup_gap_ns"
 	PodchronVarPathAncestorIds       = "path_ancestor_ids"
 	PodchronVarPathAncestors         = "path_ancestors"
 	PodchronVarPathCurrentWalk       = "path_current_walk"
@@ -418,6 +426,7 @@ type PodchronVariableSpecs struct {
 	CfgSignalIntervalNs *ebpf.VariableSpec `ebpf:"cfg_signal_interval_ns"`
 	CfgSignalMask       *ebpf.VariableSpec `ebpf:"cfg_signal_mask"`
 	CfgWakeupEvents     *ebpf.VariableSpec `ebpf:"cfg_wakeup_events"`
+	CfgWakeupGapNs      *ebpf.VariableSpec `ebpf:"cfg_wakeup_gap_ns"`
 	PathAncestorIds     *ebpf.VariableSpec `ebpf:"path_ancestor_ids"`
 	PathAncestors       *ebpf.VariableSpec `ebpf:"path_ancestors"`
 	PathCurrentWalk     *ebpf.VariableSpec `ebpf:"path_current_walk"`
@@ -521,6 +530,7 @@ type PodchronVariables struct {
 	CfgSignalIntervalNs *ebpf.Variable `ebpf:"cfg_signal_interval_ns"`
 	CfgSignalMask       *ebpf.Variable `ebpf:"cfg_signal_mask"`
 	CfgWakeupEvents     *ebpf.Variable `ebpf:"cfg_wakeup_events"`
+	CfgWakeupGapNs      *ebpf.Variable `ebpf:"cfg_wakeup_gap_ns"`
 	PathAncestorIds     *ebpf.Variable `ebpf:"path_ancestor_ids"`
 	PathAncestors       *ebpf.Variable `ebpf:"path_ancestors"`
 	PathCurrentWalk     *ebpf.Variable `ebpf:"path_current_walk"`
