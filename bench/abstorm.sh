@@ -23,22 +23,7 @@ export PATH=$PATH:/usr/local/go/bin
 go build -o bin/execstorm ./bench/execstorm
 otelcol=$(bash test/otlp/build-collector.sh)
 
-v2=$(bench_v2)
-root=/podchron-abstorm-$$
-old_stats=$(sysctl -n kernel.bpf_stats_enabled)
-work=$(mktemp -d)
-tracer_pid= col_pid=
-sleepers=()
-cleanup() {
-	stop_bench
-	rm_tree "$v2$root"
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-make_sleeping_pods
-start_collector "$otelcol"
-metrics_port=$(free_port)
+bench_node abstorm "$otelcol"
 
 
 sysctl -qw kernel.bpf_stats_enabled=1

@@ -132,3 +132,21 @@ storm() {
 	bin/execstorm -n "$N" -cgroup "$c" "$@"
 }
 
+
+# The common start of a benchmark on a node of PODS sleeping pods:
+# bench_node <name> <collector binary> sets v2, root (/podchron-<name>-<pid>),
+# work, sleepers and old_stats, installs the cleanup (stop_bench, the cgroup
+# tree and $work removed) as the EXIT trap, makes the pods, starts the
+# collector and picks metrics_port.
+bench_node() {
+	v2=$(bench_v2)
+	root=/podchron-$1-$$
+	old_stats=$(sysctl -n kernel.bpf_stats_enabled)
+	work=$(mktemp -d)
+	tracer_pid='' col_pid=''
+	sleepers=()
+	trap 'stop_bench; rm_tree "$v2$root"; rm -rf "$work"' EXIT
+	make_sleeping_pods
+	start_collector "$2"
+	metrics_port=$(free_port)
+}
