@@ -103,10 +103,10 @@ type Config struct {
 	// its ring buffer is quiet and the model waits on its clock (default
 	// 50 ms; see kernelIdleProgress, correlate.Correlator.Waiting).
 	KernelIdleEvery time.Duration
-	// KernelIdleQuiet is that check's pace while the model waits for
-	// nothing (default 500 ms, well inside the model's staleness limit):
-	// an idle node's tracer then wakes a few times a second, not twenty.
-	KernelIdleQuiet time.Duration
+	// While the model waits for nothing, the check rides the tick (Tick:
+	// 500 ms in the tracer, well inside the model's staleness limit): an
+	// idle node's tracer then wakes twice a second for both, not twenty
+	// times, nor four for two timers out of phase.
 }
 
 // containerInitExit tells whether ev is a watched exit of a pid
@@ -151,9 +151,6 @@ func (cfg *Config) withDefaults() {
 	}
 	if cfg.KernelIdleEvery == 0 {
 		cfg.KernelIdleEvery = 50 * time.Millisecond
-	}
-	if cfg.KernelIdleQuiet == 0 {
-		cfg.KernelIdleQuiet = 500 * time.Millisecond
 	}
 }
 
@@ -397,7 +394,7 @@ func (r *run) loop(ctx context.Context) error {
 	defer ticker.Stop()
 	var idle idlePace
 	if r.kernelProgress {
-		idle.start(r.cfg.KernelIdleEvery, r.cfg.KernelIdleQuiet)
+		idle.start(r.cfg.KernelIdleEvery)
 		defer idle.stop()
 	}
 	for {
@@ -414,6 +411,10 @@ func (r *run) loop(ctx context.Context) error {
 		case it := <-r.in:
 			r.handleItem(it)
 		case <-ticker.C:
+			if idle.quiet() {
+				// First, so the tick's timers run past the newest mark.
+				r.kernelIdleProgress()
+			}
 			r.tick()
 		case <-idle.c():
 			r.kernelIdleProgress()
@@ -421,42 +422,56 @@ func (r *run) loop(ctx context.Context) error {
 	}
 }
 
-// idlePace is the kernel's idle check's ticker: fast while the model waits
-// on its clock, quiet otherwise.
+// idlePace is the kernel's idle check's cadence: its own fast ticker while
+// the model waits on its clock, the tick otherwise (quiet). One timer less
+// on an idle node: each timer's wakeup also wakes the Go runtime's sysmon a
+// few times before it sleeps again (bench/idle.sh).
 type idlePace struct {
-	t           *time.Ticker
-	fast, quiet time.Duration
-	isFast      bool
+	t      *time.Ticker // the fast check's; stopped while quiet
+	fast   time.Duration
+	on     bool // the kernel's progress is checked at all
+	isFast bool
 }
 
-func (p *idlePace) start(fast, quiet time.Duration) {
-	p.fast, p.quiet = fast, quiet
-	p.t = time.NewTicker(quiet)
+func (p *idlePace) start(fast time.Duration) {
+	p.fast, p.on = fast, true
 }
 
-func (p *idlePace) stop() { p.t.Stop() }
+func (p *idlePace) stop() {
+	if p.t != nil {
+		p.t.Stop()
+	}
+}
 
-// c is the ticker's channel (nil, never ready, without a kernel check).
+// c is the fast ticker's channel (nil, never ready, while quiet or without
+// a kernel check).
 func (p *idlePace) c() <-chan time.Time {
-	if p.t == nil {
+	if !p.isFast {
 		return nil
 	}
 	return p.t.C
 }
 
+// quiet reports whether the tick carries the check.
+func (p *idlePace) quiet() bool { return p.on && !p.isFast }
+
 // pace sets the cadence for whether the model waits, reporting a switch to
 // fast.
 func (p *idlePace) pace(waiting bool) bool {
-	if p.t == nil || waiting == p.isFast {
+	if !p.on || waiting == p.isFast {
 		return false
 	}
 	p.isFast = waiting
-	if waiting {
-		p.t.Reset(p.fast)
-		return true
+	if !waiting {
+		p.t.Stop() // no stale tick is received after Stop (Go 1.23+)
+		return false
 	}
-	p.t.Reset(p.quiet)
-	return false
+	if p.t == nil {
+		p.t = time.NewTicker(p.fast)
+	} else {
+		p.t.Reset(p.fast)
+	}
+	return true
 }
 
 // tick reports the kernel's losses, then a tick.

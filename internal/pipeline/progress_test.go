@@ -458,7 +458,6 @@ func TestKernelIdlePace(t *testing.T) {
 			Stats:           stats,
 			Tick:            time.Hour,
 			KernelIdleEvery: 10 * time.Millisecond,
-			KernelIdleQuiet: time.Hour,
 			Progress:        []string{fact.SourceKernel},
 			KernelDrain:     time.Millisecond,
 		})
@@ -504,5 +503,51 @@ func TestKernelIdlePace(t *testing.T) {
 	}
 	if len(after) == 0 || !after[len(after)-1].Progress.Until.After(sent) {
 		t.Errorf("no kernel mark past the held input (%d marks after it)", len(after))
+	}
+}
+
+// While the model waits for nothing, the kernel's idle check rides the
+// tick: each quiet mark is made just before a tick, and no timer of its own
+// wakes the tracer between ticks (bench/idle.sh).
+func TestKernelIdleCheckRidesTheTick(t *testing.T) {
+	t0 := time.Now()
+	var buf bytes.Buffer
+	w, err := record.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	err = Run(ctx, Config{
+		Kernel:          &blockingSource{},
+		Seed:            []fact.Input{{Time: t0, Start: &fact.Start{At: t0}}},
+		Correlator:      correlate.New(correlate.Config{}),
+		Record:          w,
+		Tick:            100 * time.Millisecond,
+		KernelIdleEvery: 10 * time.Millisecond,
+		Progress:        []string{fact.SourceKernel},
+		KernelDrain:     time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The start's timers are done well before 700 ms (fast checks, 10 ms
+	// apart); from then on the model waits for nothing.
+	in := readAll(t, buf.Bytes())
+	var marks, beforeTick int
+	for i, x := range in {
+		if x.Progress == nil || x.Time.Sub(t0) < 700*time.Millisecond {
+			continue
+		}
+		marks++
+		if i+1 < len(in) && in[i+1].Tick {
+			beforeTick++
+		}
+	}
+	if marks < 4 {
+		t.Errorf("%d quiet kernel marks in the last 0.8 s, want one a tick (100 ms)", marks)
+	}
+	if beforeTick != marks {
+		t.Errorf("%d of %d quiet kernel marks made just before a tick: the idle check has a timer of its own", beforeTick, marks)
 	}
 }
