@@ -204,6 +204,7 @@ func runTrace(args []string, recordPath string, stdout, stderr io.Writer) error 
 		Heartbeat:   health.Beat,
 		RuntimeKick: ls.runtimeKick, // nil without the runtime
 		RuntimePoll: ls.runtimePoll, // nil without the runtime
+		Pace:        ls.pace,
 		SourceState: func(name string, ok bool, reason string) {
 			health.SetReady(name, ok, reason)
 		},
@@ -365,9 +366,10 @@ type sourceSet struct {
 	// them (and only for them), so how late each is does not change the
 	// spans.
 	progress    []string
-	runtimeKick chan struct{} // nil without the runtime
-	runtimePoll chan struct{} // nil without the runtime
-	seed        []fact.Input  // what the start already knows of them
+	runtimeKick chan struct{}  // nil without the runtime
+	runtimePoll chan struct{}  // nil without the runtime
+	pace        *pipeline.Pace // of the runtime's and API server's progress reports
+	seed        []fact.Input   // what the start already knows of them
 	// wantEvents opens an event window on a pod the kubelet acted on
 	// (watcher.Want); nil without the API server.
 	wantEvents func(podUID string)
@@ -389,7 +391,8 @@ func (ls sourceSet) collectors() []prometheus.Collector {
 // reporting the ones disabled or unavailable to health.
 // Every source stamps its inputs with now (the tracer's timeline).
 func liveSources(f *traceFlags, log *slog.Logger, health *metrics.Health, now func() time.Time) sourceSet {
-	ls := sourceSet{sources: map[string]pipeline.Source{}, progress: []string{fact.SourceKernel}}
+	ls := sourceSet{sources: map[string]pipeline.Source{}, progress: []string{fact.SourceKernel},
+		pace: pipeline.NewPace(progressEvery, progressQuiet)}
 	if !f.noRuntime {
 		// Each poll's changes, then the poll's time as the runtime's
 		// progress. A container's end in the kernel brings the next poll
@@ -397,7 +400,7 @@ func liveSources(f *traceFlags, log *slog.Logger, health *metrics.Health, now fu
 		ls.runtimeKick = make(chan struct{}, 1)
 		ls.runtimePoll = make(chan struct{}, 1)
 		ls.sources[pipeline.SourceRuntime] = pipeline.CRIWithClock(cri.WatchConfig{Endpoint: f.runtime, Logger: log,
-			Kick: ls.runtimeKick, Poll: ls.runtimePoll}, progressEvery, now)
+			Kick: ls.runtimeKick, Poll: ls.runtimePoll}, ls.pace, now)
 		ls.progress = append(ls.progress, fact.SourceRuntime)
 	} else {
 		health.SetReady(pipeline.SourceRuntime, false, "disabled by --no-runtime")
@@ -415,7 +418,7 @@ func liveSources(f *traceFlags, log *slog.Logger, health *metrics.Health, now fu
 	}
 	// The watcher stamps each fact as it sends it: nothing in flight is
 	// progress (less a margin for a fact stamped but not yet handed over).
-	ls.sources[pipeline.SourceAPI] = pipeline.WithProgress(fact.SourceAPI, w.Run, progressEvery, 50*time.Millisecond, now)
+	ls.sources[pipeline.SourceAPI] = pipeline.WithProgress(fact.SourceAPI, w.Run, ls.pace, 50*time.Millisecond, now)
 	ls.progress = append(ls.progress, fact.SourceAPI)
 	ls.wantEvents = w.Want
 	ls.apiStats = func() metrics.APIWatchStats {
@@ -428,8 +431,13 @@ func liveSources(f *traceFlags, log *slog.Logger, health *metrics.Health, now fu
 }
 
 // progressEvery is how often the runtime and API sources report progress
-// (the model waits for it: see fact.Progress).
-const progressEvery = 100 * time.Millisecond
+// while the model waits for it (see fact.Progress), progressQuiet how often
+// otherwise (pipeline.Pace): the model's clock follows them only while it
+// waits on it, and the switch to fast asks them at once.
+const (
+	progressEvery = 100 * time.Millisecond
+	progressQuiet = time.Second
+)
 
 // apiWatcher is the API server source: this node's pods and their Events.
 func apiWatcher(f *traceFlags, log *slog.Logger, now func() time.Time) (*watcher.Watcher, error) {

@@ -102,11 +102,15 @@ type Config struct {
 	// KernelIdleEvery is how often the kernel's progress is checked while
 	// its ring buffer is quiet and the model waits on its clock (default
 	// 50 ms; see kernelIdleProgress, correlate.Correlator.Waiting).
-	KernelIdleEvery time.Duration
 	// While the model waits for nothing, the check rides the tick (Tick:
 	// 500 ms in the tracer, well inside the model's staleness limit): an
 	// idle node's tracer then wakes twice a second for both, not twenty
 	// times, nor four for two timers out of phase.
+	KernelIdleEvery time.Duration
+	// Pace, when set, is the pace of the sources' own progress reports
+	// (RuntimeSource, WithProgress given it): the loop makes it fast
+	// while the model waits on its clock, as the kernel's idle check.
+	Pace *Pace
 }
 
 // containerInitExit tells whether ev is a watched exit of a pid
@@ -398,7 +402,9 @@ func (r *run) loop(ctx context.Context) error {
 		defer idle.stop()
 	}
 	for {
-		if idle.pace(r.cfg.Correlator.Waiting()) {
+		waiting := r.cfg.Correlator.Waiting()
+		r.cfg.Pace.set(waiting)
+		if idle.pace(waiting) {
 			// The model waits now: check at once, so what it holds is
 			// released one fast check later, as if it had been fast all along.
 			r.kernelIdleProgress()

@@ -17,17 +17,15 @@ import (
 // runtime's view is complete up to that poll's snapshot time (the watcher
 // publishes a snapshot as Latest only after sending its changes). A poll
 // that found nothing new is progress too, which a stream of changes alone
-// would not show.
-func RuntimeSource(events <-chan cri.Event, latest func() *criclient.Snapshot, every time.Duration, now func() time.Time) Source {
+// would not show. It reports at pace's period, and at once when the pace
+// goes fast (nil: every 250 ms).
+func RuntimeSource(events <-chan cri.Event, latest func() *criclient.Snapshot, pace *Pace, now func() time.Time) Source {
 	if now == nil {
 		now = time.Now
 	}
-	if every <= 0 {
-		every = 250 * time.Millisecond
-	}
 	return func(ctx context.Context, out chan<- fact.Input) error {
-		t := time.NewTicker(every)
-		defer t.Stop()
+		t := newPacer(pace, defaultProgressEvery)
+		defer t.stop()
 		var mark time.Time
 		send := func(in fact.Input) bool { return chans.Send(ctx, out, in) }
 		// progress reports the latest poll once its changes are all
@@ -53,7 +51,13 @@ func RuntimeSource(events <-chan cri.Event, latest func() *criclient.Snapshot, e
 				if !send(fact.Input{Time: now(), Runtime: &e}) || !progress() {
 					return nil
 				}
-			case <-t.C:
+			case <-t.t.C:
+				t.sync()
+				if !progress() {
+					return nil
+				}
+			case <-t.now:
+				t.sync()
 				if !progress() {
 					return nil
 				}
@@ -63,15 +67,18 @@ func RuntimeSource(events <-chan cri.Event, latest func() *criclient.Snapshot, e
 }
 
 // CRI is the runtime source: the CRI watcher (criclient.Watch) polling the
-// runtime, its changes as inputs and each poll as the runtime's progress.
-func CRI(cfg criclient.WatchConfig, every time.Duration) Source { return CRIWithClock(cfg, every, nil) }
+// runtime, its changes as inputs and each poll as the runtime's progress
+// (every that often).
+func CRI(cfg criclient.WatchConfig, every time.Duration) Source {
+	return CRIWithClock(cfg, NewPace(every, every), nil)
+}
 
-// CRIWithClock is CRI with its inputs stamped by now (the tracer's
-// timeline; nil: time.Now).
-func CRIWithClock(cfg criclient.WatchConfig, every time.Duration, now func() time.Time) Source {
+// CRIWithClock is CRI with its progress at pace and its inputs stamped by
+// now (the tracer's timeline; nil: time.Now).
+func CRIWithClock(cfg criclient.WatchConfig, pace *Pace, now func() time.Time) Source {
 	return func(ctx context.Context, out chan<- fact.Input) error {
 		evs, w := criclient.Watch(ctx, cfg, 1024)
-		return RuntimeSource(evs, w.Latest, every, now)(ctx, out)
+		return RuntimeSource(evs, w.Latest, pace, now)(ctx, out)
 	}
 }
 
@@ -79,12 +86,11 @@ func CRIWithClock(cfg criclient.WatchConfig, every time.Duration, now func() tim
 // come and stamps each with the time it sends it (the API server's watcher):
 // every interval in which the source had nothing in flight, its view is
 // complete up to now, less margin (a fact stamped but not yet handed over).
-func WithProgress(name string, src Source, every, margin time.Duration, now func() time.Time) Source {
+// Intervals follow pace, and the switch to fast ends one at once (nil:
+// every 250 ms).
+func WithProgress(name string, src Source, pace *Pace, margin time.Duration, now func() time.Time) Source {
 	if now == nil {
 		now = time.Now
-	}
-	if every <= 0 {
-		every = 250 * time.Millisecond
 	}
 	return func(ctx context.Context, out chan<- fact.Input) error {
 		ctx, cancel := context.WithCancel(ctx)
@@ -92,9 +98,18 @@ func WithProgress(name string, src Source, every, margin time.Duration, now func
 		mid := make(chan fact.Input, 256)
 		done := make(chan error, 1)
 		go func() { done <- src(ctx, mid) }()
-		t := time.NewTicker(every)
-		defer t.Stop()
+		t := newPacer(pace, defaultProgressEvery)
+		defer t.stop()
 		var mark time.Time
+		report := func() bool {
+			t.sync()
+			until := now().Add(-margin)
+			if len(mid) > 0 || !until.After(mark) {
+				return true
+			}
+			mark = until
+			return chans.Send(ctx, out, fact.Input{Time: now(), Progress: &fact.Progress{Source: name, Until: until}})
+		}
 		for {
 			select {
 			case in := <-mid:
@@ -114,13 +129,12 @@ func WithProgress(name string, src Source, every, margin time.Duration, now func
 					break
 				}
 				return err
-			case <-t.C:
-				until := now().Add(-margin)
-				if len(mid) > 0 || !until.After(mark) {
-					continue
+			case <-t.t.C:
+				if !report() {
+					return <-done
 				}
-				mark = until
-				if !chans.Send(ctx, out, fact.Input{Time: now(), Progress: &fact.Progress{Source: name, Until: until}}) {
+			case <-t.now:
+				if !report() {
 					return <-done
 				}
 			}

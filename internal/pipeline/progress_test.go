@@ -122,7 +122,9 @@ func TestRuntimeSourceProgress(t *testing.T) {
 	out := make(chan fact.Input, 64)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- RuntimeSource(events, latest, 5*time.Millisecond, nil)(ctx, out) }()
+	go func() {
+		done <- RuntimeSource(events, latest, NewPace(5*time.Millisecond, 5*time.Millisecond), nil)(ctx, out)
+	}()
 	poll(t0, cri.Event{Type: cri.EventContainerCreated, At: t0.Add(-time.Second), Observed: t0, Container: &cri.Container{ID: "c1"}})
 	time.Sleep(50 * time.Millisecond)
 	poll(t0.Add(time.Second)) // nothing new
@@ -159,7 +161,7 @@ func TestWithProgress(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- WithProgress(fact.SourceAPI, src, 5*time.Millisecond, time.Millisecond, nil)(ctx, out)
+		done <- WithProgress(fact.SourceAPI, src, NewPace(5*time.Millisecond, 5*time.Millisecond), time.Millisecond, nil)(ctx, out)
 	}()
 	time.Sleep(60 * time.Millisecond)
 	cancel()
