@@ -39,4 +39,28 @@ func TestSourceHealthFromInputs(t *testing.T) {
 	}
 }
 
+// A runtime with no containers sends no event: its first progress report
+// (a successful poll) tells it is up; later ones change nothing, also after
+// it went down (only its next event tells it is back).
+func TestRuntimeUpFromItsFirstProgress(t *testing.T) {
+	var got []string
+	h := sourceHealth{report: func(name string, ok bool, reason string) {
+		got = append(got, name+" "+map[bool]string{true: "up", false: "down"}[ok])
+	}}
+	progress := fact.Input{Progress: &fact.Progress{Source: fact.SourceRuntime}}
+	for _, in := range []fact.Input{
+		{Progress: &fact.Progress{Source: fact.SourceAPI}},
+		progress,
+		progress,
+		{Runtime: &cri.Event{Type: cri.EventRuntimeUnavailable, Gap: &cri.Gap{Err: errRefused}}},
+		progress,
+		{Runtime: &cri.Event{Type: cri.EventRuntimeAvailable}},
+	} {
+		h.observe(in)
+	}
+	if want := []string{"runtime up", "runtime down", "runtime up"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("reported %q, want %q", got, want)
+	}
+}
+
 var errRefused = errors.New("connection refused")

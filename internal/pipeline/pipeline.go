@@ -570,7 +570,9 @@ func (k *idleCheck) check(now time.Time, wait uint64, unhandled bool, pending fu
 // sourceHealth mirrors what the inputs say of their sources' upstreams into
 // Config.SourceState: the API server's status (fact.APIStatus) and the
 // runtime's reachability (cri.EventRuntimeUnavailable, then any other
-// runtime event). Only changes are reported.
+// runtime event; before any, the runtime's first progress report, which
+// only a successful poll makes: a runtime with no containers sends no
+// event, and its readiness stayed "starting"). Only changes are reported.
 type sourceHealth struct {
 	report  func(name string, ok bool, reason string)
 	runtime *bool
@@ -583,6 +585,10 @@ func (h *sourceHealth) observe(in fact.Input) {
 	switch {
 	case in.API != nil:
 		h.report(SourceAPI, in.API.Available, in.API.Err)
+	case in.Progress != nil && in.Progress.Source == fact.SourceRuntime && h.runtime == nil:
+		up := true
+		h.runtime = &up
+		h.report(SourceRuntime, true, "")
 	case in.Runtime != nil:
 		up := in.Runtime.Type != cri.EventRuntimeUnavailable
 		if h.runtime != nil && *h.runtime == up {
