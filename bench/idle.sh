@@ -10,9 +10,13 @@
 # context switch; on a virtual machine each costs several microseconds.
 #
 # BINS="a b" alternates several builds within each round (default: bin/tracer,
-# built here). Needs root (the probes).
+# built here). IDLE_RUNTIME=1 gives the daemon a runtime to watch: a private
+# containerd (Debian's, or $PODCHRON_CONTAINERD) with its own root, state and
+# socket under the bench's directory and no pods of its own, so the daemon's
+# runtime source (its polls and its progress reports) is measured too.
+# Needs root (the probes).
 #
-# Usage: bench/idle.sh [ROUNDS] [SECS]   (env: BINS, PODS=110, SETTLE=10)
+# Usage: bench/idle.sh [ROUNDS] [SECS]   (env: BINS, PODS=110, SETTLE=10, IDLE_RUNTIME)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-3}
@@ -31,6 +35,20 @@ read -r -a bins <<<"$BINS"
 otelcol=$(bash test/otlp/build-collector.sh)
 
 bench_node idle "$otelcol"
+
+if [ -n "${IDLE_RUNTIME:-}" ]; then
+	ctrd=$work/containerd
+	mkdir -p "$ctrd"
+	printf '%s\n' 'version = 2' "root = \"$ctrd/root\"" "state = \"$ctrd/state\"" \
+		'[grpc]' "  address = \"$ctrd/containerd.sock\"" '[ttrpc]' "  address = \"$ctrd/containerd.sock.ttrpc\"" \
+		'[plugins."io.containerd.grpc.v1.cri"]' '  stream_server_address = "127.0.0.1"' '  stream_server_port = "0"' >"$ctrd/config.toml"
+	"${PODCHRON_CONTAINERD:-containerd}" --config "$ctrd/config.toml" >"$ctrd/log" 2>&1 &
+	ctrd_pid=$!
+	trap 'kill $ctrd_pid 2>/dev/null; wait $ctrd_pid 2>/dev/null; stop_bench; rm_tree "$v2$root"; rm -rf "$work"' EXIT
+	for _ in $(seq 100); do [ -S "$ctrd/containerd.sock" ] && break; sleep 0.1; done
+	[ -S "$ctrd/containerd.sock" ] || { cat "$ctrd/log" >&2; exit 1; }
+	export DAEMON_SOURCES="--no-api --runtime-endpoint unix://$ctrd/containerd.sock"
+fi
 
 switches() { cat /proc/"$1"/task/*/status | awk '/ctxt_switches/ {s += $2} END {print s}'; }
 
@@ -51,7 +69,7 @@ for r in $(seq "$ROUNDS"); do
 	done
 done
 echo
-echo "medians over $ROUNDS rounds of ${SECS}s, $PODS pods, $(nproc) CPUs, kernel $(uname -r), $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "medians over $ROUNDS rounds of ${SECS}s, $PODS pods, ${DAEMON_SOURCES:---no-api --no-runtime}, $(nproc) CPUs, kernel $(uname -r), $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
 for b in "${bins[@]}"; do
 	cpu=$(awk -v b="$b" '$2 == b {print $3}' "$work/rows" | median)
 	sw=$(awk -v b="$b" '$2 == b {print $4}' "$work/rows" | median)

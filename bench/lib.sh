@@ -80,12 +80,13 @@ YAML
 # watched root $root, OTLP to the collector, metrics on: start_daemon <log>
 # [extra flags]; $TRACER_BIN runs another build than bin/tracer. Returns once
 # its probes are attached and its metrics answer.
+# DAEMON_SOURCES: the daemon's source flags (default --no-api --no-runtime).
 start_daemon() {
 	local log=$1
 	shift
 	OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$col_port \
 		OTEL_EXPORTER_OTLP_INSECURE=true OTEL_SERVICE_NAME=podchron-bench \
-		"${TRACER_BIN:-bin/tracer}" --cgroup-root "$root" --no-api --no-runtime --node-name bench "$@" \
+		"${TRACER_BIN:-bin/tracer}" --cgroup-root "$root" ${DAEMON_SOURCES:---no-api --no-runtime} --node-name bench "$@" \
 		--metrics-addr "127.0.0.1:$metrics_port" >/dev/null 2>"$log" &
 	tracer_pid=$!
 	wait_log "$log" "probes attached"
