@@ -119,14 +119,7 @@ func TestHeldInputMakesThePaceFast(t *testing.T) {
 	sent := time.Now()
 	send <- fact.Input{Time: sent, Runtime: &cri.Event{Type: cri.EventContainerStarted, At: sent, Observed: sent,
 		Container: &cri.Container{ID: "c1", PodUID: "u1", Name: "app", StartedAt: sent}}}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the runtime's input still held 5 s later (%d pending): the API source was not asked", stats.Snapshot().PendingFacts)
-		}
-		if stats.Snapshot().PendingFacts == 0 && time.Since(sent) > 20*time.Millisecond {
-			break
-		}
-	}
+	waitHandled(t, stats, sent, 5*time.Second, 20*time.Millisecond, ": the API source was not asked")
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -470,14 +470,7 @@ func TestKernelIdlePace(t *testing.T) {
 	sent := time.Now()
 	send <- fact.Input{Time: sent, Runtime: &cri.Event{Type: cri.EventContainerStarted, At: sent,
 		Container: &cri.Container{ID: "c1", PodUID: "u1", Name: "app", StartedAt: sent}}}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the runtime's input still held 10 s later (%d pending)", stats.Snapshot().PendingFacts)
-		}
-		if stats.Snapshot().PendingFacts == 0 && time.Since(sent) > 100*time.Millisecond {
-			break
-		}
-	}
+	waitHandled(t, stats, sent, 10*time.Second, 100*time.Millisecond, "")
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -551,5 +544,20 @@ func TestKernelIdleCheckRidesTheTick(t *testing.T) {
 	}
 	if beforeTick != marks {
 		t.Errorf("%d of %d quiet kernel marks made just before a tick: the idle check has a timer of its own", beforeTick, marks)
+	}
+}
+
+// waitHandled waits until the model holds no input, at least settle after
+// an input was sent at sent, and fails the test (with why, if given) when
+// one is still held within.
+func waitHandled(t *testing.T, stats *Stats, sent time.Time, within, settle time.Duration, why string) {
+	t.Helper()
+	for deadline := time.Now().Add(within); ; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the runtime's input still held %s later (%d pending)%s", within, stats.Snapshot().PendingFacts, why)
+		}
+		if stats.Snapshot().PendingFacts == 0 && time.Since(sent) > settle {
+			return
+		}
 	}
 }
