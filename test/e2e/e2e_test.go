@@ -1011,6 +1011,9 @@ func (e *env) checkTracerHealth(t *testing.T) {
 			t.Logf("tracer: %s = %.3f", q, s[0].Value)
 		}
 	}
+	// What the model counted as not emitted over the run (a figure: some
+	// scenarios make misses on purpose).
+	t.Logf("tracer: %s", e.misses())
 	// How fresh the traces were, the tracer's share: span end -> the
 	// collector accepted it, over every scenario (a figure, not a target).
 	for _, q := range []struct{ what, expr string }{

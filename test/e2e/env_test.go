@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -676,12 +677,26 @@ func (e *env) trace(t *testing.T, uid string, timeout time.Duration, check func(
 			e.dumpLogs(t)
 			// What the model counted as not emitted says why a span is
 			// missing (the kept work directory has the tracer's log).
-			q := `sum by (reason) (podchron_correlation_misses_total)`
-			misses, qerr := e.prom.Query(e.ctx, q)
-			e.fatalf(t, "trace %s (pod %s) in Jaeger: %v\n%s\n%s: %v (%v)", id, uid, err, tr, q, misses, qerr)
+			e.fatalf(t, "trace %s (pod %s) in Jaeger: %v\n%s\n%s", id, uid, err, tr, e.misses())
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// misses says what the model counted as not emitted, by reason, as
+// Prometheus has it now.
+func (e *env) misses() string {
+	const q = `sum by (reason) (podchron_correlation_misses_total)`
+	s, err := e.prom.Query(e.ctx, q)
+	if err != nil {
+		return fmt.Sprintf("%s: %v", q, err)
+	}
+	slices.SortFunc(s, func(a, b backends.Sample) int { return strings.Compare(a.Labels["reason"], b.Labels["reason"]) })
+	parts := make([]string, 0, len(s))
+	for _, x := range s {
+		parts = append(parts, fmt.Sprintf("%s %.0f", x.Labels["reason"], x.Value))
+	}
+	return q + ": " + strings.Join(parts, ", ")
 }
 
 // alert waits for a Prometheus alert in state ("firing" or "pending")

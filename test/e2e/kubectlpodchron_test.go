@@ -97,8 +97,13 @@ func (e *env) kubectlPodchronPlugin(t *testing.T) {
 		if err != nil {
 			return fmt.Errorf("%w: %s", err, stderr)
 		}
-		return printed(stdout, "── pod "+ns+"/"+pod.Name+" · "+names.SpanPodStartup, "trace "+tid,
-			names.SpanPodSandbox, names.SpanContainerStart, "(no root span yet")
+		if err := printed(stdout, "── pod "+ns+"/"+pod.Name+" · "+names.SpanPodStartup, "trace "+tid,
+			names.SpanPodSandbox, names.SpanContainerStart, "(no root span yet"); err != nil {
+			// The whole output, and what the model counted as not
+			// emitted: a missing span's reason (a failed run keeps it).
+			return fmt.Errorf("%w\n%s\n%s", err, stdout, e.misses())
+		}
+		return nil
 	})
 	t.Logf("kubectl podchron %s (live):\n%s", pod.Name, out)
 
