@@ -72,8 +72,7 @@ func (c *Correlator) emitStartup(p *pod, end time.Time, out startupOutcome) {
 			c.miss("start_unnamed_container")
 			continue
 		}
-		s := earliest(ct.createdAt, ct.cgroupAt)
-		e := latest(ct.startedAt, ct.initExec)
+		s, e := ct.startTimes()
 		if s.IsZero() || e.IsZero() {
 			// Named but neither the runtime nor the kernel said when it
 			// was created or started by the start-up's end.
@@ -87,6 +86,35 @@ func (c *Correlator) emitStartup(p *pod, end time.Time, out startupOutcome) {
 		c.emit(p, span.Span{SpanID: p.spanID(ctKey("start", ct)), Parent: id, Name: names.SpanContainerStart, Start: s, End: e, Status: span.StatusOK, Attrs: attrs})
 	}
 	c.startupSpan(p, id, start, ready, out)
+}
+
+// startTimes is an app container's container.start: from its creation
+// (the runtime's, or its cgroup's) to its init process running (the
+// runtime's start, or the kernel's exec); zero when a source has not said.
+func (ct *container) startTimes() (s, e time.Time) {
+	return earliest(ct.createdAt, ct.cgroupAt), latest(ct.startedAt, ct.initExec)
+}
+
+// undatedRunning reports whether an app container the API's status shows
+// running has no start times yet.
+func (p *pod) undatedRunning() bool {
+	if p.info == nil {
+		return false
+	}
+	for _, st := range p.info.Statuses {
+		if st.State.Running == nil || st.ContainerID == "" || p.ephemeral(st.Name) {
+			continue
+		}
+		for _, ct := range p.containers {
+			if ct.id != st.ContainerID {
+				continue
+			}
+			if s, e := ct.startTimes(); s.IsZero() || e.IsZero() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // startupSpan emits pod.startup itself, with its verdict and long pole, and

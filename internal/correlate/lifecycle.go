@@ -252,12 +252,7 @@ func (c *Correlator) maybeStarted(p *pod) {
 			p.readySeen = c.now
 			p.readyAt0 = t
 		}
-		// Wait a little for the kernel's view of what made the pod ready
-		// (its events can trail the API server's by the ring buffer's
-		// poll), unless the kernel reports progress: then every kernel
-		// fact from before Ready was seen has been handled already.
-		if due := p.readySeen.Add(settle); c.now.Before(due) && !p.finishing && !c.seq.waited(slotKernel) {
-			p.startupSettle = due
+		if c.readySettling(p) {
 			return
 		}
 		ready = refineReady(t, p.readySeen, p.readyEvidence)
@@ -305,6 +300,34 @@ func (c *Correlator) maybeStarted(p *pod) {
 		return
 	}
 	c.emitStartup(p, ready, startupOutcome{})
+}
+
+// readySettling reports whether a start-up whose Ready was seen waits a
+// little longer for facts from before Ready (and when it is due).
+func (c *Correlator) readySettling(p *pod) bool {
+	due := p.readySeen.Add(settle)
+	if !c.now.Before(due) || p.finishing {
+		return false
+	}
+	switch {
+	case !c.seq.waited(slotKernel):
+		// The kernel's view of what made the pod ready can trail the
+		// API server's by the ring buffer's poll; with the kernel's
+		// progress waited for, every kernel fact from before Ready was
+		// seen has been handled already.
+	case c.seq.waited(slotRuntime) && p.undatedRunning():
+		// A container the API shows running that neither the kernel
+		// nor the runtime has dated yet: the kernel's records of it can
+		// be lost (counted), and the runtime's poll that first lists it
+		// is keyed by its snapshot time, which can come after the Ready
+		// it led to. The window on the model's clock ends only once the
+		// runtime's progress has passed it, so a poll within it is
+		// handled first.
+	default:
+		return false
+	}
+	p.startupSettle = due
+	return true
 }
 
 // maybeGone ends the pod when its object is gone (or, without an API

@@ -261,3 +261,110 @@ func TestStartWithoutTimesIsCounted(t *testing.T) {
 		t.Errorf("miss start_without_times %d, want 1", n)
 	}
 }
+
+// The kernel's records of an app container's start are lost (a full ring
+// buffer, counted as lost), and the runtime's poll that first lists the
+// container comes after the Ready it led to: its facts are keyed by the
+// poll's snapshot time, after Ready's arrival, so the model handles Ready
+// first. The start-up waits for the runtime's word on a running container
+// it cannot date yet (bounded: the runtime's progress past a settle window
+// ends the wait), and the runtime dates container.start; before, the
+// start-up went out without it (the miss start_without_times, seen once in
+// the e2e's scenario 52 under load).
+func TestStartDatedByALateRuntimePoll(t *testing.T) {
+	spans, c := lateRuntimePoll(true)
+	var startup, start *span.Span
+	for i, s := range spans {
+		switch s.Name {
+		case names.SpanPodStartup:
+			startup = &spans[i]
+		case names.SpanContainerStart:
+			start = &spans[i]
+		}
+	}
+	if startup == nil {
+		t.Fatalf("no pod.startup; spans %v", spanNames(spans))
+	}
+	if start == nil {
+		t.Fatalf("no container.start (misses %v); spans %v", c.Stats().Misses, spanNames(spans))
+	}
+	t0 := lateRuntimeT0
+	if !start.Start.Equal(t0.Add(500*time.Millisecond)) || !start.End.Equal(t0.Add(520*time.Millisecond)) {
+		t.Errorf("container.start %s..%s, want the runtime's creation and start (+500 ms..+520 ms from %s)", start.Start, start.End, t0)
+	}
+	if n := c.Stats().Misses["start_without_times"]; n != 0 {
+		t.Errorf("miss start_without_times %d", n)
+	}
+
+	// The wait is bounded: a runtime that never lists the container (its
+	// progress goes on) lets the start-up out once its progress passes the
+	// settle window, without container.start, the miss counted.
+	spans, c = lateRuntimePoll(false)
+	if n := len(spanNames(spans)); n == 0 || !slices.Contains(spanNames(spans), names.SpanPodStartup) {
+		t.Fatalf("never listed: no pod.startup; spans %v", spanNames(spans))
+	}
+	if n := c.Stats().Misses["start_without_times"]; n != 1 {
+		t.Errorf("never listed: miss start_without_times %d, want 1", n)
+	}
+}
+
+var lateRuntimeT0 = time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+
+// lateRuntimePoll replays the stream of TestStartDatedByALateRuntimePoll;
+// lists: whether the runtime's late poll lists the container.
+func lateRuntimePoll(lists bool) ([]span.Span, *correlate.Correlator) {
+	t0 := lateRuntimeT0
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	var spans []span.Span
+	c := correlate.New(correlate.Config{NodeName: "node-a", StuckAfter: 10 * time.Second,
+		Sink: span.SinkFunc(func(s span.Span) { spans = append(spans, s) })})
+	info := fact.PodInfo{UID: podUID, Name: "web", Namespace: "shop", NodeName: "node-a", CreatedAt: t0, RestartPolicy: "Always",
+		Containers: []fact.ContainerSpec{{Name: "app"}}}
+	pod := func(ms int) fact.Input { cp := info; return fact.Input{Time: at(ms), Pod: &cp} }
+	progress := func(ms int, src string, until int) fact.Input {
+		return fact.Input{Time: at(ms), Progress: &fact.Progress{Source: src, Until: at(until)}}
+	}
+	ctr := &cri.Container{ID: "c0ffee02", SandboxID: "sb1", Name: "app", PodUID: podUID, PodName: "web", PodNamespace: "shop",
+		CreatedAt: at(500), StartedAt: at(520)}
+	in := []fact.Input{
+		{Time: t0, Start: &fact.Start{At: t0, NodeName: "node-a", Progress: []string{fact.SourceKernel, fact.SourceRuntime, fact.SourceAPI}}},
+		progress(0, fact.SourceAPI, 0), progress(0, fact.SourceKernel, 0), progress(0, fact.SourceRuntime, 0),
+		pod(10),
+		{Time: at(100), Kernel: &kernel.CgroupEvent{Header: kernel.Header{Type: kernel.EventCgroupMkdir, Origin: kernel.OriginWatched, Time: at(100)},
+			ID: 8000, Path: "/kubepods/burstable/pod" + podUID}},
+		{Time: at(300), Runtime: &cri.Event{Type: cri.EventSandboxCreated, At: at(300), Observed: at(300),
+			Sandbox: &cri.Sandbox{ID: "sb1", PodUID: podUID, PodName: "web", PodNamespace: "shop", CreatedAt: at(110)}}},
+		progress(300, fact.SourceRuntime, 300), progress(400, fact.SourceKernel, 350), progress(400, fact.SourceAPI, 400),
+		// The app container is created at 500 ms and runs at 520 ms: the
+		// kernel's records of it are lost. The runtime's next poll (1 s
+		// later) lists it; the kubelet's status says Ready before that.
+	}
+	info.Conditions = []fact.Condition{{Type: "PodScheduled", Status: "True", LastTransitionTime: at(10)},
+		{Type: "ContainersReady", Status: "True", LastTransitionTime: at(1000)}, {Type: "Ready", Status: "True", LastTransitionTime: at(1000)}}
+	running := true
+	info.Statuses = []fact.ContainerStatus{{Name: "app", ContainerID: "c0ffee02", Ready: true, Started: &running,
+		State: fact.ContainerState{Running: &fact.Running{StartedAt: at(0)}}}}
+	in = append(in, pod(1100), progress(1200, fact.SourceKernel, 1150), progress(1200, fact.SourceAPI, 1200))
+	if lists {
+		in = append(in,
+			fact.Input{Time: at(1300), Runtime: &cri.Event{Type: cri.EventContainerCreated, At: at(500), Observed: at(1300), Container: ctr}},
+			fact.Input{Time: at(1300), Runtime: &cri.Event{Type: cri.EventContainerStarted, At: at(520), Observed: at(1300), Container: ctr}})
+	}
+	in = append(in, progress(1300, fact.SourceRuntime, 1300))
+	for ms := 1500; ms <= 5000; ms += 250 {
+		in = append(in, progress(ms, fact.SourceKernel, ms-100), progress(ms, fact.SourceAPI, ms), progress(ms, fact.SourceRuntime, ms),
+			fact.Input{Time: at(ms), Tick: true})
+	}
+	for _, x := range in {
+		c.Handle(x)
+	}
+	return spans, c
+}
+
+func spanNames(ss []span.Span) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = s.Name
+	}
+	return out
+}
