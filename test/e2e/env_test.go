@@ -683,20 +683,27 @@ func (e *env) trace(t *testing.T, uid string, timeout time.Duration, check func(
 	}
 }
 
-// misses says what the model counted as not emitted, by reason, as
-// Prometheus has it now.
+// misses says what the model counted as not emitted, by reason, and the
+// kernel events lost, as Prometheus has them now: why a span is missing.
 func (e *env) misses() string {
-	const q = `sum by (reason) (podchron_correlation_misses_total)`
-	s, err := e.prom.Query(e.ctx, q)
-	if err != nil {
-		return fmt.Sprintf("%s: %v", q, err)
+	var out []string
+	for _, q := range []struct{ expr, by string }{
+		{`sum by (reason) (podchron_correlation_misses_total)`, "reason"},
+		{`sum by (type) (podchron_probe_events_lost_total)`, "type"},
+	} {
+		s, err := e.prom.Query(e.ctx, q.expr)
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s: %v", q.expr, err))
+			continue
+		}
+		slices.SortFunc(s, func(a, b backends.Sample) int { return strings.Compare(a.Labels[q.by], b.Labels[q.by]) })
+		parts := make([]string, 0, len(s))
+		for _, x := range s {
+			parts = append(parts, fmt.Sprintf("%s %.0f", x.Labels[q.by], x.Value))
+		}
+		out = append(out, q.expr+": "+strings.Join(parts, ", "))
 	}
-	slices.SortFunc(s, func(a, b backends.Sample) int { return strings.Compare(a.Labels["reason"], b.Labels["reason"]) })
-	parts := make([]string, 0, len(s))
-	for _, x := range s {
-		parts = append(parts, fmt.Sprintf("%s %.0f", x.Labels["reason"], x.Value))
-	}
-	return q + ": " + strings.Join(parts, ", ")
+	return strings.Join(out, "; ")
 }
 
 // alert waits for a Prometheus alert in state ("firing" or "pending")
