@@ -95,9 +95,9 @@ func (ct *container) startTimes() (s, e time.Time) {
 	return earliest(ct.createdAt, ct.cgroupAt), latest(ct.startedAt, ct.initExec)
 }
 
-// undatedRunning reports whether an app container the API's status shows
+// undatedRunning reports whether an app container p's API status shows
 // running has no start times yet.
-func (p *pod) undatedRunning() bool {
+func (c *Correlator) undatedRunning(p *pod) bool {
 	if p.info == nil {
 		return false
 	}
@@ -105,10 +105,7 @@ func (p *pod) undatedRunning() bool {
 		if st.State.Running == nil || st.ContainerID == "" || p.ephemeral(st.Name) {
 			continue
 		}
-		for _, ct := range p.containers {
-			if ct.id != st.ContainerID {
-				continue
-			}
+		if ct, ok := c.containers[st.ContainerID]; ok && ct.pod == p {
 			if s, e := ct.startTimes(); s.IsZero() || e.IsZero() {
 				return true
 			}

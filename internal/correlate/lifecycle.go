@@ -315,7 +315,7 @@ func (c *Correlator) readySettling(p *pod) bool {
 		// API server's by the ring buffer's poll; with the kernel's
 		// progress waited for, every kernel fact from before Ready was
 		// seen has been handled already.
-	case c.seq.waited(slotRuntime) && p.undatedRunning():
+	case c.seq.waited(slotRuntime) && c.undatedRunning(p):
 		// A container the API shows running that neither the kernel
 		// nor the runtime has dated yet: the kernel's records of it can
 		// be lost (counted), and the runtime's poll that first lists it
