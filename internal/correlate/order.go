@@ -35,7 +35,11 @@ import (
 // is up: a runtime reported unavailable, an API server reported down, or a
 // source silent for staleAfter of arrival time, is not waited for (its late
 // facts are taken as they come, as before progress existed: the degraded
-// behaviour, where settle windows bound the wait). A stream without any
+// behaviour, where settle windows bound the wait). Silence is judged on the
+// sources' own stamps: the tracer's inputs made while the sources' inputs
+// still wait in the queue before them (Input.Backlog: a model behind a
+// flood, or starved of CPU) are ahead of those by the model's lag, not by
+// any source's silence, and do not count. A stream without any
 // progress (recordings made before progress existed) is handled in arrival
 // order, as it always was.
 
@@ -44,7 +48,8 @@ import (
 const sourceTracer = "tracer"
 
 // staleAfter: a source that reported progress but has reported none for this
-// long (arrival time) is taken as down, and no longer waited for.
+// long (arrival time, as heard: see sequencer.heard) is taken as down, and
+// no longer waited for.
 const staleAfter = 10 * time.Second
 
 // Source slots of the sequencer, in rank order: facts of the same time go
@@ -90,7 +95,11 @@ type sequencer struct {
 	head     int
 	seq      uint64
 	arrived  time.Time // latest arrival time (fact.Input.Time)
-	grid     time.Time // the next timer point of the model's clock
+	// heard: the latest arrival time of an input not made behind a
+	// backlog (fact.Input.Backlog): the clock a source's silence is
+	// judged on. A source's input is never behind its own queue.
+	heard time.Time
+	grid  time.Time // the next timer point of the model's clock
 }
 
 type pendingInput struct {
@@ -127,7 +136,7 @@ func (c *Correlator) Pending() int { return len(c.seq.pending) - c.seq.head }
 // waited reports whether the model waits for the source's progress.
 func (s *sequencer) waited(slot int) bool {
 	st := &s.src[slot]
-	return st.tracked && !st.down && s.arrived.Sub(st.markAt) <= staleAfter
+	return st.tracked && !st.down && s.heard.Sub(st.markAt) <= staleAfter
 }
 
 // watermark is the time up to which every waited-for source is complete
@@ -215,6 +224,9 @@ func (s *sequencer) ready(p pendingInput) bool {
 func (s *sequencer) noteArrival(in fact.Input) {
 	if in.Time.After(s.arrived) {
 		s.arrived = in.Time
+	}
+	if !in.Backlog && in.Time.After(s.heard) {
+		s.heard = in.Time
 	}
 	switch {
 	case in.Progress != nil:

@@ -1,6 +1,8 @@
 package correlate_test
 
 import (
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -217,4 +219,86 @@ func defaultKernelMarks(in []fact.Input) []fact.Input {
 		}
 	}
 	return out
+}
+
+// behind replays in as the pipeline hands it over when the model is lag
+// behind its queue (a model starved of CPU, a flood queued before it): every
+// source's input keeps the time its source stamped it with, but is handled
+// lag later; the loop's own ticks carry the time they are made, and say
+// whether source inputs made before them are still queued (Backlog). The
+// recording's own ticks are replaced by the loop's, every tracerTick; its
+// last tick, after the queue has drained, ends the stream as it did.
+func behind(in []fact.Input, lag time.Duration) []fact.Input {
+	type handled struct {
+		in fact.Input
+		at time.Time // when the loop handles it
+	}
+	var hs []handled
+	var arrivals []time.Time // when each source input entered the queue
+	var last fact.Input
+	for _, x := range in {
+		switch {
+		case x.Tick:
+			last = x
+		case x.Start != nil, x.Cgroup != nil, x.Proc != nil:
+			hs = append(hs, handled{x, x.Time}) // the tracer's own, at once
+		default:
+			hs = append(hs, handled{x, x.Time.Add(lag)})
+			arrivals = append(arrivals, x.Time)
+		}
+	}
+	if len(hs) == 0 {
+		return in
+	}
+	first, end := hs[0].at, hs[len(hs)-1].at
+	for h := first.Add(tracerTick); !h.After(end); h = h.Add(tracerTick) {
+		queued := false
+		for _, a := range arrivals {
+			if !a.After(h) && a.Add(lag).After(h) {
+				queued = true
+				break
+			}
+		}
+		hs = append(hs, handled{fact.Input{Time: h, Tick: true, Backlog: queued}, h})
+	}
+	sort.SliceStable(hs, func(i, j int) bool { return hs[i].at.Before(hs[j].at) })
+	out := make([]fact.Input, 0, len(hs)+1)
+	for _, h := range hs {
+		out = append(out, h.in)
+	}
+	if last.Tick {
+		out = append(out, last)
+	}
+	return out
+}
+
+// A model that is behind its queue by more than staleAfter (12 s here)
+// judges no source silent for it: its ticks are made while the sources'
+// inputs, stamped earlier, wait in the queue, so they say so, and the
+// sources' own times decide whether one fell silent. The spans are the
+// golden ones (2026-11-29's CI: one quiet pod of scenario 50's signal flood
+// lost its stop's signals to its trace's end; a model judging its sources
+// by its ticks under a backlog ends traces before their facts are handled).
+func TestProgressModelBehindItsQueue(t *testing.T) {
+	for _, run := range recorded(t) {
+		for suffix, in := range run.variants {
+			name := run.base + suffix
+			t.Run(name, func(t *testing.T) {
+				golden := readGolden(t, name)
+				marked := withProgress(in, timingPad)
+				var failed []string
+				for _, s := range schedules(20) {
+					if got := render(replay(behind(delayed(marked, s), 12*time.Second))); got != golden {
+						if len(failed) == 0 {
+							t.Errorf("schedule %s, the model 12 s behind its queue: spans differ from the golden file:\n%s", s.name, diffLines(golden, got))
+						}
+						failed = append(failed, s.name)
+					}
+				}
+				if len(failed) > 0 {
+					t.Errorf("%d schedules give other spans with the model behind: %s", len(failed), strings.Join(failed, " "))
+				}
+			})
+		}
+	}
 }

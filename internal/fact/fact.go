@@ -40,6 +40,11 @@ type Input struct {
 	Losses  *Losses      `json:"losses,omitempty"`  // the kernel lost events (ring buffer full)
 	Start   *Start       `json:"start,omitempty"`   // the tracer started: facts before this are partial
 	Tick    bool         `json:"tick,omitempty"`    // no fact: time passed (timers fire)
+	// Backlog: an input the tracer made itself (a tick, the kernel's idle
+	// progress, its losses) while the sources' inputs stamped before it
+	// still waited in the queue: its Time is ahead of theirs, and says
+	// nothing of whether a source fell silent.
+	Backlog bool `json:"backlog,omitempty"`
 	// Progress: a source's view is complete up to a time (a watermark).
 	Progress *Progress `json:"progress,omitempty"`
 }

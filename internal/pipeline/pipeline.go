@@ -484,8 +484,13 @@ func (p *idlePace) pace(waiting bool) bool {
 func (r *run) tick() {
 	remeasure(r.cfg.Timeline, &r.step, r.log)
 	r.reportLosses()
-	r.handle(fact.Input{Time: r.cfg.Now(), Tick: true})
+	r.handle(fact.Input{Time: r.cfg.Now(), Tick: true, Backlog: r.backlog()})
 }
+
+// backlog reports whether sources' inputs wait in the queue: an input the
+// loop makes now is ahead of them by the model's lag (fact.Input.Backlog),
+// which the model must not take for a source's silence.
+func (r *run) backlog() bool { return len(r.in) > 0 }
 
 // kernelIdleProgress reports the kernel's progress while the ring buffer is
 // quiet (idleCheck). Its own cadence, not the model's tick: a fact of
@@ -498,7 +503,7 @@ func (r *run) kernelIdleProgress() {
 	unhandled := r.kernel.queued.Load() > 0
 	if until, ok := r.kernelIdle.check(now, r.waiting.Load(), unhandled, r.ringPending); ok && until.After(r.kernelMark) {
 		r.kernelMark = until
-		r.handle(fact.Input{Time: now, Progress: &fact.Progress{Source: fact.SourceKernel, Until: until.Add(-r.cfg.KernelDrain)}})
+		r.handle(fact.Input{Time: now, Backlog: r.backlog(), Progress: &fact.Progress{Source: fact.SourceKernel, Until: until.Add(-r.cfg.KernelDrain)}})
 	}
 }
 
@@ -506,7 +511,7 @@ func (r *run) kernelIdleProgress() {
 // budgets refused, since the last tick.
 func (r *run) reportLosses() {
 	if l := r.losses.poll(); l != nil {
-		r.handle(fact.Input{Time: r.cfg.Now(), Losses: l})
+		r.handle(fact.Input{Time: r.cfg.Now(), Losses: l, Backlog: r.backlog()})
 	}
 }
 

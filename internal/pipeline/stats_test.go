@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"sync/atomic"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/fact"
 	"github.com/podchron/podchron/internal/fact/kernel"
+	"github.com/podchron/podchron/internal/record"
 )
 
 // waitFor polls the pipeline's stats until ok says they are as wanted.
@@ -124,4 +126,95 @@ func TestStatsPendingFacts(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The loop's own inputs (its ticks) say whether sources' inputs wait in the
+// queue before them (fact.Input.Backlog): the model, behind, must not judge
+// a source silent by a tick ahead of what that source already handed over.
+// A model slower than its ticks drains a queue of source inputs: every tick
+// handled before the last of them says so, every tick after it does not.
+func TestTicksSayTheQueueIsBehind(t *testing.T) {
+	const sent = 30
+	t0 := time.Now()
+	src := func(ctx context.Context, out chan<- fact.Input) error {
+		for i := range sent {
+			in := fact.Input{Time: t0.Add(time.Duration(i) * time.Millisecond), API: &fact.APIStatus{Available: true}}
+			select {
+			case out <- in:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		<-ctx.Done()
+		return nil
+	}
+	var buf bytes.Buffer
+	w, err := record.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st Stats
+	gate := make(chan struct{})
+	var handled atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Config{
+			Sources:    map[string]Source{SourceAPI: src},
+			Correlator: correlate.New(correlate.Config{}),
+			Record:     w,
+			Tick:       2 * time.Millisecond,
+			Buffer:     sent,
+			Stats:      &st,
+			Heartbeat: func() {
+				if handled.Add(1) == 1 {
+					<-gate // until every input is queued
+				}
+				// Slower than the ticks: one is due after each input.
+				time.Sleep(5 * time.Millisecond)
+			},
+		})
+	}()
+	waitFor(t, &st, "queued", func(s Snapshot) bool { return nodeOf(s, SourceAPI).Queued >= sent-1 })
+	close(gate)
+	waitFor(t, &st, "drained", func(s Snapshot) bool { return nodeOf(s, SourceAPI).Queued == 0 })
+	time.Sleep(30 * time.Millisecond) // ticks after the drain
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	in, err := record.ReadAll(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := -1
+	for i, x := range in {
+		if x.API != nil {
+			last = i
+		}
+	}
+	var behind, after int
+	for i, x := range in {
+		switch {
+		case !x.Tick:
+		case i < last && !x.Backlog:
+			t.Errorf("input %d: a tick before the queue drained (input %d) without Backlog", i, last)
+		case i < last:
+			behind++
+		case x.Backlog:
+			t.Errorf("input %d: a tick after the queue drained (input %d) with Backlog", i, last)
+		default:
+			after++
+		}
+	}
+	// 29 inputs handled with a tick due after each: a tick goes first in
+	// half of the loop's choices, so none before the drain is 2^-28.
+	if behind == 0 || after == 0 {
+		t.Errorf("%d ticks behind the queue, %d after it drained: want both", behind, after)
+	}
+	t.Logf("%d inputs; ticks: %d behind the queue, %d after", len(in), behind, after)
 }

@@ -38,6 +38,9 @@ type line struct {
 	Kind    string          `json:"k"`
 	Type    string          `json:"type,omitempty"` // kernel event type
 	Data    json.RawMessage `json:"d,omitempty"`
+	// Backlog: fact.Input.Backlog (the tracer's own input, made while
+	// the sources' waited in the queue). Older files have none.
+	Backlog bool `json:"backlog,omitempty"`
 }
 
 // runtimeEvent is cri.Event with the gap's error as text (an error does
@@ -135,7 +138,7 @@ func (w *Writer) Count() int {
 }
 
 func encode(in fact.Input) (line, error) {
-	l := line{Time: in.Time}
+	l := line{Time: in.Time, Backlog: in.Backlog}
 	var v any
 	switch {
 	case in.Kernel != nil:
@@ -278,7 +281,7 @@ func ReadAll(r io.Reader) ([]fact.Input, error) {
 
 // decode reads a line of a file of the given format version.
 func decode(l line, version int) (fact.Input, error) {
-	in := fact.Input{Time: l.Time}
+	in := fact.Input{Time: l.Time, Backlog: l.Backlog}
 	var target any
 	switch l.Kind {
 	case "kernel":

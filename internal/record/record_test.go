@@ -43,6 +43,8 @@ func TestRoundTrip(t *testing.T) {
 		{Time: t0, Losses: &fact.Losses{Throttled: []fact.CgroupLoss{{CgroupID: 9, Kind: "signal", Count: 3000}}}},
 		{Time: t0, Progress: &fact.Progress{Source: fact.SourceRuntime, Until: t0.Add(-time.Second)}},
 		{Time: t0, Tick: true},
+		{Time: t0, Tick: true, Backlog: true},
+		{Time: t0, Backlog: true, Progress: &fact.Progress{Source: fact.SourceKernel, Until: t0}},
 	}
 	var buf bytes.Buffer
 	w, err := NewWriter(&buf)
