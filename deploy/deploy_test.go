@@ -80,6 +80,7 @@ var exportedMetrics = map[string]string{
 	"podchron_api_event_window_starts_total":          "counter",
 	"podchron_api_event_window_resumes_expired_total": "counter",
 	"podchron_api_event_window_lists_failed_total":    "counter",
+	"podchron_pipeline_queue_delay_seconds":           "gauge",
 }
 
 // The capabilities the tracer may be given, and the host paths it may mount.

@@ -38,7 +38,7 @@ func pipelineStats(st *pipeline.Stats) func() metrics.PipelineStats {
 		s := st.Snapshot()
 		out := metrics.PipelineStats{PendingFacts: s.PendingFacts}
 		for _, n := range s.Nodes {
-			out.Queues = append(out.Queues, metrics.PipelineQueue{Node: n.Node, Length: n.Queued, Blocked: n.Blocked})
+			out.Queues = append(out.Queues, metrics.PipelineQueue{Node: n.Node, Length: n.Queued, Blocked: n.Blocked, Delay: n.Delay})
 		}
 		return out
 	}

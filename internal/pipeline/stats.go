@@ -24,6 +24,10 @@ type NodeStats struct {
 	Queued int
 	// Blocked is the time the node spent waiting on a full input queue.
 	Blocked time.Duration
+	// Delay is how long the node's input the model handled last waited
+	// between its stamp and its handling: how far the model is behind
+	// that source's inputs.
+	Delay time.Duration
 }
 
 // Snapshot is what Stats read at one time.
@@ -51,6 +55,7 @@ func (s *Stats) Snapshot() Snapshot {
 			Node:    n.name,
 			Queued:  max(0, int(n.queued.Load())),
 			Blocked: n.blocked.Total(),
+			Delay:   time.Duration(max(0, n.delay.Load())),
 		})
 	}
 	return out

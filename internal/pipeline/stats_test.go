@@ -179,6 +179,10 @@ func TestTicksSayTheQueueIsBehind(t *testing.T) {
 	waitFor(t, &st, "queued", func(s Snapshot) bool { return nodeOf(s, SourceAPI).Queued >= sent-1 })
 	close(gate)
 	waitFor(t, &st, "drained", func(s Snapshot) bool { return nodeOf(s, SourceAPI).Queued == 0 })
+	// The last input waited for the 29 before it, 5 ms each at least.
+	if d := nodeOf(st.Snapshot(), SourceAPI).Delay; d < 145*time.Millisecond {
+		t.Errorf("the model's delay behind the source %v, want at least 145ms", d)
+	}
 	time.Sleep(30 * time.Millisecond) // ticks after the drain
 	cancel()
 	if err := <-done; err != nil {

@@ -125,6 +125,9 @@ func fixture(t *testing.T) (*prometheus.Registry, *Health) {
 			return APIWatchStats{EventWatches: 3, EventSweeps: 41, Unswept: 7, SweepsDeferred: 6, WindowLists: 12, WindowsResumed: 30, ResumesExpired: 2,
 				WindowListsFailed: 5, WindowListsCanceled: 4}
 		}),
+		NewPipelineCollector(func() PipelineStats {
+			return PipelineStats{Queues: []PipelineQueue{{Node: "kernel", Length: 3, Blocked: 1500 * time.Millisecond, Delay: 12 * time.Second}}, PendingFacts: 7}
+		}),
 	)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,9 @@ type PipelineQueue struct {
 	Length int
 	// Blocked: the time the node spent waiting on a full queue so far.
 	Blocked time.Duration
+	// Delay: how long the node's input the model handled last waited,
+	// from its source's stamp to its handling.
+	Delay time.Duration
 }
 
 // PipelineStats are the pipeline's gauges at one time.
@@ -30,6 +33,8 @@ var (
 		"Inputs a pipeline node handed to the model's input queue that are not handled yet, by node.", []string{"node"}, nil)
 	pipelineBlockedDesc = prometheus.NewDesc("podchron_pipeline_send_blocked_seconds_total",
 		"Time a pipeline node spent waiting on a full input queue, by node.", []string{"node"}, nil)
+	pipelineDelayDesc = prometheus.NewDesc("podchron_pipeline_queue_delay_seconds",
+		"How long the input of a pipeline node the model handled last waited, from its source's stamp to its handling: how far the model is behind that node, by node.", []string{"node"}, nil)
 	pipelinePendingDesc = prometheus.NewDesc("podchron_pipeline_pending_facts",
 		"Facts the model holds until its sources' progress lets it handle them in order.", nil, nil)
 )
@@ -49,6 +54,7 @@ func NewPipelineCollector(read func() PipelineStats) *PipelineCollector {
 func (c *PipelineCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- pipelineQueueDesc
 	ch <- pipelineBlockedDesc
+	ch <- pipelineDelayDesc
 	ch <- pipelinePendingDesc
 }
 
@@ -59,6 +65,7 @@ func (c *PipelineCollector) Collect(ch chan<- prometheus.Metric) {
 		node := sanitizeLabelValue(q.Node)
 		ch <- prometheus.MustNewConstMetric(pipelineQueueDesc, prometheus.GaugeValue, float64(q.Length), node)
 		ch <- prometheus.MustNewConstMetric(pipelineBlockedDesc, prometheus.CounterValue, q.Blocked.Seconds(), node)
+		ch <- prometheus.MustNewConstMetric(pipelineDelayDesc, prometheus.GaugeValue, q.Delay.Seconds(), node)
 	}
 	ch <- prometheus.MustNewConstMetric(pipelinePendingDesc, prometheus.GaugeValue, float64(s.PendingFacts))
 }
