@@ -80,7 +80,7 @@ var exportedMetrics = map[string]string{
 	"podchron_api_event_window_starts_total":          "counter",
 	"podchron_api_event_window_resumes_expired_total": "counter",
 	"podchron_api_event_window_lists_failed_total":    "counter",
-	"podchron_pipeline_queue_delay_seconds":           "gauge",
+	"podchron_pipeline_queue_delay_seconds":           "histogram",
 }
 
 // The capabilities the tracer may be given, and the host paths it may mount.

@@ -38,7 +38,11 @@ func pipelineStats(st *pipeline.Stats) func() metrics.PipelineStats {
 		s := st.Snapshot()
 		out := metrics.PipelineStats{PendingFacts: s.PendingFacts}
 		for _, n := range s.Nodes {
-			out.Queues = append(out.Queues, metrics.PipelineQueue{Node: n.Node, Length: n.Queued, Blocked: n.Blocked, Delay: n.Delay})
+			delay := metrics.Histogram{Count: n.Delay.Count, Sum: n.Delay.Sum.Seconds(), Buckets: map[float64]uint64{}}
+			for i, b := range pipeline.DelayBounds {
+				delay.Buckets[b.Seconds()] = n.Delay.Buckets[i]
+			}
+			out.Queues = append(out.Queues, metrics.PipelineQueue{Node: n.Node, Length: n.Queued, Blocked: n.Blocked, Delay: delay})
 		}
 		return out
 	}

@@ -230,9 +230,9 @@ type node struct {
 	// that the main loop has not handled yet.
 	queued  atomic.Int64
 	blocked chans.Blocked
-	// delay is how long the input of the node the model handled last
-	// waited, from its stamp (Input.Time) to its handling, in ns.
-	delay atomic.Int64
+	// delay: how long its inputs waited, from their stamp (Input.Time)
+	// to their handling.
+	delay delayHistogram
 	// left holds, in order, what a source sent once the queue took no more
 	// (ctx done): handled with the drain. Only its forwarder writes it,
 	// before the run's WaitGroup is done.
@@ -306,7 +306,7 @@ func (r *run) handle(in fact.Input) {
 
 // handleItem handles an input from the queue.
 func (r *run) handleItem(it item) {
-	it.from.delay.Store(int64(r.cfg.Now().Sub(it.in.Time)))
+	it.from.delay.observe(r.cfg.Now().Sub(it.in.Time))
 	r.handle(it.in)
 	it.from.queued.Add(-1)
 }

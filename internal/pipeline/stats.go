@@ -24,10 +24,59 @@ type NodeStats struct {
 	Queued int
 	// Blocked is the time the node spent waiting on a full input queue.
 	Blocked time.Duration
-	// Delay is how long the node's input the model handled last waited
-	// between its stamp and its handling: how far the model is behind
-	// that source's inputs.
-	Delay time.Duration
+	// Delay: how long the node's inputs waited between their stamp and
+	// their handling (how far the model was behind that source), as a
+	// histogram.
+	Delay DelayHistogram
+}
+
+// DelayBounds are the upper bounds of the delay histogram's buckets: from
+// the milliseconds of a model on time to the seconds of one behind (past
+// 10 s, the model's staleness limit, a behind model mattered before
+// fact.Input.Backlog).
+var DelayBounds = []time.Duration{
+	time.Millisecond, 5 * time.Millisecond, 25 * time.Millisecond, 100 * time.Millisecond,
+	500 * time.Millisecond, time.Second, 2500 * time.Millisecond, 5 * time.Second, 10 * time.Second, 30 * time.Second,
+}
+
+// DelayHistogram is a cumulative histogram of delays: Buckets[i] counts
+// those at most DelayBounds[i].
+type DelayHistogram struct {
+	Count   uint64
+	Sum     time.Duration
+	Buckets []uint64
+}
+
+// delayHistogram counts delays as they are observed (one writer, the
+// loop; read at any time).
+type delayHistogram struct {
+	count   atomic.Uint64
+	sum     atomic.Int64
+	buckets [10]atomic.Uint64 // per DelayBounds, not cumulative
+}
+
+func (h *delayHistogram) observe(d time.Duration) {
+	d = max(d, 0)
+	for i, b := range DelayBounds {
+		if d <= b {
+			h.buckets[i].Add(1)
+			break
+		}
+	}
+	h.sum.Add(int64(d))
+	h.count.Add(1)
+}
+
+func (h *delayHistogram) snapshot() DelayHistogram {
+	out := DelayHistogram{Count: h.count.Load(), Sum: time.Duration(h.sum.Load()), Buckets: make([]uint64, len(DelayBounds))}
+	var acc uint64
+	for i := range DelayBounds {
+		acc += h.buckets[i].Load()
+		out.Buckets[i] = acc
+	}
+	// Read apart, count may trail a bucket just added to.
+	out.Count = max(out.Count, acc)
+	return out
 }
 
 // Snapshot is what Stats read at one time.
@@ -55,7 +104,7 @@ func (s *Stats) Snapshot() Snapshot {
 			Node:    n.name,
 			Queued:  max(0, int(n.queued.Load())),
 			Blocked: n.blocked.Total(),
-			Delay:   time.Duration(max(0, n.delay.Load())),
+			Delay:   n.delay.snapshot(),
 		})
 	}
 	return out

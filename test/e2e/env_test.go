@@ -684,15 +684,18 @@ func (e *env) trace(t *testing.T, uid string, timeout time.Duration, check func(
 }
 
 // misses says what the model counted as not emitted, by reason, the
-// kernel events lost, and how far the model fell behind its sources at
-// worst, as Prometheus has them now: why a span is missing.
+// kernel events lost, and how many inputs waited in the model's queue, as
+// Prometheus has them now: why a span is missing.
 func (e *env) misses() string {
 	var out []string
-	for _, q := range []struct{ expr, by, format string }{
-		{`sum by (reason) (podchron_correlation_misses_total)`, "reason", "%s %.0f"},
-		{`sum by (type) (podchron_probe_events_lost_total)`, "type", "%s %.0f"},
-		// How far behind its sources the model fell, at worst (seconds).
-		{`max by (node) (max_over_time(podchron_pipeline_queue_delay_seconds[2h]))`, "node", "%s %.3f"},
+	for _, q := range []struct{ expr, by string }{
+		{`sum by (reason) (podchron_correlation_misses_total)`, "reason"},
+		{`sum by (type) (podchron_probe_events_lost_total)`, "type"},
+		// How far behind its sources the model fell: the inputs it
+		// handled, and those that waited over 100 ms and over 1 s.
+		{`sum by (node) (podchron_pipeline_queue_delay_seconds_count)`, "node"},
+		{`sum by (node) (podchron_pipeline_queue_delay_seconds_count) - sum by (node) (podchron_pipeline_queue_delay_seconds_bucket{le="0.1"})`, "node"},
+		{`sum by (node) (podchron_pipeline_queue_delay_seconds_count) - sum by (node) (podchron_pipeline_queue_delay_seconds_bucket{le="1"})`, "node"},
 	} {
 		s, err := e.prom.Query(e.ctx, q.expr)
 		if err != nil {
@@ -702,7 +705,7 @@ func (e *env) misses() string {
 		slices.SortFunc(s, func(a, b backends.Sample) int { return strings.Compare(a.Labels[q.by], b.Labels[q.by]) })
 		parts := make([]string, 0, len(s))
 		for _, x := range s {
-			parts = append(parts, fmt.Sprintf(q.format, x.Labels[q.by], x.Value))
+			parts = append(parts, fmt.Sprintf("%s %.0f", x.Labels[q.by], x.Value))
 		}
 		out = append(out, q.expr+": "+strings.Join(parts, ", "))
 	}

@@ -126,7 +126,8 @@ func fixture(t *testing.T) (*prometheus.Registry, *Health) {
 				WindowListsFailed: 5, WindowListsCanceled: 4}
 		}),
 		NewPipelineCollector(func() PipelineStats {
-			return PipelineStats{Queues: []PipelineQueue{{Node: "kernel", Length: 3, Blocked: 1500 * time.Millisecond, Delay: 12 * time.Second}}, PendingFacts: 7}
+			return PipelineStats{Queues: []PipelineQueue{{Node: "kernel", Length: 3, Blocked: 1500 * time.Millisecond,
+				Delay: Histogram{Count: 10, Sum: 12.5, Buckets: map[float64]uint64{0.001: 2, 1: 7, 10: 9}}}}, PendingFacts: 7}
 		}),
 	)
 	if err != nil {

@@ -15,9 +15,17 @@ type PipelineQueue struct {
 	Length int
 	// Blocked: the time the node spent waiting on a full queue so far.
 	Blocked time.Duration
-	// Delay: how long the node's input the model handled last waited,
-	// from its source's stamp to its handling.
-	Delay time.Duration
+	// Delay: how long the node's inputs waited, from their source's
+	// stamp to their handling (a cumulative histogram).
+	Delay Histogram
+}
+
+// Histogram is a cumulative histogram: Buckets maps each upper bound (in
+// seconds) to the observations at most that.
+type Histogram struct {
+	Count   uint64
+	Sum     float64
+	Buckets map[float64]uint64
 }
 
 // PipelineStats are the pipeline's gauges at one time.
@@ -34,7 +42,7 @@ var (
 	pipelineBlockedDesc = prometheus.NewDesc("podchron_pipeline_send_blocked_seconds_total",
 		"Time a pipeline node spent waiting on a full input queue, by node.", []string{"node"}, nil)
 	pipelineDelayDesc = prometheus.NewDesc("podchron_pipeline_queue_delay_seconds",
-		"How long the input of a pipeline node the model handled last waited, from its source's stamp to its handling: how far the model is behind that node, by node.", []string{"node"}, nil)
+		"How long a pipeline node's inputs waited, from their source's stamp to the model handling them: how far the model was behind that node, by node.", []string{"node"}, nil)
 	pipelinePendingDesc = prometheus.NewDesc("podchron_pipeline_pending_facts",
 		"Facts the model holds until its sources' progress lets it handle them in order.", nil, nil)
 )
@@ -65,7 +73,7 @@ func (c *PipelineCollector) Collect(ch chan<- prometheus.Metric) {
 		node := sanitizeLabelValue(q.Node)
 		ch <- prometheus.MustNewConstMetric(pipelineQueueDesc, prometheus.GaugeValue, float64(q.Length), node)
 		ch <- prometheus.MustNewConstMetric(pipelineBlockedDesc, prometheus.CounterValue, q.Blocked.Seconds(), node)
-		ch <- prometheus.MustNewConstMetric(pipelineDelayDesc, prometheus.GaugeValue, q.Delay.Seconds(), node)
+		ch <- prometheus.MustNewConstHistogram(pipelineDelayDesc, q.Delay.Count, q.Delay.Sum, q.Delay.Buckets, node)
 	}
 	ch <- prometheus.MustNewConstMetric(pipelinePendingDesc, prometheus.GaugeValue, float64(s.PendingFacts))
 }

@@ -11,7 +11,8 @@ import (
 func TestPipelineCollector(t *testing.T) {
 	stats := PipelineStats{
 		Queues: []PipelineQueue{
-			{Node: "kernel", Length: 3, Blocked: 1500 * time.Millisecond, Delay: 12 * time.Second},
+			{Node: "kernel", Length: 3, Blocked: 1500 * time.Millisecond,
+				Delay: Histogram{Count: 10, Sum: 12.5, Buckets: map[float64]uint64{0.001: 2, 1: 7, 10: 9}}},
 			{Node: "runtime"},
 		},
 		PendingFacts: 7,
@@ -21,10 +22,17 @@ func TestPipelineCollector(t *testing.T) {
 # HELP podchron_pipeline_pending_facts Facts the model holds until its sources' progress lets it handle them in order.
 # TYPE podchron_pipeline_pending_facts gauge
 podchron_pipeline_pending_facts 7
-# HELP podchron_pipeline_queue_delay_seconds How long the input of a pipeline node the model handled last waited, from its source's stamp to its handling: how far the model is behind that node, by node.
-# TYPE podchron_pipeline_queue_delay_seconds gauge
-podchron_pipeline_queue_delay_seconds{node="kernel"} 12
-podchron_pipeline_queue_delay_seconds{node="runtime"} 0
+# HELP podchron_pipeline_queue_delay_seconds How long a pipeline node's inputs waited, from their source's stamp to the model handling them: how far the model was behind that node, by node.
+# TYPE podchron_pipeline_queue_delay_seconds histogram
+podchron_pipeline_queue_delay_seconds_bucket{node="kernel",le="0.001"} 2
+podchron_pipeline_queue_delay_seconds_bucket{node="kernel",le="1"} 7
+podchron_pipeline_queue_delay_seconds_bucket{node="kernel",le="10"} 9
+podchron_pipeline_queue_delay_seconds_bucket{node="kernel",le="+Inf"} 10
+podchron_pipeline_queue_delay_seconds_sum{node="kernel"} 12.5
+podchron_pipeline_queue_delay_seconds_count{node="kernel"} 10
+podchron_pipeline_queue_delay_seconds_bucket{node="runtime",le="+Inf"} 0
+podchron_pipeline_queue_delay_seconds_sum{node="runtime"} 0
+podchron_pipeline_queue_delay_seconds_count{node="runtime"} 0
 # HELP podchron_pipeline_queue_length Inputs a pipeline node handed to the model's input queue that are not handled yet, by node.
 # TYPE podchron_pipeline_queue_length gauge
 podchron_pipeline_queue_length{node="kernel"} 3
