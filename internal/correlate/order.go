@@ -65,6 +65,9 @@ const (
 	slotNone = -1
 )
 
+// slotNames name the slots in miss reasons.
+var slotNames = [nSlots]string{slotAPI: fact.SourceAPI, slotKernel: fact.SourceKernel, slotRuntime: fact.SourceRuntime, slotTracer: sourceTracer}
+
 func slotOf(src string) int {
 	switch src {
 	case fact.SourceAPI:
@@ -153,9 +156,10 @@ func (s *sequencer) watermark() (w time.Time, ok bool) {
 	return w, ok
 }
 
-// key is the input's time in its source's own order.
-func (s *sequencer) key(in fact.Input, slot int) time.Time {
-	var k time.Time
+// key is the input's time in its source's own order; late: the fact is
+// older than its own source's progress said it was complete (its time
+// before the source's mark): the model may have decided without it.
+func (s *sequencer) key(in fact.Input, slot int) (k time.Time, late bool) {
 	switch {
 	case in.Kernel != nil:
 		k = in.Kernel.Hdr().Time
@@ -171,11 +175,12 @@ func (s *sequencer) key(in fact.Input, slot int) time.Time {
 		k = in.Time
 	}
 	st := &s.src[slot]
+	late = st.tracked && !st.mark.IsZero() && k.Before(st.mark)
 	if k.Before(st.lastKey) {
 		k = st.lastKey
 	}
 	st.lastKey = k
-	return k
+	return k, late
 }
 
 func (s *sequencer) push(p pendingInput) {
@@ -276,7 +281,15 @@ func (c *Correlator) sequence(in fact.Input) {
 		c.apply(in)
 	default:
 		s.seq++
-		s.push(pendingInput{in: in, slot: slot, key: s.key(in, slot), seq: s.seq})
+		key, late := s.key(in, slot)
+		if late {
+			// A source's progress broken: the kernel's record stamped
+			// more than the reader's drain margin before it was
+			// committed (a vCPU stolen between the two), a runtime's
+			// poll older than one already reported.
+			c.miss(slotNames[slot] + "_after_progress")
+		}
+		s.push(pendingInput{in: in, slot: slot, key: key, seq: s.seq})
 	}
 	c.release(false)
 	w, ok := s.watermark()

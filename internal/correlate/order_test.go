@@ -1,6 +1,7 @@
 package correlate_test
 
 import (
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/podchron/podchron/internal/correlate"
 	"github.com/podchron/podchron/internal/fact/cri"
+	"github.com/podchron/podchron/internal/fact/kernel"
 )
 
 // What progress changes besides the order: a source that is down or silent
@@ -299,6 +301,55 @@ func TestProgressModelBehindItsQueue(t *testing.T) {
 					t.Errorf("%d schedules give other spans with the model behind: %s", len(failed), strings.Join(failed, " "))
 				}
 			})
+		}
+	}
+}
+
+// A fact older than its own source's progress (the kernel's record
+// committed more than the reader's drain margin after it was stamped: a
+// vCPU stolen between the two) is counted, by source: the model may have
+// decided without it. The live sources' recordings have none (their marks
+// are honest: checkHonest), nor do the recorded runs with the marks derived.
+func TestFactAfterItsSourceProgress(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	exit := func(at time.Duration) *kernel.ExitEvent {
+		return &kernel.ExitEvent{Header: kernel.Header{Type: kernel.EventExit, Time: t0.Add(at), TGID: 7}}
+	}
+	c := correlate.New(correlate.Config{})
+	for _, in := range []fact.Input{
+		{Time: t0, Start: &fact.Start{At: t0, Progress: []string{fact.SourceKernel}}},
+		{Time: t0.Add(time.Second), Kernel: exit(900 * time.Millisecond)},
+		{Time: t0.Add(time.Second), Progress: &fact.Progress{Source: fact.SourceKernel, Until: t0.Add(time.Second)}},
+		{Time: t0.Add(1100 * time.Millisecond), Kernel: exit(950 * time.Millisecond)}, // before the mark
+		{Time: t0.Add(1200 * time.Millisecond), Kernel: exit(1100 * time.Millisecond)},
+	} {
+		c.Handle(in)
+	}
+	if m := c.Stats().Misses; m["kernel_after_progress"] != 1 {
+		t.Errorf("misses %v, want kernel_after_progress 1", m)
+	}
+
+	for _, run := range recorded(t) {
+		c := correlate.New(correlate.Config{})
+		for _, in := range withProgress(run.inputs, timingPad) {
+			c.Handle(in)
+		}
+		for reason, n := range c.Stats().Misses {
+			if strings.HasSuffix(reason, "_after_progress") {
+				t.Errorf("%s: %s %d", run.base, reason, n)
+			}
+		}
+	}
+	files, _ := filepath.Glob("testdata/progress/*.jsonl")
+	for _, f := range files {
+		c := correlate.New(correlate.Config{})
+		for _, in := range load(t, f) {
+			c.Handle(in)
+		}
+		for reason, n := range c.Stats().Misses {
+			if strings.HasSuffix(reason, "_after_progress") {
+				t.Errorf("%s: %s %d", f, reason, n)
+			}
 		}
 	}
 }
