@@ -285,8 +285,9 @@ func (c *Correlator) sequence(in fact.Input) {
 		if late {
 			// A source's progress broken: the kernel's record stamped
 			// more than the reader's drain margin before it was
-			// committed (a vCPU stolen between the two), a runtime's
-			// poll older than one already reported.
+			// committed (a vCPU stolen between the two), an API fact
+			// stamped more than the watch's margin before it was
+			// handed over.
 			c.miss(slotNames[slot] + "_after_progress")
 		}
 		s.push(pendingInput{in: in, slot: slot, key: key, seq: s.seq})

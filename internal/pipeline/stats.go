@@ -31,10 +31,9 @@ type NodeStats struct {
 }
 
 // DelayBounds are the upper bounds of the delay histogram's buckets: from
-// the milliseconds of a model on time to the seconds of one behind (past
-// 10 s, the model's staleness limit, a behind model mattered before
-// fact.Input.Backlog).
-var DelayBounds = []time.Duration{
+// the milliseconds of a model on time to the seconds of one far behind
+// (10 s is the model's staleness limit for a silent source).
+var DelayBounds = [...]time.Duration{
 	time.Millisecond, 5 * time.Millisecond, 25 * time.Millisecond, 100 * time.Millisecond,
 	500 * time.Millisecond, time.Second, 2500 * time.Millisecond, 5 * time.Second, 10 * time.Second, 30 * time.Second,
 }
@@ -48,11 +47,13 @@ type DelayHistogram struct {
 }
 
 // delayHistogram counts delays as they are observed (one writer, the
-// loop; read at any time).
+// loop; read at any time). Plain atomics, as the other gauges here: the
+// pipeline does not import the exporter's client library, which makes a
+// constant histogram of the snapshot at each scrape.
 type delayHistogram struct {
 	count   atomic.Uint64
 	sum     atomic.Int64
-	buckets [10]atomic.Uint64 // per DelayBounds, not cumulative
+	buckets [len(DelayBounds)]atomic.Uint64 // per DelayBounds, not cumulative
 }
 
 func (h *delayHistogram) observe(d time.Duration) {
