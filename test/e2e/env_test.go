@@ -692,10 +692,11 @@ func (e *env) misses() string {
 		{`sum by (reason) (podchron_correlation_misses_total)`, "reason"},
 		{`sum by (type) (podchron_probe_events_lost_total)`, "type"},
 		// How far behind its sources the model fell: the inputs it
-		// handled, and those that waited over 100 ms and over 1 s.
+		// handled, and those that waited over 100 ms and over 1 s
+		// (Prometheus 3 spells a whole bound "1.0").
 		{`sum by (node) (podchron_pipeline_queue_delay_seconds_count)`, "node"},
 		{`sum by (node) (podchron_pipeline_queue_delay_seconds_count) - sum by (node) (podchron_pipeline_queue_delay_seconds_bucket{le="0.1"})`, "node"},
-		{`sum by (node) (podchron_pipeline_queue_delay_seconds_count) - sum by (node) (podchron_pipeline_queue_delay_seconds_bucket{le="1"})`, "node"},
+		{`sum by (node) (podchron_pipeline_queue_delay_seconds_count) - sum by (node) (podchron_pipeline_queue_delay_seconds_bucket{le=~"1|1.0"})`, "node"},
 	} {
 		s, err := e.prom.Query(e.ctx, q.expr)
 		if err != nil {
