@@ -88,6 +88,13 @@ func (c *Correlator) isEnded(uid string) bool {
 	return false
 }
 
+// traceEnded reports whether uid's trace ended, without counting a miss.
+func (c *Correlator) traceEnded(uid string) bool {
+	_, gone := c.gone[uid]
+	_, ended := c.ended[uid]
+	return gone || ended
+}
+
 // endedAPIDeleted notes the API's deletion of an ended pod.
 func (c *Correlator) endedAPIDeleted(uid string) {
 	if ts := c.ended[uid]; ts != nil {

@@ -233,3 +233,26 @@ func TestJobDoneBeforeReadyEndsBeforeATick(t *testing.T) {
 		})
 	}
 }
+
+// A signal into a pod's cgroup that no known container holds is not lost
+// silently: counted as coming after its pod's trace ended, or as into a
+// cgroup the model never saw. A signal to a tracked process outside the
+// pods (the runtime's) is not a pod's step and counts nothing.
+func TestSignalNoContainerHoldsIsCounted(t *testing.T) {
+	s := completedJob(t, 0)
+	before := len(s.spans)
+	s.at(100 * time.Millisecond)
+	s.signal("app", 4242, syscall.SIGTERM, "kubelet", kernel.SignalDelivered, kernel.DispositionDefault)
+	s.kernel(&kernel.SignalEvent{Header: kernel.Header{Type: kernel.EventSignalGenerate, Origin: kernel.OriginTarget, TGID: 77, Comm: "kill"},
+		Signal: syscall.SIGUSR1, Code: kernel.SIUser, TargetTGID: 4343, TargetPID: 4343, TargetCgroupID: 123456})
+	s.kernel(&kernel.SignalEvent{Header: kernel.Header{Type: kernel.EventSignalGenerate, Origin: kernel.OriginRuntime, TGID: 77, Comm: "kill"},
+		Signal: syscall.SIGTERM, Code: kernel.SIUser, TargetTGID: 4444, TargetPID: 4444, TargetCgroupID: 654321})
+	s.tick(time.Second)
+	m := s.c.Stats().Misses
+	if m["signal_after_trace_end"] != 1 || m["signal_unknown_cgroup"] != 1 || m["signal_unknown_container"] != 0 {
+		t.Errorf("misses %v: want signal_after_trace_end 1, signal_unknown_cgroup 1", m)
+	}
+	if late := s.spans[before:]; len(late) > 0 {
+		t.Errorf("%d spans after the trace ended:\n%s", len(late), render(late))
+	}
+}

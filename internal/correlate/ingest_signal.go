@@ -12,6 +12,41 @@ import (
 	"github.com/podchron/podchron/internal/names"
 )
 
+// signalUnattributed counts a signal into a watched cgroup (a pod's) that
+// no known container holds, by why: the cgroup's pod had its trace ended
+// already (the signal came after it), the cgroup is a pod's but names no
+// container the model knows, or the model never saw the cgroup. Either way
+// the step is not in any trace: it must not be lost silently.
+func (c *Correlator) signalUnattributed(id uint64) {
+	ref := c.cgroups[id]
+	switch {
+	case ref == nil && c.goneCgroup(id):
+		c.miss("signal_after_trace_end")
+	case ref == nil:
+		c.miss("signal_unknown_cgroup")
+	case ref.ident.PodUID == "":
+		// A watched cgroup that is no pod's (a QoS class's, the root's).
+	case c.traceEnded(ref.ident.PodUID):
+		c.miss("signal_after_trace_end")
+	default:
+		c.miss("signal_unknown_container")
+	}
+}
+
+// goneCgroup reports whether id was a container cgroup of a pod whose trace
+// ended (its indexes are dropped then; the pod stays in gone for a while).
+// Only for signals no container holds, which the kernel's budgets keep rare.
+func (c *Correlator) goneCgroup(id uint64) bool {
+	for _, p := range c.gone {
+		for _, ct := range p.containers {
+			if ct.cgroupID == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // containerSignals: signals to a container's processes, kept within their
 // cap (bounds.go), and how its init takes each signal.
 type containerSignals struct {
@@ -33,6 +68,9 @@ func (c *Correlator) signal(e *kernel.SignalEvent) {
 	}
 	obs.Signal(kernel.SignalName(e.Signal), string(kind))
 	if ct == nil {
+		if e.Origin&kernel.OriginTarget != 0 {
+			c.signalUnattributed(e.TargetCgroupID)
+		}
 		return
 	}
 	rec := signalRec{
