@@ -288,15 +288,9 @@ func TestProgressModelBehindItsQueue(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				golden := readGolden(t, name)
 				marked := withProgress(in, timingPad)
-				var failed []string
-				for _, s := range schedules(20) {
-					if got := render(replay(behind(delayed(marked, s), 12*time.Second))); got != golden {
-						if len(failed) == 0 {
-							t.Errorf("schedule %s, the model 12 s behind its queue: spans differ from the golden file:\n%s", s.name, diffLines(golden, got))
-						}
-						failed = append(failed, s.name)
-					}
-				}
+				failed := differingSchedules(t, golden, schedules(20), func(s schedule) string {
+					return render(replay(behind(delayed(marked, s), 12*time.Second)))
+				})
 				if len(failed) > 0 {
 					t.Errorf("%d schedules give other spans with the model behind: %s", len(failed), strings.Join(failed, " "))
 				}
@@ -330,26 +324,28 @@ func TestFactAfterItsSourceProgress(t *testing.T) {
 	}
 
 	for _, run := range recorded(t) {
-		c := correlate.New(correlate.Config{})
-		for _, in := range withProgress(run.inputs, timingPad) {
-			c.Handle(in)
-		}
-		for reason, n := range c.Stats().Misses {
-			if strings.HasSuffix(reason, "_after_progress") {
-				t.Errorf("%s: %s %d", run.base, reason, n)
-			}
-		}
+		noneAfterProgress(t, run.base, withProgress(run.inputs, timingPad))
 	}
-	files, _ := filepath.Glob("testdata/progress/*.jsonl")
+	files, err := filepath.Glob("testdata/progress/*.jsonl")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no recordings with progress in testdata/progress (%v)", err)
+	}
 	for _, f := range files {
-		c := correlate.New(correlate.Config{})
-		for _, in := range load(t, f) {
-			c.Handle(in)
-		}
-		for reason, n := range c.Stats().Misses {
-			if strings.HasSuffix(reason, "_after_progress") {
-				t.Errorf("%s: %s %d", f, reason, n)
-			}
+		noneAfterProgress(t, f, load(t, f))
+	}
+}
+
+// noneAfterProgress fails if the stream, handled, counts a fact older than
+// its own source's progress.
+func noneAfterProgress(t *testing.T, name string, in []fact.Input) {
+	t.Helper()
+	c := correlate.New(correlate.Config{})
+	for _, x := range in {
+		c.Handle(x)
+	}
+	for reason, n := range c.Stats().Misses {
+		if strings.HasSuffix(reason, "_after_progress") {
+			t.Errorf("%s: %s %d", name, reason, n)
 		}
 	}
 }

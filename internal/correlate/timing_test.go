@@ -308,16 +308,9 @@ func TestTimingIndependenceRecorded(t *testing.T) {
 				if got := render(replay(marked)); got != golden {
 					t.Fatalf("with progress marks, the spans differ from the golden file:\n%s", diffLines(golden, got))
 				}
-				var failed []string
-				for _, s := range schedules(*timingSeeds) {
-					got := render(replay(delayed(marked, s)))
-					if got != golden {
-						if len(failed) == 0 {
-							t.Errorf("schedule %s: spans differ:\n%s", s.name, diffLines(golden, got))
-						}
-						failed = append(failed, s.name)
-					}
-				}
+				failed := differingSchedules(t, golden, schedules(*timingSeeds), func(s schedule) string {
+					return render(replay(delayed(marked, s)))
+				})
 				if len(failed) > 0 {
 					t.Errorf("%d schedules give other spans (rerun one with -run 'TestTimingIndependenceRecorded/%s$' -timing-seed N for seed-N): %s",
 						len(failed), name, strings.Join(failed, " "))
@@ -464,10 +457,16 @@ func TestTimingIndependenceScenarios(t *testing.T) {
 // of those whose spans differ from want (the first difference reported on t,
 // when t is not nil).
 func compareSchedules(t *testing.T, marked []fact.Input, want string, ss []schedule) []string {
+	return differingSchedules(t, want, ss, func(s schedule) string { return render(replaySim(delayed(marked, s))) })
+}
+
+// differingSchedules returns the names of the schedules whose spans, as
+// play renders them, differ from want (the first difference reported on t,
+// when t is not nil).
+func differingSchedules(t *testing.T, want string, ss []schedule, play func(schedule) string) []string {
 	var failed []string
 	for _, s := range ss {
-		got := render(replaySim(delayed(marked, s)))
-		if got != want {
+		if got := play(s); got != want {
 			if len(failed) == 0 && t != nil {
 				t.Errorf("schedule %s: spans differ:\n%s", s.name, diffLines(want, got))
 			}
@@ -517,15 +516,9 @@ func TestTimingIndependenceRecordedWithProgress(t *testing.T) {
 			if got != string(want) {
 				t.Fatalf("spans differ from %s:\n%s", golden, diffLines(string(want), got))
 			}
-			var failed []string
-			for _, s := range schedules(*timingSeeds) {
-				if got := render(replay(delayed(marked, s))); got != string(want) {
-					if len(failed) == 0 {
-						t.Errorf("schedule %s: spans differ:\n%s", s.name, diffLines(string(want), got))
-					}
-					failed = append(failed, s.name)
-				}
-			}
+			failed := differingSchedules(t, string(want), schedules(*timingSeeds), func(s schedule) string {
+				return render(replay(delayed(marked, s)))
+			})
 			if len(failed) > 0 {
 				t.Errorf("%d schedules give other spans (rerun one with -run 'TestTimingIndependenceRecordedWithProgress/%s$' -timing-seed N for seed-N): %s",
 					len(failed), name, strings.Join(failed, " "))
