@@ -198,7 +198,7 @@ type pendingEvent struct {
 // holdEvent keeps an Event whose pod the model has not seen yet.
 func (c *Correlator) holdEvent(ev *fact.K8sEvent) {
 	if c.pendingN >= maxPendingEvents {
-		c.miss("event_buffer_full")
+		c.miss(names.MissEventBufferFull)
 		return
 	}
 	if c.pendingEvents == nil {
@@ -229,7 +229,7 @@ func (c *Correlator) expireEvents() {
 			delete(c.pendingEvents, uid)
 			c.pendingN -= len(held)
 			for range held {
-				c.miss("event_unknown_pod")
+				c.miss(names.MissEventUnknownPod)
 			}
 		}
 	}

@@ -39,6 +39,7 @@ import (
 
 	"github.com/podchron/podchron/internal/fact"
 	"github.com/podchron/podchron/internal/measure"
+	"github.com/podchron/podchron/internal/names"
 	"github.com/podchron/podchron/internal/span"
 
 	"github.com/podchron/podchron/internal/correlate/cgroupid"
@@ -198,9 +199,9 @@ func (c *Correlator) Stats() Stats {
 	return s
 }
 
-func (c *Correlator) miss(reason string) {
-	c.stats.Misses[reason]++
-	c.cfg.Observer.CorrelationMiss(reason)
+func (c *Correlator) miss(reason names.Miss) {
+	c.stats.Misses[string(reason)]++
+	c.cfg.Observer.CorrelationMiss(string(reason))
 }
 
 // Handle feeds one input through the model. Inputs come in arrival order;

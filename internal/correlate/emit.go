@@ -21,7 +21,7 @@ func (c *Correlator) emit(p *pod, s span.Span) {
 	if _, ok := c.prior[s.SpanID]; ok {
 		// The previous instance on this node emitted this span ID
 		// (Config.Emitted): told once, by it.
-		c.miss("emitted_before_restart")
+		c.miss(names.MissEmittedBeforeRestart)
 		return
 	}
 	if !c.traced(p) {

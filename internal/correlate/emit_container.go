@@ -273,7 +273,7 @@ func (c *Correlator) sessionSpan(ct *container, s *session, e *kernel.ExitEvent)
 		// it cannot be told from a hook or a probe (container.exec would
 		// be a guess, with the span ID of no span the next instance could
 		// tell). Counted, not told.
-		c.miss("session_unnamed_at_shutdown")
+		c.miss(names.MissSessionUnnamedShutdown)
 		return
 	}
 	name := ""

@@ -69,14 +69,14 @@ func (c *Correlator) emitStartup(p *pod, end time.Time, out startupOutcome) {
 			// No source named it (the API's statuses name every app
 			// container): the sandbox's pause container before the
 			// runtime or a CNI run said so, not an app's start.
-			c.miss("start_unnamed_container")
+			c.miss(names.MissStartUnnamedContainer)
 			continue
 		}
 		s, e := ct.startTimes()
 		if s.IsZero() || e.IsZero() {
 			// Named but neither the runtime nor the kernel said when it
 			// was created or started by the start-up's end.
-			c.miss("start_without_times")
+			c.miss(names.MissStartWithoutTimes)
 			continue
 		}
 		attrs := containerAttrs(ct)

@@ -15,7 +15,11 @@
 
 package correlate
 
-import "time"
+import (
+	"time"
+
+	"github.com/podchron/podchron/internal/names"
+)
 
 const (
 	// maxEnded caps the tombstones.
@@ -61,7 +65,7 @@ func (c *Correlator) bury(p *pod) {
 		c.order = c.order[1:]
 		if _, ok := c.ended[ref.uid]; ok {
 			delete(c.ended, ref.uid)
-			c.miss("ended_pod_evicted")
+			c.miss(names.MissEndedPodEvicted)
 		}
 	}
 	ts := &tombstone{at: c.now,
@@ -78,11 +82,11 @@ func (c *Correlator) bury(p *pod) {
 // isEnded reports whether uid's trace ended (a late fact about it is counted).
 func (c *Correlator) isEnded(uid string) bool {
 	if _, ok := c.gone[uid]; ok {
-		c.miss("ended_pod")
+		c.miss(names.MissEndedPod)
 		return true
 	}
 	if _, ok := c.ended[uid]; ok {
-		c.miss("ended_pod")
+		c.miss(names.MissEndedPod)
 		return true
 	}
 	return false

@@ -256,3 +256,35 @@ func TestSignalNoContainerHoldsIsCounted(t *testing.T) {
 		t.Errorf("%d spans after the trace ended:\n%s", len(late), render(late))
 	}
 }
+
+// A root's exit in a pod's cgroup that the model holds no process for is
+// not lost silently: after the pod's trace ended (its processes are dropped
+// then), or in a cgroup the model never saw. A runtime's process exiting
+// counts nothing, nor does an unknown one in a live container's cgroup (the
+// runtime's set-up clones, which never exec).
+func TestExitNoProcessHoldsIsCounted(t *testing.T) {
+	s := completedJob(t, 0)
+	before := len(s.spans)
+	s.at(100 * time.Millisecond)
+	s.exit("app", 4242, 0, syscall.SIGKILL)
+	s.kernel(&kernel.ExitEvent{Header: kernel.Header{Type: kernel.EventExit, Origin: kernel.OriginWatched, CgroupID: 123456, TGID: 4343, PID: 4343}})
+	s.kernel(&kernel.ExitEvent{Header: kernel.Header{Type: kernel.EventExit, Origin: kernel.OriginRuntime, CgroupID: 654321, TGID: 4444, PID: 4444}})
+	s.tick(time.Second)
+	m := s.c.Stats().Misses
+	if m["exit_after_trace_end"] != 1 || m["exit_unknown_cgroup"] != 1 || len(m) != 2 {
+		t.Errorf("misses %v: want exit_after_trace_end 1, exit_unknown_cgroup 1, nothing else", m)
+	}
+	if late := s.spans[before:]; len(late) > 0 {
+		t.Errorf("%d spans after the trace ended:\n%s", len(late), render(late))
+	}
+
+	live := newSim(t)
+	live.sandboxUp()
+	live.container("app", "c0ffee02", 0)
+	live.at(time.Second)
+	live.exit("app", 5151, 0, 0) // runc:[1:CHILD]
+	live.tick(time.Second)
+	if m := live.c.Stats().Misses; len(m) != 0 {
+		t.Errorf("misses %v: want none for a set-up clone's exit", m)
+	}
+}

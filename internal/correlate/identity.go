@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/podchron/podchron/internal/fact/kernel"
+	"github.com/podchron/podchron/internal/names"
 )
 
 // Container identity: which process is a container's init (its PID 1, the
@@ -101,7 +102,7 @@ func (ct *container) initDoubtful() bool {
 // becomeInit makes pr the container's init as of its exec at `at` with argv.
 func (c *Correlator) becomeInit(ct *container, pr *proc, at time.Time, args []string) {
 	if ct.initPID != 0 && ct.initPID != pr.tgid {
-		c.miss("init_corrected")
+		c.miss(names.MissInitCorrected)
 		if old, ok := c.procs[ct.initPID]; ok && old.ctr == ct && old.session == nil {
 			if old.execAt.IsZero() || runtimeArgv(old.args) {
 				// The earlier guess was the runtime's set-up: its exit

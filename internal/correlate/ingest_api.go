@@ -295,7 +295,7 @@ func (c *Correlator) eventPod(ev *fact.K8sEvent) (*fact.K8sEvent, *pod) {
 		// An Event lives in a namespace, and whoever may create Events
 		// there can name any pod's UID: only its own namespace's Events
 		// speak for a pod.
-		c.miss("event_namespace_mismatch")
+		c.miss(names.MissEventNamespaceMismatch)
 		return ev, nil
 	}
 	return ev, p

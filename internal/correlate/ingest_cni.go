@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/podchron/podchron/internal/fact/kernel"
+	"github.com/podchron/podchron/internal/names"
 )
 
 func (c *Correlator) cniExec(e *kernel.ExecEvent) {
@@ -62,14 +63,14 @@ func (c *Correlator) cniDone(r *cniRun, e *kernel.ExitEvent) {
 		// After the trace's end (ended.go): measured and counted, not
 		// added outside its root.
 		c.observer(gp).CNICall(r.plugin, r.command, result, r.end.Sub(r.start))
-		c.miss("cni_after_trace_end")
+		c.miss(names.MissCNIAfterTraceEnd)
 		return
 	}
 	p := c.cniPod(r)
 	c.observer(p).CNICall(r.plugin, r.command, result, r.end.Sub(r.start))
 	if p == nil {
 		if _, ended := c.ended[r.podUID]; !ended || r.podUID == "" {
-			c.miss("cni_unknown_pod")
+			c.miss(names.MissCNIUnknownPod)
 		}
 		return
 	}

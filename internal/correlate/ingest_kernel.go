@@ -173,7 +173,7 @@ func (c *Correlator) exec(e *kernel.ExecEvent) {
 	ct := c.byCgroup(e.CgroupID)
 	if ct == nil {
 		if ref := c.cgroups[e.CgroupID]; ref == nil {
-			c.miss("exec_unknown_cgroup")
+			c.miss(names.MissExecUnknownCgroup)
 		}
 		return
 	}
@@ -245,6 +245,7 @@ func (c *Correlator) exit(e *kernel.ExitEvent) {
 	}
 	pr, ok := c.procs[e.TGID]
 	if !ok {
+		c.exitUnattributed(e)
 		return
 	}
 	c.dropProc(e.TGID)
@@ -265,6 +266,24 @@ func (c *Correlator) exit(e *kernel.ExitEvent) {
 		ct.exitCode = e.ExitCode
 		ct.exitSignal = e.Signal
 		c.note(change{kind: changeContainerExited, ct: ct})
+	}
+}
+
+// exitUnattributed counts the exit of a root process in a pod's cgroup
+// that the model holds no process for, when its pod's trace had ended (a
+// process the containers' stop left behind) or its cgroup is one the model
+// never saw. An unknown process in a live pod's cgroup is not counted: it is
+// the runtime's set-up (runc's nsexec stages clone into the container's
+// cgroup from the runtime, exit without an exec, and were 224 such exits in
+// the lifecycle e2e), and a pod's process the model lacks there is one
+// whose exec record was lost, counted as lost by type already.
+func (c *Correlator) exitUnattributed(e *kernel.ExitEvent) {
+	if e.Origin&kernel.OriginWatched == 0 || c.byCgroup(e.CgroupID) != nil {
+		return // a runtime's process, or the set-up's
+	}
+	why := c.unattributed(e.CgroupID)
+	if m := exitMisses[why]; m != "" {
+		c.miss(m)
 	}
 }
 
@@ -316,7 +335,7 @@ func (c *Correlator) oom(e *kernel.OOMEvent) {
 		ct = c.oomGroupContainer(e)
 	}
 	if ct == nil {
-		c.miss("oom_unknown_victim")
+		c.miss(names.MissOOMUnknownVictim)
 		return
 	}
 	scope, memcg := c.oomScope(e, ct)

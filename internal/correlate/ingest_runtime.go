@@ -51,7 +51,7 @@ func (c *Correlator) runtimeAvailability(ev *cri.Event) {
 // runtimeSandbox: a pod sandbox created, stopped or removed.
 func (c *Correlator) runtimeSandbox(ev *cri.Event, sb *cri.Sandbox) {
 	if sb.PodUID == "" {
-		c.miss("sandbox_without_pod_uid")
+		c.miss(names.MissSandboxWithoutPodUID)
 		return
 	}
 	if ev.Type == cri.EventSandboxRemoved {
@@ -105,11 +105,11 @@ func (c *Correlator) runtimeContainer(ev *cri.Event, rc *cri.Container) {
 		p = sp
 	}
 	if p == nil {
-		c.miss("container_without_pod")
+		c.miss(names.MissContainerWithoutPod)
 		return
 	}
 	if p.retired(rc.ID) {
-		c.miss("fact_after_attempt_retired")
+		c.miss(names.MissFactAfterAttemptRetire)
 		return
 	}
 	ct := c.container(rc.ID, p)
@@ -207,6 +207,6 @@ func (c *Correlator) endedBeforeStart(ev *cri.Event, ct *container, rc *cri.Cont
 	ct.reason, ct.runtimeExit = rc.Reason, true
 	ct.exited, ct.finalized = true, true
 	ct.exitAt, ct.exitCode = rc.FinishedAt, int(rc.ExitCode)
-	c.miss("container_ended_before_start")
+	c.miss(names.MissContainerEndedBefore)
 	return true
 }

@@ -13,23 +13,54 @@ import (
 )
 
 // signalUnattributed counts a signal into a watched cgroup (a pod's) that
-// no known container holds, by why: the cgroup's pod had its trace ended
-// already (the signal came after it), the cgroup is a pod's but names no
-// container the model knows, or the model never saw the cgroup. Either way
-// the step is not in any trace: it must not be lost silently.
+// no known container holds, by why (see unattributed). Either way the step
+// is not in any trace: it must not be lost silently.
 func (c *Correlator) signalUnattributed(id uint64) {
+	if m := signalMisses[c.unattributed(id)]; m != "" {
+		c.miss(m)
+	}
+}
+
+// orphan is why a kernel fact in a watched cgroup has no container to go to.
+type orphan int
+
+const (
+	// orphanNone: a watched cgroup that is no pod's (a QoS class's, the
+	// root's): nothing of a pod is lost there.
+	orphanNone orphan = iota
+	// orphanAfterEnd: the cgroup's pod had its trace ended already.
+	orphanAfterEnd
+	// orphanCgroup: the model never saw the cgroup.
+	orphanCgroup
+	// orphanContainer: a pod's cgroup naming no container the model knows.
+	orphanContainer
+	nOrphans
+)
+
+var (
+	signalMisses = [nOrphans]names.Miss{orphanAfterEnd: names.MissSignalAfterTraceEnd,
+		orphanCgroup: names.MissSignalUnknownCgroup, orphanContainer: names.MissSignalUnknownContainer}
+	// A pod's cgroup naming no container the model knows yet is the
+	// runtime's set-up for an exit (see exitUnattributed).
+	exitMisses = [nOrphans]names.Miss{orphanAfterEnd: names.MissExitAfterTraceEnd,
+		orphanCgroup: names.MissExitUnknownCgroup}
+)
+
+// unattributed says why a kernel fact in the watched cgroup id has no
+// container to go to.
+func (c *Correlator) unattributed(id uint64) orphan {
 	ref := c.cgroups[id]
 	switch {
 	case ref == nil && c.goneCgroup(id):
-		c.miss("signal_after_trace_end")
+		return orphanAfterEnd
 	case ref == nil:
-		c.miss("signal_unknown_cgroup")
+		return orphanCgroup
 	case ref.ident.PodUID == "":
-		// A watched cgroup that is no pod's (a QoS class's, the root's).
+		return orphanNone
 	case c.traceEnded(ref.ident.PodUID):
-		c.miss("signal_after_trace_end")
+		return orphanAfterEnd
 	default:
-		c.miss("signal_unknown_container")
+		return orphanContainer
 	}
 }
 

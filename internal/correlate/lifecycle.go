@@ -398,7 +398,7 @@ func (c *Correlator) finishPod(p *pod, at time.Time, unfinished string) {
 	}
 	if c.unconfirmed(p) {
 		// Not told: its end was the previous instance's (resume.go).
-		c.miss("pod_unconfirmed")
+		c.miss(names.MissPodUnconfirmed)
 		p.finished = true
 		c.forget(p)
 		return

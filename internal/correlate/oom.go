@@ -77,7 +77,7 @@ func (c *Correlator) oomScope(e *kernel.OOMEvent, ct *container) (string, string
 	}
 	if len(c.memcgOOMs)+len(e.Memcgs) > maxMemcgCounts {
 		clear(c.memcgOOMs)
-		c.miss("oom_counts_reset")
+		c.miss(names.MissOOMCountsReset)
 	}
 	grown := -1
 	for i, m := range e.Memcgs {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/names"
 
 	"github.com/podchron/podchron/internal/fact/cri"
 )
@@ -65,8 +66,9 @@ const (
 	slotNone = -1
 )
 
-// slotNames name the slots in miss reasons.
-var slotNames = [nSlots]string{slotAPI: fact.SourceAPI, slotKernel: fact.SourceKernel, slotRuntime: fact.SourceRuntime, slotTracer: sourceTracer}
+// afterProgress: the miss of a fact older than its source's progress mark,
+// by slot (the tracer's own inputs are never tracked, never late).
+var afterProgress = [nSlots]names.Miss{slotAPI: names.MissAPIAfterProgress, slotKernel: names.MissKernelAfterProgress, slotRuntime: names.MissRuntimeAfterProgress}
 
 func slotOf(src string) int {
 	switch src {
@@ -288,7 +290,7 @@ func (c *Correlator) sequence(in fact.Input) {
 			// committed (a vCPU stolen between the two), an API fact
 			// stamped more than the watch's margin before it was
 			// handed over.
-			c.miss(slotNames[slot] + "_after_progress")
+			c.miss(afterProgress[slot])
 		}
 		s.push(pendingInput{in: in, slot: slot, key: key, seq: s.seq})
 	}

@@ -25,7 +25,7 @@ func (c *Correlator) endedBeforeRestart(uid string) bool {
 	if _, ok := c.prior[span.RootSpanID(span.TraceIDForPod(uid))]; !ok {
 		return false
 	}
-	c.miss("ended_before_restart")
+	c.miss(names.MissEndedBeforeRestart)
 	p := &pod{uid: uid, trace: span.TraceIDForPod(uid)}
 	p.finished = true
 	c.bury(p)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/names"
 )
 
 // resume marks a pod first seen through the API after its start-up as
@@ -176,7 +177,7 @@ func doneOnNodeBefore(p *pod, info *fact.PodInfo) bool {
 // (its later facts are counted as ended_pod and dropped), emitting nothing:
 // counted as the miss pod_ended_before_start.
 func (c *Correlator) untold(p *pod, info *fact.PodInfo) {
-	c.miss("pod_ended_before_start")
+	c.miss(names.MissPodEndedBeforeStart)
 	p.finished = true
 	p.info = info // for its tombstone: the object deleted already?
 	c.bury(p)
