@@ -136,7 +136,20 @@ func NewRecorder(lim Limits) *Recorder {
 	for _, h := range []string{histPodStartup, histPodTermination, histContainerStop, histCNI} {
 		r.negativeDuration.WithLabelValues(h)
 	}
+	// Every miss reason from 0, so the first of a kind is an increase.
+	for _, m := range missReasons() {
+		r.misses.WithLabelValues(m)
+	}
 	return r
+}
+
+// missReasons are the model's miss reasons (names.MissReasons), a closed set.
+func missReasons() []string {
+	out := make([]string, len(names.MissReasons))
+	for i, m := range names.MissReasons {
+		out[i] = string(m.Miss)
+	}
+	return out
 }
 
 // newPodMetrics makes the pods' metrics: start-up, termination, stuck pods.
@@ -250,7 +263,7 @@ func (r *Recorder) newLimiters(lim Limits) {
 	// Linux has 64 signals; names or numbers, a few more is already a bug.
 	r.signal = newLabelLimiter(names.LabelSignal, "unknown", 72, nil, r.folded)
 	r.sender = newLabelLimiter(names.LabelSenderKind, "unknown", 4, senderKinds, r.folded)
-	r.missReason = newLabelLimiter(names.LabelReason, "unknown", lim.Values, nil, r.folded)
+	r.missReason = newLabelLimiter(names.LabelReason, "unknown", lim.Values, missReasons(), r.folded)
 }
 
 func (r *Recorder) collectors() []prometheus.Collector {

@@ -76,7 +76,7 @@ func TestCardinalityGuard(t *testing.T) {
 		"long_pole":   2*len(names.StartupPhases) + 1,
 		"signal":      72 + 1,
 		"sender_kind": 5 + 4 + 1,
-		"reason":      4 + 1,
+		"reason":      len(names.MissReasons) + 4 + 1,
 		"overrun":     2,
 		"sigkill":     2,
 		"le":          len(cniBuckets) + 1,
