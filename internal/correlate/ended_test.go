@@ -2,6 +2,7 @@ package correlate_test
 
 import (
 	"fmt"
+	"maps"
 	"syscall"
 	"testing"
 	"time"
@@ -145,6 +146,28 @@ func TestEndedDeletedPodLateRuntimeFacts(t *testing.T) {
 	s.mkdir(8100, "/kubepods/burstable/pod"+s.uid+"/c0ffee09")
 	s.tick(5 * time.Second)
 	checkEndedOnce(t, s, before)
+}
+
+// A CNI run after the pod's trace ended is one miss, cni_after_trace_end,
+// however late it comes: while the finished pod is kept (for 5 minutes)
+// and hours later, when only its tombstone is; it is not an ended_pod as
+// well, at its start or its exit.
+func TestLateCNIRunIsOneMiss(t *testing.T) {
+	for _, after := range []time.Duration{time.Minute, lateGap} {
+		s := completedJob(t, 0)
+		s.at(after)
+		s.in(fact.Input{Tick: true})
+		before := maps.Clone(s.c.Stats().Misses)
+		s.cniDel()
+		s.tick(time.Second)
+		got := s.c.Stats().Misses
+		if n := got["cni_after_trace_end"] - before["cni_after_trace_end"]; n != 1 {
+			t.Errorf("a CNI DEL %s after the end: cni_after_trace_end +%d, want +1 (misses before %v, after %v)", after, n, before, got)
+		}
+		if n := got["ended_pod"] - before["ended_pod"]; n != 0 {
+			t.Errorf("a CNI DEL %s after the end: ended_pod +%d, want +0 (misses before %v, after %v)", after, n, before, got)
+		}
+	}
 }
 
 // A relist (the informer's, after an API server restart) hours later still

@@ -36,11 +36,8 @@ func (c *Correlator) cniExec(e *kernel.ExecEvent) {
 
 func (c *Correlator) cniPod(r *cniRun) *pod {
 	if r.podUID != "" {
-		if _, gone := c.gone[r.podUID]; gone {
-			return nil // cniDone puts it in the finished trace
-		}
-		if c.isEnded(r.podUID) {
-			return nil
+		if c.traceEnded(r.podUID) {
+			return nil // after the trace's end: cniDone counts it, once
 		}
 		return c.pod(r.podUID, r.start)
 	}
@@ -59,19 +56,19 @@ func (c *Correlator) cniDone(r *cniRun, e *kernel.ExitEvent) {
 	if r.exitCode != 0 || r.signal != 0 {
 		result = "error"
 	}
-	if gp, ok := c.gone[r.podUID]; ok && r.podUID != "" {
-		// After the trace's end (ended.go): measured and counted, not
-		// added outside its root.
-		c.observer(gp).CNICall(r.plugin, r.command, result, r.end.Sub(r.start))
+	if r.podUID != "" && c.traceEnded(r.podUID) {
+		// After the trace's end (ended.go), however late (while the
+		// finished pod is kept, with its filter; after, with its tombstone
+		// only): measured and counted as one miss, not added outside its
+		// root.
+		c.observer(c.gone[r.podUID]).CNICall(r.plugin, r.command, result, r.end.Sub(r.start))
 		c.miss(names.MissCNIAfterTraceEnd)
 		return
 	}
 	p := c.cniPod(r)
 	c.observer(p).CNICall(r.plugin, r.command, result, r.end.Sub(r.start))
 	if p == nil {
-		if _, ended := c.ended[r.podUID]; !ended || r.podUID == "" {
-			c.miss(names.MissCNIUnknownPod)
-		}
+		c.miss(names.MissCNIUnknownPod)
 		return
 	}
 	switch r.command {
