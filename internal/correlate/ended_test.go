@@ -17,7 +17,8 @@ import (
 // A trace ends once: after a pod's root span is out, no later fact about
 // it (its API deletion, a relist, the runtime's sandbox removal, a CNI
 // DEL, a late Event, a cgroup of its) reopens it, however late. The
-// facts are counted as the miss "ended_pod" and dropped.
+// facts are counted as misses by their source (api_after_trace_end, ...)
+// and dropped.
 
 // lateGap is far past any short retention of a finished pod's state (the
 // model kept finished pods for 5 minutes): a Job's pod kept by its history
@@ -82,13 +83,15 @@ func (s *sim) lateDeletion() {
 
 // checkEndedOnce fails unless the spans since before are none, and the late
 // facts were counted.
-func checkEndedOnce(t *testing.T, s *sim, before int) {
+func checkEndedOnce(t *testing.T, s *sim, before int, counted ...names.Miss) {
 	t.Helper()
 	if late := s.spans[before:]; len(late) > 0 {
 		t.Errorf("%d spans after the trace ended (a second trace):\n%s", len(late), render(late))
 	}
-	if n := s.c.Stats().Misses["ended_pod"]; n == 0 {
-		t.Errorf("late facts of an ended pod not counted (ended_pod): %v", s.c.Stats().Misses)
+	for _, m := range counted {
+		if n := s.c.Stats().Misses[string(m)]; n == 0 {
+			t.Errorf("late facts of an ended pod not counted (%s): %v", m, s.c.Stats().Misses)
+		}
 	}
 	for _, name := range []string{"pod", names.SpanPodScheduling} {
 		if got := len(s.find(name)); got != 1 {
@@ -104,7 +107,7 @@ func TestEndedSucceededDeletedLate(t *testing.T) {
 	s := completedJob(t, 0)
 	before := len(s.spans)
 	s.lateDeletion()
-	checkEndedOnce(t, s, before)
+	checkEndedOnce(t, s, before, names.MissAPIAfterTraceEnd)
 }
 
 // The same for a pod that failed (exit 1, restartPolicy Never), and the
@@ -119,7 +122,7 @@ func TestEndedFailedDeletedLateWithSandboxRemoval(t *testing.T) {
 	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventContainerRemoved, At: s.now,
 		Container: &cri.Container{ID: "c0ffee02", SandboxID: "sb1", Name: "app", PodUID: s.uid}}})
 	s.tick(5 * time.Second)
-	checkEndedOnce(t, s, before)
+	checkEndedOnce(t, s, before, names.MissAPIAfterTraceEnd, names.MissCNIAfterTraceEnd, names.MissRuntimeAfterTraceEnd)
 }
 
 // A pod deleted through the API (its trace ends with the deletion), whose
@@ -145,13 +148,14 @@ func TestEndedDeletedPodLateRuntimeFacts(t *testing.T) {
 	s.event("Killing", "app", "Stopping container app")
 	s.mkdir(8100, "/kubepods/burstable/pod"+s.uid+"/c0ffee09")
 	s.tick(5 * time.Second)
-	checkEndedOnce(t, s, before)
+	checkEndedOnce(t, s, before, names.MissCNIAfterTraceEnd, names.MissRuntimeAfterTraceEnd,
+		names.MissEventAfterTraceEnd, names.MissCgroupAfterTraceEnd)
 }
 
 // A CNI run after the pod's trace ended is one miss, cni_after_trace_end,
 // however late it comes: while the finished pod is kept (for 5 minutes)
-// and hours later, when only its tombstone is; it is not an ended_pod as
-// well, at its start or its exit.
+// and hours later, when only its tombstone is; it is not counted again as
+// something else, at its start or its exit.
 func TestLateCNIRunIsOneMiss(t *testing.T) {
 	for _, after := range []time.Duration{time.Minute, lateGap} {
 		s := completedJob(t, 0)
@@ -164,8 +168,12 @@ func TestLateCNIRunIsOneMiss(t *testing.T) {
 		if n := got["cni_after_trace_end"] - before["cni_after_trace_end"]; n != 1 {
 			t.Errorf("a CNI DEL %s after the end: cni_after_trace_end +%d, want +1 (misses before %v, after %v)", after, n, before, got)
 		}
-		if n := got["ended_pod"] - before["ended_pod"]; n != 0 {
-			t.Errorf("a CNI DEL %s after the end: ended_pod +%d, want +0 (misses before %v, after %v)", after, n, before, got)
+		var total uint64
+		for reason, n := range got {
+			total += n - before[reason]
+		}
+		if total != 1 {
+			t.Errorf("a CNI DEL %s after the end: %d misses, want 1 (misses before %v, after %v)", after, total, before, got)
 		}
 	}
 }
@@ -179,7 +187,7 @@ func TestEndedRelistLate(t *testing.T) {
 	s.in(fact.Input{Tick: true})
 	s.pod()
 	s.tick(10 * time.Minute)
-	checkEndedOnce(t, s, before)
+	checkEndedOnce(t, s, before, names.MissAPIAfterTraceEnd)
 }
 
 // The tombstones are bounded: past 65,536 ended pods the oldest is
@@ -201,8 +209,8 @@ func TestEndedTombstonesBounded(t *testing.T) {
 	s.at(lateGap)
 	s.in(fact.Input{Tick: true})
 	s.mkdir(99, "/kubepods/burstable/pod"+uid(1))
-	if got := s.c.Stats().Misses["ended_pod"]; got != 1 {
-		t.Errorf("a late cgroup of a kept tombstone: ended_pod %d, want 1", got)
+	if got := s.c.Stats().Misses["cgroup_after_trace_end"]; got != 1 {
+		t.Errorf("a late cgroup of a kept tombstone: cgroup_after_trace_end %d, want 1", got)
 	}
 }
 

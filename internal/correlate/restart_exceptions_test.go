@@ -43,7 +43,7 @@ const (
 		"instance's shutdown under the root: the status that made the stop a termination (an eviction's) came after the cut"
 	excLateAfterEnd = "a fact of a trace the first instance ended (its root is in the checkpoint), joined to that " +
 		"trace by the uninterrupted run: the second instance keeps the ended pod's tombstone, not its trace, " +
-		"and counts the fact (ended_pod) instead"
+		"and counts the fact (its source's *_after_trace_end miss) instead"
 )
 
 // cutView is what decides the exceptions at one cut.

@@ -160,7 +160,7 @@ func terminalBeforeStartOn(s *sim, code int32, phase, reason string) *sim {
 // previous instance, or by nobody: the new instance opens none, and its
 // late deletion (the Job's TTL, hours later), the runtime's removal of its
 // sandbox and a relist do not either. The pod is recorded as ended (its
-// facts are counted as ended_pod) and its end, not reported by this
+// facts are counted as *_after_trace_end) and its end, not reported by this
 // instance, as the miss pod_ended_before_start.
 func TestRestartTerminalPodDeletedLater(t *testing.T) {
 	for _, tc := range []struct {
@@ -179,8 +179,8 @@ func TestRestartTerminalPodDeletedLater(t *testing.T) {
 				t.Errorf("%d spans for a pod that ended before the tracer started:\n%s", len(s.spans), render(s.spans))
 			}
 			st := s.c.Stats()
-			if st.Misses["pod_ended_before_start"] != 1 || st.Misses["ended_pod"] == 0 {
-				t.Errorf("misses %v: want pod_ended_before_start 1 and the late facts as ended_pod", st.Misses)
+			if st.Misses["pod_ended_before_start"] != 1 || st.Misses["api_after_trace_end"] == 0 || st.Misses["runtime_after_trace_end"] == 0 {
+				t.Errorf("misses %v: want pod_ended_before_start 1 and the late facts as api_after_trace_end and runtime_after_trace_end", st.Misses)
 			}
 		})
 	}

@@ -174,7 +174,7 @@ func doneOnNodeBefore(p *pod, info *fact.PodInfo) bool {
 }
 
 // untold records a pod whose trace ended before this instance as ended
-// (its later facts are counted as ended_pod and dropped), emitting nothing:
+// (its later facts are counted as *_after_trace_end and dropped), emitting nothing:
 // counted as the miss pod_ended_before_start.
 func (c *Correlator) untold(p *pod, info *fact.PodInfo) {
 	c.miss(names.MissPodEndedBeforeStart)

@@ -7,7 +7,10 @@ type Miss string
 
 // Miss reasons.
 const (
-	MissEndedPod               Miss = "ended_pod"
+	MissAPIAfterTraceEnd       Miss = "api_after_trace_end"
+	MissEventAfterTraceEnd     Miss = "event_after_trace_end"
+	MissRuntimeAfterTraceEnd   Miss = "runtime_after_trace_end"
+	MissCgroupAfterTraceEnd    Miss = "cgroup_after_trace_end"
 	MissEndedPodEvicted        Miss = "ended_pod_evicted"
 	MissEndedBeforeRestart     Miss = "ended_before_restart"
 	MissEmittedBeforeRestart   Miss = "emitted_before_restart"
@@ -53,13 +56,16 @@ type MissReason struct {
 // hold the RUNBOOK's table to it; the exporter starts each at 0, so an
 // alert's increase() sees the first one).
 var MissReasons = []MissReason{
-	{MissEndedPod, true, "A fact about a pod whose trace had ended (the runtime's sandbox removal, a relist, a late Event or API update): dropped, so no second trace with the same IDs starts."},
+	{MissAPIAfterTraceEnd, true, "An API server update of a pod whose trace had ended (the deletion of a Job's pod hours after it ended, a relist): dropped, so no second trace with the same IDs starts."},
+	{MissEventAfterTraceEnd, true, "A Kubernetes Event about a pod whose trace had ended: dropped."},
+	{MissRuntimeAfterTraceEnd, true, "A runtime fact about a pod whose trace had ended (its sandbox's or a container's removal, a relist): dropped."},
 	{MissCNIAfterTraceEnd, true, "A CNI run after the pod's trace ended (the runtime's DEL again when the kubelet removes the sandbox): measured in podchron_cni_duration_seconds, not added to the trace."},
 	{MissEndedBeforeRestart, true, "A fact about a pod whose trace the previous tracer instance on this node ended: dropped."},
 	{MissEmittedBeforeRestart, true, "A span the previous tracer instance on this node already emitted: not emitted twice."},
 	{MissPodEndedBeforeStart, true, "A pod whose trace ended before this instance started: remembered as ended, nothing emitted."},
 	{MissPodUnconfirmed, true, "A pod known only from cgroup directories at start-up, gone before anything confirmed it: its end was the previous instance's to tell."},
 	{MissContainerEndedBefore, true, "A container that had ended before this instance started, its end told by the previous instance: not told again."},
+	{MissCgroupAfterTraceEnd, false, "A pod's or container's cgroup made after the pod's trace ended (the kubelet starting something of a pod whose containers had all ended and whose object was gone): not in any trace."},
 	{MissEndedPodEvicted, false, "An ended pod's tombstone dropped at the cap (65,536 ended pods): a later fact about that pod could start a second trace."},
 	{MissSessionUnnamedShutdown, false, "An exec session that ended at the tracer's shutdown before the pod's spec named its container: a hook, a probe and kubectl exec cannot be told apart, so it is not told."},
 	{MissInitCorrected, false, "A container's init first taken to be another process, then corrected: spans emitted before the correction may name the wrong command."},
