@@ -67,6 +67,20 @@ type podEvents struct {
 	k8sEvents  []*fact.K8sEvent // kept for causes (Killing, Unhealthy, Evicted)
 	rootEvents []span.SpanEvent
 	rootFolded int // root events over the cap
+	// missEvents: the root's podchron.correlation_miss events by reason
+	// and container (index in rootEvents, -1 over the cap), and how many
+	// misses each tells.
+	missEvents map[missKey]*missEvent
+}
+
+type missKey struct {
+	reason    names.Miss
+	container string
+}
+
+type missEvent struct {
+	index int
+	count int64
 }
 
 // addRootEvent puts an event on the pod's root span, within its cap.

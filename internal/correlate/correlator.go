@@ -207,6 +207,41 @@ func (c *Correlator) miss(reason names.Miss) {
 	c.cfg.Observer.CorrelationMiss(string(reason))
 }
 
+// missOn counts a miss about a pod whose trace is still open and tells it
+// there too: a podchron.correlation_miss event on its root, with the
+// reason and the container when one is named, so a trace that lacks a step
+// says which and why (the count alone names no pod).
+//
+// One event per reason and container, at the first miss, with the count
+// (a signal flood into a container the model does not know is one event).
+func (c *Correlator) missOn(p *pod, reason names.Miss, container string) {
+	c.miss(reason)
+	if p == nil || p.finished {
+		return
+	}
+	key := missKey{reason, container}
+	if me := p.missEvents[key]; me != nil {
+		me.count++
+		if me.index >= 0 {
+			p.rootEvents[me.index].Attrs = missAttrs(key, me.count)
+		}
+		return
+	}
+	if p.missEvents == nil {
+		p.missEvents = map[missKey]*missEvent{}
+	}
+	idx := p.addRootEvent(span.SpanEvent{Name: names.EventCorrelationMiss, Time: c.now, Attrs: missAttrs(key, 1)})
+	p.missEvents[key] = &missEvent{index: idx, count: 1}
+}
+
+func missAttrs(key missKey, count int64) []span.Attr {
+	attrs := []span.Attr{span.String(names.MissReasonKey, string(key.reason)), span.Int(names.MissCount, count)}
+	if key.container != "" {
+		attrs = append(attrs, span.String(names.K8sContainerName, key.container))
+	}
+	return attrs
+}
+
 // Handle feeds one input through the model. Inputs come in arrival order;
 // while sources report progress they are handled in the order of their
 // sources' own times (see order.go).

@@ -76,7 +76,7 @@ func (c *Correlator) emitStartup(p *pod, end time.Time, out startupOutcome) {
 		if s.IsZero() || e.IsZero() {
 			// Named but neither the runtime nor the kernel said when it
 			// was created or started by the start-up's end.
-			c.miss(names.MissStartWithoutTimes)
+			c.missOn(p, names.MissStartWithoutTimes, ct.name)
 			continue
 		}
 		attrs := containerAttrs(ct)

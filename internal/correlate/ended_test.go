@@ -131,15 +131,7 @@ func TestEndedFailedDeletedLateWithSandboxRemoval(t *testing.T) {
 // cgroup the kernel reports from it do not reopen it.
 func TestEndedDeletedPodLateRuntimeFacts(t *testing.T) {
 	s := newSim(t)
-	app := s.startup()
-	s.deleteNow()
-	s.at(time.Second)
-	s.exit("app", app, 0, syscall.SIGTERM)
-	s.cri(cri.EventContainerExited, "app", 0, "Completed")
-	s.info.Deleted = true
-	s.pod()
-	s.tick(3 * time.Second)
-	s.one("pod")
+	s.endDeleted(s.startup())
 	before := len(s.spans)
 	s.at(lateGap)
 	s.in(fact.Input{Tick: true})

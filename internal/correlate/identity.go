@@ -102,7 +102,7 @@ func (ct *container) initDoubtful() bool {
 // becomeInit makes pr the container's init as of its exec at `at` with argv.
 func (c *Correlator) becomeInit(ct *container, pr *proc, at time.Time, args []string) {
 	if ct.initPID != 0 && ct.initPID != pr.tgid {
-		c.miss(names.MissInitCorrected)
+		c.missOn(ct.pod, names.MissInitCorrected, ct.name)
 		if old, ok := c.procs[ct.initPID]; ok && old.ctr == ct && old.session == nil {
 			if old.execAt.IsZero() || runtimeArgv(old.args) {
 				// The earlier guess was the runtime's set-up: its exit

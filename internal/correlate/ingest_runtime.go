@@ -109,7 +109,7 @@ func (c *Correlator) runtimeContainer(ev *cri.Event, rc *cri.Container) {
 		return
 	}
 	if p.retired(rc.ID) {
-		c.miss(names.MissFactAfterAttemptRetire)
+		c.missOn(p, names.MissFactAfterAttemptRetire, rc.Name)
 		return
 	}
 	ct := c.container(rc.ID, p)

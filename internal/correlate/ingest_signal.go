@@ -16,7 +16,14 @@ import (
 // no known container holds, by why (see unattributed). Either way the step
 // is not in any trace: it must not be lost silently.
 func (c *Correlator) signalUnattributed(id uint64) {
-	if m := signalMisses[c.unattributed(id)]; m != "" {
+	why := c.unattributed(id)
+	m := signalMisses[why]
+	switch {
+	case m == "":
+	case why == orphanContainer:
+		// The pod's trace is open: it tells the signal it lacks.
+		c.missOn(c.pods[c.cgroups[id].ident.PodUID], m, "")
+	default:
 		c.miss(m)
 	}
 }

@@ -244,7 +244,9 @@ func TestPullSpanInsideThePod(t *testing.T) {
 // A start-up that ends (Ready) while an app container the API's status
 // names has no time from the runtime or the kernel (no creation, no start)
 // emits no container.start for it, and says so: the miss
-// start_without_times, not a silent gap in the trace.
+// start_without_times, not a silent gap in the trace, and in the pod's own
+// trace, not only in a node-wide count: its root carries a
+// podchron.correlation_miss event naming the reason and the container.
 func TestStartWithoutTimesIsCounted(t *testing.T) {
 	s := newSim(t)
 	s.sandboxUp()
@@ -259,6 +261,15 @@ func TestStartWithoutTimesIsCounted(t *testing.T) {
 	}
 	if n := s.c.Stats().Misses["start_without_times"]; n != 1 {
 		t.Errorf("miss start_without_times %d, want 1", n)
+	}
+	s.deleteNow()
+	s.info.Deleted = true
+	s.pod()
+	s.tick(time.Minute)
+	evs := missEvents(s.one("pod"))
+	if len(evs) != 1 || eventAttr(evs[0], names.MissReasonKey) != "start_without_times" ||
+		eventAttr(evs[0], names.K8sContainerName) != "app" || eventAttr(evs[0], names.MissCount) != int64(1) {
+		t.Errorf("root's miss events %+v, want one: start_without_times, app, 1", evs)
 	}
 }
 

@@ -114,6 +114,15 @@ const (
 // and it stays so that existing queries keep finding it.
 const Message = "message"
 
+// MissReasonKey: on a podchron.correlation_miss event, the miss's reason
+// (a Miss: the reason label of podchron_correlation_misses_total);
+// MissCount: how many misses of that reason (and container) the event
+// tells.
+const (
+	MissReasonKey = "podchron.miss.reason"
+	MissCount     = "podchron.miss.count"
+)
+
 // Byte bounds: what the model cut from tenant text and from spans over its
 // span byte cap.
 const (

@@ -33,7 +33,11 @@ const (
 // Span event names. The composed ones are built by SignalEventName and
 // K8sEventName.
 const (
-	EventAPIObjectDeleted        = "podchron.api_object_deleted"
+	EventAPIObjectDeleted = "podchron.api_object_deleted"
+	// EventCorrelationMiss: on a pod's root, a fact about the pod that
+	// the model counted as a miss (podchron_correlation_misses_total)
+	// instead of telling it: the trace lacks, or may lack, a step.
+	EventCorrelationMiss         = "podchron.correlation_miss"
 	EventK8sPrefix               = "k8s."
 	EventOOMKill                 = "oom_kill"
 	EventProbeFailed             = "probe failed"
