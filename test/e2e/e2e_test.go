@@ -91,6 +91,7 @@ func TestCluster(t *testing.T) {
 	t.Run("9-no-api-access", e.noAPIAccess)
 	e.checkTracerHealth(t)
 	e.checkVerdicts(t, start)
+	e.checkMissEvents(t, start)
 	t.Logf("all scenarios in %s", time.Since(start).Round(time.Second))
 }
 
