@@ -52,14 +52,3 @@ func TestRunbookMissReasons(t *testing.T) {
 	}
 	t.Errorf("%s's miss reasons differ from internal/names/misses.go: regenerate with go test ./deploy -run TestRunbookMissReasons -update\ngot:\n%s\nwant:\n%s", runbookFile, got, want)
 }
-
-// TestMissReasonsUnique: each reason once, with its meaning.
-func TestMissReasonsUnique(t *testing.T) {
-	seen := map[names.Miss]bool{}
-	for _, m := range names.MissReasons {
-		if seen[m.Miss] || m.Miss == "" || m.Meaning == "" {
-			t.Errorf("miss reason %q: duplicated or unexplained", m.Miss)
-		}
-		seen[m.Miss] = true
-	}
-}

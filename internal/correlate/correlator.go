@@ -125,11 +125,8 @@ type Correlator struct {
 	// arrive after a pod's trace ended (the runtime's late sandbox removal,
 	// its second CNI DEL) must not start a second trace for it, and the
 	// late DEL is still measured in its namespace.
-	gone      map[string]*pod
-	endedPods // tombstones of the pods whose trace ended (ended.go)
-	// afterEnd is how the input in hand counts a fact about an ended
-	// pod: by its source (afterEndMiss, ended.go).
-	afterEnd   names.Miss
+	gone       map[string]*pod
+	endedPods  // tombstones of the pods whose trace ended (ended.go)
 	bySandbox  map[string]*pod
 	containers map[string]*container
 	procs      map[uint32]*proc
@@ -255,7 +252,6 @@ func (c *Correlator) apply(in fact.Input) {
 	if in.Time.After(c.now) {
 		c.now = in.Time
 	}
-	c.afterEnd = afterEndMiss(in)
 	if !in.Tick && in.Progress == nil && in.Losses == nil {
 		// Any fact may arm a timer: the next timers' run says.
 		c.timed = true

@@ -9,7 +9,7 @@
 // counted as the miss "ended_pod_evicted"). Facts about a tombstoned pod
 // are counted as a miss by their source (api_after_trace_end,
 // event_after_trace_end, runtime_after_trace_end, cgroup_after_trace_end:
-// see afterEnd) and dropped. The whole pod is kept
+// see isEnded) and dropped. The whole pod is kept
 // for goneRetention besides (cleanup.go): a CNI run after its end (the
 // runtime's DEL again when the kubelet removes the sandbox, often after
 // the object is gone) is measured in its namespace and counted as the
@@ -20,7 +20,6 @@ package correlate
 import (
 	"time"
 
-	"github.com/podchron/podchron/internal/fact"
 	"github.com/podchron/podchron/internal/names"
 )
 
@@ -82,35 +81,17 @@ func (c *Correlator) bury(p *pod) {
 	c.maybeRelease(p.uid, ts)
 }
 
-// isEnded reports whether uid's trace ended (a late fact about it is counted).
-func (c *Correlator) isEnded(uid string) bool {
-	if _, ok := c.gone[uid]; ok {
-		c.miss(c.afterEnd)
-		return true
-	}
-	if _, ok := c.ended[uid]; ok {
-		c.miss(c.afterEnd)
+// isEnded reports whether uid's trace ended; a late fact about it is
+// counted as late, the miss its source gives (api_after_trace_end,
+// event_after_trace_end, runtime_after_trace_end: usual late words;
+// cgroup_after_trace_end: the kubelet starting something the trace cannot
+// hold).
+func (c *Correlator) isEnded(uid string, late names.Miss) bool {
+	if c.traceEnded(uid) {
+		c.miss(late)
 		return true
 	}
 	return false
-}
-
-// afterEndMiss is how a fact about a pod whose trace ended is counted, by
-// the source of the input that brings it: the API server's, the runtime's
-// and Events' late words are usual; a cgroup the kernel saw made is the
-// kubelet starting something the trace cannot hold. (A CNI run is counted
-// as cni_after_trace_end, a signal or an exit by their own reasons.)
-func afterEndMiss(in fact.Input) names.Miss {
-	switch {
-	case in.Runtime != nil:
-		return names.MissRuntimeAfterTraceEnd
-	case in.Event != nil:
-		return names.MissEventAfterTraceEnd
-	case in.Kernel != nil, in.Cgroup != nil, in.Proc != nil:
-		return names.MissCgroupAfterTraceEnd
-	default:
-		return names.MissAPIAfterTraceEnd
-	}
 }
 
 // traceEnded reports whether uid's trace ended, without counting a miss.

@@ -27,7 +27,7 @@ func (c *Correlator) podInfo(info *fact.PodInfo) {
 		c.endedAPIDeleted(uid)
 	}
 	_, known := c.pods[uid]
-	p := c.pod(uid, at)
+	p := c.pod(uid, at, names.MissAPIAfterTraceEnd)
 	if p == nil {
 		return
 	}
@@ -283,7 +283,7 @@ func (c *Correlator) eventPod(ev *fact.K8sEvent) (*fact.K8sEvent, *pod) {
 		if ev.PodUID == "" {
 			return ev, nil
 		}
-		if c.isEnded(ev.PodUID) {
+		if c.isEnded(ev.PodUID, names.MissEventAfterTraceEnd) {
 			return ev, nil
 		}
 		// An Event alone never makes (or, after the retention, revives) a

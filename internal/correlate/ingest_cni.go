@@ -39,7 +39,7 @@ func (c *Correlator) cniPod(r *cniRun) *pod {
 		if c.traceEnded(r.podUID) {
 			return nil // after the trace's end: cniDone counts it, once
 		}
-		return c.pod(r.podUID, r.start)
+		return c.pod(r.podUID, r.start, names.MissCNIAfterTraceEnd)
 	}
 	if p, ok := c.bySandbox[r.containerID]; ok {
 		return p

@@ -67,14 +67,14 @@ func (c *Correlator) cgroupSeen(id uint64, path string, at time.Time, seeded boo
 	if seeded && ident.PodUID != "" {
 		// Found at start-up: the pod was alive before the tracer.
 		if _, known := c.pods[ident.PodUID]; !known {
-			if p := c.pod(ident.PodUID, at); p != nil {
+			if p := c.pod(ident.PodUID, at, names.MissCgroupAfterTraceEnd); p != nil {
 				p.observedFrom = c.started
 			}
 		}
 	}
 	switch ident.Kind {
 	case cgroupid.KindPod:
-		p := c.pod(ident.PodUID, at)
+		p := c.pod(ident.PodUID, at, names.MissCgroupAfterTraceEnd)
 		if p == nil {
 			return
 		}
@@ -86,7 +86,7 @@ func (c *Correlator) cgroupSeen(id uint64, path string, at time.Time, seeded boo
 		if ident.Sub != "" || ident.Conmon {
 			return
 		}
-		p := c.pod(ident.PodUID, at)
+		p := c.pod(ident.PodUID, at, names.MissCgroupAfterTraceEnd)
 		if p == nil {
 			return
 		}

@@ -57,7 +57,7 @@ func (c *Correlator) runtimeSandbox(ev *cri.Event, sb *cri.Sandbox) {
 	if ev.Type == cri.EventSandboxRemoved {
 		c.endedSandboxRemoved(sb.PodUID)
 	}
-	p := c.pod(sb.PodUID, ev.At)
+	p := c.pod(sb.PodUID, ev.At, names.MissRuntimeAfterTraceEnd)
 	if p == nil {
 		return
 	}
@@ -98,7 +98,7 @@ func (c *Correlator) runtimeSandbox(ev *cri.Event, sb *cri.Sandbox) {
 func (c *Correlator) runtimeContainer(ev *cri.Event, rc *cri.Container) {
 	var p *pod
 	if rc.PodUID != "" {
-		if p = c.pod(rc.PodUID, ev.At); p == nil {
+		if p = c.pod(rc.PodUID, ev.At, names.MissRuntimeAfterTraceEnd); p == nil {
 			return
 		}
 	} else if sp, ok := c.bySandbox[rc.SandboxID]; ok {

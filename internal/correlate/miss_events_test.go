@@ -36,15 +36,6 @@ func missEvents(root span.Span) []span.SpanEvent {
 	return out
 }
 
-func eventAttr(ev span.SpanEvent, key string) any {
-	for _, a := range ev.Attrs {
-		if a.Key == key {
-			return a.Value
-		}
-	}
-	return nil
-}
-
 // Signals into a live pod's cgroup that no container of it holds (its pod
 // level) are counted and told on its root, folded: one event for the
 // reason with their count, however many.
@@ -61,7 +52,7 @@ func TestUnattributedSignalsFoldOnTheRoot(t *testing.T) {
 		t.Errorf("signal_unknown_container %d, want 5", n)
 	}
 	evs := missEvents(root)
-	if len(evs) != 1 || eventAttr(evs[0], names.MissReasonKey) != "signal_unknown_container" || eventAttr(evs[0], names.MissCount) != int64(5) {
+	if len(evs) != 1 || evs[0].Attr(names.MissReasonKey) != "signal_unknown_container" || evs[0].Attr(names.MissCount) != int64(5) {
 		t.Errorf("root's miss events %+v, want one: signal_unknown_container, 5", evs)
 	}
 }

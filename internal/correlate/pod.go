@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/names"
 	"github.com/podchron/podchron/internal/span"
 )
 
@@ -43,12 +44,12 @@ type pod struct {
 }
 
 // pod returns the pod with this UID, creating it, or nil when the pod's
-// trace already ended (a late fact, counted as a miss).
-func (c *Correlator) pod(uid string, at time.Time) *pod {
+// trace already ended (a late fact, counted as the miss late).
+func (c *Correlator) pod(uid string, at time.Time, late names.Miss) *pod {
 	if p, ok := c.pods[uid]; ok {
 		return p
 	}
-	if c.isEnded(uid) || c.endedBeforeRestart(uid) {
+	if c.isEnded(uid, late) || c.endedBeforeRestart(uid) {
 		return nil
 	}
 	p := &pod{

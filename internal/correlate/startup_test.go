@@ -267,8 +267,8 @@ func TestStartWithoutTimesIsCounted(t *testing.T) {
 	s.pod()
 	s.tick(time.Minute)
 	evs := missEvents(s.one("pod"))
-	if len(evs) != 1 || eventAttr(evs[0], names.MissReasonKey) != "start_without_times" ||
-		eventAttr(evs[0], names.K8sContainerName) != "app" || eventAttr(evs[0], names.MissCount) != int64(1) {
+	if len(evs) != 1 || evs[0].Attr(names.MissReasonKey) != "start_without_times" ||
+		evs[0].Attr(names.K8sContainerName) != "app" || evs[0].Attr(names.MissCount) != int64(1) {
 		t.Errorf("root's miss events %+v, want one: start_without_times, app, 1", evs)
 	}
 }

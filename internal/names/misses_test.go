@@ -4,7 +4,8 @@ import "testing"
 
 // Every miss reason declared in misses.go is in MissReasons, so the
 // exporter starts it at 0 and the RUNBOOK explains it; a reason added as a
-// constant alone would be counted from nowhere and explained nowhere.
+// constant alone would be counted from nowhere and explained nowhere. Each
+// is listed once, with its meaning.
 func TestEveryMissIsListed(t *testing.T) {
 	declared := constants(t, "misses.go")
 	if len(declared) < 20 {
@@ -12,6 +13,9 @@ func TestEveryMissIsListed(t *testing.T) {
 	}
 	listed := map[Miss]bool{}
 	for _, m := range MissReasons {
+		if listed[m.Miss] || m.Meaning == "" {
+			t.Errorf("miss reason %q: listed twice, or without its meaning", m.Miss)
+		}
 		listed[m.Miss] = true
 	}
 	for name, v := range declared {

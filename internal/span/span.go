@@ -133,8 +133,15 @@ type Span struct {
 func (s Span) Duration() time.Duration { return s.End.Sub(s.Start) }
 
 // Attr returns the value of the attribute k, or nil.
-func (s Span) Attr(k string) any {
-	for _, a := range s.Attrs {
+func (s Span) Attr(k string) any { return Lookup(s.Attrs, k) }
+
+// Attr returns the value of the event's attribute k, or nil.
+func (e SpanEvent) Attr(k string) any { return Lookup(e.Attrs, k) }
+
+// Lookup returns the value of the attribute k among as (a span's, an
+// event's or a resource's), or nil.
+func Lookup(as []Attr, k string) any {
+	for _, a := range as {
 		if a.Key == k {
 			return a.Value
 		}

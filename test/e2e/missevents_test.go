@@ -44,18 +44,18 @@ func (e *env) checkMissEvents(t *testing.T, start time.Time) {
 				if ev.Name != names.EventCorrelationMiss {
 					continue
 				}
-				reason, _ := eventValue(ev.Attrs, names.MissReasonKey).(string)
-				n, _ := eventValue(ev.Attrs, names.MissCount).(int64)
+				reason, _ := ev.Attr(names.MissReasonKey).(string)
+				n, _ := ev.Attr(names.MissCount).(int64)
 				if !declared[reason] || n < 1 {
 					t.Errorf("trace %s: a miss event with reason %q, count %v: not a declared reason or no count", tr.ID, reason, n)
 					continue
 				}
 				told[reason] += n
-				parts = append(parts, fmt.Sprintf("%s %v ×%d", reason, eventValue(ev.Attrs, names.K8sContainerName), n))
+				parts = append(parts, fmt.Sprintf("%s %v ×%d", reason, ev.Attr(names.K8sContainerName), n))
 			}
 			if len(parts) > 0 {
-				pods = append(pods, fmt.Sprintf("%v/%v (%s): %s", eventValue(sp.Resource, names.K8sNamespaceName),
-					eventValue(sp.Resource, names.K8sPodName), tr.ID, strings.Join(parts, ", ")))
+				pods = append(pods, fmt.Sprintf("%v/%v (%s): %s", span.Lookup(sp.Resource, names.K8sNamespaceName),
+					span.Lookup(sp.Resource, names.K8sPodName), tr.ID, strings.Join(parts, ", ")))
 			}
 		}
 	}
@@ -70,14 +70,4 @@ func (e *env) checkMissEvents(t *testing.T, start time.Time) {
 			t.Logf("tracer: %s told in traces %d times; %s = %.0f now", reason, told[reason], q, s[0].Value)
 		}
 	}
-}
-
-// eventValue is the value of key among attributes (nil when absent).
-func eventValue(as []span.Attr, key string) any {
-	for _, a := range as {
-		if a.Key == key {
-			return a.Value
-		}
-	}
-	return nil
 }

@@ -137,8 +137,8 @@ func NewRecorder(lim Limits) *Recorder {
 		r.negativeDuration.WithLabelValues(h)
 	}
 	// Every miss reason from 0, so the first of a kind is an increase.
-	for _, m := range missReasons() {
-		r.misses.WithLabelValues(m)
+	for _, m := range names.MissReasons {
+		r.misses.WithLabelValues(string(m.Miss))
 	}
 	return r
 }
