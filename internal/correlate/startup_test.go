@@ -379,3 +379,42 @@ func spanNames(ss []span.Span) []string {
 	}
 	return out
 }
+
+// A start-up that ends unready (the pod deleted) while the kubelet's next
+// attempt of a restarted container is created but not started: that
+// attempt had not started within the start-up, so it has no
+// container.start and is no miss. The earlier attempt's start stays. Seen
+// in the e2e's scenario 20 under load (a startup-probe restart loop, the
+// pod deleted between an attempt's creation and its start): the miss
+// start_without_times was counted on a trace that lacked nothing.
+func TestStartupEndsBeforeAnAttemptStarts(t *testing.T) {
+	s := newSim(t)
+	s.info.InitContainers = nil
+	s.sandboxUp()
+	s.at(time.Second)
+	app := s.container("app", "c0ffee02", 0)
+	s.at(2 * time.Second)
+	s.gracefulStop("app", app, 30*time.Millisecond)
+	s.at(300 * time.Millisecond)
+	// The next attempt: created (its cgroup and the runtime's word), not
+	// started when the deletion comes.
+	s.cg["app"] = 9100
+	s.ids["app"] = "c0ffee03"
+	s.mkdir(9100, "/kubepods/burstable/pod"+s.uid+"/c0ffee03")
+	s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventContainerCreated, At: s.now,
+		Container: &cri.Container{ID: "c0ffee03", SandboxID: "sb1", Name: "app", Attempt: 1, PodUID: s.uid, CreatedAt: s.now}}})
+	s.at(50 * time.Millisecond)
+	s.deleteNow()
+	s.tick(2 * time.Second)
+	st := s.one(names.SpanPodStartup)
+	if st.Attr(names.StartupOutcome) != names.StartupTerminated {
+		t.Errorf("pod.startup outcome %v, want %s", st.Attr(names.StartupOutcome), names.StartupTerminated)
+	}
+	starts := s.find(names.SpanContainerStart)
+	if len(starts) != 1 || starts[0].Attr(names.ContainerID) != "c0ffee02" {
+		t.Errorf("container.start spans %v, want the first attempt's alone\n%s", starts, render(s.spans))
+	}
+	if n := s.c.Stats().Misses["start_without_times"]; n != 0 {
+		t.Errorf("miss start_without_times %d, want 0", n)
+	}
+}

@@ -70,7 +70,7 @@ var MissReasons = []MissReason{
 	{MissSessionUnnamedShutdown, false, "An exec session that ended at the tracer's shutdown before the pod's spec named its container: a hook, a probe and kubectl exec cannot be told apart, so it is not told."},
 	{MissInitCorrected, false, "A container's init first taken to be another process, then corrected: spans emitted before the correction may name the wrong command."},
 	{MissStartUnnamedContainer, false, "A start-up decided while one of the pod's containers had no name from any source: no container.start for it."},
-	{MissStartWithoutTimes, false, "A named container whose creation and start no source dated by the start-up's end: its container.start is missing."},
+	{MissStartWithoutTimes, false, "A named container whose creation or start no source dated by the start-up's end (one created and not yet started, with no status saying it started, is no miss: it did not start within the start-up): its container.start is missing."},
 	{MissExecUnknownCgroup, false, "An exec in a watched cgroup the tracer never saw created (its cgroup_mkdir event lost, or made before the start-up scan): not in any trace."},
 	{MissExitAfterTraceEnd, false, "A root process's exit in a pod's container cgroup after the pod's trace ended (a process the containers' stop left behind): not in the trace."},
 	{MissExitUnknownCgroup, false, "A root process's exit in a watched cgroup the tracer never saw created."},
