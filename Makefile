@@ -4,7 +4,7 @@ BIN       ?= bin
 CLANG     ?= clang-19
 GENERATED := internal/probe/event/podchron_bpfel.go internal/probe/event/podchron_bpfel.o
 
-.PHONY: help deps deps-behind generate check-generate build runc-upstream helm cosign release-local portable test test-load test-unit test-vm test-vm-node test-vm-node-containerd2 test-vm-selftest e2e e2e-build e2e-stack2 e2e-nested scale fleet bench bench-busy lint run run-nested trace events clean faults
+.PHONY: help deps deps-behind generate check-generate build runc-upstream helm cosign release-local portable test test-load test-unit test-vm test-vm-node test-vm-node-containerd2 test-vm-selftest e2e e2e-build e2e-stack2 e2e-stack2-crun e2e-nested scale fleet bench bench-busy lint run run-nested trace events clean faults
 
 help: ## list targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -81,7 +81,7 @@ cosign: ## build cosign (and syft with SYFT=1: the release's signing and SBOM to
 release-local: helm cosign ## the release dry run (part of make test): scripts/release.sh into a local registry, signed with a key made for the run, verified, saved as an OCI layout in bin/release/oci
 	SYFT=$(SYFT) KREW_PLATFORMS="$${KREW_PLATFORMS:-linux/amd64 darwin/arm64}" bash scripts/release-local.sh
 
-test: deps check-generate runc-upstream helm ## everything CI runs (root): unit, real-kernel, containerd (runc, upstream runc, crun), under load, guest-kernel (5.10, 6.1, 6.12), the demo on a pure cgroup v2 node in a guest, real-cluster tests on both legs (Kubernetes 1.35 on containerd 1.6; Kubernetes 1.37 on containerd 2 with upstream runc), the 1.35 cluster in a node inside a container, and the short scale test
+test: deps check-generate runc-upstream helm ## everything CI runs (root): unit, real-kernel, containerd (runc, upstream runc, crun), under load, guest-kernel (5.10, 6.1, 6.12), the demo on a pure cgroup v2 node in a guest, real-cluster tests on both legs (Kubernetes 1.35 on containerd 1.6; Kubernetes 1.37 on containerd 2 with upstream runc, and a subset of it with crun), the 1.35 cluster in a node inside a container, and the short scale test
 	$(RUNTIME_MATRIX_ENV) bash scripts/versions.sh
 	$(GO) vet ./...
 	$(MAKE) portable lint
@@ -95,6 +95,7 @@ test: deps check-generate runc-upstream helm ## everything CI runs (root): unit,
 	PODCHRON_TEST_LOAD=1 $(MAKE) e2e
 	$(MAKE) e2e-nested
 	PODCHRON_TEST_LOAD=1 $(MAKE) e2e-stack2
+	PODCHRON_TEST_LOAD=1 $(MAKE) e2e-stack2-crun
 	$(MAKE) scale SCALE_SHORT=1
 
 test-load: build runc-upstream ## under background CPU load (test/load; root): the containerd tests, then the self-checking demo on each runtime
@@ -145,6 +146,16 @@ e2e-stack2: runc-upstream ## the e2e's second leg (part of make test): Kubernete
 	bin="$$(PODCHRON_E2E_STACK=k8s137-containerd2 bash test/e2e/tools/build.sh)" && \
 	PODCHRON_CONTAINERD="$$bin/containerd" $(GO) test -count=1 -run 'TestWatchEventStream|TestWatchAcrossContainerdRestart|TestLifecycleAgainstContainerd' ./internal/cri
 	$(MAKE) e2e E2E_STACK=k8s137-containerd2 PODCHRON_OCI_RUNTIME=$(E2E_STACK2_RUNTIME) PODCHRON_RUNC_UPSTREAM="$$(bash scripts/build-runc.sh)"
+
+# The scenarios e2e-stack2-crun runs: the create path, a graceful and an
+# overrun termination, OOM, back-off, liveness and network-probe restarts,
+# a kill in the pod, a failed postStart hook, a startup-probe restart and an
+# ephemeral container (every exec, signal and exit crun's way).
+E2E_CRUN_SCENARIOS ?= 1-startup-2-graceful-delete|3-sigterm-ignored-overrun|4-oom-kill|5-crashloop-backoff|6a-liveness-restart|6b-kill-9-in-pod|20-startup-probe-restart|35-poststart-hook-fails|36-network-probe-restarts|46-kubectl-debug
+
+e2e-stack2-crun: ## the second stack's leg on crun (part of make test): Kubernetes v1.37.2 + containerd v2.4.2 + crun 1.21 built from Debian's source of the upstream release (scripts/build-crun.sh; Debian 12's crun 1.8.1 refuses containerd 2's runtime-spec 1.3), E2E_CRUN_SCENARIOS
+	crun="$$(bash scripts/build-crun.sh)" && \
+	$(MAKE) e2e E2E_STACK=k8s137-containerd2 PODCHRON_OCI_RUNTIME="$$crun" E2EARGS="-count=1 -run 'TestCluster/lifecycle/^($(E2E_CRUN_SCENARIOS))'"
 
 scale: deps ## a tracer's API cost vs cluster size (root): kube-apiserver + etcd + kwok, 100 and 500 nodes (SCALE_SHORT=1: 25 and 125, < 5 min)
 	bin="$$(bash test/e2e/tools/build.sh kubernetes)" && kwok="$$(bash test/scale/build-kwok.sh)" && \
