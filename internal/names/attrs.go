@@ -123,6 +123,14 @@ const (
 	MissCount     = "podchron.miss.count"
 )
 
+// DropReason: on a podchron.spans_dropped event, why the exporter dropped
+// the spans (the reason label of podchron_spans_dropped_total); DropCount:
+// how many spans of the trace it dropped for that reason.
+const (
+	DropReason = "podchron.drop.reason"
+	DropCount  = "podchron.drop.count"
+)
+
 // Byte bounds: what the model cut from tenant text and from spans over its
 // span byte cap.
 const (

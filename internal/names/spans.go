@@ -47,9 +47,14 @@ const (
 	EventSignal                  = "signal" // and the signal's name: SignalEventName
 	EventSignalsFolded           = "podchron.signals_folded"
 	EventSignalsThrottled        = "podchron.signals_throttled"
-	EventStuckTerminating        = "podchron.stuck_terminating"
-	EventsFolded                 = "podchron.events.folded"
-	EventsLost                   = "podchron.events_lost"
+	// EventSpansDropped: on a pod's root, spans of its trace that the
+	// exporter dropped before the root went (podchron_spans_dropped_total:
+	// a full queue, a batch the collector refused or never took, a span
+	// too large to send): the trace lacks them.
+	EventSpansDropped     = "podchron.spans_dropped"
+	EventStuckTerminating = "podchron.stuck_terminating"
+	EventsFolded          = "podchron.events.folded"
+	EventsLost            = "podchron.events_lost"
 	// EventPreStopRerun: the kubelet restarted mid-termination, ran the
 	// preStop hook again and began a new grace period.
 	EventPreStopRerun = "podchron.prestop_rerun"

@@ -100,11 +100,13 @@ func (e *Exporter) run() {
 // over the byte budget, and after when it is full; a span over the budget
 // on its own is dropped alone and counted.
 func (l *loop) add(s span.Span) {
+	s = l.e.traceDrops.onRoot(s)
 	it := item{span: protoSpan(s), res: l.e.res.of(s.Resource)}
 	budget := l.e.cfg.MaxBatchBytes
 	cost := l.b.cost(it)
 	if cost > budget {
 		l.e.dropTooLarge.Add(1)
+		l.e.traceDrops.add(s.TraceID, s.Parent.IsZero(), ReasonTooLarge, time.Now())
 		l.e.logTooLarge(s, cost)
 		return
 	}
@@ -160,6 +162,7 @@ func (e *Exporter) export(items []item) {
 		// Shutting down and an earlier batch already failed for good:
 		// the collector is not there, do not hold the shutdown.
 		e.dropFailed.Add(n)
+		e.dropped(items, ReasonExportFailed)
 		e.failedBatches.Add(1)
 		return
 	}
@@ -184,9 +187,21 @@ func (e *Exporter) export(items []item) {
 		return
 	}
 	e.dropFailed.Add(n)
+	e.dropped(items, ReasonExportFailed)
 	e.logFailure(err, int(n), "dropped")
 	if e.stopping() {
 		e.giveUp = true
+	}
+}
+
+// dropped counts a lost batch's spans on their traces, for their roots to
+// tell (a root in the batch is lost with it).
+func (e *Exporter) dropped(items []item, reason string) {
+	now := time.Now()
+	for _, it := range items {
+		var t span.TraceID
+		copy(t[:], it.span.TraceId)
+		e.traceDrops.add(t, len(it.span.ParentSpanId) == 0, reason, now)
 	}
 }
 

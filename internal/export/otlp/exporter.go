@@ -92,6 +92,8 @@ type Exporter struct {
 	dropRejected  atomic.Uint64
 	dropTooLarge  atomic.Uint64
 	lags          lags
+	// traceDrops: the drops each trace's root will tell.
+	traceDrops traceDrops
 
 	// Owned by the export goroutine.
 	lastLog       time.Time
@@ -157,6 +159,7 @@ func (e *Exporter) Emit(s span.Span) {
 	case e.queue <- s:
 	default:
 		e.dropQueueFull.Add(1)
+		e.traceDrops.add(s.TraceID, s.Parent.IsZero(), ReasonQueueFull, time.Now())
 	}
 	e.mu.RUnlock()
 }
