@@ -46,7 +46,8 @@ type env struct {
 	jaeger   *backends.Jaeger
 	otelcol  *backends.Collector // the tracer's OTLP endpoint, exporting to Jaeger
 	prom     *backends.Prometheus
-	manifest []byte // the manifests Helm installed (helm get manifest)
+	manifest []byte      // the manifests Helm installed (helm get manifest)
+	outage   outageDrops // what scenario 59 dropped on purpose
 
 	failMu   sync.Mutex
 	failures []string // each failed wait's first line (fatalf), repeated at the run's end

@@ -23,6 +23,11 @@ type Collector struct {
 	// OTLPGRPC is the OTLP/gRPC receiver's host:port (the tracer's
 	// endpoint).
 	OTLPGRPC string
+	// How it was started, for Restart.
+	log           *slog.Logger
+	bin, dir, cfg string
+	metricsURL    string
+	restarts      int
 }
 
 // CollectorPorts are the loopback ports the collector binds.
@@ -81,20 +86,41 @@ exporters:
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		return nil, fmt.Errorf("collector config: %w", err)
 	}
-	p, err := proc.Start(log, "otelcol", filepath.Join(dir, "otelcol.log"), bin, "--config", path)
-	if err != nil {
+	c := &Collector{OTLPGRPC: fmt.Sprintf("127.0.0.1:%d", ports.OTLPGRPC), log: log, bin: bin, dir: dir, cfg: path,
+		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Metrics)}
+	if err := c.start(ctx, "otelcol.log"); err != nil {
 		return nil, err
 	}
-	c := &Collector{p: p, OTLPGRPC: fmt.Sprintf("127.0.0.1:%d", ports.OTLPGRPC)}
-	err = waitHTTP(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Metrics), 60*time.Second)
+	return c, nil
+}
+
+// start runs the collector with its config, logging to logName in its
+// directory, and waits until it serves.
+func (c *Collector) start(ctx context.Context, logName string) error {
+	p, err := proc.Start(c.log, "otelcol", filepath.Join(c.dir, logName), c.bin, "--config", c.cfg)
+	if err != nil {
+		return err
+	}
+	err = waitHTTP(ctx, p, c.metricsURL, 60*time.Second)
 	if err == nil {
 		err = waitListening(ctx, p, c.OTLPGRPC, 30*time.Second)
 	}
 	if err != nil {
 		_ = p.Stop(stopGrace)
-		return nil, err
+		return err
 	}
-	return c, nil
+	c.p = p
+	return nil
+}
+
+// Down stops the collector (an outage: the tracer's exports find no one);
+// Up starts it again, logging to otelcol.<n>.log.
+func (c *Collector) Down() error { return c.p.Stop(stopGrace) }
+
+// Up starts the collector again after Down, on the same ports.
+func (c *Collector) Up(ctx context.Context) error {
+	c.restarts++
+	return c.start(ctx, fmt.Sprintf("otelcol.%d.log", c.restarts))
 }
 
 // waitListening waits until addr accepts TCP connections.
