@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -86,5 +87,54 @@ func TestRootTellsItsTracesDrops(t *testing.T) {
 				t.Errorf("the emitted root was changed: %v", a[2].Events)
 			}
 		})
+	}
+}
+
+// Spans a full queue refused (the collector slow: its first request held)
+// are told on their trace's root too, when it goes later.
+func TestRootTellsQueueFullDrops(t *testing.T) {
+	gate := make(chan struct{})
+	s, e := startScript(t, "grpc", func(call int) reply {
+		if call == 1 {
+			<-gate
+		}
+		return reply{}
+	}, Config{QueueSize: 2, BatchSize: 1, BatchTimeout: time.Hour})
+	a := podSpans("uid-q", "q-0")
+	blocker := podSpans("uid-other", "other-0")[0]
+	e.Emit(blocker)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(s.calls()) == 0 {
+		if time.Now().After(deadline) {
+			close(gate)
+			t.Fatal("the first request never came")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The export loop is held in the first request: the queue takes two.
+	e.Emit(a[0])
+	e.Emit(a[1])
+	for i := range 3 {
+		x := a[0]
+		x.SpanID = span.SpanIDFor(x.TraceID, fmt.Sprintf("extra/%d", i))
+		e.Emit(x) // queue full
+	}
+	close(gate)
+	emitFlush(t, e, nil) // the queue empties
+	emitFlush(t, e, []span.Span{a[2]})
+	var root *tracepb.Span
+	for _, g := range s.sink.snapshot() {
+		if g.Span.Name == "pod" && hexOf(g.Span.TraceId) == a[2].TraceID.String() {
+			root = g.Span
+		}
+	}
+	if root == nil {
+		t.Fatalf("the root not received; got %d spans", len(s.sink.snapshot()))
+	}
+	if got := dropEvents(root); len(got) != 1 || got[ReasonQueueFull] != 3 {
+		t.Errorf("root's drop events %v, want queue_full 3", got)
+	}
+	if d := e.Drops(); d.QueueFull != 3 || d.Total() != 3 {
+		t.Errorf("drops %+v, want 3 queue_full", d)
 	}
 }
