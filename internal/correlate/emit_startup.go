@@ -73,7 +73,7 @@ func (c *Correlator) emitStartup(p *pod, end time.Time, out startupOutcome) {
 			continue
 		}
 		s, e := ct.startTimes()
-		if !s.IsZero() && e.IsZero() && !c.apiStarted(p, ct) {
+		if !s.IsZero() && e.IsZero() && !p.apiStarted(ct.id) {
 			// Created and not started by the start-up's end (the
 			// kubelet's next attempt of a restarted container when the
 			// pod is deleted): no start within the start-up, and
@@ -100,26 +100,6 @@ func (c *Correlator) emitStartup(p *pod, end time.Time, out startupOutcome) {
 // runtime's start, or the kernel's exec); zero when a source has not said.
 func (ct *container) startTimes() (s, e time.Time) {
 	return earliest(ct.createdAt, ct.cgroupAt), latest(ct.startedAt, ct.initExec)
-}
-
-// apiStarted reports whether the API's status of container ct (its ID)
-// shows it started: running, or terminated after a start.
-func (c *Correlator) apiStarted(p *pod, ct *container) bool {
-	if p.info == nil {
-		return false
-	}
-	for _, st := range p.statuses() {
-		if st.ContainerID != ct.id {
-			continue
-		}
-		if st.State.Running != nil {
-			return true
-		}
-		if t := st.State.Terminated; t != nil && !t.StartedAt.IsZero() {
-			return true
-		}
-	}
-	return false
 }
 
 // undatedRunning reports whether an app container p's API status shows

@@ -287,13 +287,13 @@ func (c *Correlator) kubeletPostStarts(p *pod) {
 
 // apiRunning: the API's status shows this container (by ID) running.
 func (p *pod) apiRunning(id string) bool {
-	if p.info == nil {
-		return false
-	}
-	for _, st := range p.statuses() {
-		if st.ContainerID == id && st.State.Running != nil {
-			return true
-		}
-	}
-	return false
+	st := p.apiStatus(id)
+	return st != nil && st.State.Running != nil
+}
+
+// apiStarted: the API's status shows this container (by ID) started:
+// running, or terminated after a start.
+func (p *pod) apiStarted(id string) bool {
+	st := p.apiStatus(id)
+	return st != nil && (st.State.Running != nil || st.State.Terminated != nil && !st.State.Terminated.StartedAt.IsZero())
 }

@@ -165,6 +165,21 @@ func (p *pod) statuses() []fact.ContainerStatus {
 	return slices.Concat(p.info.InitStatuses, p.info.Statuses)
 }
 
+// apiStatus is the API's status of the container with this ID, or nil.
+func (p *pod) apiStatus(id string) *fact.ContainerStatus {
+	if p.info == nil || id == "" {
+		return nil
+	}
+	for _, sts := range [][]fact.ContainerStatus{p.info.InitStatuses, p.info.Statuses} {
+		for i := range sts {
+			if sts[i].ContainerID == id {
+				return &sts[i]
+			}
+		}
+	}
+	return nil
+}
+
 func (p *pod) image(container string) string {
 	if spec, _ := p.spec(container); spec != nil {
 		return spec.Image

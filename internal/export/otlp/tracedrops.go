@@ -92,10 +92,3 @@ func (d *traceDrops) onRoot(root span.Span) span.Span {
 	root.Events = evs
 	return root
 }
-
-// pending is how many traces have drops waiting for their root.
-func (d *traceDrops) pending() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.traces)
-}

@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -31,6 +32,23 @@ func dropEvents(s *tracepb.Span) map[string]int64 {
 	return out
 }
 
+// rootOf is the root the collector received for trace t, or nil.
+func rootOf(s *script, t span.TraceID) *tracepb.Span {
+	for _, g := range s.sink.snapshot() {
+		if len(g.Span.ParentSpanId) == 0 && hexOf(g.Span.TraceId) == t.String() {
+			return g.Span
+		}
+	}
+	return nil
+}
+
+// pending is how many traces have drops waiting for their root.
+func (d *traceDrops) pending() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.traces)
+}
+
 // A pod's spans lost before its root went (a batch the collector refused
 // for good, a span too large to send) are told on that root: one
 // podchron.spans_dropped event per reason with the count, so the trace
@@ -57,17 +75,12 @@ func TestRootTellsItsTracesDrops(t *testing.T) {
 			huge.Attrs = []span.Attr{span.String("podchron.test.blob", strings.Repeat("x", 8192))}
 			emitFlush(t, e, append([]span.Span{a[0], a[1]}, gone...)) // refused
 			emitFlush(t, e, []span.Span{huge, a[2]})                  // too large; the root taken
-			var root *tracepb.Span
-			for _, g := range s.sink.snapshot() {
-				if g.Span.Name == "pod" && hexOf(g.Span.TraceId) == a[2].TraceID.String() {
-					root = g.Span
-				}
-			}
+			root := rootOf(s, a[2].TraceID)
 			if root == nil {
 				t.Fatalf("pod a's root not received; got %d spans", len(s.sink.snapshot()))
 			}
 			want := map[string]int64{ReasonExportFailed: 2, ReasonTooLarge: 1}
-			if got := dropEvents(root); len(got) != len(want) || got[ReasonExportFailed] != 2 || got[ReasonTooLarge] != 1 {
+			if got := dropEvents(root); !maps.Equal(got, want) {
 				t.Errorf("root's drop events %v, want %v", got, want)
 			}
 			for _, ev := range root.Events {
@@ -122,16 +135,11 @@ func TestRootTellsQueueFullDrops(t *testing.T) {
 	close(gate)
 	emitFlush(t, e, nil) // the queue empties
 	emitFlush(t, e, []span.Span{a[2]})
-	var root *tracepb.Span
-	for _, g := range s.sink.snapshot() {
-		if g.Span.Name == "pod" && hexOf(g.Span.TraceId) == a[2].TraceID.String() {
-			root = g.Span
-		}
-	}
+	root := rootOf(s, a[2].TraceID)
 	if root == nil {
 		t.Fatalf("the root not received; got %d spans", len(s.sink.snapshot()))
 	}
-	if got := dropEvents(root); len(got) != 1 || got[ReasonQueueFull] != 3 {
+	if got := dropEvents(root); !maps.Equal(got, map[string]int64{ReasonQueueFull: 3}) {
 		t.Errorf("root's drop events %v, want queue_full 3", got)
 	}
 	if d := e.Drops(); d.QueueFull != 3 || d.Total() != 3 {

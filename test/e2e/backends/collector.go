@@ -23,7 +23,7 @@ type Collector struct {
 	// OTLPGRPC is the OTLP/gRPC receiver's host:port (the tracer's
 	// endpoint).
 	OTLPGRPC string
-	// How it was started, for Restart.
+	// How it was started, for Up.
 	log           *slog.Logger
 	bin, dir, cfg string
 	metricsURL    string
