@@ -287,13 +287,17 @@ func (c *Correlator) kubeletPostStarts(p *pod) {
 
 // apiRunning: the API's status shows this container (by ID) running.
 func (p *pod) apiRunning(id string) bool {
-	st := p.apiStatus(id)
+	st := p.statusByID(id)
 	return st != nil && st.State.Running != nil
 }
 
 // apiStarted: the API's status shows this container (by ID) started:
 // running, or terminated after a start.
 func (p *pod) apiStarted(id string) bool {
-	st := p.apiStatus(id)
-	return st != nil && (st.State.Running != nil || st.State.Terminated != nil && !st.State.Terminated.StartedAt.IsZero())
+	st := p.statusByID(id)
+	if st == nil {
+		return false
+	}
+	t := st.State.Terminated
+	return st.State.Running != nil || t != nil && !t.StartedAt.IsZero()
 }

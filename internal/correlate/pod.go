@@ -165,8 +165,9 @@ func (p *pod) statuses() []fact.ContainerStatus {
 	return slices.Concat(p.info.InitStatuses, p.info.Statuses)
 }
 
-// apiStatus is the API's status of the container with this ID, or nil.
-func (p *pod) apiStatus(id string) *fact.ContainerStatus {
+// statusByID is the API's status of the (init or app) container with
+// this ID, or nil.
+func (p *pod) statusByID(id string) *fact.ContainerStatus {
 	if p.info == nil || id == "" {
 		return nil
 	}
