@@ -348,17 +348,23 @@ static __always_inline __u32 ns_pid(struct task_struct *t)
 }
 
 /*
- * In a non-initial pid namespace, per CPU, the last SIGKILL's target task:
- * its pid in the initial namespace and in the tracer's. The OOM killer
- * sends its SIGKILL (signal_generate, which has the task) just before
- * oom/mark_victim (which has only the victim task's initial-namespace pid),
- * in the same call on the same CPU: __oom_kill_process() on 5.10 and since.
- * Task pids, not tgids, as mark_victim names a task: a group kill
- * (memory.oom.group) names every thread of a process.
+ * Per CPU, the last SIGKILL's target task: its pid in the initial namespace
+ * and in the tracer's, its cgroup, its name, and whether it is watched. The
+ * OOM killer sends its SIGKILL (signal_generate, which has the task) just
+ * before oom/mark_victim (which has only the victim task's initial-namespace
+ * pid), in the same call on the same CPU: __oom_kill_process() on 5.10 and
+ * since. So mark_victim knows the victim's cgroup and name even when the
+ * OOM killer runs in another task's context (a small allocation hit the
+ * limit; a big process holding memory was picked). Task pids, not tgids, as
+ * mark_victim names a task: a group kill (memory.oom.group) names every
+ * thread of a process.
  */
 struct kill_target {
+	__u64 cgroup_id;
 	__u32 host_pid;
 	__u32 ns_pid;
+	__u32 watched;
+	char comm[TASK_COMM_LEN];
 };
 
 struct {

@@ -82,20 +82,31 @@ int handle_mark_victim(struct trace_event_raw_mark_victim *ctx)
 	}
 	read_memcgs(e);
 
-	/* Most often the task that hit the limit is the victim itself. The
-	 * tracepoint gives the victim's pid in the initial namespace only:
-	 * compare it with the current task's, whatever namespace we report in.
-	 * In a non-initial pid namespace another victim's number there comes
-	 * from the OOM killer's SIGKILL just before (last_kill; before 6.8 the
-	 * tracepoint carries nothing but the host pid, 5.10 included); 0 when
-	 * that is not the victim (a victim outside the tracer's namespace). */
-	if (cfg_pidns_level) {
+	/* The victim task, from the OOM killer's SIGKILL just before (see
+	 * last_kill): its cgroup and name whichever task the OOM killer runs
+	 * in, and its pid in the tracer's namespace (the tracepoint gives the
+	 * initial namespace's only; before 6.8 nothing but that pid, 5.10
+	 * included). No match (a victim already dying, sent no signal; a
+	 * preemption between the two onto another CPU): the victim's pid alone,
+	 * 0 in a non-initial namespace. */
+	{
 		__u32 zero = 0;
 		struct kill_target *k = bpf_map_lookup_elem(&last_kill, &zero);
 
-		e->victim_tgid = k && k->host_pid == victim ? k->ns_pid : 0;
+		if (k && k->host_pid == victim) {
+			e->victim_tgid = k->ns_pid;
+			e->flags |= OOM_F_VICTIM_KNOWN;
+			e->victim_cgroup_id = k->cgroup_id;
+			__builtin_memcpy(e->victim_comm, k->comm, sizeof(e->victim_comm));
+			if (k->watched)
+				e->hdr.origin |= ORIGIN_TARGET;
+		} else if (cfg_pidns_level) {
+			e->victim_tgid = 0;
+		}
 	}
-	if ((__u32)(bpf_get_current_pid_tgid() >> 32) == victim) {
+	/* Most often the task that hit the limit is the victim itself: read it
+	 * from the task when the signal did not say. */
+	if (!(e->flags & OOM_F_VICTIM_KNOWN) && (__u32)(bpf_get_current_pid_tgid() >> 32) == victim) {
 		e->victim_tgid = e->hdr.tgid;
 		e->flags |= OOM_F_VICTIM_KNOWN;
 		e->victim_cgroup_id = cgid;

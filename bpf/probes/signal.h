@@ -118,22 +118,24 @@ static __noinline int signal_generate_record(int sig, struct kernel_siginfo *inf
 	__u64 cgid;
 
 	ttgid = BPF_CORE_READ(task, tgid);
-	if (cfg_pidns_level && sig == SIGKILL) {
+	tcg = task_cgroup(task);
+	if (cgroup_watched(tcg))
+		origin |= ORIGIN_TARGET;
+	if (sig == SIGKILL) {
 		/* For an OOM kill's mark_victim, next on this CPU (see last_kill). */
 		__u32 zero = 0;
 		struct kill_target *k = bpf_map_lookup_elem(&last_kill, &zero);
 
 		if (k) {
 			k->host_pid = BPF_CORE_READ(task, pid);
-			k->ns_pid = ns_pid(task);
+			k->ns_pid = cfg_pidns_level ? ns_pid(task) : k->host_pid;
+			k->cgroup_id = cgroup_id(tcg);
+			k->watched = origin & ORIGIN_TARGET;
+			BPF_CORE_READ_STR_INTO(&k->comm, task, comm);
 		}
 	}
 	if (is_self(ttgid))
 		return 0;
-
-	tcg = task_cgroup(task);
-	if (cgroup_watched(tcg))
-		origin |= ORIGIN_TARGET;
 	origin |= tracked(ttgid);
 	/* A target outside the tracer's pid namespace is not this node's; a
 	 * sender outside it is reported with pid 0. */

@@ -42,6 +42,8 @@ func init() {
 //	handle-term             handle SIGTERM by exiting 0; say "ready" first
 //	kill PID SIG            send SIG to PID
 //	alloc MiB               allocate and touch MiB of memory
+//	hold MiB                allocate and touch MiB of memory, say "ready",
+//	                        sleep holding it
 //	clone-parent PATH       clone a child with CLONE_PARENT (its parent is
 //	                        ours, not us, as runc's set-up stages clone) that
 //	                        execs PATH at once; print its pid, exit 0
@@ -143,6 +145,12 @@ func runHelper(mode string, args []string) int {
 	case "alloc":
 		mib, _ := strconv.Atoi(args[0])
 		return helperAlloc(mib)
+	case "hold":
+		mib, _ := strconv.Atoi(args[0])
+		held := touched(mib)
+		fmt.Println("ready")
+		time.Sleep(time.Hour)
+		return len(held) % 2
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
 	return 99
@@ -274,6 +282,11 @@ func helperCloneParent(path string) int {
 
 // helperAlloc touches mib MiB of memory.
 func helperAlloc(mib int) int {
+	return len(touched(mib)) % 2 // keeps the chunks live; never reached under a limit
+}
+
+// touched allocates mib MiB and touches every page.
+func touched(mib int) [][]byte {
 	var chunks [][]byte
 	for i := 0; i < mib; i++ {
 		b := make([]byte, 1<<20)
@@ -282,7 +295,7 @@ func helperAlloc(mib int) int {
 		}
 		chunks = append(chunks, b)
 	}
-	return len(chunks) % 2 // keeps chunks live; never reached under a limit
+	return chunks
 }
 
 // helperEnviron is this process's environment with the helper mode replaced.

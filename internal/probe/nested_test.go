@@ -37,6 +37,7 @@ var nestedTests = []string{
 	"TestSIGTERMFromKnownSender",
 	"TestSIGTERMIgnored",
 	"TestOOMKill",
+	"TestOOMKillOfABystander",
 	"TestOOMGroupKill",
 	"TestCgroupMkdirRmdir",
 	"TestRootCreatedAfterLoad",

@@ -1150,6 +1150,39 @@ func TestOOMKill(t *testing.T) {
 	t.Logf("OOM: %s", kernel.Format(oom))
 }
 
+// TestOOMKillOfABystander: the task that hits the limit is not the one the
+// OOM killer picks (a small process allocates; a big one holding memory in
+// the same cgroup dies). mark_victim runs in the allocator's context and
+// names the victim by pid only; the event still says which cgroup the
+// victim was in, and its name, from the victim task itself (its SIGKILL
+// just before, on the same CPU), so a victim the probes never reported (a
+// container's child) is still put in its container.
+func TestOOMKillOfABystander(t *testing.T) {
+	e := setup(t)
+	dirs, memcgs := e.nestedMemoryCgroup(t, "oombystander", 48<<20, false)
+	big := e.start(t, dirs, "hold", "36")
+	big.waitReady(t)
+	small := e.start(t, dirs, "alloc", "24")
+	small.wait(t)
+	id := cgid(t, dirs[0])
+
+	oom := wait(t, e.col, "OOM kill of the big process", func(ev *kernel.OOMEvent) bool { return ev.VictimTGID == big.pid })
+	t.Logf("OOM: %s", kernel.Format(oom))
+	if oom.TGID != small.pid {
+		t.Fatalf("the OOM killer ran in task %d, not the allocator %d: the test did not make a bystander victim", oom.TGID, small.pid)
+	}
+	if !oom.VictimKnown || oom.VictimCgroupID != id || oom.VictimComm != truncComm(filepath.Base(e.self)) {
+		t.Errorf("OOM of a bystander: known %v cgroup %d (want %d) comm %q", oom.VictimKnown, oom.VictimCgroupID, id, oom.VictimComm)
+	}
+	if oom.Origin&kernel.OriginTarget == 0 {
+		t.Errorf("OOM of a bystander in a watched cgroup: origin %s, want the target flag", oom.Origin)
+	}
+	checkOOMMemcgs(t, oom, memcgs, 0)
+	if exit := wait(t, e.col, "exit", func(ev *kernel.ExitEvent) bool { return ev.TGID == big.pid }); exit.Signal != syscall.SIGKILL {
+		t.Errorf("exit: signal %v, want SIGKILL", exit.Signal)
+	}
+}
+
 // TestOOMKillParentLimit: the limit that runs out is the parent's (a pod's,
 // above its container's cgroup), and the event's memory cgroup counters say
 // so: the parent's OOM count grew, the process's own did not.

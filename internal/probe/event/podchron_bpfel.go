@@ -129,9 +129,13 @@ type PodchronHotCache struct {
 }
 
 type PodchronKillTarget struct {
-	_       structs.HostLayout
-	HostPid uint32
-	NsPid   uint32
+	_        structs.HostLayout
+	CgroupId uint64
+	HostPid  uint32
+	NsPid    uint32
+	Watched  uint32
+	Comm     [16]int8
+	_        [4]byte
 }
 
 type PodchronNsInfo struct {
