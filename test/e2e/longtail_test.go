@@ -35,6 +35,7 @@ func (e *env) longTail(t *testing.T) {
 	t.Run("11-graceful-exit-143", e.gracefulExit143)
 	t.Run("12-sender-named-runc", e.senderNamedRunc)
 	t.Run("13-oom-kill-of-a-child", e.childOOM)
+	t.Run("60-oom-kill-of-a-bystander", e.bystanderOOM)
 	t.Run("14-overrun-belongs-to-its-stop", e.overrunOnce)
 	t.Run("15-eviction-api", e.evictionAPI)
 	t.Run("16-active-deadline", e.activeDeadline)
@@ -286,7 +287,7 @@ func (e *env) childOOM(t *testing.T) {
 		if !hasEvent(r, names.EventOOMKill, func(f map[string]any) bool {
 			return fmt.Sprint(f[names.OOMVictimComm]) == "dd" && fmt.Sprint(f[names.OOMScope]) == "pod"
 		}) {
-			return errors.New("no oom_kill event naming the victim dd and the pod's limit (scope pod) on the run")
+			return fmt.Errorf("no oom_kill event naming the victim dd and the pod's limit (scope pod) on the run; its OOM kills: %s", oomKills(r))
 		}
 		if r.Error {
 			return errors.New("the run is an error: its init was never OOM-killed")
@@ -294,6 +295,76 @@ func (e *env) childOOM(t *testing.T) {
 		return attr(r, names.ExitCause, "completed")
 	})
 	report(t, tr)
+}
+
+// oomKills lists a span's oom_kill events (victim, scope, memory cgroup),
+// for a failure's message.
+func oomKills(s *backends.Span) string {
+	var out []string
+	for _, ev := range s.Events {
+		if ev.Name == names.EventOOMKill {
+			out = append(out, fmt.Sprintf("{victim %v pid %v scope %v memcg %v}", ev.Fields[names.OOMVictimComm],
+				ev.Fields[names.OOMVictimPID], ev.Fields[names.OOMScope], ev.Fields[names.OOMMemcg]))
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, " ")
+}
+
+// ---- 60: the OOM killer takes a bystander ---------------------------------------
+
+// The task that hits the limit is not the one killed: awk holds 48 MB and
+// sleeps; dd then allocates 40 MB and runs the pod out of its 80 Mi. The
+// OOM killer runs in dd's context and picks awk, the biggest; dd goes on.
+// Neither is the container's init, so neither was ever reported by the
+// probes: the kill is put on the run from the victim's own cgroup (its
+// SIGKILL, on the same CPU just before). So is any kill in a pod whose
+// OOM is hit by another process than the victim (a worker allocating, a
+// cache holding; a kubectl exec starting while a big process runs: seen
+// in scenario 13 on 2026-12-06's CI).
+func (e *env) bystanderOOM(t *testing.T) {
+	t.Parallel()
+	const ns = "s60-bystander-oom"
+	e.namespace(t, ns)
+	app := container("app", sh(`trap 'exit 0' TERM; `+
+		`awk 'BEGIN { s = sprintf("%48000000s", "x"); system("sleep 3600") }' & holder=$!; `+
+		`until [ "$(awk '/VmRSS/ { print $2 }' /proc/$holder/status)" -ge 46000 ] 2>/dev/null; do sleep 0.2; done; `+
+		`dd if=/dev/zero of=/dev/null bs=40M count=1 && touch /tmp/survived; `+
+		`while :; do sleep 1 & wait $!; done`)...)
+	app.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("80Mi")}}
+	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "shared"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{app}}})
+	e.eventually(t, "dd finished once the OOM killer took awk", time.Minute, func() error {
+		out, err := e.cluster.Kubectl(e.ctx, "exec", "-n", ns, pod.Name, "--", "ls", "/tmp/survived")
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		return nil
+	})
+	e.deleteAndWait(t, ns, pod.Name)
+	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
+		r, err := only(tr, names.SpanContainerRun, ctrName("app"))
+		if err != nil {
+			return err
+		}
+		if !hasEvent(r, names.EventOOMKill, func(f map[string]any) bool {
+			return fmt.Sprint(f[names.OOMVictimComm]) == "awk" && fmt.Sprint(f[names.OOMScope]) == "pod"
+		}) {
+			return fmt.Errorf("no oom_kill event naming the victim awk and the pod's limit (scope pod) on the run; its OOM kills: %s", oomKills(r))
+		}
+		if r.Error {
+			// containerd reports OOMKilled for a container whose cgroup
+			// saw any OOM kill: the kernel's facts say the init exited 0.
+			return errors.New("the run is an error: its init was never OOM-killed")
+		}
+		return attr(r, names.ExitCause, "completed")
+	})
+	report(t, tr)
+	v := e.metric(t, fmt.Sprintf(`sum(podchron_oom_kills_total{namespace=%q,scope="pod"})`, ns), time.Minute,
+		func(v float64) bool { return v == 1 })
+	t.Logf("scenario 60: podchron_oom_kills_total{scope=\"pod\"} = %v", v)
 }
 
 // ---- 14: an overrun belongs to its stop ---------------------------------------
