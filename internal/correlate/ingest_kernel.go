@@ -334,11 +334,12 @@ func (c *Correlator) oom(e *kernel.OOMEvent) {
 		// A group kill's victim the probes never reported.
 		ct = c.oomGroupContainer(e)
 	}
-	if ct == nil {
-		c.miss(names.MissOOMUnknownVictim)
+	var scope, memcg string
+	if ct != nil {
+		scope, memcg = c.oomScope(e, ct)
+	} else if ct, scope, memcg = c.oomWhere(e); ct == nil {
 		return
 	}
-	scope, memcg := c.oomScope(e, ct)
 	if e.VictimTGID == ct.initPID {
 		// The container's init died of it: the run's cause.
 		ct.oom, ct.oomScope, ct.oomMemcg = e, scope, memcg

@@ -139,6 +139,35 @@ func (c *Correlator) oomGroupVictim(e *kernel.OOMEvent, ct *container) (string, 
 	return last.scope, last.memcg, true
 }
 
+// oomWhere places an OOM kill whose victim no known container holds (the
+// victim was dying already, so the OOM killer sent it no SIGKILL for the
+// probes to read it from, or the two ran on different CPUs): the kernel
+// kills only inside the memory cgroup that ran out, an ancestor of the task
+// it ran in (the header's). When that cgroup is the task's container's,
+// the victim is that container's: it is returned, with the scope and
+// memory cgroup. When it is the task's pod's, the kill is that pod's but
+// in which container is unknown: counted in the pod's namespace and told
+// on the pod's root as a miss. Otherwise (a node-wide OOM, a limit above
+// the pods) the victim may be no pod's: a miss only.
+func (c *Correlator) oomWhere(e *kernel.OOMEvent) (*container, string, string) {
+	cur := c.byCgroup(e.CgroupID)
+	if cur == nil || cur.pod == nil {
+		c.miss(names.MissOOMUnknownVictim)
+		return nil, "", ""
+	}
+	scope, memcg := c.oomScope(e, cur)
+	switch {
+	case scope == names.OOMScopeContainer && memcg == cur.cgroupPath:
+		return cur, scope, memcg
+	case scope == names.OOMScopePod:
+		c.missOn(cur.pod, names.MissOOMUnknownVictim, "")
+		c.observer(cur.pod).OOMKill(cur.pod.namespace(), scope)
+	default:
+		c.miss(names.MissOOMUnknownVictim)
+	}
+	return nil, "", ""
+}
+
 // cgroupWithin: path is the cgroup at dir or one below it.
 func cgroupWithin(path, dir string) bool {
 	if path == "" {

@@ -2,6 +2,7 @@ package correlate_test
 
 import (
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -157,5 +158,59 @@ func TestOOMKilledFromTheRuntimeAlone(t *testing.T) {
 	s.tick(3 * time.Second)
 	if got := s.one(names.SpanContainerRun).Attr(names.ExitCause); got != "oom_killed" {
 		t.Errorf("cause %v, want oom_killed", got)
+	}
+}
+
+// An OOM kill whose victim no known container holds (it was dying already:
+// no SIGKILL named it) is placed from the task the OOM killer ran in: when
+// the limit that ran out is that task's container's, the kill is an event
+// on its run; when it is its pod's, the pod's root tells the miss and the
+// pod's namespace counts the kill.
+func TestOOMKillOfAnUnnamedVictimIsPlacedByTheLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		memcgs []kernel.MemcgOOMs
+		scope  string
+		onRun  bool
+	}{
+		{"container limit", memcgs(1, 0, 0, 0, 0), "container", true},
+		{"pod limit", memcgs(0, 1, 0, 0, 0), "pod", false},
+		{"node", memcgs(0, 0, 0, 0, 0), "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t)
+			app := s.startup()
+			s.at(time.Second)
+			// The allocating task is the init; the victim, pid 9999, was
+			// never reported and its SIGKILL not seen.
+			s.kernel(&kernel.OOMEvent{Header: kernel.Header{Type: kernel.EventOOMKill, TGID: app, PID: app, CgroupID: s.cg["app"]},
+				VictimTGID: 9999, VictimComm: "worker", Memcgs: tc.memcgs})
+			s.at(time.Second)
+			s.exit("app", app, 0, 0)
+			s.cri(cri.EventContainerExited, "app", 0, "Completed")
+			s.info.Deleted = true
+			s.pod()
+			s.tick(3 * time.Second)
+			run := s.one(names.SpanContainerRun)
+			var onRun, onRoot bool
+			for _, ev := range run.Events {
+				onRun = onRun || ev.Name == names.EventOOMKill
+			}
+			for _, ev := range s.one(names.SpanPod).Events {
+				for _, a := range ev.Attrs {
+					onRoot = onRoot || ev.Name == names.EventCorrelationMiss && a.Key == names.MissReasonKey && a.Value == string(names.MissOOMUnknownVictim)
+				}
+			}
+			if onRun != tc.onRun || onRoot != (tc.scope == "pod") {
+				t.Errorf("oom_kill on the run %v (want %v), miss on the root %v (want %v)", onRun, tc.onRun, onRoot, tc.scope == "pod")
+			}
+			counted := slices.ContainsFunc(s.o.calls, func(c string) bool { return strings.HasPrefix(c, "oom ") })
+			if want := "oom shop " + tc.scope; tc.scope != "" && !slices.Contains(s.o.calls, want) || tc.scope == "" && counted {
+				t.Errorf("metric calls %v, want %q", s.o.calls, want)
+			}
+			if run.Attr(names.ExitCause) != "completed" {
+				t.Errorf("run: %v", run.Attrs)
+			}
+		})
 	}
 }

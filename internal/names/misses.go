@@ -77,7 +77,7 @@ var MissReasons = []MissReason{
 	{MissSignalAfterTraceEnd, false, "A signal to a process in a pod's container cgroup after the pod's trace ended: not in the trace."},
 	{MissSignalUnknownCgroup, false, "A signal into a watched cgroup the tracer never saw created."},
 	{MissSignalUnknownContainer, false, "A signal into a pod's cgroup that names no container the tracer knows."},
-	{MissOOMUnknownVictim, false, "An OOM kill whose victim no known container holds: podchron_oom_kills_total counts it, no trace shows it."},
+	{MissOOMUnknownVictim, false, "An OOM kill whose victim no known container holds (it was dying already, so no SIGKILL named it): when the limit that ran out was the pod's of the task that hit it, podchron_oom_kills_total counts it in the pod's namespace and the pod's root tells it; no span shows the victim."},
 	{MissOOMCountsReset, false, "The per-memory-cgroup OOM counts were reset at their cap: the next OOM kill's scope (container, pod or node) may read as unknown."},
 	{MissCNIUnknownPod, false, "A CNI run naming no pod the tracer knows (a sandbox whose pod was never seen): measured, not in any trace."},
 	{MissSandboxWithoutPodUID, false, "A runtime sandbox without the pod UID label (not the kubelet's, or a runtime that does not label it): not in any trace."},
