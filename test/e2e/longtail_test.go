@@ -316,8 +316,11 @@ func oomKills(s *backends.Span) string {
 // ---- 60: the OOM killer takes a bystander ---------------------------------------
 
 // The task that hits the limit is not the one killed: awk holds 48 MB and
-// sleeps; dd then allocates 40 MB and runs the pod out of its 80 Mi. The
-// OOM killer runs in dd's context and picks awk, the biggest; dd goes on.
+// sleeps (it says so once its string is whole: while it still fills it,
+// it may hit the limit itself, as the 1.37 leg did on 2026-12-06); dd then
+// allocates 40 MB and runs the pod out of its 80 Mi. The OOM killer runs in
+// dd's context (or a kubectl exec's starting then) and picks awk, the
+// biggest; dd goes on.
 // Neither is the container's init, so neither was ever reported by the
 // probes: the kill is put on the run from the victim's own cgroup (its
 // SIGKILL, on the same CPU just before). So is any kill in a pod whose
@@ -329,8 +332,8 @@ func (e *env) bystanderOOM(t *testing.T) {
 	const ns = "s60-bystander-oom"
 	e.namespace(t, ns)
 	app := container("app", sh(`trap 'exit 0' TERM; `+
-		`awk 'BEGIN { s = sprintf("%48000000s", "x"); system("sleep 3600") }' & holder=$!; `+
-		`until [ "$(awk '/VmRSS/ { print $2 }' /proc/$holder/status)" -ge 46000 ] 2>/dev/null; do sleep 0.2; done; `+
+		`awk 'BEGIN { s = sprintf("%48000000s", "x"); print "" > "/tmp/held"; close("/tmp/held"); system("sleep 3600") }' & `+
+		`until [ -f /tmp/held ]; do sleep 0.2; done; `+
 		`dd if=/dev/zero of=/dev/null bs=40M count=1 && touch /tmp/survived; `+
 		`while :; do sleep 1 & wait $!; done`)...)
 	app.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("80Mi")}}
@@ -353,6 +356,12 @@ func (e *env) bystanderOOM(t *testing.T) {
 			return fmt.Sprint(f[names.OOMVictimComm]) == "awk" && fmt.Sprint(f[names.OOMScope]) == "pod"
 		}) {
 			return fmt.Errorf("no oom_kill event naming the victim awk and the pod's limit (scope pod) on the run; its OOM kills: %s", oomKills(r))
+		}
+		// The OOM killer's SIGKILL names the task it ran in as its sender.
+		if hasEvent(r, names.SignalEventName("SIGKILL"), func(f map[string]any) bool {
+			return fmt.Sprint(f[names.SignalSenderKind]) == "kernel" && fmt.Sprint(f[names.SignalSenderComm]) == "awk"
+		}) {
+			return errors.New("the OOM killer ran in awk itself: the scenario made no bystander victim")
 		}
 		if r.Error {
 			// containerd reports OOMKilled for a container whose cgroup
