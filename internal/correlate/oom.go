@@ -156,10 +156,10 @@ func (c *Correlator) oomWhere(e *kernel.OOMEvent) (*container, string, string) {
 		return nil, "", ""
 	}
 	scope, memcg := c.oomScope(e, cur)
-	switch {
-	case scope == names.OOMScopeContainer && memcg == cur.cgroupPath:
+	switch scope {
+	case names.OOMScopeContainer:
 		return cur, scope, memcg
-	case scope == names.OOMScopePod:
+	case names.OOMScopePod:
 		c.missOn(cur.pod, names.MissOOMUnknownVictim, "")
 		c.observer(cur.pod).OOMKill(cur.pod.namespace(), scope)
 	default:

@@ -262,14 +262,25 @@ func (e *env) senderNamedRunc(t *testing.T) {
 
 func (e *env) childOOM(t *testing.T) {
 	t.Parallel()
-	const ns = "s13-child-oom"
+	// One container with a limit: the pod-level cgroup (same limit, plus
+	// the pause container) is the one that runs out.
+	e.oomOfAChild(t, "s13-child-oom", "parent", `sleep 1; dd if=/dev/zero of=/dev/null bs=96M count=1; touch /tmp/survived`,
+		"48Mi", "dd", nil)
+}
+
+// oomOfAChild runs a pod of one container (script, then a graceful
+// loop, under the memory limit) whose script has a child OOM-killed and
+// then touches /tmp/survived; once it has, the pod is deleted and its run
+// checked in Jaeger: an oom_kill event naming the victim and the pod's
+// limit (scope pod), the run completed, and check (nil for none).
+func (e *env) oomOfAChild(t *testing.T, ns, name, script, limit, victim string, check func(run *backends.Span) error) {
+	t.Helper()
 	e.namespace(t, ns)
-	app := container("app", sh(`trap 'exit 0' TERM; sleep 1; dd if=/dev/zero of=/dev/null bs=96M count=1; `+
-		`touch /tmp/survived; while :; do sleep 1 & wait $!; done`)...)
-	app.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("48Mi")}}
-	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "parent"},
+	app := container("app", sh(`trap 'exit 0' TERM; `+script+`; while :; do sleep 1 & wait $!; done`)...)
+	app.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(limit)}}
+	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{app}}})
-	e.eventually(t, "the shell outlived its child's OOM kill", time.Minute, func() error {
+	e.eventually(t, "the shell outlived "+victim+"'s OOM kill", time.Minute, func() error {
 		out, err := e.cluster.Kubectl(e.ctx, "exec", "-n", ns, pod.Name, "--", "ls", "/tmp/survived")
 		if err != nil {
 			return fmt.Errorf("%w: %s", err, out)
@@ -282,14 +293,19 @@ func (e *env) childOOM(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		// One container with a limit: the pod-level cgroup (same limit,
-		// plus the pause container) is the one that runs out.
 		if !hasEvent(r, names.EventOOMKill, func(f map[string]any) bool {
-			return fmt.Sprint(f[names.OOMVictimComm]) == "dd" && fmt.Sprint(f[names.OOMScope]) == "pod"
+			return fmt.Sprint(f[names.OOMVictimComm]) == victim && fmt.Sprint(f[names.OOMScope]) == "pod"
 		}) {
-			return fmt.Errorf("no oom_kill event naming the victim dd and the pod's limit (scope pod) on the run; its OOM kills: %s", oomKills(r))
+			return fmt.Errorf("no oom_kill event naming the victim %s and the pod's limit (scope pod) on the run; its OOM kills: %s", victim, oomKills(r))
+		}
+		if check != nil {
+			if err := check(r); err != nil {
+				return err
+			}
 		}
 		if r.Error {
+			// containerd reports OOMKilled for a container whose cgroup
+			// saw any OOM kill: the kernel's facts say the init exited 0.
 			return errors.New("the run is an error: its init was never OOM-killed")
 		}
 		return attr(r, names.ExitCause, "completed")
@@ -330,47 +346,18 @@ func oomKills(s *backends.Span) string {
 func (e *env) bystanderOOM(t *testing.T) {
 	t.Parallel()
 	const ns = "s60-bystander-oom"
-	e.namespace(t, ns)
-	app := container("app", sh(`trap 'exit 0' TERM; `+
-		`awk 'BEGIN { s = sprintf("%48000000s", "x"); print "" > "/tmp/held"; close("/tmp/held"); system("sleep 3600") }' & `+
+	e.oomOfAChild(t, ns, "shared", `awk 'BEGIN { s = sprintf("%48000000s", "x"); print "" > "/tmp/held"; close("/tmp/held"); system("sleep 3600") }' & `+
 		`until [ -f /tmp/held ]; do sleep 0.2; done; `+
-		`dd if=/dev/zero of=/dev/null bs=40M count=1 && touch /tmp/survived; `+
-		`while :; do sleep 1 & wait $!; done`)...)
-	app.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("80Mi")}}
-	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "shared"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{app}}})
-	e.eventually(t, "dd finished once the OOM killer took awk", time.Minute, func() error {
-		out, err := e.cluster.Kubectl(e.ctx, "exec", "-n", ns, pod.Name, "--", "ls", "/tmp/survived")
-		if err != nil {
-			return fmt.Errorf("%w: %s", err, out)
-		}
-		return nil
-	})
-	e.deleteAndWait(t, ns, pod.Name)
-	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
-		r, err := only(tr, names.SpanContainerRun, ctrName("app"))
-		if err != nil {
-			return err
-		}
-		if !hasEvent(r, names.EventOOMKill, func(f map[string]any) bool {
-			return fmt.Sprint(f[names.OOMVictimComm]) == "awk" && fmt.Sprint(f[names.OOMScope]) == "pod"
-		}) {
-			return fmt.Errorf("no oom_kill event naming the victim awk and the pod's limit (scope pod) on the run; its OOM kills: %s", oomKills(r))
-		}
-		// The OOM killer's SIGKILL names the task it ran in as its sender.
-		if hasEvent(r, names.SignalEventName("SIGKILL"), func(f map[string]any) bool {
-			return fmt.Sprint(f[names.SignalSenderKind]) == "kernel" && fmt.Sprint(f[names.SignalSenderComm]) == "awk"
-		}) {
-			return errors.New("the OOM killer ran in awk itself: the scenario made no bystander victim")
-		}
-		if r.Error {
-			// containerd reports OOMKilled for a container whose cgroup
-			// saw any OOM kill: the kernel's facts say the init exited 0.
-			return errors.New("the run is an error: its init was never OOM-killed")
-		}
-		return attr(r, names.ExitCause, "completed")
-	})
-	report(t, tr)
+		`dd if=/dev/zero of=/dev/null bs=40M count=1 && touch /tmp/survived`, "80Mi", "awk",
+		func(r *backends.Span) error {
+			// The OOM killer's SIGKILL names the task it ran in as its sender.
+			if hasEvent(r, names.SignalEventName("SIGKILL"), func(f map[string]any) bool {
+				return fmt.Sprint(f[names.SignalSenderKind]) == "kernel" && fmt.Sprint(f[names.SignalSenderComm]) == "awk"
+			}) {
+				return errors.New("the OOM killer ran in awk itself: the scenario made no bystander victim")
+			}
+			return nil
+		})
 	v := e.metric(t, fmt.Sprintf(`sum(podchron_oom_kills_total{namespace=%q,scope="pod"})`, ns), time.Minute,
 		func(v float64) bool { return v == 1 })
 	t.Logf("scenario 60: podchron_oom_kills_total{scope=\"pod\"} = %v", v)
