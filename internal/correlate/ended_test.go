@@ -248,7 +248,8 @@ func TestJobDoneBeforeReadyEndsBeforeATick(t *testing.T) {
 			s.in(fact.Input{Runtime: &cri.Event{Type: cri.EventSandboxStopped, At: s.now, Sandbox: &cri.Sandbox{ID: "sb1", PodUID: s.uid}}})
 			s.rmdir(s.cg["app"], "/kubepods/burstable/pod"+s.uid+"/c0ffee02")
 			s.rmdir(8000, "/kubepods/burstable/pod"+s.uid)
-			s.tick(3 * time.Second)
+			// Without its phase the pod's end waits (bounded) for it.
+			s.tick(3*time.Second + 15*time.Second)
 			st := s.one(names.SpanPodStartup)
 			if st.Status == span.StatusError || st.Attr(names.StartupOutcome) != "completed" {
 				t.Errorf("start-up %s %q outcome %v, want completed\n%s", st.Status, st.StatusMessage, st.Attr(names.StartupOutcome), render(s.spans))

@@ -71,7 +71,9 @@ func (c *Correlator) podInfo(info *fact.PodInfo) {
 		}
 	}
 	c.note(change{kind: changePodUpdated, p: p})
-	if doneBefore {
+	if doneBefore || !p.cgroupRemoved.IsZero() {
+		// Done on the node: before this instance, or waiting for the
+		// status that tells why (statusCaughtUp).
 		c.note(change{kind: changePodGoing, p: p, at: p.cgroupRemoved})
 	}
 }

@@ -45,6 +45,62 @@ func TestTerminationByActiveDeadline(t *testing.T) {
 	s.one("pod")
 }
 
+// The same end on a node faster than its API server's watch: the kubelet
+// stops the container and removes the pod's cgroup before the watch
+// delivers its status (Failed, DeadlineExceeded; seen on the 1.37 leg of
+// CI on 2026-12-06). The pod's end waits for the status that says why,
+// and the termination still begins at the stop.
+func TestTerminationByActiveDeadlineStatusAfterCgroup(t *testing.T) {
+	s := newSim(t)
+	s.info.InitContainers = nil
+	s.info.RestartPolicy = "Never"
+	app := s.startup()
+	s.at(5 * time.Second)
+	stopAt := s.now
+	s.gracefulStop("app", app, 30*time.Millisecond)
+	s.at(time.Second)
+	goneAt := s.now
+	s.rmdir(8000, "/kubepods/burstable/pod"+s.uid)
+	s.tick(2 * time.Second)
+	if len(s.find("pod")) != 0 {
+		t.Fatal("the pod ended before its status said why")
+	}
+	s.info.Phase, s.info.Reason, s.info.Message = "Failed", "DeadlineExceeded", "Pod was active on the node longer than the specified deadline"
+	s.pod()
+	s.tick(time.Second)
+	term := s.one(names.SpanPodTermination)
+	if !term.Start.Equal(stopAt) || term.Attr(names.TerminationReason) != "DeadlineExceeded" {
+		t.Errorf("termination %s (stop at %s): %v", term.Start, stopAt, term.Attrs)
+	}
+	if root := s.one("pod"); !root.End.Equal(goneAt) {
+		t.Errorf("the pod ends %s, its cgroup went %s", root.End, goneAt)
+	}
+}
+
+// A status that never comes (the watch stuck while the API server still
+// answers): the pod ends when its cgroup went, after a bounded wait, and
+// the runtime's stop still opens its termination, with no reason to tell.
+func TestPodEndWithoutItsStatus(t *testing.T) {
+	s := newSim(t)
+	s.info.InitContainers = nil
+	s.info.RestartPolicy = "Never"
+	app := s.startup()
+	s.at(5 * time.Second)
+	stopAt := s.now
+	s.gracefulStop("app", app, 30*time.Millisecond)
+	s.at(time.Second)
+	goneAt := s.now
+	s.rmdir(8000, "/kubepods/burstable/pod"+s.uid)
+	s.tick(time.Minute)
+	term := s.one(names.SpanPodTermination)
+	if !term.Start.Equal(stopAt) || term.Attr(names.TerminationReason) != nil {
+		t.Errorf("termination %s (stop at %s): %v", term.Start, stopAt, term.Attrs)
+	}
+	if root := s.one("pod"); !root.End.Equal(goneAt) {
+		t.Errorf("the pod ends %s, its cgroup went %s", root.End, goneAt)
+	}
+}
+
 // A Job's pod with a native sidecar: once the main container is done the
 // kubelet stops the sidecar. That is the pod's termination (Completed), and
 // the sidecar's SIGTERM death is not an error.

@@ -360,12 +360,38 @@ func (c *Correlator) maybeGone(p *pod, at time.Time) {
 		// kept for its logs, an evicted pod, a static pod). A pod being
 		// deleted waits for its object instead: a finalizer can keep it
 		// Terminating, and that is reported (stuck).
-		gone = true
+		gone = c.statusCaughtUp(p)
 	}
 	if !gone {
 		return
 	}
 	c.finishPod(p, at, "")
+}
+
+// statusWait bounds how long a pod whose cgroup is gone, with no deletion,
+// waits for the API to say it ended: the kubelet writes the terminal phase
+// and its reason (DeadlineExceeded, Evicted) through its status manager,
+// asynchronously, and a watch can deliver it after the kubelet stopped the
+// containers and removed the pod's cgroup (CI's 1.37 leg, 2026-12-06).
+// The kubelet retries its status every 10 s.
+const statusWait = 15 * time.Second
+
+// statusCaughtUp: a pod done on the node (its cgroup gone, no deletion)
+// has the API status that tells its end, or need not wait for one: a
+// static pod (its end is its manifest's), a terminal phase, or statusWait
+// passed. Then, with no reason told, the runtime's stop of a last run is
+// still where its termination began.
+func (c *Correlator) statusCaughtUp(p *pod) bool {
+	if p.info.Static || p.info.Phase == "Succeeded" || p.info.Phase == "Failed" {
+		return true
+	}
+	if c.now.Sub(p.cgroupRemoved) < statusWait {
+		return false
+	}
+	if p.terminating.IsZero() {
+		p.terminating = p.firstStop()
+	}
+	return true
 }
 
 // lingering names the pod's containers whose init process still runs

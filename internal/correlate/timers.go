@@ -49,6 +49,11 @@ func (c *Correlator) tick() {
 			c.finishPod(p, c.now, "containers "+left+" still running "+lingerLimit.String()+" after the pod object was deleted")
 		}
 	}
+	for _, uid := range slices.Sorted(maps.Keys(c.pods)) {
+		if p := c.pods[uid]; !p.finished && !p.cgroupRemoved.IsZero() {
+			c.maybeGone(p, p.cgroupRemoved) // waiting for its status (statusCaughtUp)
+		}
+	}
 	for uid, p := range c.gone {
 		if c.now.Sub(p.goneAt) > goneRetention {
 			delete(c.gone, uid)
