@@ -19,6 +19,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podchron/podchron/internal/fact/cri"
 	"github.com/podchron/podchron/test/e2e/backends"
@@ -450,14 +451,22 @@ func (e *env) activeDeadline(t *testing.T) {
 	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bounded"},
 		Spec: corev1.PodSpec{ActiveDeadlineSeconds: &deadline, RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{container("app", sh(gracefulApp)...)}}})
-	e.waitPod(t, ns, pod.Name, "failed by its deadline", 2*time.Minute, func(p *corev1.Pod) error {
+	e.deadlineEnd(t, pod)
+}
+
+// deadlineEnd waits for the pod's deadline to fail it, deletes it, and
+// asserts its trace: one pod.termination that says DeadlineExceeded and
+// begins at the kubelet's stop of "app", whose container.stop is under it.
+func (e *env) deadlineEnd(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	e.waitPod(t, pod.Namespace, pod.Name, "failed by its deadline", 2*time.Minute, func(p *corev1.Pod) error {
 		if p.Status.Phase != corev1.PodFailed || p.Status.Reason != "DeadlineExceeded" {
 			return fmt.Errorf("phase %s reason %q", p.Status.Phase, p.Status.Reason)
 		}
 		return nil
 	})
 	time.Sleep(3 * time.Second)
-	e.deleteAndWait(t, ns, pod.Name)
+	e.deleteAndWait(t, pod.Namespace, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
 		pk := &pick{tr: tr}
 		term := pk.one(names.SpanPodTermination)
@@ -468,9 +477,69 @@ func (e *env) activeDeadline(t *testing.T) {
 		if d := stop.Start.Sub(term.Start); d < 0 || d > time.Second {
 			return fmt.Errorf("the termination starts %s before the kubelet's stop", d)
 		}
+		if stop.ParentID != term.SpanID {
+			return fmt.Errorf("the container's stop is not under the termination (parent %s)", stop.ParentID)
+		}
 		return attr(term, names.TerminationReason, "DeadlineExceeded")
 	})
 	report(t, tr)
+}
+
+// ---- 61: a deadline passes while the API server stalls ------------------------
+
+// Scenario 61: the pod's activeDeadlineSeconds passes while the API server
+// is stopped (SIGSTOP). The kubelet stops the container and removes the
+// pod's cgroup on its own; its status (Failed, DeadlineExceeded) reaches
+// the API server, and the tracer's watch, only after the resume. The
+// trace waits for the status: a termination that begins at the kubelet's
+// stop and says why, not a pod that ended for no reason. CI's 1.37 leg met
+// this order without a pause on 2026-12-06 (scenario 16: the watch
+// delivered the status after the cgroup's removal). Serial: every other
+// scenario needs the API server.
+func (e *env) deadlineWhileAPIPaused(t *testing.T) {
+	const ns = "s61-deadline-api-paused"
+	e.namespace(t, ns)
+	deadline := int64(12) // Ready before it, on a loaded node
+	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bounded"},
+		Spec: corev1.PodSpec{ActiveDeadlineSeconds: &deadline, RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{container("app", sh(gracefulApp)...)}}})
+	if len(podCgroupDirs(pod.UID)) == 0 {
+		t.Fatalf("no cgroup directory pod%s under /sys/fs/cgroup: the kubelet's cgroupfs layout changed", pod.UID)
+	}
+	resume, err := e.cluster.PauseAPIServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = resume() })
+	paused := time.Now()
+	var goneAfter time.Duration
+	for goneAfter == 0 && time.Since(paused) < 45*time.Second {
+		time.Sleep(100 * time.Millisecond)
+		if len(podCgroupDirs(pod.UID)) == 0 {
+			goneAfter = time.Since(paused)
+		}
+	}
+	if err := resume(); err != nil {
+		t.Fatal(err)
+	}
+	if goneAfter == 0 {
+		t.Fatalf("the pod's cgroup was still there %s into the API server's pause: %v", time.Since(paused).Round(time.Second), podCgroupDirs(pod.UID))
+	}
+	t.Logf("scenario 61: the API server paused %s; the pod's cgroup went %s into it",
+		time.Since(paused).Round(time.Millisecond), goneAfter.Round(time.Millisecond))
+	e.deadlineEnd(t, pod)
+}
+
+// podCgroupDirs lists the pod's cgroup directories (the kubelet's cgroupfs
+// layout under /kubepods, on cgroup v1 controllers and v2).
+func podCgroupDirs(uid types.UID) []string {
+	var dirs []string
+	for _, pat := range []string{"/sys/fs/cgroup/*/kubepods/pod%s", "/sys/fs/cgroup/*/kubepods/*/pod%s",
+		"/sys/fs/cgroup/kubepods/pod%s", "/sys/fs/cgroup/kubepods/*/pod%s"} {
+		m, _ := filepath.Glob(fmt.Sprintf(pat, uid))
+		dirs = append(dirs, m...)
+	}
+	return dirs
 }
 
 // ---- 17: a Job's pod with a native sidecar ---------------------------------------

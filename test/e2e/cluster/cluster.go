@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/podchron/podchron/test/e2e/proc"
@@ -600,6 +601,37 @@ func (c *Cluster) Close(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("host not restored: %s", strings.Join(left, "; ")))
 	}
 	return errors.Join(errs...)
+}
+
+// PauseAPIServer stops the API server (SIGSTOP) until resume (SIGCONT): the
+// kubelet, the controllers and the tracer get no answer and no error for
+// that time, as when a control plane stalls, while the node goes on.
+// resume is safe to call more than once.
+func (c *Cluster) PauseAPIServer() (resume func() error, err error) {
+	c.mu.Lock()
+	var pid int
+	for _, p := range c.procs {
+		if p.Name == "kube-apiserver" {
+			pid = p.PID()
+		}
+	}
+	c.mu.Unlock()
+	if pid == 0 {
+		return nil, errors.New("pause the API server: no kube-apiserver process")
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return nil, fmt.Errorf("pause the API server (pid %d): %w", pid, err)
+	}
+	var once sync.Once
+	var cerr error
+	return func() error {
+		once.Do(func() {
+			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+				cerr = fmt.Errorf("resume the API server (pid %d): %w", pid, err)
+			}
+		})
+		return cerr
+	}, nil
 }
 
 // RestartKubelet stops the kubelet (SIGTERM: pods keep running in
