@@ -1,6 +1,7 @@
 package correlate_test
 
 import (
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -98,6 +99,33 @@ func TestPodEndWithoutItsStatus(t *testing.T) {
 	}
 	if root := s.one("pod"); !root.End.Equal(goneAt) {
 		t.Errorf("the pod ends %s, its cgroup went %s", root.End, goneAt)
+	}
+}
+
+// The API server goes away, then the kubelet ends the pod (a deadline, an
+// eviction: no status can say which) and removes its cgroup. The pod ends
+// with its cgroup, and the runtime's stop still opens its termination,
+// with no reason to tell; the trace says the API server was unavailable.
+func TestKubeletEndWhileAPIDown(t *testing.T) {
+	s := newSim(t)
+	s.info.InitContainers = nil
+	s.info.RestartPolicy = "Never"
+	s.in(fact.Input{API: &fact.APIStatus{Available: true, Since: s.now}})
+	app := s.startup()
+	s.at(time.Second)
+	s.in(fact.Input{API: &fact.APIStatus{Available: false, Since: s.now, Err: "connection refused"}})
+	s.at(4 * time.Second)
+	stopAt := s.now
+	s.gracefulStop("app", app, 30*time.Millisecond)
+	s.at(time.Second)
+	s.rmdir(8000, "/kubepods/burstable/pod"+s.uid)
+	s.tick(3 * time.Second)
+	term := s.one(names.SpanPodTermination)
+	if !term.Start.Equal(stopAt) || term.Attr(names.TerminationReason) != nil {
+		t.Errorf("termination %s (stop at %s): %v", term.Start, stopAt, term.Attrs)
+	}
+	if d, _ := s.one("pod").Attr(names.Degraded).(string); !strings.Contains(d, "apiserver unavailable") {
+		t.Errorf("root: degraded %q", d)
 	}
 }
 

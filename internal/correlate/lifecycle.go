@@ -355,6 +355,10 @@ func (c *Correlator) maybeGone(p *pod, at time.Time) {
 		}
 	case p.info == nil || (c.apiKnown && !c.apiUp):
 		gone = !p.sandboxRemoved.IsZero() || !p.cgroupRemoved.IsZero()
+		if gone {
+			// No status can say why (the API server is away).
+			p.beganAtStop()
+		}
 	case !p.cgroupRemoved.IsZero() && p.info.DeletionTimestamp == nil:
 		// Done on this node, whatever the API still holds (a Job's pod
 		// kept for its logs, an evicted pod, a static pod). A pod being
@@ -388,10 +392,17 @@ func (c *Correlator) statusCaughtUp(p *pod) bool {
 	if c.now.Sub(p.cgroupRemoved) < statusWait {
 		return false
 	}
+	p.beganAtStop()
+	return true
+}
+
+// beganAtStop: a pod that ended on the node with no termination told (no
+// deletion, no status that says why) began to end at the runtime's first
+// stop of one of its containers' last runs, if one came.
+func (p *pod) beganAtStop() {
 	if p.terminating.IsZero() {
 		p.terminating = p.firstStop()
 	}
-	return true
 }
 
 // lingering names the pod's containers whose init process still runs
