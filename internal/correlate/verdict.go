@@ -407,10 +407,36 @@ func (p *pod) stopWords() string {
 	case "default":
 		how = "died of " + sig + " in " + secs(slowD)
 	}
-	if n == 1 {
-		return "container " + slow.ct.name + " " + how
+	words := "container " + slow.ct.name + " " + how
+	if n > 1 {
+		words = fmt.Sprintf("%d containers stopped; the slowest, %s, %s", n, slow.ct.name, how)
 	}
-	return fmt.Sprintf("%d containers stopped; the slowest, %s, %s", n, slow.ct.name, how)
+	return words + p.signalWait(slow, sig)
+}
+
+// signalWaitWorth: a stop signal this long after the termination began is
+// part of the termination's story (the kubelet sends it within
+// milliseconds of a deletion, after the preStop hook if there is one).
+const signalWaitWorth = 2 * time.Second
+
+// signalWait tells how long after the termination began the stop's signal
+// came, when that wait is worth telling: a preStop hook, or a kubelet or
+// runtime slow to act (2026-12-06, e2e 1: a loaded containerd 1.6 sent the
+// SIGTERM 30 s after the deletion, and the verdict said only that the
+// container exited at once).
+func (p *pod) signalWait(st *stopped, sig string) string {
+	if p.terminating.IsZero() || st.term == nil {
+		return ""
+	}
+	w := st.term.at.Sub(p.terminating)
+	if w < signalWaitWorth {
+		return ""
+	}
+	words := fmt.Sprintf("; its %s came %s after the termination began", sig, secs(w))
+	if spec, _ := p.spec(st.ct.name); spec != nil && spec.PreStop != nil {
+		words += ", after its preStop hook"
+	}
+	return words
 }
 
 // rootVerdict sums up the lifecycle: the start-up, the restarts, how it

@@ -77,6 +77,22 @@ func (s *sim) limitedContainer(name, id string, attempt uint32, limit int64) uin
 	return pid
 }
 
+// A runtime slow to act: the SIGTERM comes 20 s after the deletion (e2e 1
+// on a loaded containerd 1.6, 2026-12-06: 30 s). The verdict tells the wait,
+// not only that the container exited at once.
+func TestVerdictSignalLate(t *testing.T) {
+	s := newSim(t)
+	s.info.Containers[0].PreStop = nil
+	app := s.startup()
+	s.deleteWithGrace(30)
+	s.at(20 * time.Second)
+	s.gracefulStop("app", app, 200*time.Millisecond)
+	s.at(500 * time.Millisecond)
+	s.gone()
+	wantVerdict(t, s.one(names.SpanPodTermination),
+		"terminated in 20.7 s: container app handled SIGTERM and exited in 200 ms; its SIGTERM came 20.0 s after the termination began")
+}
+
 // A graceful stop: the start-up's long pole (the wait for Ready after the
 // app ran, in startup()), its time and share; the stop handled in time.
 func TestVerdictGracefulStop(t *testing.T) {
