@@ -41,9 +41,6 @@ func (c *Correlator) podInfo(info *fact.PodInfo) {
 		c.untold(p, info)
 		return
 	}
-	// Done on the node before this instance, and this instance tells its
-	// end (endedBeforeTracer).
-	doneBefore := p.info == nil && !p.cgroupRemoved.IsZero() && !p.cgroupSeen
 	if p.info == nil {
 		c.resume(p, info)
 	}
@@ -71,9 +68,10 @@ func (c *Correlator) podInfo(info *fact.PodInfo) {
 		}
 	}
 	c.note(change{kind: changePodUpdated, p: p})
-	if doneBefore || !p.cgroupRemoved.IsZero() {
-		// Done on the node: before this instance, or waiting for the
-		// status that tells why (statusCaughtUp).
+	if !p.cgroupRemoved.IsZero() {
+		// Done on the node: before this instance (which tells its end,
+		// endedBeforeTracer), or waiting for the status that tells why
+		// (statusCaughtUp).
 		c.note(change{kind: changePodGoing, p: p, at: p.cgroupRemoved})
 	}
 }

@@ -46,6 +46,28 @@ func TestTerminationByActiveDeadline(t *testing.T) {
 	s.one("pod")
 }
 
+// kubeletEndsPod runs a pod of one container (restartPolicy Never) that
+// the kubelet ends with no deletion: 5 s after its start-up (meanwhile,
+// after 1 s, whatever mid does) the runtime's graceful stop, and a second
+// later the pod's cgroup removed. It returns the stop's and the removal's
+// times; no API status says why.
+func (s *sim) kubeletEndsPod(mid func()) (stopAt, goneAt time.Time) {
+	s.info.InitContainers = nil
+	s.info.RestartPolicy = "Never"
+	app := s.startup()
+	s.at(time.Second)
+	if mid != nil {
+		mid()
+	}
+	s.at(4 * time.Second)
+	stopAt = s.now
+	s.gracefulStop("app", app, 30*time.Millisecond)
+	s.at(time.Second)
+	goneAt = s.now
+	s.rmdir(8000, "/kubepods/burstable/pod"+s.uid)
+	return stopAt, goneAt
+}
+
 // The same end on a node faster than its API server's watch: the kubelet
 // stops the container and removes the pod's cgroup before the watch
 // delivers its status (Failed, DeadlineExceeded; seen on the 1.37 leg of
@@ -53,15 +75,7 @@ func TestTerminationByActiveDeadline(t *testing.T) {
 // and the termination still begins at the stop.
 func TestTerminationByActiveDeadlineStatusAfterCgroup(t *testing.T) {
 	s := newSim(t)
-	s.info.InitContainers = nil
-	s.info.RestartPolicy = "Never"
-	app := s.startup()
-	s.at(5 * time.Second)
-	stopAt := s.now
-	s.gracefulStop("app", app, 30*time.Millisecond)
-	s.at(time.Second)
-	goneAt := s.now
-	s.rmdir(8000, "/kubepods/burstable/pod"+s.uid)
+	stopAt, goneAt := s.kubeletEndsPod(nil)
 	s.tick(2 * time.Second)
 	if len(s.find("pod")) != 0 {
 		t.Fatal("the pod ended before its status said why")
@@ -83,15 +97,7 @@ func TestTerminationByActiveDeadlineStatusAfterCgroup(t *testing.T) {
 // the runtime's stop still opens its termination, with no reason to tell.
 func TestPodEndWithoutItsStatus(t *testing.T) {
 	s := newSim(t)
-	s.info.InitContainers = nil
-	s.info.RestartPolicy = "Never"
-	app := s.startup()
-	s.at(5 * time.Second)
-	stopAt := s.now
-	s.gracefulStop("app", app, 30*time.Millisecond)
-	s.at(time.Second)
-	goneAt := s.now
-	s.rmdir(8000, "/kubepods/burstable/pod"+s.uid)
+	stopAt, goneAt := s.kubeletEndsPod(nil)
 	s.tick(time.Minute)
 	term := s.one(names.SpanPodTermination)
 	if !term.Start.Equal(stopAt) || term.Attr(names.TerminationReason) != nil {
@@ -108,17 +114,10 @@ func TestPodEndWithoutItsStatus(t *testing.T) {
 // with no reason to tell; the trace says the API server was unavailable.
 func TestKubeletEndWhileAPIDown(t *testing.T) {
 	s := newSim(t)
-	s.info.InitContainers = nil
-	s.info.RestartPolicy = "Never"
 	s.in(fact.Input{API: &fact.APIStatus{Available: true, Since: s.now}})
-	app := s.startup()
-	s.at(time.Second)
-	s.in(fact.Input{API: &fact.APIStatus{Available: false, Since: s.now, Err: "connection refused"}})
-	s.at(4 * time.Second)
-	stopAt := s.now
-	s.gracefulStop("app", app, 30*time.Millisecond)
-	s.at(time.Second)
-	s.rmdir(8000, "/kubepods/burstable/pod"+s.uid)
+	stopAt, _ := s.kubeletEndsPod(func() {
+		s.in(fact.Input{API: &fact.APIStatus{Available: false, Since: s.now, Err: "connection refused"}})
+	})
 	s.tick(3 * time.Second)
 	term := s.one(names.SpanPodTermination)
 	if !term.Start.Equal(stopAt) || term.Attr(names.TerminationReason) != nil {

@@ -447,11 +447,16 @@ func (e *env) activeDeadline(t *testing.T) {
 	t.Parallel()
 	const ns = "s16-deadline"
 	e.namespace(t, ns)
-	deadline := int64(6)
-	pod := e.createPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bounded"},
-		Spec: corev1.PodSpec{ActiveDeadlineSeconds: &deadline, RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{container("app", sh(gracefulApp)...)}}})
+	pod := e.createPod(t, ns, deadlinePod(6))
 	e.deadlineEnd(t, pod)
+}
+
+// deadlinePod is a pod "bounded" of one container, "app", that exits 0 on
+// SIGTERM, with activeDeadlineSeconds seconds and restartPolicy Never.
+func deadlinePod(seconds int64) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bounded"},
+		Spec: corev1.PodSpec{ActiveDeadlineSeconds: &seconds, RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{container("app", sh(gracefulApp)...)}}}
 }
 
 // deadlineEnd waits for the pod's deadline to fail it, deletes it, and
@@ -499,10 +504,7 @@ func (e *env) deadlineEnd(t *testing.T, pod *corev1.Pod) {
 func (e *env) deadlineWhileAPIPaused(t *testing.T) {
 	const ns = "s61-deadline-api-paused"
 	e.namespace(t, ns)
-	deadline := int64(12) // Ready before it, on a loaded node
-	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bounded"},
-		Spec: corev1.PodSpec{ActiveDeadlineSeconds: &deadline, RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{container("app", sh(gracefulApp)...)}}})
+	pod := e.readyPod(t, ns, deadlinePod(12)) // Ready before its deadline, on a loaded node
 	if len(podCgroupDirs(pod.UID)) == 0 {
 		t.Fatalf("no cgroup directory pod%s under /sys/fs/cgroup: the kubelet's cgroupfs layout changed", pod.UID)
 	}
