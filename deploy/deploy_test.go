@@ -557,8 +557,9 @@ func TestDaemonSetShape(t *testing.T) {
 // informers (pods of its node; events of each of those pods) only list and
 // watch. Nothing is fetched by name, nothing written, no node read.
 var rbacNeeded = map[string][]string{ // "group/resource" -> verbs
-	"/pods":   {"list", "watch"},
-	"/events": {"list", "watch"},
+	"/pods":                           {"list", "watch"},
+	"/events":                         {"list", "watch"},
+	"discovery.k8s.io/endpointslices": {"list", "watch"},
 }
 
 // checkClusterRole fails unless role grants exactly rbacNeeded: no other

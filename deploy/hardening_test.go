@@ -119,10 +119,11 @@ func TestHelmGoMemLimit(t *testing.T) {
 
 // TestRBACMatchesWatcher ties rbacNeeded to the code: every Kubernetes API
 // call outside the tests is a List or Watch of pods or events through the
-// core/v1 client (internal/watcher's informers). A new call fails here
+// core/v1 client (internal/watcher's informers), or of EndpointSlices
+// through the discovery/v1 client. A new call fails here
 // until rbac.yaml, the chart and rbacNeeded grant it.
 func TestRBACMatchesWatcher(t *testing.T) {
-	call := regexp.MustCompile(`\.(Pods|Events|Nodes|Namespaces|Services|Endpoints|ConfigMaps|Secrets|ServiceAccounts|PersistentVolumes|PersistentVolumeClaims|ReplicationControllers|LimitRanges|ResourceQuotas|ComponentStatuses)\([^()]*\)\.(\w+)\(`)
+	call := regexp.MustCompile(`\.(Pods|Events|EndpointSlices|Nodes|Namespaces|Services|Endpoints|ConfigMaps|Secrets|ServiceAccounts|PersistentVolumes|PersistentVolumeClaims|ReplicationControllers|LimitRanges|ResourceQuotas|ComponentStatuses)\([^()]*\)\.(\w+)\(`)
 	group := regexp.MustCompile(`\.(\w+V[0-9]+\w*|Discovery|RESTClient)\(\)`)
 	used := map[string][]string{}
 	var files int
@@ -146,14 +147,17 @@ func TestRBACMatchesWatcher(t *testing.T) {
 			}
 			files++
 			for _, m := range group.FindAllStringSubmatch(src, -1) {
-				if m[1] != "CoreV1" {
+				if m[1] != "CoreV1" && m[1] != "DiscoveryV1" {
 					t.Errorf("%s: %s(): an API group (or raw client) the RBAC does not grant", p, m[1])
 				}
 			}
 			for _, m := range call.FindAllStringSubmatch(src, -1) {
-				res, verb := strings.ToLower(m[1]), strings.ToLower(m[2])
-				if !slices.Contains(used["/"+res], verb) {
-					used["/"+res] = append(used["/"+res], verb)
+				res, verb := "/"+strings.ToLower(m[1]), strings.ToLower(m[2])
+				if res == "/endpointslices" {
+					res = "discovery.k8s.io" + res
+				}
+				if !slices.Contains(used[res], verb) {
+					used[res] = append(used[res], verb)
 				}
 			}
 			return nil

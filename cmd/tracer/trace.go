@@ -41,6 +41,7 @@ type traceFlags struct {
 	node        string
 	kubeconfig  string
 	noAPI       bool
+	noSlices    bool
 	runtime     string
 	noRuntime   bool
 	metricsAddr string
@@ -69,6 +70,7 @@ func (f *traceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.nsExclude, "namespace-exclude", "", "do not trace pods of namespaces matching this regular expression (whole name); a pod annotated "+fact.OptOutAnnotation+`: "false" is never traced`)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for the API server (default: in-cluster, else $KUBECONFIG)")
 	fs.BoolVar(&f.noAPI, "no-api", false, "do not use the API server (kernel and runtime facts only)")
+	fs.BoolVar(&f.noSlices, "no-endpoint-slices", false, "do not watch EndpointSlices (one cluster-wide watch per node, as kube-proxy's): the traces then do not show Services adding and withdrawing pods")
 	fs.StringVar(&f.runtime, "runtime-endpoint", "", "CRI socket (default: auto-detect containerd, CRI-O)")
 	fs.BoolVar(&f.noRuntime, "no-runtime", false, "do not use the container runtime (kernel and API facts only)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", ":9464", "serve /metrics, /healthz, /readyz here (empty: off)")
@@ -425,7 +427,8 @@ func liveSources(f *traceFlags, log *slog.Logger, health *metrics.Health, now fu
 		st := w.Stats()
 		return metrics.APIWatchStats{EventWatches: st.EventWatches, EventSweeps: st.EventSweeps, Unswept: st.Unswept, SweepsDeferred: st.SweepsDeferred,
 			WindowLists: st.WindowLists, WindowsResumed: st.WindowsResumed, ResumesExpired: st.ResumesExpired,
-			WindowListsFailed: st.WindowListsFailed, WindowListsCanceled: st.WindowListsCanceled}
+			WindowListsFailed: st.WindowListsFailed, WindowListsCanceled: st.WindowListsCanceled,
+			EndpointChanges: st.EndpointChanges, EndpointSliceErrors: st.EndpointSliceErrors}
 	}
 	return ls
 }
@@ -445,7 +448,8 @@ func apiWatcher(f *traceFlags, log *slog.Logger, now func() time.Time) (*watcher
 	if err != nil {
 		return nil, err
 	}
-	return watcher.New(watcher.Config{Client: client, NodeName: f.node, PodLabels: f.podLabels, EventTTL: f.eventTTL, Logger: log, Clock: now})
+	return watcher.New(watcher.Config{Client: client, NodeName: f.node, PodLabels: f.podLabels, EventTTL: f.eventTTL,
+		NoEndpointSlices: f.noSlices, Logger: log, Clock: now})
 }
 
 // runReplay feeds a recorded stream through the model.

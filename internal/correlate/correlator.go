@@ -265,6 +265,8 @@ func (c *Correlator) apply(in fact.Input) {
 		c.podInfo(in.Pod)
 	case in.Event != nil:
 		c.k8sEvent(in.Event)
+	case in.Endpoint != nil:
+		c.endpointChange(in.Endpoint)
 	case in.API != nil:
 		c.apiStatus(in.API)
 	case in.Cgroup != nil:

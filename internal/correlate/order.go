@@ -125,7 +125,7 @@ func inputSlot(in fact.Input) int {
 		return slotKernel
 	case in.Runtime != nil:
 		return slotRuntime
-	case in.Pod != nil, in.Event != nil, in.API != nil:
+	case in.Pod != nil, in.Event != nil, in.Endpoint != nil, in.API != nil:
 		return slotAPI
 	}
 	return slotNone

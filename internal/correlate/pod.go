@@ -39,6 +39,7 @@ type pod struct {
 	podReadiness   // readiness lost and regained after the start-up (readiness.go)
 	podRestartAll  // in-place restarts of the whole pod (restart_rules.go)
 	podResize      // in-place resizes (resize.go)
+	podEndpoints   // the Services' endpoints of the pod (endpoints.go)
 
 	verdict podVerdict // what the phase verdicts said, for the root's (verdict.go)
 }

@@ -311,6 +311,9 @@ func (p *pod) terminationVerdict(d time.Duration, reason, statusMsg, unfinished 
 			why = append(why, w)
 		}
 	}
+	if w := p.endpointWords(); w != "" && !p.stuck {
+		why = append(why, w)
+	}
 	if len(why) == 0 {
 		return bound(head)
 	}
@@ -437,6 +440,30 @@ func (p *pod) signalWait(st *stopped, sig string) string {
 		words += ", after its preStop hook"
 	}
 	return words
+}
+
+// endpointLateWorth: a Service withdrawing the pod this long after a
+// container's stop signal is part of the termination's story: requests
+// still sent to it then may have met an app already shutting down.
+const endpointLateWorth = 100 * time.Millisecond
+
+// endpointWords tells a Service that withdrew the pod after its first stop
+// signal (endpoints.go): "Service web withdrew it 2.0 s after its SIGTERM".
+func (p *pod) endpointWords() string {
+	name, at := p.lastWithdrawal()
+	if at.IsZero() {
+		return ""
+	}
+	var first *signalRec
+	for _, st := range p.stops() {
+		if st.term != nil && (first == nil || st.term.at.Before(first.at)) {
+			first = st.term
+		}
+	}
+	if first == nil || at.Sub(first.at) < endpointLateWorth {
+		return ""
+	}
+	return fmt.Sprintf("Service %s withdrew it %s after its %s", name, secs(at.Sub(first.at)), kernel.SignalName(first.sig))
 }
 
 // rootVerdict sums up the lifecycle: the start-up, the restarts, how it

@@ -34,12 +34,15 @@ type Input struct {
 	Runtime *cri.Event   `json:"runtime,omitempty"` // a container runtime (CRI) change
 	Pod     *PodInfo     `json:"pod,omitempty"`     // the API server's view of a pod
 	Event   *K8sEvent    `json:"event,omitempty"`   // a Kubernetes Event about a pod
-	API     *APIStatus   `json:"api,omitempty"`     // API server reachability changed
-	Cgroup  *CgroupSeen  `json:"cgroup,omitempty"`  // a cgroup found at start-up (seeding)
-	Proc    *ProcSeen    `json:"proc,omitempty"`    // a process found at start-up (seeding)
-	Losses  *Losses      `json:"losses,omitempty"`  // the kernel lost events (ring buffer full)
-	Start   *Start       `json:"start,omitempty"`   // the tracer started: facts before this are partial
-	Tick    bool         `json:"tick,omitempty"`    // no fact: time passed (timers fire)
+	// Endpoint: a Service's EndpointSlice changed what it says of one of
+	// the node's pods.
+	Endpoint *EndpointChange `json:"endpoint,omitempty"`
+	API      *APIStatus      `json:"api,omitempty"`    // API server reachability changed
+	Cgroup   *CgroupSeen     `json:"cgroup,omitempty"` // a cgroup found at start-up (seeding)
+	Proc     *ProcSeen       `json:"proc,omitempty"`   // a process found at start-up (seeding)
+	Losses   *Losses         `json:"losses,omitempty"` // the kernel lost events (ring buffer full)
+	Start    *Start          `json:"start,omitempty"`  // the tracer started: facts before this are partial
+	Tick     bool            `json:"tick,omitempty"`   // no fact: time passed (timers fire)
 	// Backlog: an input the tracer made itself (a tick, the kernel's idle
 	// progress, its losses) while the sources' inputs stamped before it
 	// still waited in the queue: its Time is ahead of theirs, and says
@@ -348,6 +351,33 @@ type K8sEvent struct {
 	// them (the watcher bounds Events before it caches them:
 	// MaxEventReason, MaxEventMessage).
 	Truncated int `json:"truncated,omitempty"`
+}
+
+// EndpointChange is what one EndpointSlice (discovery.k8s.io/v1) says of
+// one of the node's pods after a change: whether the slice lists it, and
+// its conditions there. The endpoints controller writes them (the pod's
+// Ready condition, its deletion); kube-proxy and load balancers route by
+// them. A Service has a slice per address family (and more past 100
+// endpoints), so a pod may be listed in several of one Service's slices.
+type EndpointChange struct {
+	PodUID    string `json:"pod_uid"`
+	Namespace string `json:"namespace"`
+	// Service is the slice's kubernetes.io/service-name label (the
+	// slice's own name for a slice with none).
+	Service string `json:"service"`
+	Slice   string `json:"slice"`
+	// Listed: the slice lists an endpoint of the pod; false once it is
+	// removed (or the slice deleted).
+	Listed bool `json:"listed"`
+	// The endpoint's conditions (an unset condition as the API reads it:
+	// ready and serving true, terminating false).
+	Ready       bool `json:"ready,omitempty"`
+	Serving     bool `json:"serving,omitempty"`
+	Terminating bool `json:"terminating,omitempty"`
+	// Initial: the state a list found (the tracer's start, a relist after
+	// the watch broke), not a change seen as it happened: the change came
+	// at or before Input.Time.
+	Initial bool `json:"initial,omitempty"`
 }
 
 // APIStatus says whether the API server can be reached.

@@ -34,6 +34,7 @@ const (
 	K8sPodName               = "k8s.pod.name"
 	K8sPodUID                = "k8s.pod.uid"
 	K8sVolumeName            = "k8s.volume.name"
+	K8sServiceName           = "k8s.service.name"
 	ProcessCommandArgs       = "process.command_args"
 	ProcessExitCode          = "process.exit.code"
 	ProcessPID               = "process.pid"
@@ -161,6 +162,16 @@ const (
 	// GraceUsedByPreStop: a preStop hook used the grace period; the
 	// kubelet gave the app only its 2 s minimum.
 	GraceUsedByPreStop = "podchron.grace_period.used_by_prestop"
+)
+
+// A Service's endpoint of the pod (podchron.endpoint.withdrawn): removed
+// from its slices, or its conditions then; listed: found so by a list
+// (the tracer's start, a relist), so it happened at or before the event.
+const (
+	EndpointRemoved     = "podchron.endpoint.removed"
+	EndpointServing     = "podchron.endpoint.serving"
+	EndpointTerminating = "podchron.endpoint.terminating"
+	EndpointListed      = "podchron.endpoint.listed"
 )
 
 // Readiness after the start-up and readiness gates.

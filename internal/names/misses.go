@@ -37,6 +37,9 @@ const (
 	MissEventNamespaceMismatch Miss = "event_namespace_mismatch"
 	MissEventBufferFull        Miss = "event_buffer_full"
 	MissEventUnknownPod        Miss = "event_unknown_pod"
+	MissEndpointAfterTraceEnd  Miss = "endpoint_after_trace_end"
+	MissEndpointUnknownPod     Miss = "endpoint_unknown_pod"
+	MissEndpointServicesCapped Miss = "endpoint_services_capped"
 	MissAPIAfterProgress       Miss = "api_after_progress"
 	MissKernelAfterProgress    Miss = "kernel_after_progress"
 	MissRuntimeAfterProgress   Miss = "runtime_after_progress"
@@ -60,6 +63,7 @@ var MissReasons = []MissReason{
 	{MissEventAfterTraceEnd, true, "A Kubernetes Event about a pod whose trace had ended: dropped."},
 	{MissRuntimeAfterTraceEnd, true, "A runtime fact about a pod whose trace had ended (its sandbox's or a container's removal, a relist): dropped."},
 	{MissCNIAfterTraceEnd, true, "A CNI run after the pod's trace ended (the runtime's DEL again when the kubelet removes the sandbox): measured in podchron_cni_duration_seconds, not added to the trace."},
+	{MissEndpointAfterTraceEnd, true, "An EndpointSlice change about a pod whose trace had ended (its endpoint removed once its object was gone): dropped."},
 	{MissEndedBeforeRestart, true, "A fact about a pod whose trace the previous tracer instance on this node ended: dropped."},
 	{MissEmittedBeforeRestart, true, "A span the previous tracer instance on this node already emitted: not emitted twice."},
 	{MissPodEndedBeforeStart, true, "A pod whose trace ended before this instance started: remembered as ended, nothing emitted."},
@@ -86,6 +90,8 @@ var MissReasons = []MissReason{
 	{MissEventNamespaceMismatch, false, "A Kubernetes Event naming a pod of another namespace: ignored (whoever may create Events in a namespace can name any pod's UID)."},
 	{MissEventBufferFull, false, "A Kubernetes Event for a pod not seen yet, dropped because the buffer of such Events was full."},
 	{MissEventUnknownPod, false, "A Kubernetes Event held for a pod that was never seen on this node within its wait."},
+	{MissEndpointUnknownPod, false, "An EndpointSlice change about a pod of this node the tracer has not seen (its pod watch behind the slices'): not in any trace."},
+	{MissEndpointServicesCapped, false, "An EndpointSlice change about a pod already followed in 16 Services (a tenant can select one pod with any number): not in its trace, counted on its root."},
 	{MissAPIAfterProgress, false, "An API server fact older than the API source's progress mark: handled late, a decision may have been taken without it."},
 	{MissKernelAfterProgress, false, "A kernel record older than the kernel source's progress mark (committed long after it was stamped, a vCPU stolen between): handled late, a decision may have been taken without it."},
 	{MissRuntimeAfterProgress, false, "A runtime fact older than the runtime source's progress mark: handled late, a decision may have been taken without it."},

@@ -33,7 +33,7 @@ func init() {
 		string(semconv.K8SJobNameKey), string(semconv.K8SJobUIDKey),
 		string(semconv.K8SCronJobNameKey), string(semconv.K8SCronJobUIDKey),
 		string(semconv.K8SContainerStatusLastTerminatedReasonKey), string(semconv.K8SPodStatusReasonKey),
-		string(semconv.K8SVolumeNameKey),
+		string(semconv.K8SVolumeNameKey), string(semconv.K8SServiceNameKey),
 	} {
 		semconvKeys[k] = true
 	}

@@ -80,4 +80,10 @@ const (
 	EventReadinessLost        = "podchron.readiness.lost"
 	EventReadinessRegained    = "podchron.readiness.regained"
 	EventReadinessGatesWaited = "podchron.readiness_gates.waited"
+	// EventEndpointReady: on the root, a Service first listing the pod
+	// ready in its EndpointSlices (traffic is sent to it from then on).
+	EventEndpointReady = "podchron.endpoint.ready"
+	// EventEndpointWithdrawn: on pod.termination, a Service withdrawing
+	// the pod from its ready endpoints once the termination began.
+	EventEndpointWithdrawn = "podchron.endpoint.withdrawn"
 )

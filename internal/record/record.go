@@ -149,6 +149,8 @@ func encode(in fact.Input) (line, error) {
 		l.Kind, v = "pod", in.Pod
 	case in.Event != nil:
 		l.Kind, v = "event", in.Event
+	case in.Endpoint != nil:
+		l.Kind, v = "endpoint", in.Endpoint
 	case in.API != nil:
 		l.Kind, v = "api", in.API
 	case in.Cgroup != nil:
@@ -303,6 +305,9 @@ func decode(l line, version int) (fact.Input, error) {
 	case "event":
 		in.Event = &fact.K8sEvent{}
 		target = in.Event
+	case "endpoint":
+		in.Endpoint = &fact.EndpointChange{}
+		target = in.Endpoint
 	case "api":
 		in.API = &fact.APIStatus{}
 		target = in.API

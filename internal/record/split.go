@@ -169,6 +169,8 @@ func (s *splitter) owner(x fact.Input) string {
 		return x.Pod.Namespace
 	case x.Event != nil:
 		return orUnknown(s.byUID[x.Event.PodUID])
+	case x.Endpoint != nil:
+		return x.Endpoint.Namespace
 	case x.Runtime != nil:
 		return s.runtimeOwner(x)
 	case x.Cgroup != nil:

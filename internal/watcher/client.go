@@ -10,8 +10,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
@@ -19,19 +21,21 @@ import (
 )
 
 // Client is what the watcher reads from the API server: pods and events
-// (core/v1), listed and watched. NewClient's client is it; a clientset
+// (core/v1) and EndpointSlices (discovery.k8s.io/v1), listed and watched. NewClient's client is it; a clientset
 // (kubernetes.Interface, fake ones too) becomes one with
 // internal/watcher/clientset.Wrap.
 //
 // It is not kubernetes.Interface on purpose: the clientset brings every API
 // group's types, typed client and apply configurations into the binary and
 // registers them all at start-up, 10-17 MiB of the tracer's resident memory
-// for two resources (README, Performance).
+// for three resources (README, Performance).
 type Client interface {
 	ListPods(ctx context.Context, namespace string, o metav1.ListOptions) (*corev1.PodList, error)
 	WatchPods(ctx context.Context, namespace string, o metav1.ListOptions) (watch.Interface, error)
 	ListEvents(ctx context.Context, namespace string, o metav1.ListOptions) (*corev1.EventList, error)
 	WatchEvents(ctx context.Context, namespace string, o metav1.ListOptions) (watch.Interface, error)
+	ListEndpointSlices(ctx context.Context, namespace string, o metav1.ListOptions) (*discoveryv1.EndpointSliceList, error)
+	WatchEndpointSlices(ctx context.Context, namespace string, o metav1.ListOptions) (watch.Interface, error)
 }
 
 // ErrNoAPIServer means no API server is configured: podchron is not running
@@ -58,17 +62,33 @@ func NewClient(kubeconfig string) (Client, error) {
 	return NewClientForConfig(cfg)
 }
 
-// NewClientForConfig returns a client of core/v1 pods and events for cfg:
-// the requests the generated clientset makes (same paths, parameters and
-// encodings), with a scheme of core/v1 alone.
+// NewClientForConfig returns a client of core/v1 pods and events and
+// discovery.k8s.io/v1 EndpointSlices for cfg: the requests the generated
+// clientset makes (same paths, parameters and encodings), with a scheme of
+// those two group versions alone.
 func NewClientForConfig(cfg *rest.Config) (Client, error) {
 	scheme := runtime.NewScheme()
 	if err := corev1.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
+	if err := discoveryv1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	rc, err := restClientFor(cfg, scheme, "/api", &corev1.SchemeGroupVersion)
+	if err != nil {
+		return nil, err
+	}
+	drc, err := restClientFor(cfg, scheme, "/apis", &discoveryv1.SchemeGroupVersion)
+	if err != nil {
+		return nil, err
+	}
+	return &coreClient{rc: rc, discovery: drc, params: runtime.NewParameterCodec(scheme)}, nil
+}
+
+func restClientFor(cfg *rest.Config, scheme *runtime.Scheme, apiPath string, gv *schema.GroupVersion) (*rest.RESTClient, error) {
 	c := rest.CopyConfig(cfg)
-	c.APIPath = "/api"
-	c.GroupVersion = &corev1.SchemeGroupVersion
+	c.APIPath = apiPath
+	c.GroupVersion = gv
 	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
@@ -77,16 +97,17 @@ func NewClientForConfig(cfg *rest.Config) (Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return &coreClient{rc: rc, params: runtime.NewParameterCodec(scheme)}, nil
+	return rc, nil
 }
 
-// coreClient lists and watches core/v1 resources as the generated typed
-// client does (k8s.io/client-go/gentype). Its errors are the REST client's,
-// unwrapped as the typed client's are: the reflector compares some of them
-// with == (io.EOF, io.ErrUnexpectedEOF).
+// coreClient lists and watches core/v1 (rc) and discovery.k8s.io/v1
+// (discovery) resources as the generated typed client does
+// (k8s.io/client-go/gentype). Its errors are the REST client's, unwrapped
+// as the typed client's are: the reflector compares some of them with ==
+// (io.EOF, io.ErrUnexpectedEOF).
 type coreClient struct {
-	rc     *rest.RESTClient
-	params runtime.ParameterCodec
+	rc, discovery *rest.RESTClient
+	params        runtime.ParameterCodec
 }
 
 func (c *coreClient) ListPods(ctx context.Context, ns string, o metav1.ListOptions) (*corev1.PodList, error) {
@@ -107,15 +128,32 @@ func (c *coreClient) WatchEvents(ctx context.Context, ns string, o metav1.ListOp
 	return c.watch(ctx, "events", ns, o)
 }
 
+func (c *coreClient) ListEndpointSlices(ctx context.Context, ns string, o metav1.ListOptions) (*discoveryv1.EndpointSliceList, error) {
+	out := &discoveryv1.EndpointSliceList{}
+	return out, listWith(ctx, c.discovery, c.params, "endpointslices", ns, o, out)
+}
+
+func (c *coreClient) WatchEndpointSlices(ctx context.Context, ns string, o metav1.ListOptions) (watch.Interface, error) {
+	return watchWith(ctx, c.discovery, c.params, "endpointslices", ns, o)
+}
+
 func (c *coreClient) list(ctx context.Context, resource, ns string, o metav1.ListOptions, into runtime.Object) error {
-	return c.rc.Get().NamespaceIfScoped(ns, ns != "").Resource(resource).
-		VersionedParams(&o, c.params).Timeout(timeoutOf(o)).Do(ctx).Into(into)
+	return listWith(ctx, c.rc, c.params, resource, ns, o, into)
 }
 
 func (c *coreClient) watch(ctx context.Context, resource, ns string, o metav1.ListOptions) (watch.Interface, error) {
+	return watchWith(ctx, c.rc, c.params, resource, ns, o)
+}
+
+func listWith(ctx context.Context, rc *rest.RESTClient, params runtime.ParameterCodec, resource, ns string, o metav1.ListOptions, into runtime.Object) error {
+	return rc.Get().NamespaceIfScoped(ns, ns != "").Resource(resource).
+		VersionedParams(&o, params).Timeout(timeoutOf(o)).Do(ctx).Into(into)
+}
+
+func watchWith(ctx context.Context, rc *rest.RESTClient, params runtime.ParameterCodec, resource, ns string, o metav1.ListOptions) (watch.Interface, error) {
 	o.Watch = true
-	return c.rc.Get().NamespaceIfScoped(ns, ns != "").Resource(resource).
-		VersionedParams(&o, c.params).Timeout(timeoutOf(o)).Watch(ctx)
+	return rc.Get().NamespaceIfScoped(ns, ns != "").Resource(resource).
+		VersionedParams(&o, params).Timeout(timeoutOf(o)).Watch(ctx)
 }
 
 func timeoutOf(o metav1.ListOptions) time.Duration {

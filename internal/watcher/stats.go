@@ -28,6 +28,10 @@ type Stats struct {
 	// PodsReceived and EventsReceived count the objects the informers
 	// handed over (adds and updates, before any filtering).
 	PodsReceived, EventsReceived uint64
+	// EndpointChanges counts the changes of the node's pods' endpoints
+	// sent (endpoints.go); EndpointSliceErrors the EndpointSlices' failed
+	// lists and watches.
+	EndpointChanges, EndpointSliceErrors uint64
 }
 
 // Stats returns the watcher's current Stats.
@@ -35,11 +39,14 @@ func (w *Watcher) Stats() Stats {
 	st := Stats{
 		PodsReceived:   w.podsReceived.Load(),
 		EventsReceived: w.eventsReceived.Load(),
-		EventSweeps:    w.sweeps.Load(),
-		Unswept:        w.unswept.Load(),
-		WindowLists:    w.windowLists.Load(),
-		WindowsResumed: w.windowsResumed.Load(),
-		ResumesExpired: w.resumesExpired.Load(),
+
+		EndpointChanges:     w.endpointChanges.Load(),
+		EndpointSliceErrors: w.endpointSliceErrors.Load(),
+		EventSweeps:         w.sweeps.Load(),
+		Unswept:             w.unswept.Load(),
+		WindowLists:         w.windowLists.Load(),
+		WindowsResumed:      w.windowsResumed.Load(),
+		ResumesExpired:      w.resumesExpired.Load(),
 
 		WindowListsFailed:   w.windowListsFailed.Load(),
 		WindowListsCanceled: w.windowListsCanceled.Load(),

@@ -44,6 +44,9 @@ type Config struct {
 	// rewritten (a probe failing below its threshold) and comes with its
 	// next window. Negative: every pod first seen quiet is swept.
 	EventTTL time.Duration
+	// NoEndpointSlices: do not watch EndpointSlices (endpoints.go): the
+	// traces then do not show Services adding and withdrawing pods.
+	NoEndpointSlices bool
 	// PodLabels are the pod labels passed on (k8s.pod.label.<key>).
 	PodLabels []string
 	// Logger (default slog.Default()).
@@ -144,6 +147,9 @@ type Watcher struct {
 	ready   atomic.Bool
 
 	podsReceived, eventsReceived atomic.Uint64
+	// endpointChanges counts the EndpointChanges sent,
+	// endpointSliceErrors the EndpointSlices' failed lists and watches.
+	endpointChanges, endpointSliceErrors atomic.Uint64
 
 	// ctx and out are set by Run before any informer starts.
 	ctx context.Context
@@ -366,6 +372,14 @@ func (w *Watcher) Run(ctx context.Context, out chan<- fact.Input) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { w.podInf.RunWithContext(ctx) })
 	wg.Go(func() { w.sweepLoop(ctx) })
+	if !w.cfg.NoEndpointSlices {
+		wg.Go(func() {
+			// Slices speak of pods: list them after the pods.
+			if w.waitSynced(ctx, w.podReg) {
+				w.runEndpointSlices(ctx)
+			}
+		})
+	}
 	wg.Go(func() {
 		// Event windows follow the pods known to be on this node: start
 		// them once the pods are listed.

@@ -20,6 +20,10 @@ type APIWatchStats struct {
 	// ended by their watch's close (the pod gone or quiet before the list
 	// returned).
 	WindowListsFailed, WindowListsCanceled uint64
+	// EndpointChanges: changes of the node's pods' endpoints in
+	// EndpointSlices; EndpointSliceErrors: the slices' failed lists and
+	// watches.
+	EndpointChanges, EndpointSliceErrors uint64
 }
 
 var (
@@ -43,6 +47,12 @@ var (
 		"Lists of a pod's namespace's Events, made to start an Event watch, that failed: reason=\"canceled\", the watch closed before the list "+
 			"returned (the pod gone or quiet first: the API server read the namespace's Events for nothing); "+
 			"reason=\"error\", any other failure (the watch lists again).", []string{"reason"}, nil)
+	apiEndpointChangesDesc = prometheus.NewDesc("podchron_api_endpoint_changes_total",
+		"Changes of this node's pods' endpoints seen in EndpointSlices (a Service adding a pod, its conditions changing, its withdrawal), "+
+			"from the tracer's one EndpointSlice watch.", nil, nil)
+	apiEndpointSliceErrorsDesc = prometheus.NewDesc("podchron_api_endpointslice_errors_total",
+		"Failed lists and watches of EndpointSlices: while it grows, traces do not show Services adding and withdrawing pods "+
+			"(a refusal is RBAC: grant list and watch on discovery.k8s.io endpointslices).", nil, nil)
 	apiUnsweptDesc = prometheus.NewDesc("podchron_api_event_sweeps_skipped_total",
 		"Pods first seen quiet whose Events were not listed: their status records no change within --event-ttl "+
 			"(the API server's Event TTL), so their Events have expired or come with the pod's next event watch.", nil, nil)
@@ -73,6 +83,8 @@ func (c *APIWatchCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- apiWindowStartsDesc
 	ch <- apiResumesExpiredDesc
 	ch <- apiWindowListsFailedDesc
+	ch <- apiEndpointChangesDesc
+	ch <- apiEndpointSliceErrorsDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -87,4 +99,6 @@ func (c *APIWatchCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(apiResumesExpiredDesc, prometheus.CounterValue, float64(st.ResumesExpired))
 	ch <- prometheus.MustNewConstMetric(apiWindowListsFailedDesc, prometheus.CounterValue, float64(st.WindowListsCanceled), "canceled")
 	ch <- prometheus.MustNewConstMetric(apiWindowListsFailedDesc, prometheus.CounterValue, float64(st.WindowListsFailed-st.WindowListsCanceled), "error")
+	ch <- prometheus.MustNewConstMetric(apiEndpointChangesDesc, prometheus.CounterValue, float64(st.EndpointChanges))
+	ch <- prometheus.MustNewConstMetric(apiEndpointSliceErrorsDesc, prometheus.CounterValue, float64(st.EndpointSliceErrors))
 }

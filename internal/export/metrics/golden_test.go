@@ -123,7 +123,7 @@ func fixture(t *testing.T) (*prometheus.Registry, *Health) {
 		NewSourceCollector(h),
 		NewAPIWatchCollector(func() APIWatchStats {
 			return APIWatchStats{EventWatches: 3, EventSweeps: 41, Unswept: 7, SweepsDeferred: 6, WindowLists: 12, WindowsResumed: 30, ResumesExpired: 2,
-				WindowListsFailed: 5, WindowListsCanceled: 4}
+				WindowListsFailed: 5, WindowListsCanceled: 4, EndpointChanges: 9, EndpointSliceErrors: 1}
 		}),
 		NewPipelineCollector(func() PipelineStats {
 			return PipelineStats{Queues: []PipelineQueue{{Node: "kernel", Length: 3, Blocked: 1500 * time.Millisecond,

@@ -8,13 +8,15 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/watchlist"
 )
 
-// Client is a clientset's core/v1 pods and events, as watcher.Client.
+// Client is a clientset's core/v1 pods and events and discovery/v1
+// EndpointSlices, as watcher.Client.
 type Client struct {
 	cs kubernetes.Interface
 }
@@ -40,6 +42,16 @@ func (c *Client) ListEvents(ctx context.Context, ns string, o metav1.ListOptions
 // WatchEvents implements watcher.Client.
 func (c *Client) WatchEvents(ctx context.Context, ns string, o metav1.ListOptions) (watch.Interface, error) {
 	return c.cs.CoreV1().Events(ns).Watch(ctx, o)
+}
+
+// ListEndpointSlices implements watcher.Client.
+func (c *Client) ListEndpointSlices(ctx context.Context, ns string, o metav1.ListOptions) (*discoveryv1.EndpointSliceList, error) {
+	return c.cs.DiscoveryV1().EndpointSlices(ns).List(ctx, o)
+}
+
+// WatchEndpointSlices implements watcher.Client.
+func (c *Client) WatchEndpointSlices(ctx context.Context, ns string, o metav1.ListOptions) (watch.Interface, error) {
+	return c.cs.DiscoveryV1().EndpointSlices(ns).Watch(ctx, o)
 }
 
 // IsWatchListSemanticsUnSupported passes on the clientset's say on streaming

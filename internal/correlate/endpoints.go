@@ -1,0 +1,152 @@
+// Services' endpoints (EndpointSlices): when each Service first listed the
+// pod ready (a root event, podchron.endpoint.ready: from then on it was
+// sent traffic), and when, once its termination began, each withdrew it
+// (podchron.endpoint.withdrawn on pod.termination: from then on new
+// connections go elsewhere, once kube-proxy or the load balancer has
+// followed). A pod that got its stop signal before a Service withdrew it
+// may have refused requests still sent to it: the termination's verdict
+// says so (verdict.go, endpointWords), the reason preStop sleep hooks
+// exist.
+//
+// Times are when the tracer saw the slices change (the API server's watch
+// delivers within milliseconds); a state first found by a list (the
+// tracer's start, a relist) is an upper bound and is marked so. A Service
+// has a slice per address family (and more past 100 endpoints): the pod is
+// listed ready by a Service while any of its slices says so, so an
+// endpoint moved between slices is no withdrawal.
+
+package correlate
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/names"
+	"github.com/podchron/podchron/internal/span"
+)
+
+// maxEndpointServices bounds the Services followed per pod: a tenant can
+// select one pod with any number of Services. Changes from the others are
+// counted on the pod (the miss endpoint_services_capped).
+const maxEndpointServices = 16
+
+// withdrawalSlack: a withdrawal this much before the termination's start
+// (the API server's clock, against the tracer's sighting) is still the
+// termination's.
+const withdrawalSlack = time.Second
+
+// podEndpoints: what the Services' EndpointSlices say of the pod.
+type podEndpoints struct {
+	slices   map[string]fact.EndpointChange // by slice name, the latest
+	services map[string]*serviceEndpoint    // by Service name
+}
+
+// serviceEndpoint is the pod in one Service.
+type serviceEndpoint struct {
+	ready     bool      // listed ready in one of its slices now
+	everReady bool      // listed ready once (its first ready is on the root when seen as it happened)
+	withdrawn time.Time // when it last stopped listing the pod ready (zero while ready, or never ready)
+	// How it was withdrawn: the endpoint's conditions then (terminating,
+	// serving) or its removal; initial: found withdrawn by a list.
+	removed, serving, terminating, initial bool
+}
+
+// endpointChange takes an EndpointSlice's change for one of the node's
+// pods.
+func (c *Correlator) endpointChange(e *fact.EndpointChange) {
+	p, ok := c.pods[e.PodUID]
+	if !ok {
+		if !c.isEnded(e.PodUID, names.MissEndpointAfterTraceEnd) {
+			c.miss(names.MissEndpointUnknownPod)
+		}
+		return
+	}
+	if p.slices == nil {
+		p.slices, p.services = map[string]fact.EndpointChange{}, map[string]*serviceEndpoint{}
+	}
+	svc := p.services[e.Service]
+	if svc == nil {
+		if !e.Listed {
+			return // a Service never seen listing it
+		}
+		if len(p.services) >= maxEndpointServices {
+			c.missOn(p, names.MissEndpointServicesCapped, "")
+			return
+		}
+		svc = &serviceEndpoint{}
+		p.services[e.Service] = svc
+	}
+	if e.Listed {
+		p.slices[e.Slice] = *e
+	} else {
+		delete(p.slices, e.Slice)
+	}
+	ready := false
+	for _, s := range p.slices {
+		ready = ready || s.Service == e.Service && s.Ready
+	}
+	switch {
+	case ready:
+		if svc.ready {
+			return
+		}
+		if !svc.everReady && !e.Initial {
+			p.addRootEvent(span.SpanEvent{Name: names.EventEndpointReady, Time: c.now, Attrs: []span.Attr{
+				span.String(names.K8sServiceName, e.Service)}})
+		}
+		svc.ready, svc.everReady, svc.withdrawn = true, true, time.Time{}
+	case svc.ready || e.Initial && e.Terminating && svc.withdrawn.IsZero():
+		// Withdrawn now; or found withdrawn by a list (a tracer started
+		// mid-termination), at or before now.
+		svc.ready = false
+		svc.withdrawn, svc.initial = c.now, e.Initial
+		svc.removed, svc.serving, svc.terminating = !e.Listed, e.Listed && e.Serving, e.Listed && e.Terminating
+	}
+}
+
+// withdrawals are the Services that withdrew the pod since its termination
+// began, by name.
+func (p *pod) withdrawals() []string {
+	if p.terminating.IsZero() {
+		return nil
+	}
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(p.services)) {
+		if w := p.services[name].withdrawn; !w.IsZero() && !w.Before(p.terminating.Add(-withdrawalSlack)) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// endpointEvents are the termination's withdrawal events.
+func (p *pod) endpointEvents() []span.SpanEvent {
+	var out []span.SpanEvent
+	for _, name := range p.withdrawals() {
+		s := p.services[name]
+		attrs := []span.Attr{span.String(names.K8sServiceName, name), span.Bool(names.EndpointRemoved, s.removed)}
+		if !s.removed {
+			attrs = append(attrs, span.Bool(names.EndpointServing, s.serving), span.Bool(names.EndpointTerminating, s.terminating))
+		}
+		if s.initial {
+			attrs = append(attrs, span.Bool(names.EndpointListed, true))
+		}
+		out = append(out, span.SpanEvent{Name: names.EventEndpointWithdrawn, Time: s.withdrawn, Attrs: attrs})
+	}
+	return out
+}
+
+// lastWithdrawal is the latest withdrawal seen as it happened since the
+// termination began, and its Service.
+func (p *pod) lastWithdrawal() (string, time.Time) {
+	var name string
+	var at time.Time
+	for _, n := range p.withdrawals() {
+		if s := p.services[n]; !s.initial && s.withdrawn.After(at) {
+			name, at = n, s.withdrawn
+		}
+	}
+	return name, at
+}

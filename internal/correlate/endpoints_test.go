@@ -1,0 +1,199 @@
+package correlate_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/podchron/podchron/internal/fact"
+	"github.com/podchron/podchron/internal/names"
+	"github.com/podchron/podchron/internal/span"
+)
+
+// endpoint: what slice (of Service svc) says of the sim's pod now.
+func (s *sim) endpoint(svc, slice string, listed, ready, terminating bool) {
+	s.in(fact.Input{Endpoint: &fact.EndpointChange{PodUID: s.uid, Namespace: "shop", Service: svc, Slice: slice,
+		Listed: listed, Ready: ready, Serving: ready || terminating, Terminating: terminating}})
+}
+
+func spanEvents(sp span.Span, name string) []span.SpanEvent {
+	var out []span.SpanEvent
+	for _, ev := range sp.Events {
+		if ev.Name == name {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func eventAttr(ev span.SpanEvent, key string) any {
+	for _, a := range ev.Attrs {
+		if a.Key == key {
+			return a.Value
+		}
+	}
+	return nil
+}
+
+// The endpoints controller lists the pod ready once it is Ready (a root
+// event), then, at its deletion, marks it terminating: the withdrawal is on
+// the termination, at the time it was seen, before the SIGTERM the preStop
+// hook delays; the verdict has nothing to add.
+func TestEndpointWithdrawnAtDeletion(t *testing.T) {
+	s := newSim(t)
+	s.info.Containers[0].PreStop = &fact.Handler{Kind: "sleep", SleepSeconds: 2}
+	app := s.startup()
+	s.endpoint("web", "web-v4", true, false, false) // listed not ready first: no withdrawal
+	s.at(20 * time.Millisecond)
+	s.endpoint("web", "web-v4", true, true, false)
+	readyAt := s.now
+	s.at(5 * time.Second)
+	s.deleteWithGrace(30)
+	s.at(8 * time.Millisecond)
+	s.endpoint("web", "web-v4", true, false, true)
+	withdrawnAt := s.now
+	s.at(2 * time.Second)
+	s.gracefulStop("app", app, 100*time.Millisecond)
+	s.at(300 * time.Millisecond)
+	s.endpoint("web", "web-v4", false, false, false) // removed as the pod goes
+	s.gone()
+
+	root := s.one(names.SpanPod)
+	ready := spanEvents(root, names.EventEndpointReady)
+	if len(ready) != 1 || !ready[0].Time.Equal(readyAt) || eventAttr(ready[0], names.K8sServiceName) != "web" {
+		t.Fatalf("root's endpoint.ready events %+v, want one for web at %v", ready, readyAt)
+	}
+	term := s.one(names.SpanPodTermination)
+	w := spanEvents(term, names.EventEndpointWithdrawn)
+	if len(w) != 1 || !w[0].Time.Equal(withdrawnAt) {
+		t.Fatalf("termination's withdrawals %+v, want one at %v", w, withdrawnAt)
+	}
+	for key, want := range map[string]any{names.K8sServiceName: "web", names.EndpointRemoved: false, names.EndpointTerminating: true, names.EndpointServing: true} {
+		if got := eventAttr(w[0], key); got != want {
+			t.Errorf("withdrawal %s=%v, want %v", key, got, want)
+		}
+	}
+	if v := verdict(term); strings.Contains(v, "withdrew") {
+		t.Errorf("verdict %q tells a withdrawal that came before the SIGTERM", v)
+	}
+}
+
+// No preStop: the kubelet's SIGTERM came 2 s before the Service withdrew
+// the pod (an endpoints controller behind): the verdict says so.
+func TestVerdictServiceWithdrewAfterSIGTERM(t *testing.T) {
+	s := newSim(t)
+	s.info.Containers[0].PreStop = nil
+	app := s.startup()
+	s.endpoint("web", "web-v4", true, true, false)
+	s.at(time.Second)
+	s.deleteWithGrace(30)
+	s.at(10 * time.Millisecond)
+	s.signal("app", app, 15, "runc", 0, 0)
+	s.at(2 * time.Second)
+	s.endpoint("web", "web-v4", false, false, false)
+	s.at(time.Second)
+	s.exit("app", app, 0, 0)
+	s.at(100 * time.Millisecond)
+	s.gone()
+	term := s.one(names.SpanPodTermination)
+	if v := verdict(term); !strings.Contains(v, "; Service web withdrew it 2.0 s after its SIGTERM") {
+		t.Errorf("verdict %q does not tell the late withdrawal", v)
+	}
+	if w := spanEvents(term, names.EventEndpointWithdrawn); len(w) != 1 || eventAttr(w[0], names.EndpointRemoved) != true {
+		t.Errorf("withdrawals %+v, want one removal", w)
+	}
+	if root := verdict(s.one(names.SpanPod)); !strings.Contains(root, "Service web withdrew it") {
+		t.Errorf("root verdict %q lacks the termination's", root)
+	}
+}
+
+// A Service with a slice per address family lists the pod twice; the
+// controller moving it between slices, or dropping one family, is no
+// withdrawal while another slice lists it ready. A pod not Ready before
+// the deletion (readiness lost long before) has no withdrawal in its
+// termination.
+func TestEndpointSlicesOfOneService(t *testing.T) {
+	s := newSim(t)
+	app := s.startup()
+	s.endpoint("web", "web-v4", true, true, false)
+	s.endpoint("web", "web-v6", true, true, false)
+	s.at(time.Second)
+	s.endpoint("web", "web-v4", false, false, false)
+	s.endpoint("web", "web-v4b", true, true, false)
+	s.endpoint("web", "web-v6", false, false, false)
+	s.endpoint("api", "api-1", true, true, false)
+	s.at(time.Second)
+	s.endpoint("api", "api-1", true, false, false) // readiness lost, before the deletion
+	s.at(10 * time.Second)
+	s.deleteWithGrace(3)
+	s.at(5 * time.Millisecond)
+	s.endpoint("web", "web-v4b", true, false, true)
+	s.gracefulStop("app", app, 100*time.Millisecond)
+	s.gone()
+	if r := spanEvents(s.one(names.SpanPod), names.EventEndpointReady); len(r) != 2 {
+		t.Errorf("%d endpoint.ready events, want 2 (web once, api once)", len(r))
+	}
+	w := spanEvents(s.one(names.SpanPodTermination), names.EventEndpointWithdrawn)
+	if len(w) != 1 || eventAttr(w[0], names.K8sServiceName) != "web" {
+		t.Errorf("withdrawals %+v, want web's alone", w)
+	}
+}
+
+// A tracer started mid-termination finds the endpoint already withdrawn:
+// the withdrawal is told as listed (at or before its time), and no verdict
+// is drawn from it. Changes about a pod never seen, and about one whose
+// trace ended, are counted.
+func TestEndpointFoundWithdrawnAndLate(t *testing.T) {
+	s := newSim(t)
+	app := s.startup()
+	s.deleteWithGrace(30)
+	s.at(time.Second)
+	s.in(fact.Input{Endpoint: &fact.EndpointChange{PodUID: s.uid, Namespace: "shop", Service: "web", Slice: "web-v4",
+		Listed: true, Serving: true, Terminating: true, Initial: true}})
+	s.gracefulStop("app", app, 100*time.Millisecond)
+	s.gone()
+	s.at(time.Second)
+	s.endpoint("web", "web-v4", false, false, false)
+	s.in(fact.Input{Endpoint: &fact.EndpointChange{PodUID: "someone-else", Namespace: "shop", Service: "web", Slice: "web-v4", Listed: true, Ready: true}})
+	s.tick(time.Second)
+
+	term := s.one(names.SpanPodTermination)
+	w := spanEvents(term, names.EventEndpointWithdrawn)
+	if len(w) != 1 || eventAttr(w[0], names.EndpointListed) != true {
+		t.Fatalf("withdrawals %+v, want one marked listed", w)
+	}
+	if strings.Contains(verdict(term), "withdrew") {
+		t.Errorf("verdict %q draws on a listed withdrawal", verdict(term))
+	}
+	st := s.c.Stats()
+	if st.Misses[string(names.MissEndpointAfterTraceEnd)] != 1 || st.Misses[string(names.MissEndpointUnknownPod)] != 1 {
+		t.Errorf("misses %v, want one endpoint_after_trace_end and one endpoint_unknown_pod", st.Misses)
+	}
+}
+
+// A pod selected by more Services than followed: the rest are counted on
+// its root, not followed.
+func TestEndpointServicesCapped(t *testing.T) {
+	s := newSim(t)
+	app := s.startup()
+	for i := range 20 {
+		s.endpoint(fmt.Sprintf("svc-%02d", i), fmt.Sprintf("slice-%02d", i), true, true, false)
+	}
+	s.deleteWithGrace(3)
+	s.gracefulStop("app", app, 100*time.Millisecond)
+	s.gone()
+	root := s.one(names.SpanPod)
+	if r := spanEvents(root, names.EventEndpointReady); len(r) != 16 {
+		t.Errorf("%d endpoint.ready events, want 16", len(r))
+	}
+	var capped int64
+	for _, ev := range spanEvents(root, names.EventCorrelationMiss) {
+		if eventAttr(ev, names.MissReasonKey) == string(names.MissEndpointServicesCapped) {
+			capped, _ = eventAttr(ev, names.MissCount).(int64)
+		}
+	}
+	if capped != 4 {
+		t.Errorf("capped count on the root %d, want 4", capped)
+	}
+}
