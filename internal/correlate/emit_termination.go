@@ -107,6 +107,9 @@ func (c *Correlator) terminationSpan(p *pod, at time.Time, unfinished string) {
 	d := at.Sub(p.terminating)
 	if unfinished == "" {
 		c.observer(p).PodTermination(p.namespace(), p.ownerKind(), d, p.overrun, p.trace.String())
+		if p.endpointWords() != "" {
+			c.observer(p).EndpointWithdrawnLate(p.namespace())
+		}
 	}
 	attrs = append(attrs, span.String(names.Verdict, p.endTermination(d, msg, unfinished)))
 	c.emit(p, span.Span{SpanID: c.terminationID(p), Parent: c.rootID(p), Name: names.SpanPodTermination, Start: p.terminating, End: at,

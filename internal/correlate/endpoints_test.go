@@ -2,6 +2,7 @@ package correlate_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +78,9 @@ func TestEndpointWithdrawnAtDeletion(t *testing.T) {
 	if v := verdict(term); strings.Contains(v, "withdrew") {
 		t.Errorf("verdict %q tells a withdrawal that came before the SIGTERM", v)
 	}
+	if slices.Contains(s.o.calls, "endpoint late shop") {
+		t.Error("a withdrawal before the SIGTERM measured as late")
+	}
 }
 
 // No preStop: the kubelet's SIGTERM came 2 s before the Service withdrew
@@ -105,6 +109,9 @@ func TestVerdictServiceWithdrewAfterSIGTERM(t *testing.T) {
 	}
 	if root := verdict(s.one(names.SpanPod)); !strings.Contains(root, "Service web withdrew it") {
 		t.Errorf("root verdict %q lacks the termination's", root)
+	}
+	if !slices.Contains(s.o.calls, "endpoint late shop") {
+		t.Errorf("observer calls %v, want the late withdrawal measured", s.o.calls)
 	}
 }
 

@@ -23,6 +23,10 @@ type Observer interface {
 	PodTermination(namespace, ownerKind string, d time.Duration, overrun bool, traceID string)
 	ContainerStop(namespace string, d time.Duration, sigkill bool, traceID string)
 	GracePeriodOverrun(namespace string)
+	// EndpointWithdrawnLate: a terminating pod of namespace got its stop
+	// signal before a Service withdrew it from its endpoints (by 100 ms
+	// or more): requests may have met an app already shutting down.
+	EndpointWithdrawnLate(namespace string)
 	ContainerExit(namespace, cause string)
 	OOMKill(namespace, scope string) // scope: memcg or node
 	CNICall(plugin, command, result string, d time.Duration)
@@ -54,6 +58,9 @@ func (NopObserver) ContainerStop(string, time.Duration, bool, string) {}
 
 // GracePeriodOverrun discards the measurement.
 func (NopObserver) GracePeriodOverrun(string) {}
+
+// EndpointWithdrawnLate discards the measurement.
+func (NopObserver) EndpointWithdrawnLate(string) {}
 
 // ContainerExit discards the measurement.
 func (NopObserver) ContainerExit(string, string) {}

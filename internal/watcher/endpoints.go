@@ -201,6 +201,30 @@ func (st *sliceStore) Replace(list []any, _ string) error {
 // Resync implements cache.ReflectorStore (nothing to resync).
 func (st *sliceStore) Resync() error { return nil }
 
+// Transformer implements cache.TransformingStore: a streaming list
+// (WatchList) gathers every slice of the cluster before Replace; stripped
+// to the node's endpoints, a slice costs a few hundred bytes there, not
+// its whole endpoint list.
+func (st *sliceStore) Transformer() cache.TransformFunc {
+	return func(obj any) (any, error) {
+		es, ok := obj.(*discoveryv1.EndpointSlice)
+		if !ok {
+			return obj, nil
+		}
+		out := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: es.Name, Namespace: es.Namespace,
+			ResourceVersion: es.ResourceVersion}, AddressType: es.AddressType}
+		if svc, ok := es.Labels[discoveryv1.LabelServiceName]; ok {
+			out.Labels = map[string]string{discoveryv1.LabelServiceName: svc}
+		}
+		for _, ep := range es.Endpoints {
+			if ep.NodeName != nil && *ep.NodeName == st.node {
+				out.Endpoints = append(out.Endpoints, ep)
+			}
+		}
+		return out, nil
+	}
+}
+
 // runEndpointSlices lists and watches every EndpointSlice until ctx is
 // done. It logs once when the API server refuses them (RBAC).
 func (w *Watcher) runEndpointSlices(ctx context.Context) {

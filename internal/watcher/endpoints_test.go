@@ -118,3 +118,26 @@ func TestEndpointSlicesOff(t *testing.T) {
 		}
 	}
 }
+
+// The streaming list's transform keeps a slice's name, Service and the
+// node's endpoints only.
+func TestEndpointSliceTransform(t *testing.T) {
+	yes := true
+	st := &sliceStore{node: node}
+	es := testSlice("web-abc", endpoint("uid-mine", node, &yes, nil), endpoint("uid-other", "node-b", &yes, nil))
+	es.Labels["other"] = "x"
+	got, err := st.Transformer()(es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := got.(*discoveryv1.EndpointSlice)
+	if out.Name != "web-abc" || out.Namespace != "shop" || len(out.Labels) != 1 || out.Labels[discoveryv1.LabelServiceName] != "web" {
+		t.Errorf("stripped slice %+v", out.ObjectMeta)
+	}
+	if len(out.Endpoints) != 1 || out.Endpoints[0].TargetRef.UID != "uid-mine" {
+		t.Errorf("stripped endpoints %+v, want uid-mine's alone", out.Endpoints)
+	}
+	if e := st.endpointsOf(out); e == nil || len(e.pods) != 1 || e.service != "web" {
+		t.Errorf("endpointsOf(stripped) = %+v", e)
+	}
+}

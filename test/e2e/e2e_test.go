@@ -87,6 +87,7 @@ func TestCluster(t *testing.T) {
 	t.Run("59-collector-outage", e.collectorOutage)
 	t.Run("43-kubelet-restart-mid-termination", e.kubeletRestartMidTermination)
 	t.Run("61-deadline-while-api-paused", e.deadlineWhileAPIPaused)
+	t.Run("62-service-withdraws-after-sigterm", e.endpointsAfterSIGTERM)
 	t.Run("21-runtime-restart", e.runtimeRestart)
 	t.Run("8-tracer-restart-mid-life", e.tracerRestart)
 	t.Run("31-tracer-restart-resume", e.restartResume)

@@ -55,8 +55,11 @@ func (e *env) sleepPreStop(t *testing.T) {
 		PreStop:   &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 3}},
 	}
 	grace := int64(30)
-	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "sleeper"},
+	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "sleeper", Labels: map[string]string{"app": "sleeper"}},
 		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace, Containers: []corev1.Container{app}}})
+	// Behind a Service: the endpoints controller withdraws the pod at its
+	// deletion, during the hook, before the SIGTERM.
+	e.serviceFor(t, ns, "sleeper", pod)
 	time.Sleep(2 * time.Second)
 	e.deleteAndWait(t, ns, pod.Name)
 	tr := e.trace(t, string(pod.UID), time.Minute, func(tr *backends.Trace) error {
@@ -68,8 +71,15 @@ func (e *env) sleepPreStop(t *testing.T) {
 		if pk.err != nil {
 			return pk.err
 		}
+		_, withdrawn, werr := serviceSteps(tr, "sleeper")
+		if werr == nil && !withdrawn.Time.Before(stop.Start) {
+			werr = fmt.Errorf("withdrawn at %s, not before the SIGTERM at %s (after a 3 s preStop)", withdrawn.Time, stop.Start)
+		}
+		if werr == nil && strings.Contains(term.Str(names.Verdict), "withdrew") {
+			werr = fmt.Errorf("verdict %q tells a withdrawal that came before the SIGTERM", term.Str(names.Verdict))
+		}
 		left, err := floatTag(stop, names.GraceLeftSeconds)
-		return firstErr(err, childOf(tr, pre, term), childOf(tr, stop, term), inOrder(pre, stop),
+		return firstErr(err, werr, childOf(tr, pre, term), childOf(tr, stop, term), inOrder(pre, stop),
 			attr(pre, names.HookHandler, "sleep"), attr(pre, names.HookSleepSeconds, "3"),
 			attr(post, names.HookHandler, "sleep"), attr(stop, names.Sigkill, "false"),
 			attr(term, names.GracePeriodOverrun, "false"),

@@ -77,6 +77,7 @@ type Recorder struct {
 	terminations     *prometheus.CounterVec
 	containerStop    *prometheus.HistogramVec
 	overruns         *prometheus.CounterVec
+	endpointsLate    *prometheus.CounterVec
 	exits            *prometheus.CounterVec
 	oomKills         *prometheus.CounterVec
 	throttled        *prometheus.CounterVec
@@ -195,6 +196,10 @@ func (r *Recorder) newContainerMetrics() {
 		Name: "podchron_grace_period_overruns_total",
 		Help: "Containers SIGKILLed because they were still running when the grace period ended.",
 	}, []string{names.LabelNamespace})
+	r.endpointsLate = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "podchron_endpoint_withdrawn_after_signal_total",
+		Help: "Terminations whose pod got its stop signal 100 ms or more before a Service withdrew it from its EndpointSlices: requests still sent to it may have met an app already shutting down (add a preStop sleep).",
+	}, []string{names.LabelNamespace})
 	r.exits = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "podchron_container_exits_total",
 		Help: "Container exits, by cause.",
@@ -268,7 +273,7 @@ func (r *Recorder) newLimiters(lim Limits) {
 
 func (r *Recorder) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
-		r.startup, r.startupPhase, r.termination, r.terminations, r.containerStop, r.overruns,
+		r.startup, r.startupPhase, r.termination, r.terminations, r.containerStop, r.overruns, r.endpointsLate,
 		r.exits, r.oomKills, r.throttled, r.cni, r.signals, r.misses, r.stuck, r.stuckInfo, r.folded,
 		r.negativeDuration,
 	}
@@ -318,6 +323,7 @@ func (r *Recorder) observeTrace(h *prometheus.HistogramVec, metric string, d tim
 func (r *Recorder) PodSeen(namespace, ownerKind string) {
 	ns, kind := r.namespace.zeroValue(namespace), r.ownerKind.zeroValue(ownerKind)
 	r.overruns.WithLabelValues(ns)
+	r.endpointsLate.WithLabelValues(ns)
 	r.throttled.WithLabelValues(ns)
 	for _, scope := range names.OOMScopes {
 		if scope == names.OOMScopeUnknown {
@@ -367,6 +373,11 @@ func (r *Recorder) ContainerStop(namespace string, d time.Duration, sigkill bool
 // GracePeriodOverrun implements measure.Observer.
 func (r *Recorder) GracePeriodOverrun(namespace string) {
 	r.overruns.WithLabelValues(r.namespace.value(namespace)).Inc()
+}
+
+// EndpointWithdrawnLate implements measure.Observer.
+func (r *Recorder) EndpointWithdrawnLate(namespace string) {
+	r.endpointsLate.WithLabelValues(r.namespace.value(namespace)).Inc()
 }
 
 // ContainerExit implements measure.Observer.

@@ -608,26 +608,39 @@ func (c *Cluster) Close(ctx context.Context) error {
 // that time, as when a control plane stalls, while the node goes on.
 // resume is safe to call more than once.
 func (c *Cluster) PauseAPIServer() (resume func() error, err error) {
+	return c.pause("kube-apiserver")
+}
+
+// PauseControllerManager stops kube-controller-manager (SIGSTOP) until
+// resume (SIGCONT): its controllers (the endpoints controller among them)
+// act on nothing meanwhile and catch up after, as a controller-manager
+// behind on a busy control plane does. resume is safe to call more than
+// once.
+func (c *Cluster) PauseControllerManager() (resume func() error, err error) {
+	return c.pause("kube-controller-manager")
+}
+
+func (c *Cluster) pause(name string) (resume func() error, err error) {
 	c.mu.Lock()
 	var pid int
 	for _, p := range c.procs {
-		if p.Name == "kube-apiserver" {
+		if p.Name == name {
 			pid = p.PID()
 		}
 	}
 	c.mu.Unlock()
 	if pid == 0 {
-		return nil, errors.New("pause the API server: no kube-apiserver process")
+		return nil, fmt.Errorf("pause %s: no such process", name)
 	}
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		return nil, fmt.Errorf("pause the API server (pid %d): %w", pid, err)
+		return nil, fmt.Errorf("pause %s (pid %d): %w", name, pid, err)
 	}
 	var once sync.Once
 	var cerr error
 	return func() error {
 		once.Do(func() {
 			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
-				cerr = fmt.Errorf("resume the API server (pid %d): %w", pid, err)
+				cerr = fmt.Errorf("resume %s (pid %d): %w", name, pid, err)
 			}
 		})
 		return cerr
