@@ -57,6 +57,7 @@ var exportedMetrics = map[string]string{
 	"podchron_pod_terminations_total":                 "counter",
 	"podchron_container_stop_duration_seconds":        "histogram",
 	"podchron_grace_period_overruns_total":            "counter",
+	"podchron_endpoint_withdrawn_after_signal_total":  "counter",
 	"podchron_container_exits_total":                  "counter",
 	"podchron_oom_kills_total":                        "counter",
 	"podchron_cni_duration_seconds":                   "histogram",
@@ -80,6 +81,8 @@ var exportedMetrics = map[string]string{
 	"podchron_api_event_window_starts_total":          "counter",
 	"podchron_api_event_window_resumes_expired_total": "counter",
 	"podchron_api_event_window_lists_failed_total":    "counter",
+	"podchron_api_endpoint_changes_total":             "counter",
+	"podchron_api_endpointslice_errors_total":         "counter",
 	"podchron_pipeline_queue_delay_seconds":           "histogram",
 }
 

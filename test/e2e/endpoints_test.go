@@ -164,4 +164,6 @@ func (e *env) endpointsAfterSIGTERM(t *testing.T) {
 	report(t, tr)
 	term, _ := only(tr, names.SpanPodTermination)
 	t.Logf("scenario 62: %s", term.Str(names.Verdict))
+	e.metric(t, fmt.Sprintf(`podchron_endpoint_withdrawn_after_signal_total{namespace=%q}`, ns), time.Minute,
+		func(v float64) bool { return v == 1 })
 }
