@@ -63,6 +63,13 @@ func (c *Correlator) endpointChange(e *fact.EndpointChange) {
 		}
 		return
 	}
+	if ns := p.namespace(); ns != "" && e.Namespace != ns {
+		// A slice lives in a namespace, and whoever may write slices
+		// there can name any pod's UID: only the pod's own namespace's
+		// slices speak for it (the endpoints controller's always do).
+		c.miss(names.MissEndpointNamespaceMismatch)
+		return
+	}
 	if p.slices == nil {
 		p.slices, p.services = map[string]fact.EndpointChange{}, map[string]*serviceEndpoint{}
 	}

@@ -149,11 +149,13 @@ func TestEndpointSlicesOfOneService(t *testing.T) {
 
 // A tracer started mid-termination finds the endpoint already withdrawn:
 // the withdrawal is told as listed (at or before its time), and no verdict
-// is drawn from it. Changes about a pod never seen, and about one whose
-// trace ended, are counted.
+// is drawn from it. Changes about a pod never seen, about one whose trace
+// ended, and another namespace's slice naming the pod are counted.
 func TestEndpointFoundWithdrawnAndLate(t *testing.T) {
 	s := newSim(t)
 	app := s.startup()
+	// Another tenant's slice naming the pod: not the pod's.
+	s.in(fact.Input{Endpoint: &fact.EndpointChange{PodUID: s.uid, Namespace: "evil", Service: "web", Slice: "web-v4", Listed: true, Ready: true}})
 	s.deleteWithGrace(30)
 	s.at(time.Second)
 	s.in(fact.Input{Endpoint: &fact.EndpointChange{PodUID: s.uid, Namespace: "shop", Service: "web", Slice: "web-v4",
@@ -174,8 +176,12 @@ func TestEndpointFoundWithdrawnAndLate(t *testing.T) {
 		t.Errorf("verdict %q draws on a listed withdrawal", verdict(term))
 	}
 	st := s.c.Stats()
-	if st.Misses[string(names.MissEndpointAfterTraceEnd)] != 1 || st.Misses[string(names.MissEndpointUnknownPod)] != 1 {
-		t.Errorf("misses %v, want one endpoint_after_trace_end and one endpoint_unknown_pod", st.Misses)
+	if st.Misses[string(names.MissEndpointAfterTraceEnd)] != 1 || st.Misses[string(names.MissEndpointUnknownPod)] != 1 ||
+		st.Misses[string(names.MissEndpointNamespaceMismatch)] != 1 {
+		t.Errorf("misses %v, want one endpoint_after_trace_end, one endpoint_unknown_pod, one endpoint_namespace_mismatch", st.Misses)
+	}
+	if r := spanEvents(s.one(names.SpanPod), names.EventEndpointReady); len(r) != 0 {
+		t.Errorf("another namespace's slice made %d endpoint.ready events", len(r))
 	}
 }
 
