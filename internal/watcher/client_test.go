@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,12 +12,15 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -135,6 +139,7 @@ type apiServer struct {
 	codecs serializer.CodecFactory
 	pods   *corev1.PodList
 	events *corev1.EventList
+	slices *discoveryv1.EndpointSliceList
 
 	mu   sync.Mutex
 	reqs []string
@@ -146,8 +151,12 @@ func (s *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	var list runtime.Object = s.pods
 	var item runtime.Object = &s.pods.Items[0]
+	gv := corev1.SchemeGroupVersion
 	if strings.HasSuffix(r.URL.Path, "/events") {
 		list, item = s.events, &s.events.Items[0]
+	}
+	if strings.HasSuffix(r.URL.Path, "/endpointslices") {
+		list, item, gv = s.slices, &s.slices.Items[0], discoveryv1.SchemeGroupVersion
 	}
 	if r.URL.Query().Get("resourceVersion") == "gone" {
 		status := apierrors.NewResourceExpired("too old resource version").Status()
@@ -155,10 +164,10 @@ func (s *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.URL.Query().Get("watch") != "true" {
-		s.write(w, runtime.ContentTypeProtobuf, http.StatusOK, list)
+		s.writeAs(w, runtime.ContentTypeProtobuf, http.StatusOK, list, gv)
 		return
 	}
-	obj, err := runtime.Encode(s.codecs.LegacyCodec(corev1.SchemeGroupVersion), item)
+	obj, err := runtime.Encode(s.codecs.LegacyCodec(gv), item)
 	if err != nil {
 		s.t.Error(err)
 		return
@@ -174,12 +183,16 @@ func (s *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *apiServer) write(w http.ResponseWriter, mediaType string, code int, obj runtime.Object) {
+	s.writeAs(w, mediaType, code, obj, corev1.SchemeGroupVersion)
+}
+
+func (s *apiServer) writeAs(w http.ResponseWriter, mediaType string, code int, obj runtime.Object, gv schema.GroupVersion) {
 	info, ok := runtime.SerializerInfoForMediaType(s.codecs.SupportedMediaTypes(), mediaType)
 	if !ok {
 		s.t.Errorf("no serializer for %s", mediaType)
 		return
 	}
-	b, err := runtime.Encode(s.codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion), obj)
+	b, err := runtime.Encode(s.codecs.EncoderForVersion(info.Serializer, gv), obj)
 	if err != nil {
 		s.t.Error(err)
 		return
@@ -204,6 +217,16 @@ func TestClientMatchesClientset(t *testing.T) {
 	if err := corev1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
+	if err := discoveryv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	node, yes := "n1", true
+	slice := discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "web-abc", Namespace: "shop", ResourceVersion: "8", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}, NodeName: &node, Conditions: discoveryv1.EndpointConditions{Ready: &yes},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "shop", Name: "web", UID: "u1"}}},
+	}
 	pod := corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u1", ResourceVersion: "7",
 			Annotations: map[string]string{"a": "b"}},
@@ -217,8 +240,16 @@ func TestClientMatchesClientset(t *testing.T) {
 	}
 	srv := &apiServer{t: t, codecs: serializer.NewCodecFactory(scheme),
 		pods:   &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "9"}, Items: []corev1.Pod{pod}},
-		events: &corev1.EventList{ListMeta: metav1.ListMeta{ResourceVersion: "9"}, Items: []corev1.Event{event}}}
-	hs := httptest.NewServer(srv)
+		events: &corev1.EventList{ListMeta: metav1.ListMeta{ResourceVersion: "9"}, Items: []corev1.Event{event}},
+		slices: &discoveryv1.EndpointSliceList{ListMeta: metav1.ListMeta{ResourceVersion: "9"}, Items: []discoveryv1.EndpointSlice{slice}}}
+	hs := httptest.NewUnstartedServer(srv)
+	var conns atomic.Int32
+	hs.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	hs.Start()
 	defer hs.Close()
 
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
@@ -229,6 +260,10 @@ func TestClientMatchesClientset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A dialer of its own (as a byte-counting or proxying caller's) keeps
+	// client-go from sharing transports between configs: the client must
+	// share its one itself.
+	cfg.Dial = (&net.Dialer{}).DialContext
 	ours, err := NewClientForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -257,17 +292,22 @@ func TestClientMatchesClientset(t *testing.T) {
 			obj, err = c.ListPods(ctx, "", listOpts)
 		case "list events":
 			obj, err = c.ListEvents(ctx, "shop", listOpts)
+		case "list slices":
+			obj, err = c.ListEndpointSlices(ctx, "", listOpts)
 		case "list gone":
 			o := listOpts
 			o.ResourceVersion = "gone"
 			_, err = c.ListPods(ctx, "", o)
 			obj = apierrors.IsResourceExpired(err)
-		case "watch pods", "watch events":
+		case "watch pods", "watch events", "watch slices":
 			var w watch.Interface
-			if op == "watch pods" {
+			switch op {
+			case "watch pods":
 				w, err = c.WatchPods(ctx, "", watchOpts)
-			} else {
+			case "watch events":
 				w, err = c.WatchEvents(ctx, "shop", watchOpts)
+			default:
+				w, err = c.WatchEndpointSlices(ctx, "", watchOpts)
 			}
 			if err == nil {
 				ev := <-w.ResultChan()
@@ -281,7 +321,17 @@ func TestClientMatchesClientset(t *testing.T) {
 		}
 		return r
 	}
-	for _, op := range []string{"list pods", "list events", "list gone", "watch pods", "watch events"} {
+	ops := []string{"list pods", "list events", "list slices", "list gone", "watch pods", "watch events", "watch slices"}
+	before := conns.Load()
+	for _, op := range ops {
+		_ = do(ours, op)
+	}
+	// Both group versions over one connection (one HTTP client): a second
+	// transport is a second connection per node at the API server.
+	if n := conns.Load() - before; n != 1 {
+		t.Errorf("our client opened %d connections for pods, events and EndpointSlices, want 1", n)
+	}
+	for _, op := range ops {
 		want, got := do(theirs, op), do(ours, op)
 		if len(got.reqs) != 1 {
 			t.Errorf("%s: %d requests, want 1: %q", op, len(got.reqs), got.reqs)
@@ -298,6 +348,9 @@ func TestClientMatchesClientset(t *testing.T) {
 	}
 	if l, err := ours.ListPods(ctx, "", listOpts); err != nil || len(l.Items) != 1 || l.Items[0].Spec.Containers[0].Image != "nginx" {
 		t.Errorf("ListPods = %+v, %v", l, err)
+	}
+	if l, err := ours.ListEndpointSlices(ctx, "", listOpts); err != nil || len(l.Items) != 1 || l.Items[0].Endpoints[0].TargetRef.UID != "u1" {
+		t.Errorf("ListEndpointSlices = %+v, %v", l, err)
 	}
 	if gone := do(ours, "list gone"); gone.obj != true {
 		t.Errorf("a 410 list: IsResourceExpired = %v (%s)", gone.obj, gone.err)

@@ -638,7 +638,9 @@ func startFleet(ctx context.Context, kubeconfig string, nodes []string, perSecon
 			fl.stop(time.Minute) //nolint:errcheck // reporting the first error
 			return nil, fmt.Errorf("fleet: node %s: %w", node, err)
 		}
-		w, err := watcher.New(watcher.Config{Client: client, NodeName: node, EventTTL: eventTTL, Logger: wlog})
+		// PODCHRON_FLEET_NO_SLICES=1: tracers run with --no-endpoint-slices.
+		w, err := watcher.New(watcher.Config{Client: client, NodeName: node, EventTTL: eventTTL, Logger: wlog,
+			NoEndpointSlices: os.Getenv("PODCHRON_FLEET_NO_SLICES") == "1"})
 		if err != nil {
 			fl.stop(time.Minute) //nolint:errcheck // reporting the first error
 			return nil, fmt.Errorf("fleet: node %s: %w", node, err)
