@@ -94,6 +94,8 @@ const (
 //     known state with Deleted=true once it is gone);
 //   - Input{Event} for every add/update (count bump) of a core/v1 Event whose
 //     involved object is one of those pods;
+//   - Input{Endpoint} for every change of what an EndpointSlice says of
+//     one of those pods (endpoints.go; unless Config.NoEndpointSlices);
 //   - Input{API} when the API server's reachability changes: unavailable
 //     (or forbidden by RBAC) while listing/watching fails, available once
 //     the caches have synced and again after an outage.
