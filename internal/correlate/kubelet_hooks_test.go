@@ -288,3 +288,38 @@ func TestPreStopLeftGraceAppOverran(t *testing.T) {
 		})
 	}
 }
+
+// A fast httpGet preStop whose deletion the tracer's watch delivered after
+// the SIGTERM the hook came before (e2e 42 on a loaded CI, 2026-12-06: the
+// kubelet ran the hook and stopped the app in 14 ms): the deletion's time,
+// the API's whole second, sharpened by its sighting, is after the stop. The
+// hook still ran, before the stop: its span is there, too short to be
+// measured, ending at the stop.
+func TestHTTPGetPreStopDeletionSightedLate(t *testing.T) {
+	s := newSim(t)
+	s.info.Containers[0].PreStop = &fact.Handler{Kind: "httpGet", HTTPPath: "/drain", HTTPPort: "8080"}
+	app := s.startup()
+	s.now = s.now.Truncate(time.Second).Add(time.Second + 213*time.Millisecond)
+	asked := s.now
+	s.at(14 * time.Millisecond)
+	s.signal("app", app, syscall.SIGTERM, "runc", kernel.SignalDelivered, kernel.DispositionHandler)
+	term := s.now
+	s.at(30 * time.Millisecond)
+	grace := int64(30)
+	del := asked.Truncate(time.Second).Add(30 * time.Second)
+	s.info.DeletionTimestamp, s.info.DeletionGracePeriodSeconds = &del, &grace
+	s.pod()
+	s.at(10 * time.Millisecond)
+	s.exit("app", app, 0, 0)
+	s.cri(cri.EventContainerExited, "app", 0, "Completed")
+	s.at(300 * time.Millisecond)
+	s.gone()
+
+	pre := s.one(names.SpanContainerPreStop)
+	if pre.End != term || pre.Start.After(term) || pre.Attr(names.HookHandler) != "httpGet" {
+		t.Errorf("prestop %s..%s (stop at %s): %v", pre.Start, pre.End, term, pre.Attrs)
+	}
+	if pre.Parent != s.one(names.SpanPodTermination).SpanID {
+		t.Error("prestop not under the termination")
+	}
+}
