@@ -28,15 +28,6 @@ func spanEvents(sp span.Span, name string) []span.SpanEvent {
 	return out
 }
 
-func eventAttr(ev span.SpanEvent, key string) any {
-	for _, a := range ev.Attrs {
-		if a.Key == key {
-			return a.Value
-		}
-	}
-	return nil
-}
-
 // The endpoints controller lists the pod ready once it is Ready (a root
 // event), then, at its deletion, marks it terminating: the withdrawal is on
 // the termination, at the time it was seen, before the SIGTERM the preStop
@@ -62,7 +53,7 @@ func TestEndpointWithdrawnAtDeletion(t *testing.T) {
 
 	root := s.one(names.SpanPod)
 	ready := spanEvents(root, names.EventEndpointReady)
-	if len(ready) != 1 || !ready[0].Time.Equal(readyAt) || eventAttr(ready[0], names.K8sServiceName) != "web" {
+	if len(ready) != 1 || !ready[0].Time.Equal(readyAt) || ready[0].Attr(names.K8sServiceName) != "web" {
 		t.Fatalf("root's endpoint.ready events %+v, want one for web at %v", ready, readyAt)
 	}
 	term := s.one(names.SpanPodTermination)
@@ -71,7 +62,7 @@ func TestEndpointWithdrawnAtDeletion(t *testing.T) {
 		t.Fatalf("termination's withdrawals %+v, want one at %v", w, withdrawnAt)
 	}
 	for key, want := range map[string]any{names.K8sServiceName: "web", names.EndpointRemoved: false, names.EndpointTerminating: true, names.EndpointServing: true} {
-		if got := eventAttr(w[0], key); got != want {
+		if got := w[0].Attr(key); got != want {
 			t.Errorf("withdrawal %s=%v, want %v", key, got, want)
 		}
 	}
@@ -104,7 +95,7 @@ func TestVerdictServiceWithdrewAfterSIGTERM(t *testing.T) {
 	if v := verdict(term); !strings.Contains(v, "; Service web withdrew it 2.0 s after its SIGTERM") {
 		t.Errorf("verdict %q does not tell the late withdrawal", v)
 	}
-	if w := spanEvents(term, names.EventEndpointWithdrawn); len(w) != 1 || eventAttr(w[0], names.EndpointRemoved) != true {
+	if w := spanEvents(term, names.EventEndpointWithdrawn); len(w) != 1 || w[0].Attr(names.EndpointRemoved) != true {
 		t.Errorf("withdrawals %+v, want one removal", w)
 	}
 	if root := verdict(s.one(names.SpanPod)); !strings.Contains(root, "Service web withdrew it") {
@@ -142,7 +133,7 @@ func TestEndpointSlicesOfOneService(t *testing.T) {
 		t.Errorf("%d endpoint.ready events, want 2 (web once, api once)", len(r))
 	}
 	w := spanEvents(s.one(names.SpanPodTermination), names.EventEndpointWithdrawn)
-	if len(w) != 1 || eventAttr(w[0], names.K8sServiceName) != "web" {
+	if len(w) != 1 || w[0].Attr(names.K8sServiceName) != "web" {
 		t.Errorf("withdrawals %+v, want web's alone", w)
 	}
 }
@@ -169,7 +160,7 @@ func TestEndpointFoundWithdrawnAndLate(t *testing.T) {
 
 	term := s.one(names.SpanPodTermination)
 	w := spanEvents(term, names.EventEndpointWithdrawn)
-	if len(w) != 1 || eventAttr(w[0], names.EndpointListed) != true {
+	if len(w) != 1 || w[0].Attr(names.EndpointListed) != true {
 		t.Fatalf("withdrawals %+v, want one marked listed", w)
 	}
 	if strings.Contains(verdict(term), "withdrew") {
@@ -202,8 +193,8 @@ func TestEndpointServicesCapped(t *testing.T) {
 	}
 	var capped int64
 	for _, ev := range spanEvents(root, names.EventCorrelationMiss) {
-		if eventAttr(ev, names.MissReasonKey) == string(names.MissEndpointServicesCapped) {
-			capped, _ = eventAttr(ev, names.MissCount).(int64)
+		if ev.Attr(names.MissReasonKey) == string(names.MissEndpointServicesCapped) {
+			capped, _ = ev.Attr(names.MissCount).(int64)
 		}
 	}
 	if capped != 4 {

@@ -149,27 +149,25 @@ func (st *sliceStore) object(obj any) (*discoveryv1.EndpointSlice, bool) {
 func (st *sliceStore) Add(obj any) error { return st.Update(obj) }
 
 // Update implements cache.ReflectorStore.
-func (st *sliceStore) Update(obj any) error {
-	es, ok := st.object(obj)
-	if !ok {
-		return nil
-	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.apply(sliceKey(es), st.endpointsOf(es), false)
-	return nil
-}
+func (st *sliceStore) Update(obj any) error { return st.change(obj, false) }
 
 // Delete implements cache.ReflectorStore: every endpoint the slice listed
 // is withdrawn.
-func (st *sliceStore) Delete(obj any) error {
+func (st *sliceStore) Delete(obj any) error { return st.change(obj, true) }
+
+// change applies a watched slice's update, or its deletion.
+func (st *sliceStore) change(obj any, deleted bool) error {
 	es, ok := st.object(obj)
 	if !ok {
 		return nil
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.apply(sliceKey(es), nil, false)
+	var now *sliceEndpoints
+	if !deleted {
+		now = st.endpointsOf(es)
+	}
+	st.apply(sliceKey(es), now, false)
 	return nil
 }
 
