@@ -6,7 +6,9 @@
 // followed). A pod that got its stop signal before a Service withdrew it
 // may have refused requests still sent to it: the termination's verdict
 // says so (verdict.go, endpointWords), the reason preStop sleep hooks
-// exist.
+// exist. A Service's withdrawal during a readiness episode is on the
+// episode's pod.not_ready (episodeWithdrawals): it stopped sending the pod
+// traffic then.
 //
 // Times are when the tracer saw the slices change (the API server's watch
 // delivers within milliseconds); a state first found by a list (the
@@ -18,6 +20,7 @@
 package correlate
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -47,7 +50,7 @@ type podEndpoints struct {
 type serviceEndpoint struct {
 	ready     bool      // listed ready in one of its slices now
 	everReady bool      // listed ready once (its first ready is on the root when seen as it happened)
-	withdrawn time.Time // when it last stopped listing the pod ready (zero while ready, or never ready)
+	withdrawn time.Time // when it last stopped listing the pod ready (zero if it never did)
 	// How it was withdrawn: the endpoint's conditions then (terminating,
 	// serving) or its removal; initial: found withdrawn by a list.
 	removed, serving, terminating, initial bool
@@ -103,7 +106,9 @@ func (c *Correlator) endpointChange(e *fact.EndpointChange) {
 			p.addRootEvent(span.SpanEvent{Name: names.EventEndpointReady, Time: c.now, Attrs: []span.Attr{
 				span.String(names.K8sServiceName, e.Service)}})
 		}
-		svc.ready, svc.everReady, svc.withdrawn = true, true, time.Time{}
+		// The last withdrawal stays known (a readiness episode's span,
+		// emitted when Ready comes back, may be emitted after this).
+		svc.ready, svc.everReady = true, true
 	case svc.ready || e.Initial && e.Terminating && svc.withdrawn.IsZero():
 		// Withdrawn now; or found withdrawn by a list (a tracer started
 		// mid-termination), at or before now.
@@ -119,9 +124,18 @@ func (p *pod) withdrawals() []string {
 	if p.terminating.IsZero() {
 		return nil
 	}
+	// Only those still out: a Service that listed it ready again since
+	// (its withdrawal an episode's, readiness.go) sends it traffic.
+	return slices.DeleteFunc(p.withdrawnIn(p.terminating, time.Time{}), func(name string) bool { return p.services[name].ready })
+}
+
+// withdrawnIn are the Services whose latest withdrawal of the pod came
+// from withdrawalSlack before from to to (no bound when zero), by name.
+func (p *pod) withdrawnIn(from, to time.Time) []string {
 	var out []string
 	for _, name := range slices.Sorted(maps.Keys(p.services)) {
-		if w := p.services[name].withdrawn; !w.IsZero() && !w.Before(p.terminating.Add(-withdrawalSlack)) {
+		w := p.services[name].withdrawn
+		if !w.IsZero() && !w.Before(from.Add(-withdrawalSlack)) && (to.IsZero() || !w.After(to)) {
 			out = append(out, name)
 		}
 	}
@@ -130,8 +144,13 @@ func (p *pod) withdrawals() []string {
 
 // endpointEvents are the termination's withdrawal events.
 func (p *pod) endpointEvents() []span.SpanEvent {
+	return p.withdrawalEvents(p.withdrawals())
+}
+
+// withdrawalEvents are the named Services' withdrawal events.
+func (p *pod) withdrawalEvents(services []string) []span.SpanEvent {
 	var out []span.SpanEvent
-	for _, name := range p.withdrawals() {
+	for _, name := range services {
 		s := p.services[name]
 		attrs := []span.Attr{span.String(names.K8sServiceName, name), span.Bool(names.EndpointRemoved, s.removed)}
 		if !s.removed {
@@ -148,12 +167,46 @@ func (p *pod) endpointEvents() []span.SpanEvent {
 // lastWithdrawal is the latest withdrawal seen as it happened since the
 // termination began, and its Service.
 func (p *pod) lastWithdrawal() (string, time.Time) {
+	return p.latestSighted(p.withdrawals())
+}
+
+// latestSighted is the latest withdrawal among the named Services' seen as
+// it happened (not first found by a list), and its Service.
+func (p *pod) latestSighted(services []string) (string, time.Time) {
 	var name string
 	var at time.Time
-	for _, n := range p.withdrawals() {
+	for _, n := range services {
 		if s := p.services[n]; !s.initial && s.withdrawn.After(at) {
 			name, at = n, s.withdrawn
 		}
 	}
 	return name, at
+}
+
+// episodeLateWorth: a Service that withdrew the pod this long after it
+// lost Ready sent traffic to a pod failing its readiness probe all along;
+// the episode's message says so. The Ready condition's time is the API's
+// whole second unless this instance saw it change: below a second the
+// lag is not known.
+const episodeLateWorth = time.Second
+
+// episodeWithdrawals are a readiness episode's withdrawals, from the loss
+// to its end (not the termination's, which pod.termination has), and when
+// the latest came episodeLateWorth or more after the loss, words saying so:
+// "Service web withdrew it 2.0 s after it lost Ready".
+func (p *pod) episodeWithdrawals(lost, end time.Time) ([]span.SpanEvent, string) {
+	if !p.terminating.IsZero() {
+		if t := p.terminating.Add(-withdrawalSlack - time.Nanosecond); t.Before(end) {
+			end = t
+		}
+	}
+	if end.Before(lost.Add(-withdrawalSlack)) {
+		return nil, ""
+	}
+	services := p.withdrawnIn(lost, end)
+	var words string
+	if name, at := p.latestSighted(services); !at.IsZero() && at.Sub(lost) >= episodeLateWorth {
+		words = fmt.Sprintf("Service %s withdrew it %s after it lost Ready", name, secs(at.Sub(lost)))
+	}
+	return p.withdrawalEvents(services), words
 }

@@ -201,3 +201,97 @@ func TestEndpointServicesCapped(t *testing.T) {
 		t.Errorf("capped count on the root %d, want 4", capped)
 	}
 }
+
+// A readiness episode: web withdraws the pod 20 ms after it lost Ready,
+// api 3 s after (its controller behind: traffic went on to a pod failing
+// its probe). Both withdrawals are on pod.not_ready and its message tells
+// api's; web lists the pod ready again before the tracer sees Ready come
+// back (two watches, no order between them): its withdrawal is still the
+// episode's. At the deletion both withdraw it again: the termination has
+// those two, not the episode's.
+func TestEndpointWithdrawnInReadinessEpisode(t *testing.T) {
+	s := newSim(t)
+	s.info.Containers[0].PreStop = &fact.Handler{Kind: "sleep", SleepSeconds: 1}
+	app := s.startup()
+	s.endpoint("web", "web-v4", true, true, false)
+	s.endpoint("api", "api-1", true, true, false)
+	s.at(time.Minute)
+	lost := s.now
+	s.setReady(false)
+	s.at(20 * time.Millisecond)
+	s.endpoint("web", "web-v4", true, false, false)
+	webOut := s.now
+	s.at(3 * time.Second)
+	s.endpoint("api", "api-1", true, false, false)
+	apiOut := s.now
+	s.at(5 * time.Second)
+	s.endpoint("web", "web-v4", true, true, false)
+	s.at(10 * time.Millisecond)
+	s.setReady(true)
+	s.at(15 * time.Millisecond)
+	s.endpoint("api", "api-1", true, true, false)
+	s.tick(2 * time.Second)
+
+	nr := s.one(names.SpanPodNotReady)
+	w := spanEvents(nr, names.EventEndpointWithdrawn)
+	if len(w) != 2 || w[0].Attr(names.K8sServiceName) != "api" || !w[0].Time.Equal(apiOut) ||
+		w[1].Attr(names.K8sServiceName) != "web" || !w[1].Time.Equal(webOut) {
+		t.Fatalf("episode's withdrawals %+v, want api at %v and web at %v", w, apiOut, webOut)
+	}
+	if w[1].Attr(names.EndpointRemoved) != false || w[1].Attr(names.EndpointTerminating) != false {
+		t.Errorf("web's withdrawal %+v, want listed not ready, not terminating", w[1].Attrs)
+	}
+	if want := "; Service api withdrew it 3.0 s after it lost Ready"; !strings.HasSuffix(nr.StatusMessage, want) {
+		t.Errorf("episode's message %q, want it to end %q", nr.StatusMessage, want)
+	}
+	if !nr.Start.Equal(lost) {
+		t.Errorf("episode from %v, want %v", nr.Start, lost)
+	}
+
+	s.at(time.Minute)
+	s.deleteWithGrace(30)
+	s.at(5 * time.Millisecond)
+	s.endpoint("web", "web-v4", true, false, true)
+	s.endpoint("api", "api-1", true, false, true)
+	s.at(time.Second)
+	s.gracefulStop("app", app, 100*time.Millisecond)
+	s.gone()
+	term := s.one(names.SpanPodTermination)
+	tw := spanEvents(term, names.EventEndpointWithdrawn)
+	if len(tw) != 2 || tw[0].Time.Before(term.Start) || tw[1].Time.Before(term.Start) || tw[0].Attr(names.EndpointTerminating) != true {
+		t.Errorf("termination's withdrawals %+v, want the deletion's two (from %v)", tw, term.Start)
+	}
+	if r := spanEvents(s.one(names.SpanPod), names.EventEndpointReady); len(r) != 2 {
+		t.Errorf("%d endpoint.ready events on the root, want each Service's first", len(r))
+	}
+}
+
+// Readiness lost until the deletion: the Service's withdrawal is the
+// episode's (the pod was out of it before its termination began), and the
+// termination has none; a Service that followed within 20 ms has no words.
+func TestEndpointWithdrawnBeforeTermination(t *testing.T) {
+	s := newSim(t)
+	app := s.startup()
+	s.endpoint("web", "web-v4", true, true, false)
+	s.at(time.Minute)
+	s.setReady(false)
+	s.at(20 * time.Millisecond)
+	s.endpoint("web", "web-v4", true, false, false)
+	s.at(30 * time.Second)
+	s.deleteWithGrace(30)
+	s.at(5 * time.Millisecond)
+	s.endpoint("web", "web-v4", true, false, true)
+	s.at(time.Second)
+	s.gracefulStop("app", app, 100*time.Millisecond)
+	s.gone()
+	nr := s.one(names.SpanPodNotReady)
+	if w := spanEvents(nr, names.EventEndpointWithdrawn); len(w) != 1 {
+		t.Errorf("episode's withdrawals %+v, want web's", w)
+	}
+	if strings.Contains(nr.StatusMessage, "withdrew") {
+		t.Errorf("episode's message %q tells a withdrawal 20 ms after the loss", nr.StatusMessage)
+	}
+	if w := spanEvents(s.one(names.SpanPodTermination), names.EventEndpointWithdrawn); len(w) != 0 {
+		t.Errorf("termination's withdrawals %+v, want none: the pod was out before", w)
+	}
+}

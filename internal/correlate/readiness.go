@@ -3,8 +3,10 @@
 // endpoints until it regains it. Each episode is a span, pod.not_ready,
 // under the root, emitted when readiness comes back (or at the pod's
 // end), with what the failing probe said: the kubelet's Unhealthy message
-// (which carries an exec probe's output), and the exec probe the kernel saw
-// fail (its command and exit).
+// (which carries an exec probe's output), the exec probe the kernel saw
+// fail (its command and exit), and when each of its Services withdrew it
+// (podchron.endpoint.withdrawn, endpoints.go): a Service that went on
+// listing it ready sent it traffic it was failing its probe for.
 
 package correlate
 
@@ -146,8 +148,12 @@ func (c *Correlator) notReadySpan(p *pod, end time.Time, unfinished string) {
 			msg += ": " + a.Value.(string)
 		}
 	}
+	events, late := p.episodeWithdrawals(start, end)
+	if late != "" {
+		msg += "; " + late
+	}
 	c.emit(p, span.Span{SpanID: p.spanID(fmt.Sprintf("notready@%d", key.UnixNano())), Parent: c.rootID(p), Name: names.SpanPodNotReady,
-		Start: start, End: end, Status: span.StatusError, StatusMessage: msg, Attrs: attrs})
+		Start: start, End: end, Status: span.StatusError, StatusMessage: msg, Attrs: attrs, Events: events})
 }
 
 // readinessFailAttrs says what kept the pod not Ready from lost to end: the

@@ -17,18 +17,24 @@ import (
 // ---- 45: readiness lost and regained after the start-up -----------------------
 
 // A container whose exec readiness probe checks a file the container
-// removes 15 s after it starts and puts back 8 s later: the pod is Ready,
+// removes 20 s after it starts and puts back 8 s later: the pod is Ready,
 // loses it, regains it. The trace has one pod.not_ready span (ERROR) under
-// the root, for the app, with what the probe said; the start-up is OK.
+// the root, for the app, with what the probe said; the start-up is OK. The
+// pod is behind a Service: the episode has the Service's withdrawal (from
+// then on it sent the pod no traffic), the termination its second one.
 func (e *env) readinessLostAndRegained(t *testing.T) {
 	t.Parallel()
 	const ns = "s45-readiness"
 	e.namespace(t, ns)
-	app := container("app", sh(`trap 'exit 0' TERM; touch /tmp/ready; sleep 15 & wait $!; rm /tmp/ready; sleep 8 & wait $!; touch /tmp/ready; `+gracefulApp)...)
+	app := container("app", sh(`trap 'exit 0' TERM; touch /tmp/ready; sleep 20 & wait $!; rm /tmp/ready; sleep 8 & wait $!; touch /tmp/ready; `+gracefulApp)...)
 	app.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/tmp/ready"}}},
 		PeriodSeconds: 1, FailureThreshold: 1}
-	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "blip"},
+	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "blip", Labels: map[string]string{"app": "blip"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{app}}})
+	e.serviceFor(t, ns, "blip", pod)
+	if p, err := e.cs.CoreV1().Pods(ns).Get(e.ctx, pod.Name, metav1.GetOptions{}); err != nil || !podReady(p) {
+		t.Fatalf("the pod lost Ready before its Service listed it (err %v): the scenario did not hold", err)
+	}
 	e.waitPod(t, ns, pod.Name, "not Ready", time.Minute, func(p *corev1.Pod) error {
 		if podReady(p) {
 			return errors.New("still Ready")
@@ -57,6 +63,16 @@ func (e *env) readinessLostAndRegained(t *testing.T) {
 		}
 		if d := nr.Duration; d < 3*time.Second || d > 30*time.Second {
 			return fmt.Errorf("not Ready for %s, want about 8 s", d)
+		}
+		out, err := spanEvent(nr, names.EventEndpointWithdrawn, "blip")
+		if err != nil {
+			return err
+		}
+		if out.Time.Before(nr.Start.Add(-time.Second)) || out.Time.After(nr.End()) {
+			return fmt.Errorf("withdrawn at %s, outside the episode [%s, %s]", out.Time, nr.Start, nr.End())
+		}
+		if _, _, err := serviceSteps(tr, "blip"); err != nil {
+			return fmt.Errorf("the termination's withdrawal: %w", err)
 		}
 		return nil
 	})
