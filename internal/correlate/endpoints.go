@@ -109,9 +109,10 @@ func (c *Correlator) endpointChange(e *fact.EndpointChange) {
 		// The last withdrawal stays known (a readiness episode's span,
 		// emitted when Ready comes back, may be emitted after this).
 		svc.ready, svc.everReady = true, true
-	case svc.ready || e.Initial && e.Terminating && svc.withdrawn.IsZero():
+	case svc.ready || e.Initial && svc.withdrawn.IsZero() && (e.Terminating || !p.notReadySince.IsZero()):
 		// Withdrawn now; or found withdrawn by a list (a tracer started
-		// mid-termination), at or before now.
+		// mid-termination, or during a readiness episode it resumed),
+		// at or before now.
 		svc.ready = false
 		svc.withdrawn, svc.initial = c.now, e.Initial
 		svc.removed, svc.serving, svc.terminating = !e.Listed, e.Listed && e.Serving, e.Listed && e.Terminating

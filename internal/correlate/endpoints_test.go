@@ -295,3 +295,29 @@ func TestEndpointWithdrawnBeforeTermination(t *testing.T) {
 		t.Errorf("termination's withdrawals %+v, want none: the pod was out before", w)
 	}
 }
+
+// A tracer restarted during a readiness episode resumes it and finds the
+// Service's slice listing the pod not ready: the episode, when Ready comes
+// back, has the withdrawal as listed (at or before its time), and no words
+// are drawn from it.
+func TestEndpointFoundWithdrawnInResumedEpisode(t *testing.T) {
+	s, _ := oldPod(t, 0)
+	s.setCond("Ready", "False", s.now.Add(-10*time.Minute))
+	s.pod()
+	s.at(time.Second)
+	s.in(fact.Input{Endpoint: &fact.EndpointChange{PodUID: s.uid, Namespace: "shop", Service: "web", Slice: "web-v4",
+		Listed: true, Initial: true}})
+	found := s.now
+	s.at(30 * time.Second)
+	s.setCond("Ready", "True", s.now)
+	s.pod()
+	s.tick(2 * time.Second)
+	nr := s.one(names.SpanPodNotReady)
+	w := spanEvents(nr, names.EventEndpointWithdrawn)
+	if len(w) != 1 || w[0].Attr(names.EndpointListed) != true || !w[0].Time.Equal(found) {
+		t.Fatalf("resumed episode's withdrawals %+v, want one listed at %v", w, found)
+	}
+	if strings.Contains(nr.StatusMessage, "withdrew") {
+		t.Errorf("message %q draws on a listed withdrawal", nr.StatusMessage)
+	}
+}
