@@ -54,6 +54,7 @@ const (
 var exportedMetrics = map[string]string{
 	"podchron_pod_startup_duration_seconds":           "histogram",
 	"podchron_pod_termination_duration_seconds":       "histogram",
+	"podchron_pod_not_ready_duration_seconds":         "histogram",
 	"podchron_pod_terminations_total":                 "counter",
 	"podchron_container_stop_duration_seconds":        "histogram",
 	"podchron_grace_period_overruns_total":            "counter",

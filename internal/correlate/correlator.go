@@ -315,6 +315,9 @@ func (c *Correlator) Shutdown() {
 	}
 }
 
+// tracerStopped: why Flush leaves what is open unfinished.
+const tracerStopped = "tracer stopped"
+
 // Flush ends the model (replay, tests): every live pod's root span is emitted, marked
 // unfinished (the tracer is shutting down). Phases in progress are emitted
 // as unfinished too, so a restart does not lose what was seen.
@@ -322,6 +325,6 @@ func (c *Correlator) Flush() {
 	c.release(true)
 	for _, uid := range slices.Sorted(maps.Keys(c.pods)) {
 		p := c.pods[uid]
-		c.finishPod(p, c.now, "tracer stopped")
+		c.finishPod(p, c.now, tracerStopped)
 	}
 }

@@ -458,7 +458,7 @@ func (c *Correlator) finishPod(p *pod, at time.Time, unfinished string) {
 				Start: ct.startedAtOr(), End: at, Status: span.StatusUnset, StatusMessage: "still running: " + unfinished, Attrs: containerAttrs(ct)})
 		}
 	}
-	c.notReadyAtEnd(p, at)
+	c.notReadyAtEnd(p, at, unfinished != tracerStopped)
 	if !p.restartAllAt.IsZero() {
 		c.restartAllSpan(p, at, "the pod ended during its in-place restart")
 	}

@@ -39,6 +39,9 @@ func (o *obs) PodTermination(ns, owner string, d time.Duration, overrun bool, _ 
 	o.calls = append(o.calls, fmt.Sprintf("termination %s %s %s overrun=%v", ns, owner, d, overrun))
 }
 func (o *obs) GracePeriodOverrun(ns string) { o.calls = append(o.calls, "overrun "+ns) }
+func (o *obs) PodNotReady(ns, kind string, d time.Duration, _ string) {
+	o.calls = append(o.calls, fmt.Sprintf("not ready %s %s %s", ns, kind, d))
+}
 func (o *obs) EndpointWithdrawnLate(ns string) {
 	o.calls = append(o.calls, "endpoint late "+ns)
 }

@@ -87,7 +87,7 @@ func (c *Correlator) readinessChanged(p *pod) {
 	}
 	switch {
 	case cd.Status == "True" && !p.notReadySince.IsZero():
-		c.notReadySpan(p, at, "")
+		c.notReadySpan(p, at, "", true)
 	case cd.Status == "True":
 		p.wasReady = true
 		if p.resumed && p.resumedReady.IsZero() {
@@ -106,20 +106,22 @@ func (c *Correlator) readinessChanged(p *pod) {
 }
 
 // notReadyAtEnd closes an episode still open when the pod's termination
-// began or the pod ended.
-func (c *Correlator) notReadyAtEnd(p *pod, at time.Time) {
+// began or the pod ended (measured unless the tracer stopped: an episode
+// it cut short is no episode's length).
+func (c *Correlator) notReadyAtEnd(p *pod, at time.Time, measured bool) {
 	if p.notReadySince.IsZero() {
 		return
 	}
 	if !p.terminating.IsZero() && p.terminating.Before(at) {
 		at = p.terminating
 	}
-	c.notReadySpan(p, at, "not Ready until the pod's end")
+	c.notReadySpan(p, at, "not Ready until the pod's end", measured)
 }
 
 // notReadySpan emits an episode (past maxNotReadySpans, an event on the
-// root: counted there when over its cap).
-func (c *Correlator) notReadySpan(p *pod, end time.Time, unfinished string) {
+// root: counted there when over its cap), and measures its length when
+// measured.
+func (c *Correlator) notReadySpan(p *pod, end time.Time, unfinished string, measured bool) {
 	start, key := p.notReadySince, p.notReadyKey
 	p.notReadySince, p.notReadyKey = time.Time{}, time.Time{}
 	if key.IsZero() {
@@ -131,6 +133,9 @@ func (c *Correlator) notReadySpan(p *pod, end time.Time, unfinished string) {
 	key = key.Round(time.Second)
 	if end.Before(start) {
 		end = start
+	}
+	if measured {
+		c.observer(p).PodNotReady(p.namespace(), p.ownerKind(), end.Sub(start), p.trace.String())
 	}
 	attrs := c.readinessFailAttrs(p, start, end)
 	if p.episodes >= maxNotReadySpans {

@@ -1,6 +1,7 @@
 package correlate_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,6 +77,9 @@ func TestReadinessLostAndRegained(t *testing.T) {
 	if args, _ := nr.Attr(names.ProcessCommandArgs).([]string); strings.Join(args, " ") != "cat /tmp/ready" {
 		t.Errorf("probe command %v", nr.Attrs)
 	}
+	if want := "not ready shop ReplicaSet " + nr.Duration().String(); !slices.Contains(s.o.calls, want) {
+		t.Errorf("observer calls %v, want %q", s.o.calls, want)
+	}
 	if n := len(s.find(names.SpanPodStartup)); n != 1 {
 		t.Errorf("%d start-ups", n)
 	}
@@ -102,5 +106,25 @@ func TestReadinessLostUntilTheEnd(t *testing.T) {
 	if !nr.Start.Equal(lost) || nr.End.After(s.one(names.SpanPodTermination).Start) ||
 		!strings.Contains(nr.StatusMessage, "until the pod's end: HTTP probe failed with statuscode: 503") {
 		t.Errorf("not ready %s..%s %q", nr.Start, nr.End, nr.StatusMessage)
+	}
+	if want := "not ready shop ReplicaSet " + nr.Duration().String(); !slices.Contains(s.o.calls, want) {
+		t.Errorf("observer calls %v, want %q", s.o.calls, want)
+	}
+}
+
+// A tracer stopped (Flush) during an episode emits it unfinished, but its
+// cut length is no episode's: not measured.
+func TestReadinessEpisodeCutByTracerStop(t *testing.T) {
+	s := newSim(t)
+	s.startup()
+	s.at(time.Minute)
+	s.setReady(false)
+	s.at(time.Minute)
+	s.c.Flush()
+	s.one(names.SpanPodNotReady)
+	for _, c := range s.o.calls {
+		if strings.HasPrefix(c, "not ready ") {
+			t.Errorf("observed %q for an episode the tracer's stop cut", c)
+		}
 	}
 }

@@ -22,6 +22,10 @@ type Observer interface {
 	PodStartupPhase(namespace, phase string, d time.Duration, traceID string) // phase: names.Phase*
 	PodTermination(namespace, ownerKind string, d time.Duration, overrun bool, traceID string)
 	ContainerStop(namespace string, d time.Duration, sigkill bool, traceID string)
+	// PodNotReady: a readiness episode after the start-up (Ready lost)
+	// ended, by Ready regained or by the pod's termination or end first,
+	// after d; with the pod's trace ID.
+	PodNotReady(namespace, ownerKind string, d time.Duration, traceID string)
 	GracePeriodOverrun(namespace string)
 	// EndpointWithdrawnLate: a terminating pod of namespace got its stop
 	// signal before a Service withdrew it from its endpoints (by 100 ms
@@ -55,6 +59,9 @@ func (NopObserver) PodTermination(string, string, time.Duration, bool, string) {
 
 // ContainerStop discards the measurement.
 func (NopObserver) ContainerStop(string, time.Duration, bool, string) {}
+
+// PodNotReady discards the measurement.
+func (NopObserver) PodNotReady(string, string, time.Duration, string) {}
 
 // GracePeriodOverrun discards the measurement.
 func (NopObserver) GracePeriodOverrun(string) {}

@@ -22,6 +22,7 @@ import (
 // the root, for the app, with what the probe said; the start-up is OK. The
 // pod is behind a Service: the episode has the Service's withdrawal (from
 // then on it sent the pod no traffic), the termination its second one.
+// Prometheus has the episode's length.
 func (e *env) readinessLostAndRegained(t *testing.T) {
 	t.Parallel()
 	const ns = "s45-readiness"
@@ -77,6 +78,11 @@ func (e *env) readinessLostAndRegained(t *testing.T) {
 		return nil
 	})
 	report(t, tr)
+	// One episode measured, in the 5-10 s bucket's range (about 8 s).
+	e.metric(t, fmt.Sprintf(`podchron_pod_not_ready_duration_seconds_count{namespace=%q}`, ns), time.Minute,
+		func(v float64) bool { return v == 1 })
+	e.metric(t, fmt.Sprintf(`podchron_pod_not_ready_duration_seconds_bucket{namespace=%q,le="2.5"}`, ns), time.Minute,
+		func(v float64) bool { return v == 0 })
 }
 
 // ---- 46: kubectl debug ------------------------------------------------------------

@@ -23,6 +23,10 @@ var (
 	// Container stop (SIGTERM → exit): well-behaved processes exit in
 	// milliseconds; the tail is the grace period.
 	stopBuckets = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300}
+	// A readiness episode (Ready lost → regained): a probe's failure
+	// threshold times its period (3 × 10 s by default) to a dependency's
+	// outage of an hour.
+	notReadyBuckets = []float64{1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
 	// One CNI plugin run: 1 ms … 60 s.
 	cniBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 )
@@ -74,6 +78,7 @@ type Recorder struct {
 	startup          *prometheus.HistogramVec
 	startupPhase     *prometheus.HistogramVec
 	termination      *prometheus.HistogramVec
+	notReady         *prometheus.HistogramVec
 	terminations     *prometheus.CounterVec
 	containerStop    *prometheus.HistogramVec
 	overruns         *prometheus.CounterVec
@@ -122,6 +127,7 @@ const (
 	histPodStartup      = "pod_startup"
 	histPodStartupPhase = "pod_startup_phase"
 	histPodTermination  = "pod_termination"
+	histPodNotReady     = "pod_not_ready"
 	histContainerStop   = "container_stop"
 	histCNI             = "cni"
 )
@@ -134,7 +140,7 @@ func NewRecorder(lim Limits) *Recorder {
 	r.newNodeMetrics()
 	r.newSelfMetrics()
 	r.newLimiters(lim.withDefaults())
-	for _, h := range []string{histPodStartup, histPodTermination, histContainerStop, histCNI} {
+	for _, h := range []string{histPodStartup, histPodTermination, histPodNotReady, histContainerStop, histCNI} {
 		r.negativeDuration.WithLabelValues(h)
 	}
 	// Every miss reason from 0, so the first of a kind is an increase.
@@ -169,6 +175,11 @@ func (r *Recorder) newPodMetrics() {
 		Name:    "podchron_pod_termination_duration_seconds",
 		Help:    "Time from the pod's deletion being requested to the pod being gone.",
 		Buckets: terminationBuckets,
+	}, []string{names.LabelNamespace, names.LabelOwnerKind})
+	r.notReady = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "podchron_pod_not_ready_duration_seconds",
+		Help:    "Readiness lost after the start-up, per episode: Ready lost to Ready regained (or to the pod's termination or end, when it came first); the trace's pod.not_ready span says why and when its Services withdrew it.",
+		Buckets: notReadyBuckets,
 	}, []string{names.LabelNamespace, names.LabelOwnerKind})
 	r.terminations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "podchron_pod_terminations_total",
@@ -273,7 +284,7 @@ func (r *Recorder) newLimiters(lim Limits) {
 
 func (r *Recorder) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
-		r.startup, r.startupPhase, r.termination, r.terminations, r.containerStop, r.overruns, r.endpointsLate,
+		r.startup, r.startupPhase, r.termination, r.notReady, r.terminations, r.containerStop, r.overruns, r.endpointsLate,
 		r.exits, r.oomKills, r.throttled, r.cni, r.signals, r.misses, r.stuck, r.stuckInfo, r.folded,
 		r.negativeDuration,
 	}
@@ -363,6 +374,11 @@ func (r *Recorder) PodTermination(namespace, ownerKind string, d time.Duration, 
 	ns, kind := r.namespace.value(namespace), r.ownerKind.value(ownerKind)
 	r.terminations.WithLabelValues(ns, kind, boolLabel(overrun)).Inc()
 	r.observeTrace(r.termination, histPodTermination, d, traceID, ns, kind)
+}
+
+// PodNotReady implements measure.Observer.
+func (r *Recorder) PodNotReady(namespace, ownerKind string, d time.Duration, traceID string) {
+	r.observeTrace(r.notReady, histPodNotReady, d, traceID, r.namespace.value(namespace), r.ownerKind.value(ownerKind))
 }
 
 // ContainerStop implements measure.Observer.

@@ -53,6 +53,7 @@ func TestCardinalityGuard(t *testing.T) {
 		rec.PodSeen(ns, "Kind"+s)
 		rec.PodStartup(ns, "Kind"+s, "pole"+s, time.Second, "")
 		rec.PodTermination(ns, "Kind"+s, time.Second, i%2 == 0, "")
+		rec.PodNotReady(ns, "Kind"+s, time.Second, "")
 		rec.ContainerStop(ns, time.Second, i%3 == 0, "")
 		rec.GracePeriodOverrun(ns)
 		rec.ContainerExit(ns, "cause"+s)
@@ -81,7 +82,7 @@ func TestCardinalityGuard(t *testing.T) {
 		"sigkill":     2,
 		"le":          len(cniBuckets) + 1,
 		"label":       12,
-		"metric":      4,
+		"metric":      5,
 		// One series per stuck pod, at most MaxStuckPods at once.
 		"pod":      MaxStuckPods,
 		"uid":      MaxStuckPods,
@@ -119,11 +120,11 @@ func TestCardinalityGuard(t *testing.T) {
 	if got := testutil.ToFloat64(rec.overruns.WithLabelValues("ci-run-3")); got != 2 {
 		t.Errorf("overruns{namespace=ci-run-3} = %v, want 2", got)
 	}
-	// Known values are never folded, however full the cap. (Two owner
+	// Known values are never folded, however full the cap. (Three owner
 	// kind observations per iteration, 998 kinds past the cap.)
 	rec.PodStartup("ci-run-0", "StatefulSet", "readiness", time.Second, "")
-	if got := testutil.ToFloat64(rec.folded.WithLabelValues("owner_kind")); got != 2*(n-2) {
-		t.Errorf("folded owner kinds %v, want %d", got, 2*(n-2))
+	if got := testutil.ToFloat64(rec.folded.WithLabelValues("owner_kind")); got != 3*(n-2) {
+		t.Errorf("folded owner kinds %v, want %d", got, 3*(n-2))
 	}
 }
 
@@ -156,11 +157,12 @@ func TestNegativeDurationsNotObserved(t *testing.T) {
 	rec := NewRecorder(Limits{})
 	rec.PodStartup("default", "ReplicaSet", "readiness", -time.Second, "")
 	rec.PodTermination("default", "ReplicaSet", -time.Second, false, "")
+	rec.PodNotReady("default", "ReplicaSet", -time.Second, "")
 	rec.ContainerStop("default", -time.Second, true, "")
 	rec.CNICall("bridge", "ADD", "success", -time.Millisecond)
 	for _, name := range []string{
 		"podchron_pod_startup_duration_seconds", "podchron_pod_termination_duration_seconds",
-		"podchron_container_stop_duration_seconds",
+		"podchron_pod_not_ready_duration_seconds", "podchron_container_stop_duration_seconds",
 	} {
 		if got := testutil.CollectAndCount(rec, name); got != 0 {
 			t.Errorf("%s: %d series after only negative durations, want 0", name, got)
@@ -170,7 +172,7 @@ func TestNegativeDurationsNotObserved(t *testing.T) {
 	if got := series(t, rec, "podchron_cni_duration_seconds"); len(got) != 2 || got["command=ADD,plugin=bridge,result=ok"] != 0 || got["command=ADD,plugin=bridge,result=error"] != 0 {
 		t.Errorf("CNI series after a negative duration: %v, want ok and error, empty", got)
 	}
-	for _, h := range []string{histPodStartup, histPodTermination, histContainerStop, histCNI} {
+	for _, h := range []string{histPodStartup, histPodTermination, histPodNotReady, histContainerStop, histCNI} {
 		if got := testutil.ToFloat64(rec.negativeDuration.WithLabelValues(h)); got != 1 {
 			t.Errorf("negative_durations{metric=%s} = %v, want 1", h, got)
 		}
