@@ -39,26 +39,16 @@ func TestResizeEventsOnRoot(t *testing.T) {
 	for _, ev := range root.Events {
 		got[ev.Name] = ev
 	}
-	if ev, ok := got[names.EventResizePending]; !ok || evAttr(ev, names.K8sEventReason) != "Deferred" {
+	if ev, ok := got[names.EventResizePending]; !ok || ev.Attr(names.K8sEventReason) != "Deferred" {
 		t.Errorf("no %s event with the reason Deferred: %v", names.EventResizePending, root.Events)
 	}
 	if ev, ok := got[names.EventResizeInProgress]; !ok || !ev.Time.Equal(began) {
 		t.Errorf("no %s event at %s: %v", names.EventResizeInProgress, began, root.Events)
 	}
-	if ev, ok := got[names.EventResizeDone]; !ok || evAttr(ev, names.ResizeSeconds) != 1.5 {
+	if ev, ok := got[names.EventResizeDone]; !ok || ev.Attr(names.ResizeSeconds) != 1.5 {
 		t.Errorf("no %s event after 1.5 s: %v", names.EventResizeDone, root.Events)
 	}
 	if run := s.runOf("c0ffee02"); run.Attr(names.ExitCause) != string(names.CauseCompleted) {
 		t.Errorf("a resize without restart changed the run: %v", run.Attrs)
 	}
-}
-
-// evAttr is an event's attribute value, nil if it has none.
-func evAttr(ev span.SpanEvent, key string) any {
-	for _, a := range ev.Attrs {
-		if a.Key == key {
-			return a.Value
-		}
-	}
-	return nil
 }
