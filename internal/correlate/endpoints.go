@@ -186,25 +186,24 @@ func (p *pod) latestSighted(services []string) (string, time.Time) {
 
 // episodeLateWorth: a Service that withdrew the pod this long after it
 // lost Ready sent traffic to a pod failing its readiness probe all along;
-// the episode's message says so. The Ready condition's time is the API's
-// whole second unless this instance saw it change: below a second the
-// lag is not known.
+// the episode's message says so. (The loss is the API's whole second
+// unless this instance saw it happen.)
 const episodeLateWorth = time.Second
 
-// episodeWithdrawals are a readiness episode's withdrawals, from the loss
-// to its end (not the termination's, which pod.termination has), and when
-// the latest came episodeLateWorth or more after the loss, words saying so:
-// "Service web withdrew it 2.0 s after it lost Ready".
-func (p *pod) episodeWithdrawals(lost, end time.Time) ([]span.SpanEvent, string) {
+// episodeWithdrawals are the withdrawals of a readiness episode from start
+// to end (not the termination's, which pod.termination has), and when the
+// latest came episodeLateWorth or more after the loss was seen (lost),
+// words saying so: "Service web withdrew it 2.0 s after it lost Ready".
+func (p *pod) episodeWithdrawals(start, lost, end time.Time) ([]span.SpanEvent, string) {
 	if !p.terminating.IsZero() {
 		if t := p.terminating.Add(-withdrawalSlack - time.Nanosecond); t.Before(end) {
 			end = t
 		}
 	}
-	if end.Before(lost.Add(-withdrawalSlack)) {
+	if end.Before(start.Add(-withdrawalSlack)) {
 		return nil, ""
 	}
-	services := p.withdrawnIn(lost, end)
+	services := p.withdrawnIn(start, end)
 	var words string
 	if name, at := p.latestSighted(services); !at.IsZero() && at.Sub(lost) >= episodeLateWorth {
 		words = fmt.Sprintf("Service %s withdrew it %s after it lost Ready", name, secs(at.Sub(lost)))

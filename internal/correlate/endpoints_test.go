@@ -321,3 +321,33 @@ func TestEndpointFoundWithdrawnInResumedEpisode(t *testing.T) {
 		t.Errorf("message %q draws on a listed withdrawal", nr.StatusMessage)
 	}
 }
+
+// The API keeps the Ready condition's time in whole seconds: Ready lost at
+// .900 reads .000. A Service that withdrew the pod 300 ms after the loss
+// the tracer saw is not 1.2 s late.
+func TestEndpointEpisodeDelayFromTheSighting(t *testing.T) {
+	s := newSim(t)
+	s.startup()
+	s.endpoint("web", "web-v4", true, true, false)
+	s.at(time.Minute)
+	s.now = s.now.Truncate(time.Second).Add(900 * time.Millisecond)
+	for i, cd := range s.info.Conditions {
+		if cd.Type == "Ready" || cd.Type == "ContainersReady" {
+			s.info.Conditions[i].Status, s.info.Conditions[i].LastTransitionTime = "False", s.now.Truncate(time.Second)
+		}
+	}
+	s.info.Statuses = []fact.ContainerStatus{{Name: "app", State: fact.ContainerState{Running: &fact.Running{StartedAt: s.info.CreatedAt}}}}
+	s.pod()
+	s.at(300 * time.Millisecond)
+	s.endpoint("web", "web-v4", true, false, false)
+	s.at(10 * time.Second)
+	s.setReady(true)
+	s.tick(2 * time.Second)
+	nr := s.one(names.SpanPodNotReady)
+	if len(spanEvents(nr, names.EventEndpointWithdrawn)) != 1 {
+		t.Fatalf("episode's events %+v, want web's withdrawal", nr.Events)
+	}
+	if strings.Contains(nr.StatusMessage, "withdrew") {
+		t.Errorf("message %q: a Service 300 ms behind the loss read as late from the API's whole second", nr.StatusMessage)
+	}
+}

@@ -25,6 +25,7 @@ import (
 type podReadiness struct {
 	wasReady      bool      // Ready was True after the start-up (or ended it)
 	notReadySince time.Time // the current episode's start (Ready False)
+	notReadySeen  time.Time // when this instance saw Ready turn False
 	notReady      string    // the containers not ready then
 	// readyRaw: the Ready condition's transition time as the API gave it
 	// (before its sharpening by the sighting, which only the instance that
@@ -94,7 +95,7 @@ func (c *Correlator) readinessChanged(p *pod) {
 			p.resumedReady = at
 		}
 	case (p.wasReady || !p.readyAt.IsZero() || p.lateReady) && p.notReadySince.IsZero() && p.terminating.IsZero() && p.info.DeletionTimestamp == nil:
-		p.notReadySince, p.notReadyKey = at, p.readyRaw
+		p.notReadySince, p.notReadyKey, p.notReadySeen = at, p.readyRaw, c.now
 		var nr []string
 		for _, st := range p.info.Statuses {
 			if !st.Ready {
@@ -122,8 +123,8 @@ func (c *Correlator) notReadyAtEnd(p *pod, at time.Time, measured bool) {
 // root: counted there when over its cap), and measures its length when
 // measured.
 func (c *Correlator) notReadySpan(p *pod, end time.Time, unfinished string, measured bool) {
-	start, key := p.notReadySince, p.notReadyKey
-	p.notReadySince, p.notReadyKey = time.Time{}, time.Time{}
+	start, key, seen := p.notReadySince, p.notReadyKey, p.notReadySeen
+	p.notReadySince, p.notReadyKey, p.notReadySeen = time.Time{}, time.Time{}, time.Time{}
 	if key.IsZero() {
 		key = start
 	}
@@ -153,7 +154,13 @@ func (c *Correlator) notReadySpan(p *pod, end time.Time, unfinished string, meas
 			msg += ": " + a.Value.(string)
 		}
 	}
-	events, late := p.episodeWithdrawals(start, end)
+	// The loss as this instance saw it, when within the API's whole
+	// second: what a Service's delay is measured from.
+	lost := start
+	if !seen.Before(start) && seen.Before(start.Add(time.Second)) {
+		lost = seen
+	}
+	events, late := p.episodeWithdrawals(start, lost, end)
 	if late != "" {
 		msg += "; " + late
 	}
