@@ -113,7 +113,7 @@ func (c *Correlator) terminationSpan(p *pod, at time.Time, unfinished string) {
 	}
 	attrs = append(attrs, span.String(names.Verdict, p.endTermination(d, msg, unfinished)))
 	c.emit(p, span.Span{SpanID: c.terminationID(p), Parent: c.rootID(p), Name: names.SpanPodTermination, Start: p.terminating, End: at,
-		Status: status, StatusMessage: msg, Attrs: attrs, Events: append(slices.Clip(p.termEvents), p.endpointEvents()...)})
+		Status: status, StatusMessage: msg, Attrs: attrs, Events: append(slices.Clip(p.termEvents), p.withdrawalEvents(p.withdrawals())...)})
 }
 
 // rootSpan emits the pod's root span ("pod"), with the events kept on it.

@@ -143,11 +143,6 @@ func (p *pod) withdrawnIn(from, to time.Time) []string {
 	return out
 }
 
-// endpointEvents are the termination's withdrawal events.
-func (p *pod) endpointEvents() []span.SpanEvent {
-	return p.withdrawalEvents(p.withdrawals())
-}
-
 // withdrawalEvents are the named Services' withdrawal events.
 func (p *pod) withdrawalEvents(services []string) []span.SpanEvent {
 	var out []span.SpanEvent
@@ -163,12 +158,6 @@ func (p *pod) withdrawalEvents(services []string) []span.SpanEvent {
 		out = append(out, span.SpanEvent{Name: names.EventEndpointWithdrawn, Time: s.withdrawn, Attrs: attrs})
 	}
 	return out
-}
-
-// lastWithdrawal is the latest withdrawal seen as it happened since the
-// termination began, and its Service.
-func (p *pod) lastWithdrawal() (string, time.Time) {
-	return p.latestSighted(p.withdrawals())
 }
 
 // latestSighted is the latest withdrawal among the named Services' seen as
@@ -199,9 +188,6 @@ func (p *pod) episodeWithdrawals(start, lost, end time.Time) ([]span.SpanEvent, 
 		if t := p.terminating.Add(-withdrawalSlack - time.Nanosecond); t.Before(end) {
 			end = t
 		}
-	}
-	if end.Before(start.Add(-withdrawalSlack)) {
-		return nil, ""
 	}
 	services := p.withdrawnIn(start, end)
 	var words string

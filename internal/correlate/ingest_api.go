@@ -184,6 +184,15 @@ func (p *pod) firstStop() time.Time {
 	return first
 }
 
+// sharpened is t, an API server's whole-second time, sharpened by seen,
+// when the fact was seen: seen when it falls within t's second, else t.
+func sharpened(t, seen time.Time) time.Time {
+	if !seen.Before(t) && seen.Before(t.Add(time.Second)) {
+		return seen
+	}
+	return t
+}
+
 // sharpenAPITimes replaces the API server's whole-second timestamps
 // (metav1.Time is truncated to seconds) by when the tracer saw the fact, when
 // that sighting falls within the second: the watch delivers in milliseconds,
@@ -203,10 +212,7 @@ func (c *Correlator) sharpenAPITimes(p *pod, info *fact.PodInfo) {
 			seen = c.now
 			p.sightings[key] = seen
 		}
-		if !seen.Before(t) && seen.Before(t.Add(time.Second)) {
-			return seen
-		}
-		return t
+		return sharpened(t, seen)
 	}
 	info.CreatedAt = sharpen("created", info.CreatedAt)
 	if info.DeletionTimestamp != nil {

@@ -316,7 +316,7 @@ func TestHTTPGetPreStopDeletionSightedLate(t *testing.T) {
 	s.gone()
 
 	pre := s.one(names.SpanContainerPreStop)
-	if pre.End != term || pre.Start.After(term) || pre.Attr(names.HookHandler) != "httpGet" {
+	if !pre.End.Equal(term) || pre.Start.After(term) || pre.Attr(names.HookHandler) != "httpGet" {
 		t.Errorf("prestop %s..%s (stop at %s): %v", pre.Start, pre.End, term, pre.Attrs)
 	}
 	if pre.Parent != s.one(names.SpanPodTermination).SpanID {

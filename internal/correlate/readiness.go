@@ -25,8 +25,11 @@ import (
 type podReadiness struct {
 	wasReady      bool      // Ready was True after the start-up (or ended it)
 	notReadySince time.Time // the current episode's start (Ready False)
-	notReadySeen  time.Time // when this instance saw Ready turn False
-	notReady      string    // the containers not ready then
+	// notReadyLost: the loss as this instance saw it when within the
+	// API's whole second (else notReadySince), what a Service's delay in
+	// withdrawing the pod is measured from.
+	notReadyLost time.Time
+	notReady     string // the containers not ready then
 	// readyRaw: the Ready condition's transition time as the API gave it
 	// (before its sharpening by the sighting, which only the instance that
 	// saw it change can do); notReadyKey: readyRaw when the episode began,
@@ -95,7 +98,7 @@ func (c *Correlator) readinessChanged(p *pod) {
 			p.resumedReady = at
 		}
 	case (p.wasReady || !p.readyAt.IsZero() || p.lateReady) && p.notReadySince.IsZero() && p.terminating.IsZero() && p.info.DeletionTimestamp == nil:
-		p.notReadySince, p.notReadyKey, p.notReadySeen = at, p.readyRaw, c.now
+		p.notReadySince, p.notReadyKey, p.notReadyLost = at, p.readyRaw, sharpened(at, c.now)
 		var nr []string
 		for _, st := range p.info.Statuses {
 			if !st.Ready {
@@ -123,8 +126,8 @@ func (c *Correlator) notReadyAtEnd(p *pod, at time.Time, measured bool) {
 // root: counted there when over its cap), and measures its length when
 // measured.
 func (c *Correlator) notReadySpan(p *pod, end time.Time, unfinished string, measured bool) {
-	start, key, seen := p.notReadySince, p.notReadyKey, p.notReadySeen
-	p.notReadySince, p.notReadyKey, p.notReadySeen = time.Time{}, time.Time{}, time.Time{}
+	start, key, lost := p.notReadySince, p.notReadyKey, p.notReadyLost
+	p.notReadySince, p.notReadyKey, p.notReadyLost = time.Time{}, time.Time{}, time.Time{}
 	if key.IsZero() {
 		key = start
 	}
@@ -153,12 +156,6 @@ func (c *Correlator) notReadySpan(p *pod, end time.Time, unfinished string, meas
 		if a.Key == names.ReadinessProbeOutput {
 			msg += ": " + a.Value.(string)
 		}
-	}
-	// The loss as this instance saw it, when within the API's whole
-	// second: what a Service's delay is measured from.
-	lost := start
-	if !seen.Before(start) && seen.Before(start.Add(time.Second)) {
-		lost = seen
 	}
 	events, late := p.episodeWithdrawals(start, lost, end)
 	if late != "" {

@@ -450,7 +450,7 @@ const endpointLateWorth = 100 * time.Millisecond
 // endpointWords tells a Service that withdrew the pod after its first stop
 // signal (endpoints.go): "Service web withdrew it 2.0 s after its SIGTERM".
 func (p *pod) endpointWords() string {
-	name, at := p.lastWithdrawal()
+	name, at := p.latestSighted(p.withdrawals()) // seen as it happened since the termination began
 	if at.IsZero() {
 		return ""
 	}
