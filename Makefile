@@ -4,7 +4,7 @@ BIN       ?= bin
 CLANG     ?= clang-19
 GENERATED := internal/probe/event/podchron_bpfel.go internal/probe/event/podchron_bpfel.o
 
-.PHONY: help deps deps-behind generate check-generate build runc-upstream helm cosign release-local portable test test-load test-unit test-vm test-vm-node test-vm-node-containerd2 test-vm-selftest e2e e2e-build e2e-stack2 e2e-stack2-crun e2e-nested scale fleet bench bench-busy lint run run-nested trace events clean faults
+.PHONY: help deps deps-behind generate check-generate build runc-upstream helm cosign release-local portable test test-load test-unit test-vm test-vm-node test-vm-node-containerd2 test-vm-selftest e2e e2e-build e2e-stack2 e2e-stack136 e2e-stack2-crun e2e-nested scale fleet bench bench-busy lint run run-nested trace events clean faults
 
 help: ## list targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -152,6 +152,9 @@ e2e-stack2: runc-upstream ## the e2e's second leg (part of make test): Kubernete
 # a kill in the pod, a failed postStart hook, a startup-probe restart and an
 # ephemeral container (every exec, signal and exit crun's way).
 E2E_CRUN_SCENARIOS ?= 1-startup-2-graceful-delete|3-sigterm-ignored-overrun|4-oom-kill|5-crashloop-backoff|6a-liveness-restart|6b-kill-9-in-pod|20-startup-probe-restart|35-poststart-hook-fails|36-network-probe-restarts|46-kubectl-debug
+
+e2e-stack136: runc-upstream ## the suite on Kubernetes v1.36.3 (the minor between the two legs) + containerd v2.4.2 + upstream runc; by hand, not in `make test` (its cold build and suite would take CI past its budget)
+	$(MAKE) e2e E2E_STACK=k8s136-containerd2 PODCHRON_OCI_RUNTIME=runc-upstream PODCHRON_RUNC_UPSTREAM="$$(bash scripts/build-runc.sh)"
 
 e2e-stack2-crun: ## the second stack's leg on crun (part of make test): Kubernetes v1.37.2 + containerd v2.4.2 + crun 1.21 built from Debian's source of the upstream release (scripts/build-crun.sh; Debian 12's crun 1.8.1 refuses containerd 2's runtime-spec 1.3), E2E_CRUN_SCENARIOS
 	crun="$$(bash scripts/build-crun.sh)" && \

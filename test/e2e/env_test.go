@@ -197,9 +197,11 @@ func stackContainerd(binDir string) string {
 
 // stackGates are the alpha feature gates each stack's cluster switches on
 // for the scenarios that need them: ContainerStopSignals (alpha since
-// 1.33, still in 1.37: lifecycle.stopSignal, e2e 56) on the 1.37 leg; the
-// 1.35 leg keeps its defaults (see cluster.WantedGates for why).
+// 1.33, still in 1.37: lifecycle.stopSignal, e2e 56) on the 1.37 leg and
+// the hand-run 1.36 stack; the 1.35 leg keeps its defaults (see
+// cluster.WantedGates for why).
 var stackGates = map[string][]string{
+	"k8s136-containerd2": {"ContainerStopSignals"},
 	"k8s137-containerd2": {"ContainerStopSignals"},
 }
 

@@ -1,6 +1,6 @@
 // Package cluster runs a real single-node Kubernetes cluster on this machine
 // for the e2e tests: etcd (Debian), kube-apiserver, kube-controller-manager,
-// kube-scheduler and kubelet (v1.35.4 or v1.37.2, built by test/e2e/tools/build.sh) on a
+// kube-scheduler and kubelet (v1.35.4, v1.36.3 or v1.37.2, built by test/e2e/tools/build.sh) on a
 // real containerd (test/harness/containerd), everything bound to loopback or
 // to a /32 address on a node-local bridge. Close stops every process it
 // started, by PID, and puts the host back: mounts, the bridge, iptables

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds what the e2e cluster runs that Debian does not ship: kube-apiserver,
-# kube-controller-manager, kube-scheduler, kubelet, kubectl (v1.35.4 or
-# v1.37.2, see below) and Jaeger v2 (v1.76.0), from the Go module proxy through the wrapper modules
+# kube-controller-manager, kube-scheduler, kubelet, kubectl (v1.35.4,
+# v1.36.3 or v1.37.2, see below) and Jaeger v2 (v1.76.0), from the Go module proxy through the wrapper modules
 # beside this script, and an OpenTelemetry Collector (v0.165.0, from
 # otelcol/builder.yaml with the collector builder) that fans the tracer's
 # spans out to the trace back ends. Output: <base>-<stack>, base being
@@ -13,11 +13,15 @@
 #   k8s135-containerd16 (default): Kubernetes v1.35.4 (wrapper kubernetes/), Debian's containerd 1.6
 #     (1.35 is the last Kubernetes minor that supports containerd 1.x);
 #   k8s137-containerd2: Kubernetes v1.37.2 (wrapper kubernetes-1.37/) and containerd v2.4.2's
-#     containerd + containerd-shim-runc-v2 built from its Go module.
+#     containerd + containerd-shim-runc-v2 built from its Go module;
+#   k8s136-containerd2: Kubernetes v1.36.3 (wrapper kubernetes-1.36/) and the same containerd:
+#     the minor between the two legs, proven by hand (`make e2e-stack136`), not in `make test`
+#     (another ~11 min cold build and ~15 min suite would take CI past its budget).
 # Each stack has its own directory, so switching stacks never rebuilds the other's Kubernetes.
 # The e2e test runs the containerd found in the output directory, else Debian's.
 # (A comment here, not in the wrapper's go.mod, whose change would rebuild Kubernetes:)
 # deps-behind: e2e-kubernetes: the default stack (k8s135-containerd16) runs Debian's containerd 1.6, which Kubernetes 1.36+ refuse; v1.35.4 is 1.35's newest patch on the proxy; the newest, v1.37.2, is the k8s137-containerd2 stack's (kubernetes-1.37/)
+# deps-behind: e2e-kubernetes-1.36: the k8s136-containerd2 stack proves the minor between the legs; v1.36.3 is 1.36's newest patch on the proxy
 # Measured 2026-11-25 on 2 shared cores under load ~8-13 (module cache warm for
 # Kubernetes 1.34's deps only): containerd v2.4.2 474 s, Kubernetes v1.37.2 2502 s;
 # Kubernetes v1.35.4 4378 s (25 min of CPU) under load 25-42;
@@ -30,8 +34,9 @@ stack=${PODCHRON_E2E_STACK:-k8s135-containerd16}
 base=${PODCHRON_E2E_BIN:-${PODCHRON_CACHE:-$HOME/.cache/podchron}/e2e/bin}
 case "$stack" in
 k8s135-containerd16) out=$base-$stack kdir=kubernetes kv=v1.35.4 ;;
+k8s136-containerd2) out=$base-$stack kdir=kubernetes-1.36 kv=v1.36.3 ;;
 k8s137-containerd2) out=$base-$stack kdir=kubernetes-1.37 kv=v1.37.2 ;;
-*) echo "build.sh: unknown PODCHRON_E2E_STACK=$stack (k8s135-containerd16 | k8s137-containerd2)" >&2; exit 2 ;;
+*) echo "build.sh: unknown PODCHRON_E2E_STACK=$stack (k8s135-containerd16 | k8s136-containerd2 | k8s137-containerd2)" >&2; exit 2 ;;
 esac
 containerd_version=v2.4.2
 mkdir -p "$out" "$base"
@@ -58,7 +63,7 @@ build_kubernetes() {
 # Without cgo the btrfs snapshotter drops out by itself; the tags drop the
 # others this node does not use. The runc v2 shim is the one the CRI runtimes use.
 build_containerd() {
-	[ "$stack" = k8s137-containerd2 ] || return 0
+	case "$stack" in *-containerd2) ;; *) return 0 ;; esac
 	local s; s=$(echo "$containerd_version no_btrfs,no_devmapper,no_zfs" | sha256sum | cut -c1-16)
 	if [ "$(cat "$out/.containerd.stamp" 2>/dev/null)" = "$s" ]; then return; fi
 	echo "e2e: building containerd $containerd_version (cold: ~4 min)" >&2
