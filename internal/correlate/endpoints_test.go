@@ -247,6 +247,9 @@ func TestEndpointWithdrawnInReadinessEpisode(t *testing.T) {
 	if !nr.Start.Equal(lost) {
 		t.Errorf("episode from %v, want %v", nr.Start, lost)
 	}
+	if n := len(slices.DeleteFunc(slices.Clone(s.o.calls), func(c string) bool { return c != "endpoint after not ready shop" })); n != 1 {
+		t.Errorf("%d late withdrawals after a lost Ready measured, want 1 (calls %q)", n, s.o.calls)
+	}
 
 	s.at(time.Minute)
 	s.deleteWithGrace(30)
@@ -287,6 +290,9 @@ func TestEndpointWithdrawnBeforeTermination(t *testing.T) {
 	nr := s.one(names.SpanPodNotReady)
 	if w := spanEvents(nr, names.EventEndpointWithdrawn); len(w) != 1 {
 		t.Errorf("episode's withdrawals %+v, want web's", w)
+	}
+	if slices.ContainsFunc(s.o.calls, func(c string) bool { return strings.HasPrefix(c, "endpoint after not ready") }) {
+		t.Errorf("a withdrawal 20 ms after the loss measured as late (calls %q)", s.o.calls)
 	}
 	if strings.Contains(nr.StatusMessage, "withdrew") {
 		t.Errorf("episode's message %q tells a withdrawal 20 ms after the loss", nr.StatusMessage)

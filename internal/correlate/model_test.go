@@ -45,6 +45,9 @@ func (o *obs) PodNotReady(ns, kind string, d time.Duration, _ string) {
 func (o *obs) EndpointWithdrawnLate(ns string) {
 	o.calls = append(o.calls, "endpoint late "+ns)
 }
+func (o *obs) EndpointWithdrawnAfterNotReady(ns string) {
+	o.calls = append(o.calls, "endpoint after not ready "+ns)
+}
 func (o *obs) ContainerExit(ns, cause string) {
 	o.calls = append(o.calls, "exit "+ns+" "+cause)
 }

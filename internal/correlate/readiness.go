@@ -138,8 +138,12 @@ func (c *Correlator) notReadySpan(p *pod, end time.Time, unfinished string, meas
 	if end.Before(start) {
 		end = start
 	}
+	events, late := p.episodeWithdrawals(start, lost, end)
 	if measured {
 		c.observer(p).PodNotReady(p.namespace(), p.ownerKind(), end.Sub(start), p.trace.String())
+		if late != "" {
+			c.observer(p).EndpointWithdrawnAfterNotReady(p.namespace())
+		}
 	}
 	attrs := c.readinessFailAttrs(p, start, end)
 	if p.episodes >= maxNotReadySpans {
@@ -157,7 +161,6 @@ func (c *Correlator) notReadySpan(p *pod, end time.Time, unfinished string, meas
 			msg += ": " + a.Value.(string)
 		}
 	}
-	events, late := p.episodeWithdrawals(start, lost, end)
 	if late != "" {
 		msg += "; " + late
 	}

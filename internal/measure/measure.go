@@ -31,6 +31,11 @@ type Observer interface {
 	// signal before a Service withdrew it from its endpoints (by 100 ms
 	// or more): requests may have met an app already shutting down.
 	EndpointWithdrawnLate(namespace string)
+	// EndpointWithdrawnAfterNotReady: a measured readiness episode of a pod
+	// of namespace in which a Service withdrew the pod 1 s or more after it
+	// lost Ready (the episode's message names it): requests went to a pod
+	// failing its readiness probe meanwhile.
+	EndpointWithdrawnAfterNotReady(namespace string)
 	ContainerExit(namespace, cause string)
 	OOMKill(namespace, scope string) // scope: memcg or node
 	CNICall(plugin, command, result string, d time.Duration)
@@ -68,6 +73,9 @@ func (NopObserver) GracePeriodOverrun(string) {}
 
 // EndpointWithdrawnLate discards the measurement.
 func (NopObserver) EndpointWithdrawnLate(string) {}
+
+// EndpointWithdrawnAfterNotReady discards the measurement.
+func (NopObserver) EndpointWithdrawnAfterNotReady(string) {}
 
 // ContainerExit discards the measurement.
 func (NopObserver) ContainerExit(string, string) {}

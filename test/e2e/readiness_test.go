@@ -22,7 +22,8 @@ import (
 // the root, for the app, with what the probe said; the start-up is OK. The
 // pod is behind a Service: the episode has the Service's withdrawal (from
 // then on it sent the pod no traffic), the termination its second one.
-// Prometheus has the episode's length.
+// Prometheus has the episode's length, and counts the Service's withdrawal
+// as late exactly when the episode's message says it was (1 s or more).
 func (e *env) readinessLostAndRegained(t *testing.T) {
 	t.Parallel()
 	const ns = "s45-readiness"
@@ -83,6 +84,18 @@ func (e *env) readinessLostAndRegained(t *testing.T) {
 		func(v float64) bool { return v == 1 })
 	e.metric(t, fmt.Sprintf(`podchron_pod_not_ready_duration_seconds_bucket{namespace=%q,le="2.5"}`, ns), time.Minute,
 		func(v float64) bool { return v == 0 })
+	// The Service's delay counted as the episode's message tells it: 1 when
+	// it says the Service withdrew the pod late (1 s or more: a loaded
+	// control plane), else 0 (the series made at zero with the namespace).
+	pk := &pick{tr: tr}
+	msg := pk.one(names.SpanPodNotReady).Str("otel.status_description")
+	late := 0.0
+	if strings.Contains(msg, "Service blip withdrew it") {
+		late = 1
+	}
+	t.Logf("the episode's message %q: %v late withdrawal", msg, late)
+	e.metric(t, fmt.Sprintf(`podchron_endpoint_withdrawn_after_not_ready_total{namespace=%q}`, ns), time.Minute,
+		func(v float64) bool { return v == late })
 }
 
 // ---- 46: kubectl debug ------------------------------------------------------------

@@ -64,6 +64,7 @@ func fixture(t *testing.T) (*prometheus.Registry, *Health) {
 	rec.PodTermination("default", "ReplicaSet", 2*s, false, "")
 	rec.PodTermination("default", "StatefulSet", 31*s, true, "")
 	rec.PodNotReady("default", "ReplicaSet", 8*s, "4bf92f3577b34da6a3ce929d0e0e4736")
+	rec.EndpointWithdrawnAfterNotReady("default")
 	rec.ContainerStop("default", 120*time.Millisecond, false, "")
 	rec.ContainerStop("default", 30*s, true, "")
 	rec.GracePeriodOverrun("default")

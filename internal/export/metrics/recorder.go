@@ -75,23 +75,24 @@ func (l Limits) withDefaults() Limits {
 // It implements measure.Observer and prometheus.Collector: register it on
 // the daemon's registry. It is safe for concurrent use.
 type Recorder struct {
-	startup          *prometheus.HistogramVec
-	startupPhase     *prometheus.HistogramVec
-	termination      *prometheus.HistogramVec
-	notReady         *prometheus.HistogramVec
-	terminations     *prometheus.CounterVec
-	containerStop    *prometheus.HistogramVec
-	overruns         *prometheus.CounterVec
-	endpointsLate    *prometheus.CounterVec
-	exits            *prometheus.CounterVec
-	oomKills         *prometheus.CounterVec
-	throttled        *prometheus.CounterVec
-	cni              *prometheus.HistogramVec
-	signals          *prometheus.CounterVec
-	misses           *prometheus.CounterVec
-	stuck            *prometheus.GaugeVec
-	folded           *prometheus.CounterVec
-	negativeDuration *prometheus.CounterVec
+	startup           *prometheus.HistogramVec
+	startupPhase      *prometheus.HistogramVec
+	termination       *prometheus.HistogramVec
+	notReady          *prometheus.HistogramVec
+	terminations      *prometheus.CounterVec
+	containerStop     *prometheus.HistogramVec
+	overruns          *prometheus.CounterVec
+	endpointsLate     *prometheus.CounterVec
+	endpointsNotReady *prometheus.CounterVec
+	exits             *prometheus.CounterVec
+	oomKills          *prometheus.CounterVec
+	throttled         *prometheus.CounterVec
+	cni               *prometheus.HistogramVec
+	signals           *prometheus.CounterVec
+	misses            *prometheus.CounterVec
+	stuck             *prometheus.GaugeVec
+	folded            *prometheus.CounterVec
+	negativeDuration  *prometheus.CounterVec
 
 	namespace, ownerKind                     *labelLimiter
 	plugin, command, result                  *labelLimiter
@@ -211,6 +212,10 @@ func (r *Recorder) newContainerMetrics() {
 		Name: "podchron_endpoint_withdrawn_after_signal_total",
 		Help: "Terminations whose pod got its stop signal 100 ms or more before a Service withdrew it from its EndpointSlices: requests still sent to it may have met an app already shutting down (add a preStop sleep).",
 	}, []string{names.LabelNamespace})
+	r.endpointsNotReady = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "podchron_endpoint_withdrawn_after_not_ready_total",
+		Help: "Readiness episodes in which a Service withdrew the pod from its EndpointSlices 1 s or more after the pod lost Ready: requests still went to a pod failing its readiness probe (the EndpointSlice controller or the API server behind).",
+	}, []string{names.LabelNamespace})
 	r.exits = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "podchron_container_exits_total",
 		Help: "Container exits, by cause.",
@@ -284,7 +289,7 @@ func (r *Recorder) newLimiters(lim Limits) {
 
 func (r *Recorder) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
-		r.startup, r.startupPhase, r.termination, r.notReady, r.terminations, r.containerStop, r.overruns, r.endpointsLate,
+		r.startup, r.startupPhase, r.termination, r.notReady, r.terminations, r.containerStop, r.overruns, r.endpointsLate, r.endpointsNotReady,
 		r.exits, r.oomKills, r.throttled, r.cni, r.signals, r.misses, r.stuck, r.stuckInfo, r.folded,
 		r.negativeDuration,
 	}
@@ -335,6 +340,7 @@ func (r *Recorder) PodSeen(namespace, ownerKind string) {
 	ns, kind := r.namespace.zeroValue(namespace), r.ownerKind.zeroValue(ownerKind)
 	r.overruns.WithLabelValues(ns)
 	r.endpointsLate.WithLabelValues(ns)
+	r.endpointsNotReady.WithLabelValues(ns)
 	r.throttled.WithLabelValues(ns)
 	for _, scope := range names.OOMScopes {
 		if scope == names.OOMScopeUnknown {
@@ -394,6 +400,11 @@ func (r *Recorder) GracePeriodOverrun(namespace string) {
 // EndpointWithdrawnLate implements measure.Observer.
 func (r *Recorder) EndpointWithdrawnLate(namespace string) {
 	r.endpointsLate.WithLabelValues(r.namespace.value(namespace)).Inc()
+}
+
+// EndpointWithdrawnAfterNotReady implements measure.Observer.
+func (r *Recorder) EndpointWithdrawnAfterNotReady(namespace string) {
+	r.endpointsNotReady.WithLabelValues(r.namespace.value(namespace)).Inc()
 }
 
 // ContainerExit implements measure.Observer.
