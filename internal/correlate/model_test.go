@@ -28,6 +28,17 @@ type obs struct {
 	calls []string
 }
 
+// count is how many times the observer got exactly call.
+func (o *obs) count(call string) int {
+	n := 0
+	for _, c := range o.calls {
+		if c == call {
+			n++
+		}
+	}
+	return n
+}
+
 func (o *obs) PodSeen(ns, owner string) { o.calls = append(o.calls, "seen "+ns+" "+owner) }
 func (o *obs) PodStartupPhase(ns, phase string, d time.Duration, _ string) {
 	o.calls = append(o.calls, "phase "+ns+" "+phase)

@@ -146,13 +146,7 @@ func (s *sim) oomKillsSeen(ctName string) []oomSeen {
 }
 
 func (s *sim) oomMetric(scope string) int {
-	n := 0
-	for _, c := range s.o.calls {
-		if c == "oom shop "+scope {
-			n++
-		}
-	}
-	return n
+	return s.o.count("oom shop " + scope)
 }
 
 // groupKill: the app container's init and two children, one invocation
