@@ -365,6 +365,11 @@ type initConfig struct {
 	// which runc uses to enter a container's root, refuses the initramfs
 	// rootfs (it has no parent mount).
 	SwitchRoot bool
+	// Systemd makes the host's systemd PID 1 in place of busybox init; it
+	// starts the run script as guestUnitName. runc's systemd cgroup driver
+	// needs it: it asks systemd, over its private bus socket, for a scope
+	// per container and a slice per pod, so the cgroups are systemd's.
+	Systemd bool
 }
 
 // guestSwitchedMarker is the file /init leaves in the tmpfs root it
@@ -382,6 +387,22 @@ const (
 	guestRunScript = "/etc/podchron-vm/run"
 	guestInittab   = "/etc/inittab"
 )
+
+// The unit systemd starts in place of default.target (-systemd): the run
+// script, on the console, with no dependency on units the guest lacks
+// (DefaultDependencies=no). The run script powers the guest off itself.
+const (
+	guestUnitName = "podchron-vm.service"
+	guestUnitPath = "/etc/systemd/system/" + guestUnitName
+	guestUnit     = "[Unit]\nDescription=podchron VM tests\nDefaultDependencies=no\n\n" +
+		"[Service]\nType=oneshot\nExecStart=" + guestRunScript + "\n" +
+		"StandardInput=null\nStandardOutput=tty\nStandardError=tty\nTTYPath=/dev/console\nTTYReset=no\nTTYVHangup=no\n"
+	guestSystemd = "/lib/systemd/systemd"
+)
+
+// systemdExtra is what -systemd copies from the host: systemd, with its
+// shared libraries (libsystemd-shared through its RUNPATH), and systemctl.
+var systemdExtra = []string{guestSystemd, "/usr/bin/systemctl"}
 
 // inittab makes busybox init (PID 1, which reaps orphans like systemd does)
 // run the test script once on the console.
@@ -440,6 +461,11 @@ func initScripts(c initConfig) (initSh, runSh string) {
 	w("ln -sf /proc/self/mounts /etc/mtab")
 	w("ip link set lo up 2>/dev/null")
 	w("hostname podchron-vm")
+	if c.Systemd {
+		// systemd mounts what it lacks itself and keeps the mounts above.
+		w("exec %s --unit=%s --log-target=console --log-level=notice --show-status=false", guestSystemd, guestUnitName)
+		w(`echo "podchron-vm: exec systemd failed; busybox init instead"`)
+	}
 	w("exec /bin/busybox init")
 	w(`echo "podchron-vm: exec busybox init failed"`)
 	w(guestRunScript)

@@ -9,11 +9,13 @@
 #   containerd, runc             the node's runtime (make test-vm-node copies the host's binaries,
 #                                with their shared libraries, into the guest)
 #   xz-utils                     xz(1): Debian's 6.12 kernel ships xz-compressed modules
+#   systemd                      PID 1 of the systemd-driver node (make test-vm-node-systemd copies
+#                                the host's systemd and systemctl into the guest; it never runs here)
 # The kernel itself is not installed: the runner fetches it with
 # `apt-get download`, which needs current apt lists (the update below).
 set -euo pipefail
 
-pkgs=(qemu-system-x86 busybox-static containernetworking-plugins containerd runc xz-utils)
+pkgs=(qemu-system-x86 busybox-static containernetworking-plugins containerd runc xz-utils systemd)
 
 sudo=()
 if [ "$(id -u)" -ne 0 ]; then

@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -63,6 +64,7 @@ type options struct {
 	showBoot    bool
 	keep        bool
 	switchRoot  bool
+	systemd     bool
 	testArgs    []string
 }
 
@@ -123,6 +125,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.logDir, "log-dir", "", "where console logs are written (default <cache>/logs)")
 	fs.BoolVar(&o.showBoot, "show-boot", os.Getenv("PODCHRON_VM_SHOW_BOOT") == "1", "also print kernel boot messages before /init (they always go to the log)")
 	fs.BoolVar(&o.switchRoot, "switch-root", os.Getenv("PODCHRON_VM_SWITCH_ROOT") == "1", "copy the initramfs into a tmpfs and switch_root into it before the mounts, so / is a mount as on a real node (runc's pivot_root refuses the initramfs rootfs) (env PODCHRON_VM_SWITCH_ROOT=1)")
+	fs.BoolVar(&o.systemd, "systemd", os.Getenv("PODCHRON_VM_SYSTEMD") == "1", "PID 1 is the host's systemd (copied with its libraries) instead of busybox init, and it runs the tests as a oneshot service: a node whose cgroups systemd owns, for the systemd cgroup driver (needs -switch-root) (env PODCHRON_VM_SYSTEMD=1)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (test binaries, initramfs)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -132,6 +135,11 @@ func parseFlags(args []string) (*options, error) {
 	case "tcg", "kvm", "auto":
 	default:
 		return nil, fmt.Errorf("-accel must be tcg, kvm or auto, got %q", o.accel)
+	}
+	if o.systemd && !o.switchRoot {
+		// systemd would run from the initramfs rootfs, where runc cannot
+		// pivot_root into a container: the mode is for a node.
+		return nil, errors.New("-systemd needs -switch-root")
 	}
 	return o, nil
 }
@@ -304,6 +312,7 @@ type initramfsInput struct {
 	modules []string // relative to k.ModulesDir
 	initSh  string
 	runSh   string
+	systemd bool // add the unit that runs runSh (initConfig.Systemd)
 }
 
 func buildInitramfs(in initramfsInput, out string) error {
@@ -353,6 +362,11 @@ func buildInitramfs(in initramfsInput, out string) error {
 	if err := a.addBytes(guestInittab, 0o644, []byte(inittab)); err != nil {
 		return err
 	}
+	if in.systemd {
+		if err := a.addBytes(guestUnitPath, 0o644, []byte(guestUnit)); err != nil {
+			return err
+		}
+	}
 	for _, t := range in.tests {
 		if err := a.addHostFile(t.Binary, t.hostBinary); err != nil {
 			return err
@@ -376,8 +390,11 @@ func buildInitramfs(in initramfsInput, out string) error {
 		}
 		if _, err := os.Stat(src); err != nil {
 			hint := ""
-			if src == cniLoopback {
+			switch {
+			case src == cniLoopback:
 				hint = " (apt-get install containernetworking-plugins)"
+			case slices.Contains(systemdExtra, src):
+				hint = " (-systemd copies the host's systemd: apt-get install systemd)"
 			}
 			return fmt.Errorf("extra file %s: %w%s", src, err, hint)
 		}
@@ -587,11 +604,17 @@ func runKernel(ctx context.Context, o *options, store *kernelStore, entry string
 		Env:     splitList(o.env),
 
 		SwitchRoot: o.switchRoot,
+		Systemd:    o.systemd,
 	})
+	extra := splitList(o.extra)
+	if o.systemd {
+		extra = append(extra, systemdExtra...)
+	}
 	err = buildInitramfs(initramfsInput{
 		busybox: o.busybox,
 		tests:   tests,
-		extra:   splitList(o.extra),
+		extra:   extra,
+		systemd: o.systemd,
 		k:       k,
 		modules: mods,
 		initSh:  initSh,

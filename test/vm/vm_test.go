@@ -593,3 +593,37 @@ func TestModuleSetXZ(t *testing.T) {
 		}
 	}
 }
+
+// TestInitScriptsSystemd: with Systemd, /init execs systemd (busybox init
+// only if that fails) with the test unit as its one unit, the unit runs the
+// run script on the console with no default dependencies, and -systemd is
+// refused without -switch-root.
+func TestInitScriptsSystemd(t *testing.T) {
+	cfg := initConfig{Nonce: "abc", SwitchRoot: true, Tests: []guestTest{{Name: "node", Binary: "/podchron/tests/node.test", Dir: "/src/x"}}}
+	plain, _ := initScripts(cfg)
+	cfg.Systemd = true
+	sd, _ := initScripts(cfg)
+	if strings.Contains(plain, guestSystemd) {
+		t.Errorf("without Systemd /init runs systemd:\n%s", plain)
+	}
+	i, j := strings.Index(sd, "exec "+guestSystemd+" --unit="+guestUnitName), strings.Index(sd, "exec /bin/busybox init")
+	if i < 0 || j < i || i < strings.Index(sd, "mount -t proc") {
+		t.Errorf("/init: systemd exec at %d, busybox init at %d: want the mounts, then systemd, then busybox init as the fallback:\n%s", i, j, sd)
+	}
+	for _, want := range []string{"DefaultDependencies=no", "Type=oneshot", "ExecStart=" + guestRunScript, "StandardOutput=tty", "TTYPath=/dev/console"} {
+		if !strings.Contains(guestUnit, want) {
+			t.Errorf("the unit lacks %q:\n%s", want, guestUnit)
+		}
+	}
+	if sh, err := exec.LookPath("sh"); err == nil {
+		if out, err := exec.Command(sh, "-n", "-c", sd).CombinedOutput(); err != nil {
+			t.Errorf("sh -n: %v: %s", err, out)
+		}
+	}
+	if _, err := parseFlags([]string{"-systemd"}); err == nil || !strings.Contains(err.Error(), "-switch-root") {
+		t.Errorf("-systemd alone: %v, want a refusal naming -switch-root", err)
+	}
+	if o, err := parseFlags([]string{"-systemd", "-switch-root"}); err != nil || !o.systemd {
+		t.Errorf("-systemd -switch-root: %+v, %v", o, err)
+	}
+}
