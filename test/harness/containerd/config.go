@@ -35,7 +35,7 @@ func containerdMajor(version string) (int, error) {
 // version: version 2 for containerd 1.x, version 3 for containerd 2.x (CRI
 // split into io.containerd.cri.v1.runtime / .images and the gRPC server's
 // io.containerd.grpc.v1.cri). Both say the same: private root, state and
-// sockets, restricted oom_score_adj, cgroupfs, overlayfs, the harness's runc
+// sockets, restricted oom_score_adj, the cgroup driver (runc's SystemdCgroup), overlayfs, the harness's runc
 // binary as the runc v2 shim's runtime, the harness's CNI network.
 func (h *Harness) containerdConfig(major int) string {
 	rt := h.RuntimeDir
@@ -44,6 +44,7 @@ func (h *Harness) containerdConfig(major int) string {
 		q(filepath.Join(rt, "root")), q(filepath.Join(rt, "state")), q(h.Socket), q(h.Socket + ".ttrpc"),
 		q(h.cfg.LogLevel), q(filepath.Join(rt, "opt")), q(h.PauseImage), q(h.Runtime.Binary),
 		q(filepath.Join(rt, "runc")), q(CNIBinDir), q(filepath.Join(rt, "net.d")),
+		h.CgroupDriver == CgroupDriverSystemd,
 	}
 	if major >= 2 {
 		return fmt.Sprintf(configV3, args...)
@@ -89,7 +90,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
           BinaryName = %[8]s
           Root = %[9]s
-          SystemdCgroup = false
+          SystemdCgroup = %[12]t
     [plugins."io.containerd.grpc.v1.cri".cni]
       bin_dir = %[10]s
       conf_dir = %[11]s
@@ -129,7 +130,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
           BinaryName = %[8]s
           Root = %[9]s
-          SystemdCgroup = false
+          SystemdCgroup = %[12]t
     [plugins."io.containerd.cri.v1.runtime".cni]
       bin_dirs = [%[10]s]
       conf_dir = %[11]s

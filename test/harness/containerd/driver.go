@@ -33,7 +33,9 @@ type PodSpec struct {
 	Attempt   uint32
 	Hostname  string // default Name
 	// QOS selects the cgroup parent: <CgroupRoot>/<qos>/pod<uid>
-	// (guaranteed: <CgroupRoot>/pod<uid>). Default burstable.
+	// (guaranteed: <CgroupRoot>/pod<uid>), or with the systemd driver
+	// the slice <root>-<qos>-pod<uid_>.slice (guaranteed:
+	// <root>-pod<uid_>.slice). Default burstable.
 	QOS         string
 	Labels      map[string]string
 	Annotations map[string]string
@@ -44,10 +46,12 @@ type PodSpec struct {
 
 // Pod is a running (or stopped) sandbox created by RunPodSandbox.
 type Pod struct {
-	ID           string
-	Name         string
-	Namespace    string
-	UID          string
+	ID        string
+	Name      string
+	Namespace string
+	UID       string
+	// CgroupParent is the pod's CRI cgroup parent, its cgroup's path
+	// (Harness.CgroupParent).
 	CgroupParent string
 	// IP is the pod IP assigned by CNI ("" with HostNetwork).
 	IP     string
@@ -121,8 +125,19 @@ func (h *Harness) unified(spec ContainerSpec) map[string]string {
 	return out
 }
 
-// CgroupParent returns the cgroupfs parent a kubelet would use for a pod.
+// CgroupParent returns the CRI cgroup parent a kubelet would give a pod:
+// its cgroup's path, a directory (cgroupfs driver) or the pod's slice
+// expanded (systemd: /<root>.slice/<root>-<qos>.slice/<root>-<qos>-pod<uid_>.slice,
+// what the kubelet's cgroup manager Name() returns; containerd takes the
+// last element as the slice to put the container's scope in).
 func (h *Harness) CgroupParent(qos, uid string) string {
+	if h.CgroupDriver == CgroupDriverSystemd {
+		stem, _ := rootSlice(h.CgroupRoot) // checked in New
+		// A valid stem and a UID with '_' for '-' always make a slice
+		// name expandSlice takes.
+		path, _ := expandSlice(systemdPodSlice(stem, qos, uid))
+		return path
+	}
 	switch qos {
 	case QOSGuaranteed:
 		return filepath.Join(h.CgroupRoot, "pod"+uid)

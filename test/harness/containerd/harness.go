@@ -93,6 +93,11 @@ type Config struct {
 	// Zero: $PODCHRON_OCI_RUNTIME, else Debian's runc (see ResolveRuntime).
 	// A Runtime with only Name set is resolved by name.
 	Runtime Runtime
+	// CgroupDriver is the kubelet's --cgroup-driver the harness plays:
+	// CgroupDriverCgroupfs (zero) or CgroupDriverSystemd, which needs
+	// systemd as PID 1 and a CgroupRoot that is a top-level slice (default
+	// "/podchrone2e<rand>.slice").
+	CgroupDriver string
 	// Containerd is the containerd binary to run. Zero: $PODCHRON_CONTAINERD,
 	// else ContainerdBinary (Debian's 1.6, on PATH). A containerd 2 gets a
 	// version-3 config, and its own directory first on its PATH so that it
@@ -129,6 +134,8 @@ type Harness struct {
 	Subnet      *net.IPNet
 	// CgroupRoot is the root of the pod cgroups (see Config.CgroupRoot).
 	CgroupRoot string
+	// CgroupDriver is Config.CgroupDriver, resolved.
+	CgroupDriver string
 	// PureV2 is true on a pure cgroup v2 host (/sys/fs/cgroup is cgroup2,
 	// the kubelet's test for the unified mode): containers then get
 	// memory.oom.group=1 as from a kubelet (ContainerSpec.Unified).
@@ -280,8 +287,26 @@ func New(ctx context.Context, cfg Config) (_ *Harness, retErr error) {
 	}
 
 	suffix := randHex(4)
-	if cfg.CgroupRoot == "" {
-		cfg.CgroupRoot = "/podchron-e2e-" + suffix
+	var slice string // the systemd driver's root slice
+	switch cfg.CgroupDriver {
+	case "", CgroupDriverCgroupfs:
+		cfg.CgroupDriver = CgroupDriverCgroupfs
+		if cfg.CgroupRoot == "" {
+			cfg.CgroupRoot = "/podchron-e2e-" + suffix
+		}
+	case CgroupDriverSystemd:
+		if !SystemdRunning() {
+			return nil, fmt.Errorf("%w: the systemd cgroup driver needs systemd as PID 1 (no /run/systemd/system)", ErrRequirements)
+		}
+		if cfg.CgroupRoot == "" {
+			cfg.CgroupRoot = "/podchrone2e" + suffix + ".slice"
+		}
+		if _, err := rootSlice(cfg.CgroupRoot); err != nil {
+			return nil, err
+		}
+		slice = strings.TrimPrefix(cfg.CgroupRoot, "/")
+	default:
+		return nil, fmt.Errorf("cgroup driver %q: want %s or %s", cfg.CgroupDriver, CgroupDriverCgroupfs, CgroupDriverSystemd)
 	}
 	cfg.CgroupRoot = filepath.Clean("/" + cfg.CgroupRoot)
 	if cfg.BridgeName == "" {
@@ -318,6 +343,7 @@ func New(ctx context.Context, cfg Config) (_ *Harness, retErr error) {
 		BridgeName:      cfg.BridgeName,
 		Subnet:          subnet,
 		CgroupRoot:      cfg.CgroupRoot,
+		CgroupDriver:    cfg.CgroupDriver,
 		PureV2:          PureCgroupV2(),
 		PauseImage:      PauseImageName,
 		BusyboxImage:    BusyboxImageName,
@@ -335,6 +361,7 @@ func New(ctx context.Context, cfg Config) (_ *Harness, retErr error) {
 		OwnerPID: os.Getpid(), OwnerStart: procStartTime(os.Getpid()),
 		RuntimeDir: rtDir, Socket: h.Socket, CgroupRoot: h.CgroupRoot,
 		OwnsCgroupRoot: h.CgroupRoot != "/" && len(cgroupDirs(h.CgroupRoot)) == 0,
+		Slice:          slice,
 		Bridge:         h.BridgeName, Network: h.NetworkName, Subnet: subnet.String(),
 		CreatedDirs: harnessCreatedDirs(),
 	}

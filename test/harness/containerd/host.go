@@ -46,6 +46,9 @@ type hostState struct {
 	// kubelet).
 	OwnsCgroupRoot bool     `json:"ownsCgroupRoot"`
 	PodCgroups     []string `json:"podCgroups"`
+	// Slice is the root slice of a systemd-driver harness: cleanup stops
+	// it (its pods' slices and scopes with it) before removing the cgroups.
+	Slice string `json:"slice,omitempty"`
 	// SandboxIDs of every sandbox created, for the host files named after
 	// them (shim sockets, libcni cache).
 	SandboxIDs []string `json:"sandboxIDs"`
@@ -151,7 +154,14 @@ func cleanupHost(st hostState, log *slog.Logger) error {
 		_ = unix.Kill(pid, unix.SIGKILL)
 		waitGone(pid, 5*time.Second)
 	}
-	// 3. processes still in the harness's cgroups (container processes).
+	// 3. the systemd driver's slice, stopped by systemd (it kills what runs
+	// in it); then processes still in the harness's cgroups (container
+	// processes).
+	if st.Slice != "" && SystemdRunning() {
+		if err := stopSlice(st.Slice); err != nil {
+			log.Warn("stopping the harness's slice", "err", err)
+		}
+	}
 	trees := st.cgroupTrees()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
