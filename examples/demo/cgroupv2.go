@@ -30,8 +30,8 @@ const cgroupV2Mount = "/sys/fs/cgroup"
 // one of them is in that cgroup by a v2 path (/proc/PID/cgroup is the one
 // line 0::PATH) and that the cgroup has memory.oom.group 1. It returns the
 // cgroup's path (relative to the hierarchy's root).
-func checkOOMGroupSet(ctx context.Context, p *containerd.Pod, id string) (string, error) {
-	cg := p.CgroupParent + "/" + id // cgroupfs driver: <pod cgroup>/<container id>
+func checkOOMGroupSet(ctx context.Context, h *containerd.Harness, p *containerd.Pod, id string) (string, error) {
+	cg := h.ContainerCgroup(p, id) // <pod cgroup>/<container id>, or the systemd driver's scope
 	dir := filepath.Join(cgroupV2Mount, cg)
 	var pids []string
 	deadline := time.Now().Add(20 * time.Second)

@@ -44,7 +44,7 @@ import (
 
 type options struct {
 	tracer, output, record, runtime string
-	metricsAddr                     string
+	metricsAddr, cgroupDriver       string
 	verbose, load, check, nested    bool
 	execRate                        int
 }
@@ -61,6 +61,7 @@ func main() {
 	flag.BoolVar(&o.load, "load", false, "run the scenarios under background CPU load: a busy process per CPU (test/load)")
 	flag.IntVar(&o.execRate, "load-exec", load.DefaultExecPerSecond, "with -load: short-lived processes exec'd per second (0: none)")
 	flag.BoolVar(&o.check, "check", true, "check every pod's trace and exit non-zero when one is wrong")
+	flag.StringVar(&o.cgroupDriver, "cgroup-driver", containerd.CgroupDriverCgroupfs, "the kubelet's cgroup driver to play: "+containerd.CgroupDriverCgroupfs+" (pod cgroups under a private root) or "+containerd.CgroupDriverSystemd+" (pod slices and container scopes under a private slice; needs systemd as PID 1)")
 	flag.BoolVar(&o.nested, "nested", false, "run as a node inside a container does (kind, minikube): containerd, the CRI client and the tracer in new pid, mount and cgroup namespaces (test/harness/nested)")
 	flag.Parse()
 	if o.nested && !nested.Inside() {
@@ -146,7 +147,7 @@ func run(o options) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "demo: starting a private containerd (OCI runtime %s) ...\n", rt)
-	h, err := containerd.New(ctx, containerd.Config{Logger: log, LogLevel: "warn", Runtime: rt})
+	h, err := containerd.New(ctx, containerd.Config{Logger: log, LogLevel: "warn", Runtime: rt, CgroupDriver: o.cgroupDriver})
 	if err != nil {
 		return err
 	}
@@ -158,6 +159,9 @@ func run(o options) error {
 		}
 	}()
 	fmt.Fprintf(os.Stderr, "demo: %s\n", h.Versions)
+	if h.CgroupDriver == containerd.CgroupDriverSystemd {
+		fmt.Fprintf(os.Stderr, "demo: systemd cgroup driver: pods are slices under %s, containers scopes (runc asks systemd for them)\n", h.CgroupRoot)
+	}
 	if h.PureV2 {
 		fmt.Fprintf(os.Stderr, "demo: pure cgroup v2 host: containers get %s=1 (as from a kubelet); the OOM pod's kill is a group kill\n", containerd.OOMGroupKey)
 	}
@@ -428,7 +432,7 @@ func oom(ctx context.Context, h *containerd.Harness, w *podWant) error {
 	runPIDs.record(ctx, h, "demo/hungry", id)
 	var cg string
 	if h.PureV2 {
-		if cg, err = checkOOMGroupSet(ctx, p, id); err != nil {
+		if cg, err = checkOOMGroupSet(ctx, h, p, id); err != nil {
 			return err
 		}
 	}
