@@ -139,6 +139,13 @@ func TestDemo(t *testing.T) {
 	if err != nil {
 		t.Fatalf("demo: %v", err)
 	}
+	// The demo's harness cleaned up: no pod cgroup of its root is left
+	// (with systemd: the slice stopped, its pods' slices and scopes gone).
+	left, _ := filepath.Glob("/sys/fs/cgroup/podchron-e2e-*")
+	sl, _ := filepath.Glob("/sys/fs/cgroup/podchrone2e*.slice")
+	if left = append(left, sl...); len(left) > 0 {
+		t.Errorf("cgroups left after the demo: %v", left)
+	}
 	text := out.String()
 	for _, want := range wants {
 		if !strings.Contains(text, want) {
