@@ -84,6 +84,10 @@ type sim struct {
 	// capture, when set, gets every input the scenario feeds (see
 	// timing_test.go: the scenarios replayed as streams).
 	capture *[]fact.Input
+	// pause, when set, is called by startup around the first container's
+	// creation (before: false, then after: true) to run the sandbox's
+	// pause process at a chosen moment.
+	pause func(afterInit bool)
 }
 
 // simCapture is given to every new sim (nil: no capture).
@@ -205,8 +209,14 @@ func (s *sim) startup() uint32 {
 		CNI: &kernel.CNIRun{Command: "ADD", ContainerID: "sb1", IfName: "eth0", PodUID: s.uid, PodName: "web-7d9f", PodNamespace: "shop"}})
 	s.at(40 * time.Millisecond)
 	s.kernel(&kernel.ExitEvent{Header: kernel.Header{Type: kernel.EventExit, Origin: kernel.OriginCNI, TGID: cni, PID: cni}})
+	if s.pause != nil {
+		s.pause(false)
+	}
 	s.event("Pulled", "migrate", `Container image "busybox" already present on machine`)
 	init := s.container("migrate", "c0ffee01", 0)
+	if s.pause != nil {
+		s.pause(true)
+	}
 	s.at(500 * time.Millisecond)
 	s.exit("migrate", init, 0, 0)
 	s.cri(cri.EventContainerExited, "migrate", 0, "Completed")

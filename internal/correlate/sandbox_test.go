@@ -78,3 +78,40 @@ func TestSandboxChanged(t *testing.T) {
 	s.tick(3 * time.Second)
 	s.one("pod")
 }
+
+// TestSandboxEndsWhenTheKubeletMovesOn: the sandbox span ends at its
+// pause process's exec when that comes before the pod's first container,
+// and no later than that container's creation when the exec comes after:
+// runc's start returns once it has told runc init to exec, not after the
+// exec, so the kubelet can have its RunPodSandbox answer and create the
+// next container first (seen under load: the pause exec 93 ms after the
+// init container's creation, e2e 1 on the 1.35 leg, 2026-12-06).
+func TestSandboxEndsWhenTheKubeletMovesOn(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		s := newSim(t)
+		var pauseAt time.Time
+		s.pause = func(afterInit bool) {
+			if afterInit != late {
+				return
+			}
+			if !afterInit {
+				s.at(5 * time.Millisecond)
+			}
+			s.cg["POD"] = 8500
+			s.mkdir(8500, "/kubepods/burstable/pod"+s.uid+"/sb1")
+			s.at(3 * time.Millisecond)
+			pauseAt = s.now
+			s.exec("POD", 1, "/pause")
+		}
+		s.startup()
+		sb, in := s.one(names.SpanPodSandbox), s.one(names.SpanContainerInit)
+		want := pauseAt
+		if late {
+			want = in.Start
+		}
+		if !sb.End.Equal(want) || sb.End.After(in.Start) {
+			t.Errorf("pause exec late=%v: the sandbox ends at %s, want %s (the pause exec at %s, the init container starts at %s)",
+				late, sb.End.Format("15:04:05.000"), want.Format("15:04:05.000"), pauseAt.Format("15:04:05.000"), in.Start.Format("15:04:05.000"))
+		}
+	}
+}
