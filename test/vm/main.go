@@ -312,7 +312,7 @@ type initramfsInput struct {
 	modules []string // relative to k.ModulesDir
 	initSh  string
 	runSh   string
-	systemd bool // add the unit that runs runSh (initConfig.Systemd)
+	systemd bool // add systemd (systemdExtra) and the unit that runs runSh (initConfig.Systemd)
 }
 
 func buildInitramfs(in initramfsInput, out string) error {
@@ -366,6 +366,7 @@ func buildInitramfs(in initramfsInput, out string) error {
 		if err := a.addBytes(guestUnitPath, 0o644, []byte(guestUnit)); err != nil {
 			return err
 		}
+		in.extra = append(slices.Clone(in.extra), systemdExtra...)
 	}
 	for _, t := range in.tests {
 		if err := a.addHostFile(t.Binary, t.hostBinary); err != nil {
@@ -606,14 +607,10 @@ func runKernel(ctx context.Context, o *options, store *kernelStore, entry string
 		SwitchRoot: o.switchRoot,
 		Systemd:    o.systemd,
 	})
-	extra := splitList(o.extra)
-	if o.systemd {
-		extra = append(extra, systemdExtra...)
-	}
 	err = buildInitramfs(initramfsInput{
 		busybox: o.busybox,
 		tests:   tests,
-		extra:   extra,
+		extra:   splitList(o.extra),
 		systemd: o.systemd,
 		k:       k,
 		modules: mods,

@@ -13,6 +13,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/podchron/podchron/internal/correlate/cgroupid"
 	criclient "github.com/podchron/podchron/internal/cri"
 	"github.com/podchron/podchron/internal/fact/cri"
 )
@@ -132,11 +133,10 @@ func (h *Harness) unified(spec ContainerSpec) map[string]string {
 // last element as the slice to put the container's scope in).
 func (h *Harness) CgroupParent(qos, uid string) string {
 	if h.CgroupDriver == CgroupDriverSystemd {
-		stem, _ := rootSlice(h.CgroupRoot) // checked in New
-		// A valid stem and a UID with '_' for '-' always make a slice
-		// name expandSlice takes.
-		path, _ := expandSlice(systemdPodSlice(stem, qos, uid))
-		return path
+		if qos == "" {
+			qos = QOSBurstable // cgroupid reads "" as guaranteed
+		}
+		return cgroupid.SystemdPodPathIn(h.CgroupRoot, qos, uid)
 	}
 	switch qos {
 	case QOSGuaranteed:

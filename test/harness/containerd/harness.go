@@ -301,7 +301,7 @@ func New(ctx context.Context, cfg Config) (_ *Harness, retErr error) {
 		if cfg.CgroupRoot == "" {
 			cfg.CgroupRoot = "/podchrone2e" + suffix + ".slice"
 		}
-		if _, err := rootSlice(cfg.CgroupRoot); err != nil {
+		if err := checkRootSlice(cfg.CgroupRoot); err != nil {
 			return nil, err
 		}
 		slice = strings.TrimPrefix(cfg.CgroupRoot, "/")

@@ -14,18 +14,14 @@ func TestSystemdDriverNames(t *testing.T) {
 	const uid, id = "8d2e1c4a-57b6-4e0f-9a3b-2c1d0e9f8a7b", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	h := &Harness{CgroupRoot: "/podchrone2eab12cd34.slice", CgroupDriver: CgroupDriverSystemd}
 	for _, c := range []struct {
-		qos, slice, pod string
+		qos, pod string
 	}{
-		{QOSBurstable, "podchrone2eab12cd34-burstable-pod8d2e1c4a_57b6_4e0f_9a3b_2c1d0e9f8a7b.slice",
-			"/podchrone2eab12cd34.slice/podchrone2eab12cd34-burstable.slice/podchrone2eab12cd34-burstable-pod8d2e1c4a_57b6_4e0f_9a3b_2c1d0e9f8a7b.slice"},
-		{QOSBestEffort, "podchrone2eab12cd34-besteffort-pod8d2e1c4a_57b6_4e0f_9a3b_2c1d0e9f8a7b.slice",
-			"/podchrone2eab12cd34.slice/podchrone2eab12cd34-besteffort.slice/podchrone2eab12cd34-besteffort-pod8d2e1c4a_57b6_4e0f_9a3b_2c1d0e9f8a7b.slice"},
-		{QOSGuaranteed, "podchrone2eab12cd34-pod8d2e1c4a_57b6_4e0f_9a3b_2c1d0e9f8a7b.slice",
-			"/podchrone2eab12cd34.slice/podchrone2eab12cd34-pod8d2e1c4a_57b6_4e0f_9a3b_2c1d0e9f8a7b.slice"},
+		{QOSBurstable, "/podchrone2eab12cd34.slice/podchrone2eab12cd34-burstable.slice/podchrone2eab12cd34-burstable-pod8d2e1c4a_57b6_4e0f_9a3b_2c1d0e9f8a7b.slice"},
+		{QOSBestEffort, "/podchrone2eab12cd34.slice/podchrone2eab12cd34-besteffort.slice/podchrone2eab12cd34-besteffort-pod8d2e1c4a_57b6_4e0f_9a3b_2c1d0e9f8a7b.slice"},
+		{QOSGuaranteed, "/podchrone2eab12cd34.slice/podchrone2eab12cd34-pod8d2e1c4a_57b6_4e0f_9a3b_2c1d0e9f8a7b.slice"},
+		// No QoS is the harness's default, burstable, as with cgroupfs.
+		{"", "/podchrone2eab12cd34.slice/podchrone2eab12cd34-burstable.slice/podchrone2eab12cd34-burstable-pod8d2e1c4a_57b6_4e0f_9a3b_2c1d0e9f8a7b.slice"},
 	} {
-		if got := systemdPodSlice("podchrone2eab12cd34", c.qos, uid); got != c.slice {
-			t.Errorf("%s: the pod's slice %q, want %q", c.qos, got, c.slice)
-		}
 		p := &Pod{CgroupParent: h.CgroupParent(c.qos, uid)}
 		if p.CgroupParent != c.pod {
 			t.Errorf("%s: CgroupParent %q, want %q", c.qos, p.CgroupParent, c.pod)
@@ -44,24 +40,16 @@ func TestSystemdDriverNames(t *testing.T) {
 	}
 }
 
-func TestSystemdDriverRootAndSlices(t *testing.T) {
+func TestSystemdDriverRoot(t *testing.T) {
 	for _, root := range []string{"/kubepods.slice", "/podchrone2eab12.slice", "podchron.slice"} {
-		if _, err := rootSlice(root); err != nil {
-			t.Errorf("rootSlice(%q): %v", root, err)
+		if err := checkRootSlice(root); err != nil {
+			t.Errorf("checkRootSlice(%q): %v", root, err)
 		}
 	}
 	for _, root := range []string{"/podchron-e2e.slice", "/a.slice/b.slice", "/kubepods", "/.slice", ""} {
-		if _, err := rootSlice(root); err == nil {
-			t.Errorf("rootSlice(%q) accepted", root)
+		if err := checkRootSlice(root); err == nil {
+			t.Errorf("checkRootSlice(%q) accepted", root)
 		}
-	}
-	for _, bad := range []string{"a--b.slice", "-a.slice", "a-.slice", "a.scope", "a/b.slice", ".slice"} {
-		if got, err := expandSlice(bad); err == nil {
-			t.Errorf("expandSlice(%q) = %q, want an error", bad, got)
-		}
-	}
-	if got, _ := expandSlice("a.slice"); got != "/a.slice" {
-		t.Errorf("expandSlice(a.slice) = %q", got)
 	}
 	// A cgroupfs harness is unchanged.
 	h := &Harness{CgroupRoot: "/podchron-e2e-ab12", CgroupDriver: CgroupDriverCgroupfs}
