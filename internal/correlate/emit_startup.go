@@ -254,11 +254,11 @@ func (c *Correlator) startupPhases(p *pod, phases []phaseTime) {
 }
 
 // startupPhaseTimes is where a start-up's time went, by phase
-// (names.Phase*): scheduling, the sandbox (with its network), each image
-// pull, the init containers (first start to last exit), each app
-// container's start, and the wait for Ready after the last app container
-// ran. failed: the start-up never got Ready; a failed pull counts to its
-// last failure.
+// (names.Phase*): scheduling, the sandbox (with its network; as long as its
+// span, sandboxEnd), each image pull, the init containers (first start to
+// last exit), each app container's start, and the wait for Ready after the
+// last app container ran. failed: the start-up never got Ready; a failed
+// pull counts to its last failure.
 func (p *pod) startupPhaseTimes(ready time.Time, failed bool) []phaseTime {
 	var out []phaseTime
 	phase := func(name string, from, to time.Time) {
@@ -270,7 +270,7 @@ func (p *pod) startupPhaseTimes(ready time.Time, failed bool) []phaseTime {
 		phase(names.PhaseScheduling, p.info.CreatedAt, sched)
 	}
 	if !p.sandboxCreated.IsZero() {
-		phase(names.PhaseSandbox, p.sandboxCreated, latest(p.sandboxCreated, p.sandboxReady))
+		phase(names.PhaseSandbox, p.sandboxCreated, p.sandboxEnd())
 	}
 	for _, name := range slices.Sorted(maps.Keys(p.pulls)) {
 		if pl := p.pulls[name]; !pl.end.IsZero() {
@@ -289,7 +289,7 @@ func (p *pod) startupPhaseTimes(ready time.Time, failed bool) []phaseTime {
 				initTo = latest(initTo, ct.exitAt)
 			}
 		default:
-			s, e := earliest(ct.createdAt, ct.cgroupAt), latest(ct.startedAt, ct.initExec)
+			s, e := ct.startTimes()
 			phase(names.PhaseStart, s, e)
 			lastRun = latest(lastRun, e)
 		}

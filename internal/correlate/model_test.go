@@ -26,6 +26,8 @@ import (
 type obs struct {
 	measure.NopObserver
 	calls []string
+	// phases: each start-up phase's last measured duration.
+	phases map[string]time.Duration
 }
 
 // count is how many times the observer got exactly call.
@@ -42,6 +44,10 @@ func (o *obs) count(call string) int {
 func (o *obs) PodSeen(ns, owner string) { o.calls = append(o.calls, "seen "+ns+" "+owner) }
 func (o *obs) PodStartupPhase(ns, phase string, d time.Duration, _ string) {
 	o.calls = append(o.calls, "phase "+ns+" "+phase)
+	if o.phases == nil {
+		o.phases = map[string]time.Duration{}
+	}
+	o.phases[phase] = d
 }
 func (o *obs) PodStartup(ns, owner, _ string, d time.Duration, _ string) {
 	o.calls = append(o.calls, fmt.Sprintf("startup %s %s %s", ns, owner, d))

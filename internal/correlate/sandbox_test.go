@@ -85,7 +85,8 @@ func TestSandboxChanged(t *testing.T) {
 // runc's start returns once it has told runc init to exec, not after the
 // exec, so the kubelet can have its RunPodSandbox answer and create the
 // next container first (seen under load: the pause exec 93 ms after the
-// init container's creation, e2e 1 on the 1.35 leg, 2026-12-06).
+// init container's creation, e2e 1 on the 1.35 leg, 2026-12-06). The
+// start-up's sandbox phase (its long pole) measures the same span.
 func TestSandboxEndsWhenTheKubeletMovesOn(t *testing.T) {
 	for _, late := range []bool{false, true} {
 		s := newSim(t)
@@ -112,6 +113,11 @@ func TestSandboxEndsWhenTheKubeletMovesOn(t *testing.T) {
 		if !sb.End.Equal(want) || sb.End.After(in.Start) {
 			t.Errorf("pause exec late=%v: the sandbox ends at %s, want %s (the pause exec at %s, the init container starts at %s)",
 				late, sb.End.Format("15:04:05.000"), want.Format("15:04:05.000"), pauseAt.Format("15:04:05.000"), in.Start.Format("15:04:05.000"))
+		}
+		// The start-up's breakdown (its long pole, the phase histogram)
+		// measures the sandbox as the span shows it.
+		if got, span := s.o.phases[names.PhaseSandbox], sb.End.Sub(sb.Start); got != span {
+			t.Errorf("pause exec late=%v: the sandbox phase measured %s, its span %s", late, got, span)
 		}
 	}
 }
