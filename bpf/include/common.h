@@ -176,14 +176,26 @@ struct {
  * would miss just there. A slot is keyed by the leader's start time, with
  * the state (enum root_state, or 0: not in proc_roots) in its low 2 bits:
  * one word, so two CPUs racing on a slot leave one that matches neither
- * process rather than a wrong state. (Two processes of one slot, tgids 8192
+ * process rather than a wrong state. (Two processes of one slot, tgids 1024
  * apart, cannot start within 4 ns.) Beside it, the css_set the process was
  * in when the slot was written: a ROOT_NONE mark holds only while the
  * process is still there (probes/process.h, marked_none); a race that
  * pairs one process's key with another's css_set can only make it miss. A
  * miss falls back to proc_roots and the task's parent.
+ *
+ * 1,024 slots (16 KiB, kmalloc'd: an array map of at most 32 KiB with its
+ * header is not vmalloc'd in 4 KiB pages, bpf_map_area_alloc): in four A/B
+ * runs on 2026-12-06's and 07's machines (PTI without PCID: the TLB is
+ * flushed at every syscall) the exec storm read 0.16-0.24x the floor less
+ * than with 8,192 slots (bench/README.md, "The table's size"; why is not
+ * proven: 2,000 slots, kmalloc'd too, by a modulo, did no better in their
+ * one run). A slot taken by a newer tgid (1,024 pids later, node-wide)
+ * costs its process's next program a proc_roots lookup and its parent's
+ * lines; only an orphan reparented outside its cgroup (to a shared pid
+ * namespace's pause) loses its verdict and is then judged by its parent, a
+ * root, as it was 8,192 pids later before.
  */
-#define PROC_CACHE_SLOTS 8192
+#define PROC_CACHE_SLOTS 1024
 struct proc_slot {
 	__u64 key;  /* start_boottime & ~3 | state */
 	__u64 cset; /* the process's css_set when the slot was written, as a number */
