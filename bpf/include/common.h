@@ -187,7 +187,7 @@ struct {
  * header is not vmalloc'd in 4 KiB pages, bpf_map_area_alloc): in four A/B
  * runs on 2026-12-06's and 07's machines (PTI without PCID: the TLB is
  * flushed at every syscall) the exec storm read 0.16-0.24x the floor less
- * than with 8,192 slots (bench/README.md, "The table's size"; why is not
+ * than with 8,192 slots (bench/README.md, "The table kmalloc'd"; why is not
  * proven: 2,000 slots, kmalloc'd too, by a modulo, did no better in their
  * one run). A slot taken by a newer tgid (1,024 pids later, node-wide)
  * costs its process's next program a proc_roots lookup and its parent's
