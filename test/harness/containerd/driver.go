@@ -132,19 +132,16 @@ func (h *Harness) unified(spec ContainerSpec) map[string]string {
 // what the kubelet's cgroup manager Name() returns; containerd takes the
 // last element as the slice to put the container's scope in).
 func (h *Harness) CgroupParent(qos, uid string) string {
-	if h.CgroupDriver == CgroupDriverSystemd {
-		if qos == "" {
-			qos = QOSBurstable // cgroupid reads "" as guaranteed
-		}
-		return cgroupid.SystemdPodPathIn(h.CgroupRoot, qos, uid)
+	if qos != QOSGuaranteed && qos != QOSBestEffort {
+		qos = QOSBurstable // the harness's default, whichever the driver
 	}
-	switch qos {
-	case QOSGuaranteed:
+	switch {
+	case h.CgroupDriver == CgroupDriverSystemd:
+		return cgroupid.SystemdPodPathIn(h.CgroupRoot, qos, uid)
+	case qos == QOSGuaranteed:
 		return filepath.Join(h.CgroupRoot, "pod"+uid)
-	case QOSBestEffort:
-		return filepath.Join(h.CgroupRoot, QOSBestEffort, "pod"+uid)
 	default:
-		return filepath.Join(h.CgroupRoot, QOSBurstable, "pod"+uid)
+		return filepath.Join(h.CgroupRoot, qos, "pod"+uid)
 	}
 }
 
