@@ -357,3 +357,52 @@ func TestEndpointEpisodeDelayFromTheSighting(t *testing.T) {
 		t.Errorf("message %q: a Service 300 ms behind the loss read as late from the API's whole second", nr.StatusMessage)
 	}
 }
+
+// Past the cap on pod.not_ready spans, an episode is an event on the root:
+// it keeps its length and the words a late withdrawal gives the span's
+// message.
+func TestLateWithdrawalPastTheEpisodeCap(t *testing.T) {
+	s := newSim(t)
+	s.startup()
+	s.endpoint("api", "api-1", true, true, false)
+	episode := func(withdrawAfter time.Duration) {
+		s.at(time.Minute)
+		s.setReady(false)
+		if withdrawAfter > 0 {
+			s.at(withdrawAfter)
+			s.endpoint("api", "api-1", true, false, false)
+		}
+		s.at(5 * time.Second)
+		s.setReady(true)
+		if withdrawAfter > 0 {
+			s.at(10 * time.Millisecond)
+			s.endpoint("api", "api-1", true, true, false)
+		}
+		s.tick(2 * time.Second)
+	}
+	const spans = 32 // maxNotReadySpans
+	for range spans {
+		episode(0)
+	}
+	episode(3 * time.Second)
+	s.c.Flush()
+
+	if n := len(s.find(names.SpanPodNotReady)); n != spans {
+		t.Fatalf("%d pod.not_ready spans, want the cap's %d", n, spans)
+	}
+	var lost []span.SpanEvent
+	for _, e := range s.one(names.SpanPod).Events {
+		if e.Name == names.EventReadinessLost {
+			lost = append(lost, e)
+		}
+	}
+	if len(lost) != 1 {
+		t.Fatalf("%d readiness-lost events on the root past the cap, want 1", len(lost))
+	}
+	if got, want := lost[0].Attr(names.ReadinessLateWithdrawal), "Service api withdrew it 3.0 s after it lost Ready"; got != want {
+		t.Errorf("late withdrawal on the root's event %v, want %q (attrs %v)", got, want, lost[0].Attrs)
+	}
+	if got := lost[0].Attr(names.NotReadySeconds); got != 5.0+3.0 {
+		t.Errorf("episode's length on the root's event %v, want 8 s", got)
+	}
+}

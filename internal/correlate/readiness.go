@@ -123,7 +123,8 @@ func (c *Correlator) notReadyAtEnd(p *pod, at time.Time, measured bool) {
 }
 
 // notReadySpan emits an episode (past maxNotReadySpans, an event on the
-// root: counted there when over its cap) and, when measured, measures its
+// root, with its length and a late withdrawal's words: counted there when
+// over its cap) and, when measured, measures its
 // length and counts it if a Service withdrew the pod late (the words its
 // message gets from episodeWithdrawals).
 func (c *Correlator) notReadySpan(p *pod, end time.Time, unfinished string, measured bool) {
@@ -148,8 +149,11 @@ func (c *Correlator) notReadySpan(p *pod, end time.Time, unfinished string, meas
 	}
 	attrs := c.readinessFailAttrs(p, start, end)
 	if p.episodes >= maxNotReadySpans {
-		p.addRootEvent(span.SpanEvent{Name: names.EventReadinessLost, Time: start,
-			Attrs: append(attrs, span.Float(names.NotReadySeconds, end.Sub(start).Seconds()))})
+		attrs = append(attrs, span.Float(names.NotReadySeconds, end.Sub(start).Seconds()))
+		if late != "" {
+			attrs = append(attrs, span.String(names.ReadinessLateWithdrawal, late))
+		}
+		p.addRootEvent(span.SpanEvent{Name: names.EventReadinessLost, Time: start, Attrs: attrs})
 		return
 	}
 	p.episodes++

@@ -187,6 +187,10 @@ const (
 	// NotReadySeconds: how long an episode of lost readiness lasted (on
 	// the root's event, past the span cap).
 	NotReadySeconds = "podchron.readiness.not_ready.seconds"
+	// ReadinessLateWithdrawal: on the root's event past the span cap, the
+	// words pod.not_ready's message would end with: a Service withdrew
+	// the pod late after it lost Ready.
+	ReadinessLateWithdrawal = "podchron.readiness.late_withdrawal"
 )
 
 // The verdict and the start-up's long pole (internal/correlate/verdict.go).
