@@ -31,6 +31,11 @@ bin/execstorm -n 500 >/dev/null
 storm >/dev/null
 modes=(floor)
 for i in "${!bins[@]}"; do modes+=("$i"); done
+# FLOOR_EACH=1: each further build's own floor too (f<i>), for builds that
+# change what the floor itself reads.
+if [ "${FLOOR_EACH:-0}" = 1 ]; then
+	for i in "${!bins[@]}"; do [ "$i" -gt 0 ] && modes+=("f$i"); done
+fi
 nm=${#modes[@]}
 for r in $(seq "$ROUNDS"); do
 	for k in $(seq 0 $((nm - 1))); do
@@ -38,6 +43,8 @@ for r in $(seq "$ROUNDS"); do
 		log="$work/$mode.$r.log"
 		if [ "$mode" = floor ]; then
 			TRACER_BIN=${bins[0]} PODCHRON_BENCH_NOOP_PROGRAMS=1 start_daemon "$log"
+		elif [ "${mode#f}" != "$mode" ]; then
+			TRACER_BIN=${bins[${mode#f}]} PODCHRON_BENCH_NOOP_PROGRAMS=1 start_daemon "$log"
 		else
 			TRACER_BIN=${bins[$mode]} PODCHRON_BENCH_NOOP_PROGRAMS=0 start_daemon "$log"
 		fi
@@ -56,4 +63,8 @@ printf '%-32s %12s %8s  %s\n' floor "$floor" 1.00 "$(paste -sd' ' "$work/kns.flo
 for i in "${!bins[@]}"; do
 	m=$(median <"$work/kns.$i")
 	printf '%-32s %12s %8s  %s\n' "${bins[$i]}" "$m" "$(awk -v a="$m" -v b="$floor" 'BEGIN {printf "%.2f", a / b}')" "$(paste -sd' ' "$work/kns.$i")"
+	if [ -f "$work/kns.f$i" ]; then
+		f=$(median <"$work/kns.f$i")
+		printf '%-32s %12s %8s  %s\n' "  its own floor" "$f" "$(awk -v a="$f" -v b="$floor" 'BEGIN {printf "%.2f", a / b}')" "$(paste -sd' ' "$work/kns.f$i")"
+	fi
 done
