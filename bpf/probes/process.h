@@ -51,12 +51,20 @@ static __always_inline bool ns_init(struct task_struct *p)
  * only, not a record each.
  *
  * Each program is a small front and a __noinline rest: the front settles
- * the common case, a process below a root (below_by_parent, the parent's
- * proc_cache slot), in a few cache lines of code on the kernel's stack; the
- * rest (exec_is_root, fork_is_root and exit_is_root, then the record) runs
- * for the others. The same early return costs ~70 ns more in one program
- * of the rest's size than in the small front, on an exec storm's thrashed
- * caches (bench/perprog.sh, handle_fork: 196-210 ns a run against 123-128).
+ * the common case, a process below a root, from one proc_cache slot (exec
+ * and exit: the process's own mark, below_by_mark; fork: the forker's
+ * slot, then the child's mark), in a few cache lines of code on the
+ * kernel's stack; the rest (below_by_parent; exec_is_root, fork_is_root
+ * and exit_is_root; the record) runs for the others. The same early return
+ * costs ~70 ns more in one program of the rest's size than in the small
+ * front, on an exec storm's thrashed caches (bench/perprog.sh,
+ * handle_fork: 196-210 ns a run against 123-128). The JIT puts a
+ * program's one epilogue after its last instruction, and every return
+ * jumps there: a front of the common case alone keeps it a line or two
+ * from the lines it ran (exec 248 bytes, exit 270, fork 494, from 797,
+ * 877 and 666 when the exec's and exit's fronts asked the parent too and
+ * the fork's read its forker's slot twice; bench/abstorm.sh, 2026-12-07:
+ * 1,322 and 1,381 ns an exec against 1,380 and 1,423, floor 867 and 954).
  */
 
 /* Whether p's parent is in cgroup cg (BTF loads only). */
@@ -93,9 +101,8 @@ static __always_inline struct proc_slot *proc_slot(__u32 tgid)
 
 /* What proc_cache says of the process (tgid, start): its state (0: known
  * not to be in proc_roots), or -1 when the slot holds another. */
-static __always_inline int cached_state(__u32 tgid, __u64 start)
+static __always_inline int slot_state(struct proc_slot *s, __u64 start)
 {
-	struct proc_slot *s = proc_slot(tgid);
 	__u64 k;
 
 	if (!s)
@@ -104,6 +111,11 @@ static __always_inline int cached_state(__u32 tgid, __u64 start)
 	if ((k ^ start) > 3)
 		return -1;
 	return k & 3;
+}
+
+static __always_inline int cached_state(__u32 tgid, __u64 start)
+{
+	return slot_state(proc_slot(tgid), start);
 }
 
 /*
@@ -120,7 +132,7 @@ static __always_inline bool marked_none(struct task_struct *t, __u32 tgid, __u64
 {
 	struct proc_slot *s = proc_slot(tgid);
 
-	return s && cached_state(tgid, start) == ROOT_NONE && s->cset == (__u64)t->cgroups;
+	return s && slot_state(s, start) == ROOT_NONE && s->cset == (__u64)t->cgroups;
 }
 
 /* Remembers what the process (tgid, start), task t, is. */
@@ -236,7 +248,8 @@ static __always_inline bool pidns_below_parent(struct task_struct *p)
 
 /*
  * Whether p (whose leader started at start) is below a root, from
- * proc_cache and the parent: the hot programs ask it first.
+ * proc_cache and the parent: the exec's and the exit's fronts ask its
+ * first half (below_by_mark), their rests the second (below_by_parent).
  * - p's own slot says ROOT_NONE, made in the css_set p is in now
  *   (marked_none): its fork found it below a root (the line the fork
  *   wrote, often on another CPU), or its exec did. That holds whoever p's
@@ -265,7 +278,12 @@ static __always_inline bool pidns_below_parent(struct task_struct *p)
  * runtime's init joining its container's cgroup, an exec session entered
  * from a privileged pod) decides as one with no mark: by its parent.
  */
-static __always_inline bool below_by_parent(struct task_struct *p, __u32 tgid, __u64 start, bool at_exit)
+static __always_inline bool below_by_mark(struct task_struct *p, __u32 tgid, __u64 start)
+{
+	return !cfg_all_processes && marked_none(p, tgid, start);
+}
+
+static __always_inline bool below_by_parent(struct task_struct *p, bool at_exit)
 {
 	struct task_struct *pp = p->real_parent;
 	__u32 ptgid;
@@ -273,8 +291,6 @@ static __always_inline bool below_by_parent(struct task_struct *p, __u32 tgid, _
 
 	if (cfg_all_processes)
 		return false;
-	if (marked_none(p, tgid, start))
-		return true;
 	if (!with_parent(p))
 		return false;
 	ptgid = pp->tgid;
@@ -372,6 +388,13 @@ static __noinline int exec_record(struct task_struct *p, struct linux_binprm *bp
 	return 0;
 }
 
+static __noinline int exec_rest(struct task_struct *p, struct linux_binprm *bprm, __u32 tgid)
+{
+	if (below_by_parent(p, false))
+		return 0;
+	return exec_record(p, bprm, tgid);
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
@@ -381,9 +404,9 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	if (is_self(tgid))
 		return 0;
 	/* p is its group's leader by now (de_thread), so its own start. */
-	if (below_by_parent(p, tgid, p->start_boottime, false))
+	if (below_by_mark(p, tgid, p->start_boottime))
 		return 0;
-	return exec_record(p, bprm, tgid);
+	return exec_rest(p, bprm, tgid);
 }
 
 /* The rest of handle_fork: the fork's verdict and its record. */
@@ -434,9 +457,11 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	/* An exec'd root or a process below one forks below a root: the
 	 * parent's slot alone tells (read far more than written). */
 	if (!cfg_all_processes) {
-		__u64 pstart = parent->group_leader->start_boottime;
+		struct proc_slot *ps = proc_slot(ptgid);
+		int st = slot_state(ps, parent->group_leader->start_boottime);
 
-		if (cached_state(ptgid, pstart) == ROOT_EXECD || marked_none(parent, ptgid, pstart)) {
+		/* The parent's slot: an exec'd root, or marked_none. */
+		if (ps && (st == ROOT_EXECD || (st == ROOT_NONE && ps->cset == (__u64)parent->cgroups))) {
 			/* So is the child, unless it is a new pid namespace's
 			 * init (copy_process marks it SIGNAL_UNKILLABLE before
 			 * this tracepoint), whose exec decides, or its parent
@@ -512,6 +537,13 @@ static __noinline int exit_record(struct task_struct *p, __u32 tgid)
 	return 0;
 }
 
+static __noinline int exit_rest(struct task_struct *p, __u32 tgid)
+{
+	if (below_by_parent(p, true))
+		return 0;
+	return exit_record(p, tgid);
+}
+
 SEC("tp_btf/sched_process_exit")
 int handle_exit(u64 *ctx)
 {
@@ -535,9 +567,9 @@ int handle_exit(u64 *ctx)
 		group_dead = p->signal->live.counter == 0;
 	if (!group_dead)
 		return 0;
-	if (below_by_parent(p, tgid, p->group_leader->start_boottime, true))
+	if (below_by_mark(p, tgid, p->group_leader->start_boottime))
 		return 0;
-	return exit_record(p, tgid);
+	return exit_rest(p, tgid);
 }
 
 #endif /* __PODCHRON_PROBES_PROCESS_H */
