@@ -61,8 +61,8 @@ static __always_inline bool ns_init(struct task_struct *p)
  * handle_fork: 196-210 ns a run against 123-128). The JIT puts a
  * program's one epilogue after its last instruction, and every return
  * jumps there: a front of the common case alone keeps it a line or two
- * from the lines it ran (exec 248 bytes, exit 270, fork 494, from 797,
- * 877 and 666 when the exec's and exit's fronts asked the parent too and
+ * from the lines it ran (exec 242 bytes, exit 264, fork 488, from 791,
+ * 871 and 658 when the exec's and exit's fronts asked the parent too and
  * the fork's read its forker's slot twice; bench/abstorm.sh, 2026-12-07:
  * 1,322 and 1,381 ns an exec against 1,380 and 1,423, floor 867 and 954).
  */
