@@ -118,6 +118,12 @@ static __always_inline int cached_state(__u32 tgid, __u64 start)
 	return slot_state(proc_slot(tgid), start);
 }
 
+/* Whether slot s was written while task t was in the css_set it is in now. */
+static __always_inline bool made_in(struct proc_slot *s, struct task_struct *t)
+{
+	return s->cset == (__u64)t->cgroups;
+}
+
 /*
  * Whether proc_cache marks the process (tgid, start), task t, ROOT_NONE in
  * the css_set it is in now: the mark's verdict (below a root) still holds
@@ -132,7 +138,7 @@ static __always_inline bool marked_none(struct task_struct *t, __u32 tgid, __u64
 {
 	struct proc_slot *s = proc_slot(tgid);
 
-	return s && slot_state(s, start) == ROOT_NONE && s->cset == (__u64)t->cgroups;
+	return s && slot_state(s, start) == ROOT_NONE && made_in(s, t);
 }
 
 /* Remembers what the process (tgid, start), task t, is. */
@@ -461,7 +467,7 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 		int st = slot_state(ps, parent->group_leader->start_boottime);
 
 		/* The parent's slot: an exec'd root, or marked_none. */
-		if (ps && (st == ROOT_EXECD || (st == ROOT_NONE && ps->cset == (__u64)parent->cgroups))) {
+		if (ps && (st == ROOT_EXECD || (st == ROOT_NONE && made_in(ps, parent)))) {
 			/* So is the child, unless it is a new pid namespace's
 			 * init (copy_process marks it SIGNAL_UNKILLABLE before
 			 * this tracepoint), whose exec decides, or its parent

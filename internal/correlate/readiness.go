@@ -123,10 +123,10 @@ func (c *Correlator) notReadyAtEnd(p *pod, at time.Time, measured bool) {
 }
 
 // notReadySpan emits an episode (past maxNotReadySpans, an event on the
-// root, with its length and a late withdrawal's words: counted there when
-// over its cap) and, when measured, measures its
-// length and counts it if a Service withdrew the pod late (the words its
-// message gets from episodeWithdrawals).
+// root with its length and a late withdrawal's words, counted there when
+// over its cap) and, when measured, measures its length and counts it if
+// a Service withdrew the pod late (the words its message gets from
+// episodeWithdrawals).
 func (c *Correlator) notReadySpan(p *pod, end time.Time, unfinished string, measured bool) {
 	start, key, lost := p.notReadySince, p.notReadyKey, p.notReadyLost
 	p.notReadySince, p.notReadyKey, p.notReadyLost = time.Time{}, time.Time{}, time.Time{}
