@@ -54,6 +54,39 @@ func (e *env) endpointReady(ns, name string, pod *corev1.Pod) (bool, error) {
 	return false, nil
 }
 
+// endpointsOf describes Service name's EndpointSlices for a failure's
+// message: each endpoint's pod and conditions, and the slices' versions.
+func (e *env) endpointsOf(ns, name string) string {
+	l, err := e.cs.DiscoveryV1().EndpointSlices(ns).List(e.ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name})
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, es := range l.Items {
+		fmt.Fprintf(&b, "%s@%s[", es.Name, es.ResourceVersion)
+		for _, ep := range es.Endpoints {
+			pod := "?"
+			if ep.TargetRef != nil {
+				pod = ep.TargetRef.Name + "/" + string(ep.TargetRef.UID)
+			}
+			c := ep.Conditions
+			fmt.Fprintf(&b, " %s ready=%s serving=%s terminating=%s", pod, boolp(c.Ready), boolp(c.Serving), boolp(c.Terminating))
+		}
+		b.WriteString(" ] ")
+	}
+	if b.Len() == 0 {
+		return "none"
+	}
+	return b.String()
+}
+
+func boolp(v *bool) string {
+	if v == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*v)
+}
+
 // spanEvent is the span's first event of that name with k8s.service.name
 // svc.
 func spanEvent(s *backends.Span, name, svc string) (backends.SpanEvent, error) {
@@ -106,9 +139,11 @@ func (e *env) endpointsAfterSIGTERM(t *testing.T) {
 	e.namespace(t, ns)
 	// The app notes its SIGTERM in a host directory (so the stall lasts
 	// from the signal, however late a loaded runtime sends it) and takes
-	// 6 s to drain, so the pod is still there when the controllers resume.
+	// 10 s to drain, so the pod is still there when the controllers resume
+	// (2.5 s after the signal, up to 5 s more while a slow API server
+	// answers the check below).
 	dir := t.TempDir()
-	app := container("app", sh(`trap 'echo > /signal/term; sleep 6; exit 0' TERM; while :; do sleep 1 & wait $!; done`)...)
+	app := container("app", sh(`trap 'echo > /signal/term; sleep 10; exit 0' TERM; while :; do sleep 1 & wait $!; done`)...)
 	app.VolumeMounts = []corev1.VolumeMount{{Name: "signal", MountPath: "/signal"}}
 	grace := int64(60)
 	pod := e.readyPod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "late", Labels: map[string]string{"app": "late"}},
@@ -134,12 +169,22 @@ func (e *env) endpointsAfterSIGTERM(t *testing.T) {
 	}
 	sigAfter := time.Since(deleted)
 	time.Sleep(2500 * time.Millisecond)
-	stillListed, lerr := e.endpointReady(ns, "late", pod)
+	// The controllers are stopped, so the slices cannot change: an error
+	// (an API server still catching up after scenario 61's pause) is asked
+	// again, a pod no longer listed ready means the stall did not hold.
+	var stillListed bool
+	var lerr error
+	for asked := time.Now(); ; time.Sleep(200 * time.Millisecond) {
+		if stillListed, lerr = e.endpointReady(ns, "late", pod); lerr == nil || time.Since(asked) > 5*time.Second {
+			break
+		}
+	}
 	if err := resume(); err != nil {
 		t.Fatal(err)
 	}
 	if lerr != nil || !stillListed {
-		t.Fatalf("the Service no longer listed the pod ready while the controllers were stalled (%v): the scenario did not hold", lerr)
+		t.Fatalf("the Service no longer listed the pod ready while the controllers were stalled (%v; slices: %s): the scenario did not hold",
+			lerr, e.endpointsOf(ns, "late"))
 	}
 	t.Logf("scenario 62: the SIGTERM came %s after the deletion; the controller-manager resumed 2.5 s after it", sigAfter.Round(time.Millisecond))
 	e.waitGone(t, ns, pod.Name, time.Minute)

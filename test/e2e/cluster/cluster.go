@@ -637,14 +637,58 @@ func (c *Cluster) pause(name string) (resume func() error, err error) {
 	}
 	var once sync.Once
 	var cerr error
-	return func() error {
+	resume = func() error {
 		once.Do(func() {
 			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 				cerr = fmt.Errorf("resume %s (pid %d): %w", name, pid, err)
 			}
 		})
 		return cerr
-	}, nil
+	}
+	// kill(2) returns once the stop is pending, not done: a thread stops
+	// when the scheduler next runs it, later on a loaded node. The pause
+	// holds only when every thread is stopped.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		running, err := runningThreads(pid)
+		if err == nil && len(running) == 0 {
+			return resume, nil
+		}
+		if time.Now().After(deadline) {
+			_ = resume()
+			if err == nil {
+				err = fmt.Errorf("threads %v not stopped", running)
+			}
+			return nil, fmt.Errorf("pause %s (pid %d) within 10 s: %w", name, pid, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// runningThreads lists pid's threads that are not stopped (state T in
+// /proc/<pid>/task/<tid>/stat), each as tid:state.
+func runningThreads(pid int) ([]string, error) {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tids, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("threads of %d: %w", pid, err)
+	}
+	var running []string
+	for _, tid := range tids {
+		b, err := os.ReadFile(filepath.Join(dir, tid.Name(), "stat"))
+		if err != nil {
+			continue // the thread is gone
+		}
+		// pid (comm) state ...: comm may hold spaces and parentheses.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) {
+			return nil, fmt.Errorf("thread %s of %d: stat %q", tid.Name(), pid, b)
+		}
+		if st := b[i+2]; st != 'T' {
+			running = append(running, tid.Name()+":"+string(st))
+		}
+	}
+	return running, nil
 }
 
 // RestartKubelet stops the kubelet (SIGTERM: pods keep running in
