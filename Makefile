@@ -127,12 +127,17 @@ E2E_STACK ?= k8s135-containerd16
 e2e-build: ## build Kubernetes, Jaeger v2 and the OpenTelemetry Collector for the e2e, for E2E_STACK (cached; ~20 min cold on 2 cores)
 	PODCHRON_E2E_STACK=$(E2E_STACK) bash test/e2e/tools/build.sh
 
+# The suite runs through gotestsum (scripts/build-gotestsum.sh): what `go test -v` prints;
+# after a failure scripts/test-failures.sh prints each failed scenario's last lines again, at
+# the end, where CI's tail shows them.
 e2e: deps helm ## the real-cluster e2e (root): Kubernetes + containerd + podchron installed with its Helm chart + an OpenTelemetry Collector + Jaeger + Prometheus (E2E_STACK picks the node's stack)
 	@echo "e2e stack: $(E2E_STACK)"
-	bin="$$(PODCHRON_E2E_STACK=$(E2E_STACK) bash test/e2e/tools/build.sh)" && \
+	bin="$$(PODCHRON_E2E_STACK=$(E2E_STACK) bash test/e2e/tools/build.sh)" && gotestsum="$$(bash scripts/build-gotestsum.sh)" && \
 	PODCHRON_E2E_STACK=$(E2E_STACK) PODCHRON_E2E_BIN="$$bin" bash scripts/versions.sh && t0=$$(date +%s) && \
-	{ PODCHRON_E2E_STACK=$(E2E_STACK) PODCHRON_E2E_BIN="$$bin" $(HELM_ENV) $(GO) test -count=1 -p 1 -timeout 30m -parallel 8 -v ./test/e2e/... $(E2EARGS); \
-	s=$$?; echo "e2e stack $(E2E_STACK): suite $$(($$(date +%s) - t0)) s, exit $$s"; exit $$s; }
+	json="$$(mktemp /tmp/e2e-json.XXXXXX)" && \
+	{ PODCHRON_E2E_STACK=$(E2E_STACK) PODCHRON_E2E_BIN="$$bin" $(HELM_ENV) "$$gotestsum" --format standard-verbose --hide-summary=skipped,output \
+		--jsonfile "$$json" --raw-command -- $(GO) test -json -count=1 -p 1 -timeout 30m -parallel 8 ./test/e2e/... $(E2EARGS); \
+	s=$$?; [ $$s = 0 ] || bash scripts/test-failures.sh "$$json"; rm -f "$$json"; echo "e2e stack $(E2E_STACK): suite $$(($$(date +%s) - t0)) s, exit $$s"; exit $$s; }
 
 e2e-nested: ## the e2e's cluster in a node inside a container (kind's shape: the whole cluster in new pid, mount and cgroup namespaces; test/e2e/nested_test.go), a named subset of the lifecycle suite, on the 1.35 leg
 	PODCHRON_E2E_NESTED=1 $(MAKE) e2e E2EARGS="-run '^TestClusterNested'"

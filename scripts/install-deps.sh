@@ -8,10 +8,11 @@
 #   libseccomp-dev, pkg-config     scripts/build-runc.sh builds upstream runc with seccomp (cgo)
 #   gcc, libc6-dev                 cgo for that build
 #   libcap-dev, libyajl-dev, gperf, curl scripts/build-crun.sh builds a crun that knows runtime-spec 1.3 (containerd 2's leg)
+#   jq                             scripts/test-failures.sh: why each e2e scenario failed, from go test -json
 set -euo pipefail
 pkgs=(clang-19 clang-format-19 llvm-19 libbpf-dev bpftool make git gcc libc6-dev pkg-config
       containerd runc crun libseccomp-dev containernetworking-plugins busybox-static iptables
-      qemu-system-x86 cpio prometheus etcd-server openssl iproute2 libcap-dev libyajl-dev gperf curl)
+      qemu-system-x86 cpio prometheus etcd-server openssl iproute2 libcap-dev libyajl-dev gperf curl jq)
 export DEBIAN_FRONTEND=noninteractive
 apt=(apt-get -o DPkg::Lock::Timeout=600)  # another apt run (a second `make deps`) is waited for
 "${apt[@]}" update -qq
