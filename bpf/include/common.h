@@ -214,7 +214,14 @@ struct {
  * its kernfs node, a cold line) and the watched set's generation. An
  * address is reused only after its cgroup's rmdir, which raises the
  * generation (probes/cgroup.h), so a verdict never outlives its cgroup.
+ * Entries: HOT_PROCESS the process programs', HOT_SIGNAL_TARGET the
+ * signal's target's, HOT_SIGNAL_RECEIVER the receiver's of a delivery,
+ * keyed by the cgroup's id (no BTF pointer to the current task on every
+ * kernel); apart, so a pod flooding signals does not evict the processes'
+ * verdict.
  */
+enum hot_entry { HOT_PROCESS, HOT_SIGNAL_TARGET, HOT_SIGNAL_RECEIVER, HOT_ENTRIES };
+
 struct hot_cache {
 	__u64 cgroup;  /* address of the last cgroup asked about */
 	__u32 gen;     /* watch_gen[0] + watch_gen[1] when its verdict was made */
@@ -223,16 +230,19 @@ struct hot_cache {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, HOT_ENTRIES);
 	__type(key, __u32);
 	__type(value, struct hot_cache);
 } hot SEC(".maps");
 
+static __always_inline struct hot_cache *hot_at(__u32 entry)
+{
+	return bpf_map_lookup_elem(&hot, &entry);
+}
+
 static __always_inline struct hot_cache *hot_cache(void)
 {
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&hot, &zero);
+	return hot_at(HOT_PROCESS);
 }
 
 struct {

@@ -202,4 +202,29 @@ static __always_inline bool cgroup_watched_cached(struct cgroup *cg, struct hot_
 	return w;
 }
 
+/*
+ * current_watched through a hot cache entry (h may be NULL) keyed by the
+ * current task's cgroup id, cgid (current_cgroup_id()'s), for programs with
+ * no BTF pointer to the current task. Ids are never reused; the generation
+ * is read before the walk, as in cgroup_watched_cached.
+ */
+static __always_inline bool current_watched_cached(__u64 cgid, struct hot_cache *h)
+{
+	__u32 k0 = 0, k1 = 1, gen;
+	__u64 *g0 = bpf_map_lookup_elem(&watch_gen, &k0);
+	__u64 *g1 = bpf_map_lookup_elem(&watch_gen, &k1);
+	bool w;
+
+	if (!cgid || !g0 || !g1 || !h)
+		return current_watched();
+	gen = (__u32)(*g0 + *g1);
+	if (h->cgroup == cgid && h->gen == gen)
+		return h->watched;
+	w = current_watched();
+	h->cgroup = cgid;
+	h->gen = gen;
+	h->watched = w;
+	return w;
+}
+
 #endif /* __PODCHRON_CGROUP_H */

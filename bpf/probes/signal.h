@@ -115,11 +115,16 @@ static __noinline int signal_generate_record(int sig, struct kernel_siginfo *inf
 	struct signal_event *e;
 	struct cgroup *tcg;
 	__u32 origin = 0, tflags = 0, ttgid;
+	bool target_watched, sender_watched;
 	__u64 cgid;
 
-	ttgid = BPF_CORE_READ(task, tgid);
-	tcg = task_cgroup(task);
-	if (cgroup_watched(tcg))
+	/* task is a BTF pointer (tp_btf): plain loads, and the target's
+	 * verdict through this CPU's signal entry of the hot cache (a pod
+	 * flooding signals asks about one cgroup again and again). */
+	ttgid = task->tgid;
+	tcg = task_cgroup_btf(task);
+	target_watched = cgroup_watched_cached(tcg, hot_at(HOT_SIGNAL_TARGET));
+	if (target_watched)
 		origin |= ORIGIN_TARGET;
 	if (sig == SIGKILL) {
 		/* For an OOM kill's mark_victim, next on this CPU (see last_kill). */
@@ -127,9 +132,9 @@ static __noinline int signal_generate_record(int sig, struct kernel_siginfo *inf
 		struct kill_target *k = bpf_map_lookup_elem(&last_kill, &zero);
 
 		if (k) {
-			k->host_pid = BPF_CORE_READ(task, pid);
+			k->host_pid = task->pid;
 			k->ns_pid = cfg_pidns_level ? ns_pid(task) : k->host_pid;
-			k->cgroup_id = cgroup_id(tcg);
+			k->cgroup_id = cgroup_id_btf(tcg);
 			k->watched = origin & ORIGIN_TARGET;
 			BPF_CORE_READ_STR_INTO(&k->comm, task, comm);
 		}
@@ -143,13 +148,16 @@ static __noinline int signal_generate_record(int sig, struct kernel_siginfo *inf
 		return 0;
 
 	cgid = current_cgroup_id();
-	if (current_watched()) {
+	/* A sender in its target's cgroup (a process signalling itself or
+	 * its container's others, as a flood does) has the target's verdict. */
+	sender_watched = cgid == cgroup_id_btf(tcg) ? target_watched : current_watched();
+	if (sender_watched) {
 		/* A pod's task sent it: its container pays. */
 		if (sig != SIGKILL && !signal_budget(cgid, false))
 			return 0;
 		tflags |= SIGNAL_SENDER_WATCHED;
 	}
-	if (BPF_CORE_READ(task, signal, flags) & SIGNAL_UNKILLABLE)
+	if (task->signal->flags & SIGNAL_UNKILLABLE)
 		tflags |= SIGNAL_TARGET_NS_INIT;
 
 	e = reserve(EVENT_SIGNAL_GENERATE, sizeof(*e));
@@ -175,9 +183,9 @@ static __noinline int signal_generate_record(int sig, struct kernel_siginfo *inf
 		e->target_pid = ns_pid(task);
 	} else {
 		e->target_tgid = ttgid;
-		e->target_pid = BPF_CORE_READ(task, pid);
+		e->target_pid = task->pid;
 	}
-	e->target_cgroup_id = cgroup_id(tcg);
+	e->target_cgroup_id = cgroup_id_btf(tcg);
 	BPF_CORE_READ_STR_INTO(&e->target_comm, task, comm);
 	e->disposition = disposition(sig_handler(task, sig));
 	e->target_flags = tflags;
@@ -221,12 +229,12 @@ static __noinline int signal_deliver_record(int sig, struct kernel_siginfo *info
 	 * was generated): not news. */
 	if (sig == 9 && !info)
 		return 0;
-	if (current_watched())
+	cgid = current_cgroup_id();
+	if (current_watched_cached(cgid, hot_at(HOT_SIGNAL_RECEIVER)))
 		origin |= ORIGIN_WATCHED;
 	origin |= tracked(tgid);
 	if (!origin || nested_skip((struct task_struct *)bpf_get_current_task()))
 		return 0;
-	cgid = current_cgroup_id();
 	/* A pod's task receives it: its container pays. */
 	if ((origin & ORIGIN_WATCHED) && sig != SIGKILL && !signal_budget(cgid, true))
 		return 0;

@@ -4,6 +4,8 @@ package probe
 
 import (
 	"fmt"
+	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/podchron/podchron/internal/fact/kernel"
+	"golang.org/x/sys/unix"
 )
 
 // sentCount is what a signal-self helper said it sent.
@@ -230,5 +233,76 @@ func TestSignalFloodersLeaveQuietCgroupsWhole(t *testing.T) {
 	}
 	if c[kernel.EventSignalGenerate].Lost != 0 {
 		t.Errorf("%d signal records lost in the ring buffer", c[kernel.EventSignalGenerate].Lost)
+	}
+}
+
+// A cgroup watched while its processes signal themselves: what the first
+// sent before the watch is not reported, what the second sends after it is,
+// as generated and as delivered, though the first left "not watched" for
+// that cgroup in the signal programs' verdict caches on the same CPU (the
+// target's, by the cgroup's address; the receiver's, by its id). WatchID
+// raises the generation both caches check.
+func TestWatchIDRefreshesCachedSignalVerdicts(t *testing.T) {
+	e := setup(t)
+	dir := e.layout.Path(fmt.Sprintf("/podchron-unwatched-%d-%d", os.Getpid(), testSeq.Add(1)))
+	mkCgroup(t, dir)
+	id := cgid(t, dir)
+	// Both helpers on CPU 0, where the caches are per CPU: a child
+	// inherits the affinity of the thread that forks it.
+	run := func() *helper {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var all, cpu0 unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &all); err != nil {
+			t.Fatal(err)
+		}
+		cpu0.Set(0)
+		if err := unix.SchedSetaffinity(0, &cpu0); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = unix.SchedSetaffinity(0, &all) }()
+		return e.start(t, []string{dir}, "signal-self", "3", "0", "handle")
+	}
+	records := func(pid uint32) (generated, delivered []kernel.Event) {
+		generated = e.col.all(func(ev kernel.Event) bool {
+			s, ok := ev.(*kernel.SignalEvent)
+			return ok && s.TGID == pid && s.Signal == syscall.SIGUSR1
+		})
+		delivered = e.col.all(func(ev kernel.Event) bool {
+			d, ok := ev.(*kernel.SignalDeliverEvent)
+			return ok && d.TGID == pid && d.Signal == syscall.SIGUSR1
+		})
+		return generated, delivered
+	}
+	before := run()
+	before.wait(t)
+	if err := e.p.WatchID(id); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = e.p.UnwatchID(id) }()
+	after := run()
+	after.wait(t)
+	sent := sentCount(t, after)
+	deadline := time.Now().Add(waitTimeout)
+	gen, del := records(after.pid)
+	for (uint64(len(gen)) < sent || uint64(len(del)) < sent) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		gen, del = records(after.pid)
+	}
+	if uint64(len(gen)) != sent || uint64(len(del)) != sent {
+		t.Errorf("once watched: %d generated and %d delivered records, want %d of each", len(gen), len(del), sent)
+	}
+	for _, ev := range gen {
+		if s := ev.(*kernel.SignalEvent); s.Origin&kernel.OriginTarget == 0 || s.CgroupID != id {
+			t.Errorf("generated once watched: origin %s cgroup %d, want the target watched, %d", s.Origin, s.CgroupID, id)
+		}
+	}
+	for _, ev := range del {
+		if d := ev.(*kernel.SignalDeliverEvent); d.Origin&kernel.OriginWatched == 0 || d.CgroupID != id {
+			t.Errorf("delivered once watched: origin %s cgroup %d, want watched, %d", d.Origin, d.CgroupID, id)
+		}
+	}
+	if gen, del := records(before.pid); len(gen)+len(del) != 0 {
+		t.Errorf("before the watch: %d generated and %d delivered records, want none", len(gen), len(del))
 	}
 }
