@@ -4,7 +4,8 @@
 #   - the module's direct requirements (go.mod; `go list -m -u`), with a count
 #     of the indirect ones that have updates (they follow the direct ones);
 #   - the tools the scripts build: Helm 3 and Helm 4 and crane
-#     (scripts/build-helm.sh), golangci-lint (scripts/build-golangci-lint.sh),
+#     (scripts/build-helm.sh), golangci-lint (scripts/build-golangci-lint.sh), gotestsum
+#     (scripts/build-gotestsum.sh),
 #     runc (scripts/build-runc.sh), kwok (test/scale/build-kwok.sh), the
 #     OpenTelemetry Collector builder and its components
 #     (test/e2e/tools/build.sh, test/e2e/tools/otelcol/builder.yaml,
@@ -94,6 +95,8 @@ tools() {
 	report crane "$v" "$(newest github.com/google/go-containerregistry)" scripts/build-helm.sh
 	v=$(pin scripts/build-golangci-lint.sh '^version=\$\{GOLANGCI_LINT_VERSION:-(v[0-9.]+)\}$')
 	report golangci-lint "$v" "$(newest github.com/golangci/golangci-lint/v2)" scripts/build-golangci-lint.sh
+	v=$(pin scripts/build-gotestsum.sh '^version=\$\{GOTESTSUM_VERSION:-(v[0-9.]+)\}$')
+	report gotestsum "$v" "$(newest gotest.tools/gotestsum)" scripts/build-gotestsum.sh
 	v=$(newest github.com/opencontainers/runc)
 	report runc "$v" "$v" "scripts/build-runc.sh (builds the newest release itself)"
 	v=$(pin test/scale/build-kwok.sh '^v=\$\{KWOK_VERSION:-(v[0-9.]+)\}$')

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/podchron/podchron/internal/fact/kernel"
+
 	"golang.org/x/sys/unix"
 )
 
