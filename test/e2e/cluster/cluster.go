@@ -666,7 +666,7 @@ func (c *Cluster) pause(name string) (resume func() error, err error) {
 }
 
 // runningThreads lists pid's threads that are not stopped (state T in
-// /proc/<pid>/task/<tid>/stat), each as tid:state.
+// /proc/<pid>/task/<tid>/stat) or exiting (Z, X), each as tid:state.
 func runningThreads(pid int) ([]string, error) {
 	dir := fmt.Sprintf("/proc/%d/task", pid)
 	tids, err := os.ReadDir(dir)
@@ -684,7 +684,7 @@ func runningThreads(pid int) ([]string, error) {
 		if i < 0 || i+2 >= len(b) {
 			return nil, fmt.Errorf("thread %s of %d: stat %q", tid.Name(), pid, b)
 		}
-		if st := b[i+2]; st != 'T' {
+		if st := b[i+2]; st != 'T' && st != 'Z' && st != 'X' { // stopped, or exiting
 			running = append(running, tid.Name()+":"+string(st))
 		}
 	}
