@@ -65,6 +65,9 @@ static __always_inline bool ns_init(struct task_struct *p)
  * 871 and 658 when the exec's and exit's fronts asked the parent too and
  * the fork's read its forker's slot twice; bench/abstorm.sh, 2026-12-07:
  * 1,322 and 1,381 ns an exec against 1,380 and 1,423, floor 867 and 954).
+ * The fronts ask no setting but cfg_noop, and leave is_self() to the
+ * rests: 202, 224 and 444 bytes (bench/README.md, "Fronts without the
+ * settings").
  */
 
 /* Whether p's parent is in cgroup cg (BTF loads only). */
@@ -286,7 +289,10 @@ static __always_inline bool pidns_below_parent(struct task_struct *p)
  */
 static __always_inline bool below_by_mark(struct task_struct *p, __u32 tgid, __u64 start)
 {
-	return !cfg_all_processes && marked_none(p, tgid, start);
+	/* No cfg_all_processes check: that mode makes no ROOT_NONE mark
+	 * (every cache_root of one is on a path it never takes), so the
+	 * mark is false there and the fronts spend no line on the setting. */
+	return marked_none(p, tgid, start);
 }
 
 static __always_inline bool below_by_parent(struct task_struct *p, bool at_exit)
@@ -396,7 +402,9 @@ static __noinline int exec_record(struct task_struct *p, struct linux_binprm *bp
 
 static __noinline int exec_rest(struct task_struct *p, struct linux_binprm *bprm, __u32 tgid)
 {
-	if (below_by_parent(p, false))
+	/* The tracer itself: asked here, not in the front (a mark never says
+	 * it is below a root: its own execs and exits are never marked). */
+	if (is_self(tgid) || below_by_parent(p, false))
 		return 0;
 	return exec_record(p, bprm, tgid);
 }
@@ -407,8 +415,6 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	NOOP_RETURN();
 	__u32 tgid = p->tgid;
 
-	if (is_self(tgid))
-		return 0;
 	/* p is its group's leader by now (de_thread), so its own start. */
 	if (below_by_mark(p, tgid, p->start_boottime))
 		return 0;
@@ -423,6 +429,9 @@ static __noinline int fork_record(struct task_struct *parent, struct task_struct
 	struct cgroup *cg;
 	__u32 origin = 0;
 
+	/* The tracer itself (asked here, not in the front). */
+	if (is_self(ptgid))
+		return 0;
 	/* parent is the current task */
 	cg = task_cgroup_btf(parent);
 	if (cgroup_watched_cached(cg, hot_cache())) {
@@ -458,31 +467,31 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	__u32 ptgid = parent->tgid;
 
 	/* New threads are not new processes. */
-	if (child->pid != child_tgid || is_self(ptgid))
+	if (child->pid != child_tgid)
 		return 0;
 	/* An exec'd root or a process below one forks below a root: the
-	 * parent's slot alone tells (read far more than written). */
-	if (!cfg_all_processes) {
-		struct proc_slot *ps = proc_slot(ptgid);
-		int st = slot_state(ps, parent->group_leader->start_boottime);
+	 * parent's slot alone tells (read far more than written). Neither
+	 * state is made with cfg_all_processes (see below_by_mark), nor for
+	 * the tracer (its verdicts are made after is_self, in the rests), so
+	 * the front asks neither. */
+	struct proc_slot *ps = proc_slot(ptgid);
+	int st = slot_state(ps, parent->group_leader->start_boottime);
 
-		/* The parent's slot: an exec'd root, or marked_none. */
-		if (ps && (st == ROOT_EXECD || (st == ROOT_NONE && made_in(ps, parent)))) {
-			/* So is the child, unless it is a new pid namespace's
-			 * init (copy_process marks it SIGNAL_UNKILLABLE before
-			 * this tracepoint), whose exec decides, or its parent
-			 * is not the forker (CLONE_PARENT, as runc's set-up
-			 * stages clone: the child's parent is then the
-			 * forker's, outside), or it was cloned into another
-			 * cgroup (clone3's CLONE_INTO_CGROUP: crun's and runc
-			 * 1.4+'s exec sessions on cgroup v2): a css_set
-			 * other than the forker's, where the mark would hold
-			 * (marked_none) and hide the root's exec. */
-			if (child->real_parent == parent && child->cgroups == parent->cgroups &&
-			    !(child->signal->flags & SIGNAL_UNKILLABLE))
-				cache_root(child, child_tgid, child->start_boottime, ROOT_NONE);
-			return 0;
-		}
+	/* The parent's slot: an exec'd root, or marked_none. */
+	if (ps && (st == ROOT_EXECD || (st == ROOT_NONE && made_in(ps, parent)))) {
+		/* So is the child, unless it is a new pid namespace's init
+		 * (copy_process marks it SIGNAL_UNKILLABLE before this
+		 * tracepoint), whose exec decides, or its parent is not the
+		 * forker (CLONE_PARENT, as runc's set-up stages clone: the
+		 * child's parent is then the forker's, outside), or it was
+		 * cloned into another cgroup (clone3's CLONE_INTO_CGROUP:
+		 * crun's and runc 1.4+'s exec sessions on cgroup v2): a
+		 * css_set other than the forker's, where the mark would hold
+		 * (marked_none) and hide the root's exec. */
+		if (child->real_parent == parent && child->cgroups == parent->cgroups &&
+		    !(child->signal->flags & SIGNAL_UNKILLABLE))
+			cache_root(child, child_tgid, child->start_boottime, ROOT_NONE);
+		return 0;
 	}
 	return fork_record(parent, child, ptgid, child_tgid);
 }
@@ -545,7 +554,8 @@ static __noinline int exit_record(struct task_struct *p, __u32 tgid)
 
 static __noinline int exit_rest(struct task_struct *p, __u32 tgid)
 {
-	if (below_by_parent(p, true))
+	/* The tracer itself (see exec_rest). */
+	if (is_self(tgid) || below_by_parent(p, true))
 		return 0;
 	return exit_record(p, tgid);
 }
@@ -558,8 +568,6 @@ int handle_exit(u64 *ctx)
 	__u32 tgid = p->tgid;
 	bool group_dead;
 
-	if (is_self(tgid))
-		return 0;
 	/*
 	 * One event per process, when its last thread exits: the exit code is
 	 * the group's by then. Earlier thread exits (the leader's included) would
