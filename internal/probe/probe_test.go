@@ -663,6 +663,73 @@ func TestOnlyProcessTreeRootsByDefault(t *testing.T) {
 	}
 }
 
+// The tracer's own process (Config.SelfTGID) is never reported, nor the
+// fork it makes: the hot fronts leave that check to the programs' rests, so
+// it holds only as long as each rest asks it. A helper started before the
+// load stands in for the tracer (in a watched cgroup, as the DaemonSet's
+// pod is); a second one, started the same way in the same cgroup, is
+// reported, so the collector would have seen the first.
+func TestTracerItselfIsNotReported(t *testing.T) {
+	requireProbes(t)
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracer := exec.Command(bin, "spawn", "3")
+	tracer.Env = helperEnviron("wait-exec")
+	stdin, err := tracer.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tracer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tracer.Process.Kill(); _ = tracer.Wait() })
+	waitExeced(t, tracer.Process.Pid)
+	self := uint32(tracer.Process.Pid)
+
+	e := setup(t, func(c *Config) { c.SelfTGID = int(self) })
+	dir := e.dir(e.cgroup(t, "self"))
+	if err := moveProcess(dir, tracer.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(stdin, "go\n"); err != nil { // it execs "spawn 3": a fork, the child's exec and exit
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- tracer.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the stand-in tracer: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stand-in tracer did not exit")
+	}
+
+	other := e.start(t, []string{dir}, "spawn", "3")
+	other.wait(t)
+	wait(t, e.col, "exec of the other helper", func(ev *kernel.ExecEvent) bool { return ev.TGID == other.pid })
+	wait(t, e.col, "exit of the other helper", func(ev *kernel.ExitEvent) bool { return ev.TGID == other.pid })
+	time.Sleep(200 * time.Millisecond) // what other CPUs submitted is read too
+	for _, ev := range e.col.all(func(kernel.Event) bool { return true }) {
+		switch ev := ev.(type) {
+		case *kernel.ExecEvent:
+			if ev.TGID == self || ev.PPID == self {
+				t.Errorf("the tracer's exec, or its child's, reported: %+v", ev)
+			}
+		case *kernel.ForkEvent:
+			if ev.TGID == self {
+				t.Errorf("the tracer's fork reported: %+v", ev)
+			}
+		case *kernel.ExitEvent:
+			if ev.TGID == self {
+				t.Errorf("the tracer's exit reported: %+v", ev)
+			}
+		}
+	}
+}
+
 // A process forked below a root and then moved into another watched cgroup
 // (a nested runtime's init joining its container's cgroup, or an exec
 // session entered from a privileged pod) enters that cgroup from outside:
