@@ -600,7 +600,18 @@ func TestExecForkExit(t *testing.T) {
 // dir, and returns it with its stdin (the wait-* modes go on at a line).
 func (e *env) startIn(t *testing.T, dir, mode string, args ...string) (*exec.Cmd, io.Writer) {
 	t.Helper()
-	cmd := exec.Command(e.self, args...)
+	cmd, stdin := startHelper(t, e.self, mode, args...)
+	if err := moveProcess(dir, cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stdin
+}
+
+// startHelper starts the test binary bin as the helper in mode with args,
+// where it is (killed at cleanup), and returns it with its stdin.
+func startHelper(t *testing.T, bin, mode string, args ...string) (*exec.Cmd, io.Writer) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	cmd.Env = helperEnviron(mode)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -611,9 +622,6 @@ func (e *env) startIn(t *testing.T, dir, mode string, args ...string) (*exec.Cmd
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	waitExeced(t, cmd.Process.Pid)
-	if err := moveProcess(dir, cmd.Process.Pid); err != nil {
-		t.Fatal(err)
-	}
 	return cmd, stdin
 }
 
@@ -644,11 +652,7 @@ func TestCloneParentChildOfARootIsARoot(t *testing.T) {
 func TestOnlyProcessTreeRootsByDefault(t *testing.T) {
 	e := setup(t)
 	dir := e.dir(e.cgroup(t, "roots"))
-	h := e.start(t, []string{dir}, "spawn", "3")
-	h.wait(t)
-	wait(t, e.col, "exec of the helper", func(ev *kernel.ExecEvent) bool { return ev.TGID == h.pid })
-	wait(t, e.col, "exit of the helper", func(ev *kernel.ExitEvent) bool { return ev.TGID == h.pid })
-	time.Sleep(200 * time.Millisecond) // what other CPUs submitted is read too
+	h := e.spawnRoot(t, dir)
 	for _, ev := range e.col.all(func(kernel.Event) bool { return true }) {
 		switch ev := ev.(type) {
 		case *kernel.ForkEvent:
@@ -663,6 +667,19 @@ func TestOnlyProcessTreeRootsByDefault(t *testing.T) {
 	}
 }
 
+// spawnRoot runs a helper in the cgroup dir that forks a child ("exit 3")
+// and waits for it, waits for the helper's exec and exit to be reported (a
+// root's), and for what other CPUs submitted; the events are then in e.col.
+func (e *env) spawnRoot(t *testing.T, dir string) *helper {
+	t.Helper()
+	h := e.start(t, []string{dir}, "spawn", "3")
+	h.wait(t)
+	wait(t, e.col, "exec of the helper", func(ev *kernel.ExecEvent) bool { return ev.TGID == h.pid })
+	wait(t, e.col, "exit of the helper", func(ev *kernel.ExitEvent) bool { return ev.TGID == h.pid })
+	time.Sleep(200 * time.Millisecond) // what other CPUs submitted is read too
+	return h
+}
+
 // The tracer's own process (Config.SelfTGID) is never reported, nor the
 // fork it makes: the hot fronts leave that check to the programs' rests, so
 // it holds only as long as each rest asks it. A helper started before the
@@ -675,17 +692,7 @@ func TestTracerItselfIsNotReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tracer := exec.Command(bin, "spawn", "3")
-	tracer.Env = helperEnviron("wait-exec")
-	stdin, err := tracer.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tracer.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tracer.Process.Kill(); _ = tracer.Wait() })
-	waitExeced(t, tracer.Process.Pid)
+	tracer, stdin := startHelper(t, bin, "wait-exec", "spawn", "3")
 	self := uint32(tracer.Process.Pid)
 
 	e := setup(t, func(c *Config) { c.SelfTGID = int(self) })
@@ -707,11 +714,7 @@ func TestTracerItselfIsNotReported(t *testing.T) {
 		t.Fatal("the stand-in tracer did not exit")
 	}
 
-	other := e.start(t, []string{dir}, "spawn", "3")
-	other.wait(t)
-	wait(t, e.col, "exec of the other helper", func(ev *kernel.ExecEvent) bool { return ev.TGID == other.pid })
-	wait(t, e.col, "exit of the other helper", func(ev *kernel.ExitEvent) bool { return ev.TGID == other.pid })
-	time.Sleep(200 * time.Millisecond) // what other CPUs submitted is read too
+	e.spawnRoot(t, dir)
 	for _, ev := range e.col.all(func(kernel.Event) bool { return true }) {
 		switch ev := ev.(type) {
 		case *kernel.ExecEvent:
