@@ -402,8 +402,9 @@ static __noinline int exec_record(struct task_struct *p, struct linux_binprm *bp
 
 static __noinline int exec_rest(struct task_struct *p, struct linux_binprm *bprm, __u32 tgid)
 {
-	/* The tracer itself: asked here, not in the front (a mark never says
-	 * it is below a root: its own execs and exits are never marked). */
+	/* The tracer itself: asked here, not in the front, as no mark is
+	 * ever made for it (every verdict on it would be made in a rest,
+	 * after this check). */
 	if (is_self(tgid) || below_by_parent(p, false))
 		return 0;
 	return exec_record(p, bprm, tgid);
