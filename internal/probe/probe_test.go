@@ -710,7 +710,7 @@ func TestTracerItselfIsNotReported(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the stand-in tracer: %v", err)
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(waitTimeout):
 		t.Fatal("the stand-in tracer did not exit")
 	}
 
