@@ -36,7 +36,8 @@ type Config struct {
 	// WorkDir receives certificates, configs, data and logs. Keep it short.
 	WorkDir string
 	// Runtime is the containerd the kubelet uses; its CgroupRoot should be
-	// "/kubepods" (the kubelet's cgroupfs layout).
+	// "/kubepods" (the kubelet's cgroupfs layout), or "/kubepods.slice"
+	// with the systemd driver, which the kubelet then uses too.
 	Runtime *containerd.Harness
 	// NodeName (default "podchron-e2e") and NodeIP (default 10.250.250.1,
 	// put on bridge NodeBridge, default "ptnode0").
@@ -456,7 +457,7 @@ port: 10250
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
 healthzPort: 10248
-cgroupDriver: cgroupfs
+cgroupDriver: %[10]s
 failSwapOn: false
 failCgroupV1: false
 containerRuntimeEndpoint: %[2]s
@@ -483,7 +484,8 @@ nodeStatusUpdateFrequency: 5s
 serializeImagePulls: false
 staticPodPath: %[8]s
 %[9]s`, c.cfg.NodeIP, c.cfg.Runtime.Endpoint, p.path("kubelet-serving.crt"), p.path("kubelet-serving.key"),
-		p.path("ca.crt"), filepath.Join(dir, "pod-logs"), filepath.Join(dir, "volume-plugins"), c.StaticPodDir(), c.gateConfig())
+		p.path("ca.crt"), filepath.Join(dir, "pod-logs"), filepath.Join(dir, "volume-plugins"), c.StaticPodDir(), c.gateConfig(),
+		c.cfg.Runtime.CgroupDriver)
 	cfgPath := filepath.Join(c.cfg.WorkDir, "kubelet.yaml")
 	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
 		return fmt.Errorf("kubelet config: %w", err)
