@@ -4,7 +4,7 @@ BIN       ?= bin
 CLANG     ?= clang-19
 GENERATED := internal/probe/event/podchron_bpfel.go internal/probe/event/podchron_bpfel.o
 
-.PHONY: help deps deps-behind generate check-generate build runc-upstream helm cosign release-local portable test test-load test-unit test-vm test-vm-node test-vm-node-containerd2 test-vm-node-systemd test-vm-selftest e2e e2e-build e2e-stack2 e2e-stack136 e2e-stack2-crun e2e-nested scale fleet bench bench-busy lint run run-nested trace events clean faults
+.PHONY: help deps deps-behind generate check-generate build runc-upstream helm cosign release-local portable test test-load test-unit test-vm test-vm-node test-vm-node-containerd2 test-vm-node-systemd test-vm-kubelet test-vm-kubelet-cgroupfs test-vm-selftest e2e e2e-build e2e-stack2 e2e-stack136 e2e-stack2-crun e2e-nested scale fleet bench bench-busy lint run run-nested trace events clean faults
 
 help: ## list targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -81,7 +81,7 @@ cosign: ## build cosign (and syft with SYFT=1: the release's signing and SBOM to
 release-local: helm cosign ## the release dry run (part of make test): scripts/release.sh into a local registry, signed with a key made for the run, verified, saved as an OCI layout in bin/release/oci
 	SYFT=$(SYFT) KREW_PLATFORMS="$${KREW_PLATFORMS:-linux/amd64 darwin/arm64}" bash scripts/release-local.sh
 
-test: deps check-generate runc-upstream helm ## everything CI runs (root): unit, real-kernel, containerd (runc, upstream runc, crun), under load, guest-kernel (5.10, 6.1, 6.12), the demo on a pure cgroup v2 node in a guest (cgroupfs and systemd drivers), real-cluster tests on both legs (Kubernetes 1.35 on containerd 1.6; Kubernetes 1.37 on containerd 2 with upstream runc, and a subset of it with crun), the 1.35 cluster in a node inside a container, and the short scale test
+test: deps check-generate runc-upstream helm ## everything CI runs (root): unit, real-kernel, containerd (runc, upstream runc, crun), under load, guest-kernel (5.10, 6.1, 6.12), the demo on a pure cgroup v2 node in a guest (cgroupfs and systemd drivers), a 1.37 kubelet (systemd and cgroupfs drivers) in such a guest, real-cluster tests on both legs (Kubernetes 1.35 on containerd 1.6; Kubernetes 1.37 on containerd 2 with upstream runc, and a subset of it with crun), the 1.35 cluster in a node inside a container, and the short scale test
 	$(RUNTIME_MATRIX_ENV) bash scripts/versions.sh
 	$(GO) vet ./...
 	$(MAKE) portable lint
@@ -93,6 +93,8 @@ test: deps check-generate runc-upstream helm ## everything CI runs (root): unit,
 	$(MAKE) test-vm-node
 	$(MAKE) test-vm-node-containerd2
 	$(MAKE) test-vm-node-systemd
+	$(MAKE) test-vm-kubelet
+	$(MAKE) test-vm-kubelet-cgroupfs
 	PODCHRON_TEST_LOAD=1 $(MAKE) e2e
 	$(MAKE) e2e-nested
 	PODCHRON_TEST_LOAD=1 $(MAKE) e2e-stack2
@@ -191,6 +193,8 @@ VM_NODE_DIR    := $(abspath $(BIN))/vm-node
 # (test-vm-node-containerd2: the 1.37 leg's containerd v2.4.2, static).
 VM_NODE_CONTAINERD ?=
 comma := ,
+empty :=
+space := $(empty) $(empty)
 VM_NODE_CTRD   := $(if $(VM_NODE_CONTAINERD),$(VM_NODE_CONTAINERD)/containerd:/usr/bin/containerd$(comma)$(VM_NODE_CONTAINERD)/containerd-shim-runc-v2:/usr/bin/containerd-shim-runc-v2,/usr/bin/containerd$(comma)/usr/bin/containerd-shim-runc-v2)
 VM_NODE_EXTRA  := $(VM_NODE_DIR)/demo:/podchron/bin/demo,$(VM_NODE_DIR)/tracer:/podchron/bin/tracer,$(VM_NODE_CTRD),/usr/bin/ctr,/usr/sbin/runc,/usr/lib/cni/bridge,/usr/lib/cni/host-local,/usr/lib/cni/loopback
 
@@ -210,6 +214,31 @@ test-vm-node-containerd2: ## test-vm-node with containerd v2.4.2 (built from its
 VM_SYSTEMD_ARGS := -systemd -env PODCHRON_VM_CGROUP_DRIVER=systemd
 test-vm-node-systemd: ## test-vm-node-containerd2 with systemd as the guest's PID 1 and the systemd cgroup driver (pod slices, container scopes), as on a kubeadm node
 	$(MAKE) test-vm-node-containerd2 VMARGS="$(VM_SYSTEMD_ARGS) $(VMARGS)"
+
+# A real kubelet with the systemd cgroup driver on a pure cgroup v2 node:
+# the guest of test-vm-node-systemd (systemd as PID 1) running the e2e's
+# cluster (etcd, the 1.37 leg's control plane and kubelet) on the 1.37
+# leg's containerd 2, and the tracer beside them (test/vm/testdata/kubelet).
+# The guest needs openssl (the cluster's certificates), iproute2 (its node
+# bridge) and iptables (nft; the cluster saves and restores the node's
+# tables) besides the node's binaries; ~600 MB of them, hence 6 GiB.
+VM_XTABLES := $(foreach b,iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore,/usr/sbin/xtables-nft-multi:/usr/sbin/$(b))
+VM_K8S_STACK := k8s137-containerd2
+# VM_KUBELET_INIT: the guest's PID 1, systemd for the systemd driver
+# (test-vm-kubelet-cgroupfs empties it: busybox init, the cgroupfs driver).
+VM_KUBELET_INIT ?= -systemd
+VM_K8S_BINS  := kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl
+test-vm-kubelet: ## the kubelet (1.37, systemd cgroup driver) on containerd 2 in a pure cgroup v2 guest whose PID 1 is systemd: a graceful stop and an OOM group kill traced, each trace checked against the kubelet and the kernel
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(VM_NODE_DIR)/tracer ./cmd/tracer
+	bin="$$(PODCHRON_E2E_STACK=$(VM_K8S_STACK) bash test/e2e/tools/build.sh)" && \
+	extra="$(VM_NODE_DIR)/tracer:/podchron/bin/tracer,$$bin/containerd:/usr/bin/containerd,$$bin/containerd-shim-runc-v2:/usr/bin/containerd-shim-runc-v2" && \
+	for b in $(VM_K8S_BINS); do extra="$$extra,$$bin/$$b:/podchron/k8s/$$b"; done && \
+	$(GO) run ./test/vm -pkg ./test/vm/testdata/kubelet -kernel $(VM_NODE_KERNEL) -switch-root $(VM_KUBELET_INIT) -mem 6144 \
+		-modules veth,bridge,overlay,nf_tables -timeout 25m \
+		-extra "$$extra,$(subst $(space),$(comma),$(VM_XTABLES)),/usr/bin/ctr,/usr/sbin/runc,/usr/lib/cni/bridge,/usr/lib/cni/host-local,/usr/lib/cni/loopback,/usr/bin/etcd,/usr/bin/openssl,/etc/ssl/openssl.cnf:/usr/lib/ssl/openssl.cnf,/usr/sbin/ip" $(VMARGS)
+
+test-vm-kubelet-cgroupfs: ## test-vm-kubelet with the kubelet's cgroupfs driver (pods under /kubepods) and busybox as the guest's PID 1
+	$(MAKE) test-vm-kubelet VM_KUBELET_INIT= VMARGS="-env PODCHRON_VM_CGROUP_DRIVER=cgroupfs $(VMARGS)"
 
 test-vm-selftest: ## the VM runner's own smoke test
 	$(GO) run ./test/vm -pkg ./test/vm/testdata/smoke
