@@ -215,10 +215,11 @@ VM_SYSTEMD_ARGS := -systemd -env PODCHRON_VM_CGROUP_DRIVER=systemd
 test-vm-node-systemd: ## test-vm-node-containerd2 with systemd as the guest's PID 1 and the systemd cgroup driver (pod slices, container scopes), as on a kubeadm node
 	$(MAKE) test-vm-node-containerd2 VMARGS="$(VM_SYSTEMD_ARGS) $(VMARGS)"
 
-# A real kubelet with the systemd cgroup driver on a pure cgroup v2 node:
-# the guest of test-vm-node-systemd (systemd as PID 1) running the e2e's
-# cluster (etcd, the 1.37 leg's control plane and kubelet) on the 1.37
-# leg's containerd 2, and the tracer beside them (test/vm/testdata/kubelet).
+# A real kubelet on a pure cgroup v2 node, with the systemd cgroup driver in
+# the guest of test-vm-node-systemd (systemd as PID 1), or with cgroupfs
+# (busybox init). The guest runs the e2e's cluster (etcd, the 1.37 leg's
+# control plane and kubelet) on the 1.37 leg's containerd 2, and the tracer
+# beside them (test/vm/testdata/kubelet).
 # The guest needs openssl (the cluster's certificates), iproute2 (its node
 # bridge) and iptables (nft; the cluster saves and restores the node's
 # tables) besides the node's binaries; ~600 MB of them, hence 6 GiB.

@@ -71,6 +71,25 @@ func containerCgroup(uid, id string) string {
 
 const metricsAddr = "127.0.0.1:19464"
 
+// lockedBuffer is the tracer's stderr: exec's goroutine writes it while
+// the test may read it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // spans collects the tracer's JSON lines.
 type spans struct {
 	mu  sync.Mutex
@@ -212,8 +231,8 @@ func TestKubelet(t *testing.T) {
 		"-state-dir", filepath.Join(work, "state"))
 	tracer.Cancel = func() error { return tracer.Process.Signal(unix.SIGTERM) }
 	tracer.WaitDelay = 30 * time.Second
-	var terr bytes.Buffer
-	tracer.Stderr = &terr
+	terr := &lockedBuffer{}
+	tracer.Stderr = terr
 	out, err := tracer.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -229,7 +248,12 @@ func TestKubelet(t *testing.T) {
 		<-read
 		_ = tracer.Wait()
 	}
-	t.Cleanup(stopTracer)
+	t.Cleanup(func() {
+		stopTracer()
+		if t.Failed() {
+			t.Logf("tracer stderr:\n%s", terr.String())
+		}
+	})
 	if err := waitHTTP(ctx, "http://"+metricsAddr+"/readyz", 3*time.Minute); err != nil {
 		t.Fatalf("tracer not ready: %v\n%s", err, terr.String())
 	}
