@@ -62,6 +62,7 @@ var exportedMetrics = map[string]string{
 	"podchron_endpoint_withdrawn_after_not_ready_total": "counter",
 	"podchron_container_exits_total":                    "counter",
 	"podchron_oom_kills_total":                          "counter",
+	"podchron_oom_kills_misreported_total":              "counter",
 	"podchron_cni_duration_seconds":                     "histogram",
 	"podchron_signals_total":                            "counter",
 	"podchron_correlation_misses_total":                 "counter",

@@ -12,6 +12,7 @@ import (
 	"github.com/podchron/podchron/internal/fact"
 	"github.com/podchron/podchron/internal/span"
 
+	"github.com/podchron/podchron/internal/fact/cri"
 	"github.com/podchron/podchron/internal/fact/kernel"
 
 	"github.com/podchron/podchron/internal/names"
@@ -42,7 +43,7 @@ func (c *Correlator) cause(ct *container) (names.Cause, []span.Attr) {
 	// or when the runtime says OOMKilled and the kernel saw no OOM kill at
 	// all (lost, or before the tracer). The runtime's reason alone is not
 	// enough: it says OOMKilled for a child's OOM kill too.
-	if ct.oom != nil || ct.reason == "OOMKilled" && len(ct.ooms) == 0 {
+	if ct.oom != nil || ct.reason == cri.ReasonOOMKilled && len(ct.ooms) == 0 {
 		if ct.oom != nil {
 			attrs = append(attrs, span.Int(names.OOMVictimPID, int64(ct.oom.VictimTGID)),
 				span.String(names.OOMVictimComm, ct.oom.VictimComm), span.String(names.OOMScope, ct.oomScope))

@@ -52,6 +52,7 @@ func (c *Correlator) podInfo(info *fact.PodInfo) {
 	p.noteWaiting()
 	c.podSeen(p)
 	c.learnContainers(p, info)
+	c.misreportedOOMs(p)
 	p.noteDeletion(info)
 	if info.Deleted {
 		c.note(change{kind: changePodGoing, p: p, at: c.now})

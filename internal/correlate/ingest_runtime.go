@@ -174,6 +174,7 @@ func (c *Correlator) runtimeDescribe(p *pod, ct *container, rc *cri.Container) {
 func (c *Correlator) runtimeExited(ct *container, rc *cri.Container) {
 	ct.reason = rc.Reason
 	ct.runtimeExit = true
+	c.misreportedOOM(ct) // a reason after the run's span
 	if !ct.exited {
 		// The kernel did not show the init's exit (lost, or started
 		// before the tracer): the runtime's facts close the run.

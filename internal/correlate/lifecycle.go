@@ -188,6 +188,7 @@ func (c *Correlator) settleContainer(ct *container, force bool) {
 // stop). The pod's start-up may end with it (an init container).
 func (c *Correlator) containerDone(ct *container) {
 	c.runSpan(ct)
+	c.misreportedOOM(ct)
 	if stop := ct.stopSignal(); !ct.pod.terminating.IsZero() || stop != nil && stop.senderKind == names.SenderRuntime {
 		c.stopSpan(ct)
 	}

@@ -64,6 +64,9 @@ type containerOOM struct {
 	oomMemcg   string           // the cgroup whose limit ran out
 	ooms       []oomRec         // every OOM kill in the container (init or not), capped
 	oomsFolded int
+	// oomReasonTold: the kubelet's other reason for the init's OOM kill
+	// was told (oom_reason.go).
+	oomReasonTold bool
 }
 
 // The counts are compared with the last ones seen for the same cgroups; a

@@ -45,6 +45,10 @@ type podVerdict struct {
 	restartCauses map[names.Cause]*restartCause
 	// lastEnd: how each container's last finished run ended, by name.
 	lastEnd map[string]endWords
+	// misreported: the kubelet's reason for a container's run the kernel
+	// OOM-killed, when it is not OOMKilled, by name (the last such run's;
+	// oom_reason.go).
+	misreported map[string]string
 }
 
 type endWords struct {
@@ -484,6 +488,9 @@ func (p *pod) rootVerdict(unfinished string) string {
 		if e := v.lastEnd[name]; e.early && e.cause != names.CauseCompleted {
 			parts = append(parts, name+": "+e.words)
 		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(v.misreported)) {
+		parts = append(parts, name+": the kernel OOM-killed it, the kubelet said "+v.misreported[name])
 	}
 	switch {
 	case v.terminationVerdict != "":

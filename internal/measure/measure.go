@@ -38,6 +38,9 @@ type Observer interface {
 	EndpointWithdrawnAfterNotReady(namespace string)
 	ContainerExit(namespace, cause string)
 	OOMKill(namespace, scope string) // scope: memcg or node
+	// OOMKillMisreported: the kernel OOM-killed a container's init and
+	// the kubelet reported its end with reason (not OOMKilled).
+	OOMKillMisreported(namespace, reason string)
 	CNICall(plugin, command, result string, d time.Duration)
 	Signal(signal, senderKind string) // senderKind: runtime, kubelet, in_pod, external, kernel
 	CorrelationMiss(reason string)
@@ -82,6 +85,9 @@ func (NopObserver) ContainerExit(string, string) {}
 
 // OOMKill discards the measurement.
 func (NopObserver) OOMKill(string, string) {}
+
+// OOMKillMisreported discards the measurement.
+func (NopObserver) OOMKillMisreported(string, string) {}
 
 // CNICall discards the measurement.
 func (NopObserver) CNICall(string, string, string, time.Duration) {}

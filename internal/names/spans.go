@@ -37,9 +37,13 @@ const (
 	// EventCorrelationMiss: on a pod's root, a fact about the pod that
 	// the model counted as a miss (podchron_correlation_misses_total)
 	// instead of telling it: the trace lacks, or may lack, a step.
-	EventCorrelationMiss         = "podchron.correlation_miss"
-	EventK8sPrefix               = "k8s."
-	EventOOMKill                 = "oom_kill"
+	EventCorrelationMiss = "podchron.correlation_miss"
+	EventK8sPrefix       = "k8s."
+	EventOOMKill         = "oom_kill"
+	// EventOOMMisreported: on a pod's root, a container whose init the
+	// kernel OOM-killed and whose end the kubelet reported with another
+	// reason than OOMKilled (its runtime missed the OOM event).
+	EventOOMMisreported          = "podchron.oom_kill.misreported"
 	EventProbeFailed             = "probe failed"
 	EventReadyAfterStartupGaveUp = "podchron.ready_after_startup_gave_up"
 	EventRuntimeGap              = "podchron.runtime_gap"

@@ -78,6 +78,7 @@ func fixture(t *testing.T) (*prometheus.Registry, *Health) {
 	rec.ContainerExit("batch", "unknown") // fifth cause besides those: other
 	rec.OOMKill("default", "memcg")
 	rec.OOMKill("kube-system", "node")
+	rec.OOMKillMisreported("default", "Error")
 	rec.SignalsThrottled("default", 1500)
 	rec.CNICall("bridge", "ADD", "ok", 35*time.Millisecond)
 	rec.CNICall("bridge", "DEL", "ok", 4*time.Millisecond)

@@ -77,6 +77,7 @@ func TestPodSeenCreatesAlertSeriesAtZero(t *testing.T) {
 	wantSeries(t, rec, "podchron_container_exits_total", map[string]float64{
 		"cause=error,namespace=shop": 0, "cause=oom_killed,namespace=shop": 0,
 		"cause=liveness_restart,namespace=shop": 0, "cause=evicted,namespace=shop": 0})
+	wantSeries(t, rec, "podchron_oom_kills_misreported_total", map[string]float64{"namespace=shop,reason=Error": 0})
 	wantSeries(t, rec, "podchron_pods_terminating_stuck", map[string]float64{"namespace=shop": 0})
 	// Histograms are not created: an empty histogram has no quantile to show.
 	for _, h := range []string{"podchron_pod_startup_duration_seconds", "podchron_pod_termination_duration_seconds",
@@ -91,6 +92,8 @@ func TestPodSeenCreatesAlertSeriesAtZero(t *testing.T) {
 	rec.PodTermination("shop", "ReplicaSet", 31*time.Second, true, "")
 	rec.OOMKill("shop", "pod")
 	rec.ContainerExit("shop", "oom_killed")
+	rec.OOMKillMisreported("shop", "Error")
+	wantSeries(t, rec, "podchron_oom_kills_misreported_total", map[string]float64{"namespace=shop,reason=Error": 1})
 	wantSeries(t, rec, "podchron_grace_period_overruns_total", map[string]float64{"namespace=shop": 1})
 	wantSeries(t, rec, "podchron_oom_kills_total", map[string]float64{
 		"namespace=shop,scope=container": 0, "namespace=shop,scope=pod": 1,

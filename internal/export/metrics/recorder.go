@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/podchron/podchron/internal/fact/cri"
 	"github.com/podchron/podchron/internal/measure"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -86,6 +87,7 @@ type Recorder struct {
 	endpointsNotReady *prometheus.CounterVec
 	exits             *prometheus.CounterVec
 	oomKills          *prometheus.CounterVec
+	oomMisreported    *prometheus.CounterVec
 	throttled         *prometheus.CounterVec
 	cni               *prometheus.HistogramVec
 	signals           *prometheus.CounterVec
@@ -97,6 +99,7 @@ type Recorder struct {
 	namespace, ownerKind                     *labelLimiter
 	plugin, command, result                  *labelLimiter
 	cause, scope, signal, sender, missReason *labelLimiter
+	kubeletReason                            *labelLimiter
 	phase, longPole                          *labelLimiter
 
 	stuckMu    sync.Mutex
@@ -224,6 +227,10 @@ func (r *Recorder) newContainerMetrics() {
 		Name: "podchron_oom_kills_total",
 		Help: "OOM kills of processes in pods, by the limit that ran out (the kernel's count): container, pod, node_allocatable (the kubepods cgroup), node (no cgroup limit: the node's memory), or unknown.",
 	}, []string{names.LabelNamespace, names.LabelScope})
+	r.oomMisreported = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "podchron_oom_kills_misreported_total",
+		Help: "Containers whose init the kernel OOM-killed and whose end the kubelet reported with another reason than OOMKilled (its runtime missed the OOM event; containerd then says Error, exit 137), by that reason: OOM alerts on the kubelet's reason miss these.",
+	}, []string{names.LabelNamespace, names.LabelReason})
 	r.throttled = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "podchron_signals_throttled_total",
 		Help: "Signal records (sent or received by a pod's tasks) that the container cgroup's budget in the kernel refused: counted, not reported one by one (--signal-rate, --signal-burst).",
@@ -285,12 +292,13 @@ func (r *Recorder) newLimiters(lim Limits) {
 	r.signal = newLabelLimiter(names.LabelSignal, "unknown", 72, nil, r.folded)
 	r.sender = newLabelLimiter(names.LabelSenderKind, "unknown", 4, senderKinds, r.folded)
 	r.missReason = newLabelLimiter(names.LabelReason, "unknown", lim.Values, missReasons(), r.folded)
+	r.kubeletReason = newLabelLimiter(names.LabelReason, "unknown", lim.Values, []string{cri.ReasonError}, r.folded)
 }
 
 func (r *Recorder) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		r.startup, r.startupPhase, r.termination, r.notReady, r.terminations, r.containerStop, r.overruns, r.endpointsLate, r.endpointsNotReady,
-		r.exits, r.oomKills, r.throttled, r.cni, r.signals, r.misses, r.stuck, r.stuckInfo, r.folded,
+		r.exits, r.oomKills, r.oomMisreported, r.throttled, r.cni, r.signals, r.misses, r.stuck, r.stuckInfo, r.folded,
 		r.negativeDuration,
 	}
 }
@@ -354,6 +362,7 @@ func (r *Recorder) PodSeen(namespace, ownerKind string) {
 	for _, cause := range zeroExitCauses {
 		r.exits.WithLabelValues(ns, r.cause.zeroValue(cause))
 	}
+	r.oomMisreported.WithLabelValues(ns, r.kubeletReason.zeroValue(cri.ReasonError))
 	r.stuckMu.Lock()
 	defer r.stuckMu.Unlock()
 	if _, ok := r.stuckCount[ns]; !ok {
@@ -415,6 +424,11 @@ func (r *Recorder) ContainerExit(namespace, cause string) {
 // OOMKill implements measure.Observer.
 func (r *Recorder) OOMKill(namespace, scope string) {
 	r.oomKills.WithLabelValues(r.namespace.value(namespace), r.scope.value(scope)).Inc()
+}
+
+// OOMKillMisreported implements measure.Observer.
+func (r *Recorder) OOMKillMisreported(namespace, reason string) {
+	r.oomMisreported.WithLabelValues(r.namespace.value(namespace), r.kubeletReason.value(reason)).Inc()
 }
 
 // SignalsThrottled implements measure.Observer.

@@ -31,6 +31,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/podchron/podchron/internal/export/console"
+	"github.com/podchron/podchron/internal/fact/cri"
 	"github.com/podchron/podchron/internal/names"
 	"github.com/podchron/podchron/internal/span"
 	"github.com/podchron/podchron/test/e2e/cluster"
@@ -450,6 +451,52 @@ spec:
 	}
 	t.Logf("pod web traced through the kubelet's %s driver: %d spans, %s", driver, len(trace), str(root, names.Verdict))
 	checkOOM(t, got.of(huid), wantScope, wantMemcg, events["oom_kill"])
+	checkOOMReason(t, got.of(huid), hs[4], metrics)
+}
+
+// checkOOMReason holds pod hungry's root against the kubelet's reason for
+// app's end: when it is not OOMKilled (containerd missed the OOM event the
+// kernel's counters show), the root tells it once, its verdict says so,
+// and podchron_oom_kills_misreported_total counts it; when it is
+// OOMKilled, none of them does.
+func checkOOMReason(t *testing.T, trace []span.Span, kubeletReason, metrics string) {
+	t.Helper()
+	root := named(trace, names.SpanPod)[0]
+	var told []span.SpanEvent
+	for _, ev := range root.Events {
+		if ev.Name == names.EventOOMMisreported {
+			told = append(told, ev)
+		}
+	}
+	verdict := str(root, names.Verdict)
+	counted := func(reason string) string {
+		prefix := `podchron_oom_kills_misreported_total{namespace="default",reason="` + reason + `"} `
+		for _, l := range strings.Split(metrics, "\n") {
+			if v, ok := strings.CutPrefix(l, prefix); ok {
+				return v
+			}
+		}
+		return "absent"
+	}
+	if kubeletReason == cri.ReasonOOMKilled {
+		if len(told) != 0 || strings.Contains(verdict, "the kubelet said") || counted(cri.ReasonError) != "0" {
+			t.Errorf("pod hungry: the kubelet said OOMKilled, yet a misreport is told: %v, verdict %q, metric (Error) %s",
+				told, verdict, counted(cri.ReasonError))
+		}
+		return
+	}
+	t.Logf("pod hungry: the kubelet said %s for the kernel's OOM kill; the root: %v", kubeletReason, told)
+	if len(told) != 1 || span.Lookup(told[0].Attrs, names.K8sContainerStatusLastTerminatedReason) != kubeletReason ||
+		span.Lookup(told[0].Attrs, names.K8sContainerName) != "app" {
+		t.Errorf("pod hungry: the kubelet said %s for an OOM kill; the root's %s events: %v, want one of app's with that reason",
+			kubeletReason, names.EventOOMMisreported, told)
+	}
+	if !strings.Contains(verdict, "the kubelet said "+kubeletReason) {
+		t.Errorf("pod hungry's verdict %q does not tell the kubelet's %s", verdict, kubeletReason)
+	}
+	if v := counted(kubeletReason); v != "1" {
+		t.Errorf("podchron_oom_kills_misreported_total for %s: %s, want 1", kubeletReason, v)
+	}
 }
 
 // checkOOM holds pod hungry's trace against the kernel: its one run ended
