@@ -483,14 +483,22 @@ func (p *pod) rootVerdict(unfinished string) string {
 	if r := v.restartWords(); r != "" {
 		parts = append(parts, r)
 	}
+	told := map[string]bool{}
 	for _, name := range slices.Sorted(maps.Keys(v.lastEnd)) {
-		// A container's last run that ended on its own, before the end.
+		// A container's last run that ended on its own, before the end,
+		// and the kubelet's other word on its OOM kill (oom_reason.go).
 		if e := v.lastEnd[name]; e.early && e.cause != names.CauseCompleted {
-			parts = append(parts, name+": "+e.words)
+			w := e.words
+			if r, ok := v.misreported[name]; ok && e.cause == names.CauseOOMKilled {
+				w, told[name] = w+", the kubelet said "+r, true
+			}
+			parts = append(parts, name+": "+w)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(v.misreported)) {
-		parts = append(parts, name+": the kernel OOM-killed it, the kubelet said "+v.misreported[name])
+		if !told[name] {
+			parts = append(parts, name+": OOM-killed by the kernel, the kubelet said "+v.misreported[name])
+		}
 	}
 	switch {
 	case v.terminationVerdict != "":
