@@ -27,9 +27,14 @@ func (s *sim) endDeleted(app uint32) span.Span {
 
 // missEvents returns the root's podchron.correlation_miss events.
 func missEvents(root span.Span) []span.SpanEvent {
+	return eventsNamed(root, names.EventCorrelationMiss)
+}
+
+// eventsNamed returns a span's events of a name.
+func eventsNamed(sp span.Span, name string) []span.SpanEvent {
 	var out []span.SpanEvent
-	for _, ev := range root.Events {
-		if ev.Name == names.EventCorrelationMiss {
+	for _, ev := range sp.Events {
+		if ev.Name == name {
 			out = append(out, ev)
 		}
 	}

@@ -18,15 +18,7 @@ func (o *obs) OOMKillMisreported(ns, reason string) {
 }
 
 // misreports returns the root's podchron.oom_kill.misreported events.
-func misreports(root span.Span) []span.SpanEvent {
-	var out []span.SpanEvent
-	for _, ev := range root.Events {
-		if ev.Name == names.EventOOMMisreported {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
+func misreports(root span.Span) []span.SpanEvent { return eventsNamed(root, names.EventOOMMisreported) }
 
 // appTerminated is the kubelet's status of app's run ended with reason.
 func (s *sim) appTerminated(code int32, reason string) {
