@@ -18,7 +18,7 @@ const (
 	LabelPhase      = "phase"       // a start-up phase (StartupPhases)
 	LabelPlugin     = "plugin"      // a CNI plugin
 	LabelPod        = "pod"         // the pod's name
-	LabelReason     = "reason"      // why a fact was not attached, or a span was dropped
+	LabelReason     = "reason"      // why a fact was not attached, a span was dropped, or the kubelet says a container ended
 	LabelResult     = "result"      // a CNI run's result: ok or error
 	LabelScope      = "scope"       // the limit an OOM kill ran out of (OOMScopes)
 	LabelSenderKind = "sender_kind" // who sent a signal (SenderKind)
