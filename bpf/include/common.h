@@ -173,11 +173,22 @@ struct {
  *
  * A direct-mapped array by tgid, shared by every CPU: a fork and its
  * child's exec and exit usually run on different CPUs, so a per-CPU cache
- * would miss just there. A slot is keyed by the leader's start time, with
- * the state (enum root_state, or 0: not in proc_roots) in its low 2 bits:
- * one word, so two CPUs racing on a slot leave one that matches neither
- * process rather than a wrong state. (Two processes of one slot, tgids 1024
- * apart, cannot start within 4 ns.) Beside it, the css_set the process was
+ * would miss just there. A slot is keyed by the tgid, with the state (enum
+ * root_state, or 0: not in proc_roots) in its low 2 bits: one word, so two
+ * CPUs racing on a slot (tgids 1,024 apart) leave one process's key and
+ * state, never a mix. A tgid is reused once its process is reaped: every
+ * fork marks its child's slot or, when the slot holds the child's tgid,
+ * empties it (probes/process.h, forget_slot), so a slot that holds a tgid
+ * speaks of the process that holds it now. The key was the leader's start
+ * time before (2026-12-07): reading it took the exec, the exit and the
+ * fork a task line each that the storm's other CPU may have written last
+ * (the start time's line holds nvcsw and the fault counts; the exit read
+ * group_leader too, on the line the parent's next fork writes through the
+ * children list). Alternated with the build before in 14 rounds of
+ * bench/abstorm.sh, lower in 10, by a median of ~70 ns an exec (floor
+ * 900-930 ns): inside one build's run-to-run noise, kept as the same
+ * decision from fewer lines (bench/README.md, "Slots keyed by tgid").
+ * Beside it, the css_set the process was
  * in when the slot was written: a ROOT_NONE mark holds only while the
  * process is still there (probes/process.h, marked_none); a race that
  * pairs one process's key with another's css_set can only make it miss. A
@@ -197,7 +208,7 @@ struct {
  */
 #define PROC_CACHE_SLOTS 1024
 struct proc_slot {
-	__u64 key;  /* start_boottime & ~3 | state */
+	__u64 key;  /* tgid << 2 | state (slot_key) */
 	__u64 cset; /* the process's css_set when the slot was written, as a number */
 };
 

@@ -102,23 +102,29 @@ static __always_inline struct proc_slot *proc_slot(__u32 tgid)
 	return bpf_map_lookup_elem(&proc_cache, &i);
 }
 
-/* What proc_cache says of the process (tgid, start): its state (0: known
- * not to be in proc_roots), or -1 when the slot holds another. */
-static __always_inline int slot_state(struct proc_slot *s, __u64 start)
+/* A slot's key: the process's tgid, and its state in the low 2 bits. */
+static __always_inline __u64 slot_key(__u32 tgid, __u32 state)
+{
+	return ((__u64)tgid << 2) | state;
+}
+
+/* What proc_cache says of the process tgid: its state (0: known not to be
+ * in proc_roots), or -1 when the slot holds another. */
+static __always_inline int slot_state(struct proc_slot *s, __u32 tgid)
 {
 	__u64 k;
 
 	if (!s)
 		return -1;
 	k = s->key;
-	if ((k ^ start) > 3)
+	if ((k ^ slot_key(tgid, 0)) > 3)
 		return -1;
 	return k & 3;
 }
 
-static __always_inline int cached_state(__u32 tgid, __u64 start)
+static __always_inline int cached_state(__u32 tgid)
 {
-	return slot_state(proc_slot(tgid), start);
+	return slot_state(proc_slot(tgid), tgid);
 }
 
 /* Whether slot s was written while task t was in the css_set it is in now. */
@@ -128,7 +134,7 @@ static __always_inline bool made_in(struct proc_slot *s, struct task_struct *t)
 }
 
 /*
- * Whether proc_cache marks the process (tgid, start), task t, ROOT_NONE in
+ * Whether proc_cache marks the process tgid, task t, ROOT_NONE in
  * the css_set it is in now: the mark's verdict (below a root) still holds
  * when t has not moved since, whoever its parent is now. A move (another
  * cgroup's exec session entering from a privileged pod, a nested runtime's
@@ -137,31 +143,45 @@ static __always_inline bool made_in(struct proc_slot *s, struct task_struct *t)
  * cgroup (in a pod sharing its pid namespace, to the pause process) stays
  * below the root it was forked below.
  */
-static __always_inline bool marked_none(struct task_struct *t, __u32 tgid, __u64 start)
+static __always_inline bool marked_none(struct task_struct *t, __u32 tgid)
 {
 	struct proc_slot *s = proc_slot(tgid);
 
-	return s && slot_state(s, start) == ROOT_NONE && made_in(s, t);
+	return s && slot_state(s, tgid) == ROOT_NONE && made_in(s, t);
 }
 
-/* Remembers what the process (tgid, start), task t, is. */
-static __always_inline void cache_root(struct task_struct *t, __u32 tgid, __u64 start, __u32 state)
+/* Remembers what the process tgid, task t, is. */
+static __always_inline void cache_root(struct task_struct *t, __u32 tgid, __u32 state)
 {
 	struct proc_slot *s = proc_slot(tgid);
 
 	if (!s)
 		return;
-	s->key = (start & ~3ULL) | state;
+	s->key = slot_key(tgid, state);
 	s->cset = (__u64)t->cgroups;
+}
+
+/*
+ * A new process's slot, when the fork program makes no mark for it: a slot
+ * still holding its tgid is a former holder's (a tgid is reused once its
+ * process is reaped), and is emptied. So every slot that holds a tgid
+ * speaks of the process that holds it now (proc_cache).
+ */
+static __always_inline void forget_slot(__u32 tgid)
+{
+	struct proc_slot *s = proc_slot(tgid);
+
+	if (s && slot_state(s, tgid) >= 0)
+		s->key = 0;
 }
 
 /*
  * The process's root state: proc_cache (which may say ROOT_NONE), else
  * proc_roots (ROOT_PENDING, ROOT_EXECD, or 0: not in it).
  */
-static __always_inline __u32 root_state(struct task_struct *t, __u32 tgid, __u64 start)
+static __always_inline __u32 root_state(struct task_struct *t, __u32 tgid)
 {
-	int c = cached_state(tgid, start);
+	int c = cached_state(tgid);
 	__u8 *r;
 	__u32 v;
 
@@ -169,23 +189,20 @@ static __always_inline __u32 root_state(struct task_struct *t, __u32 tgid, __u64
 		return c;
 	r = bpf_map_lookup_elem(&proc_roots, &tgid);
 	v = r ? *r : 0;
-	cache_root(t, tgid, start, v);
+	cache_root(t, tgid, v);
 	return v;
 }
 
-static __always_inline void set_root(struct task_struct *t, __u32 tgid, __u64 start, __u8 state)
+static __always_inline void set_root(struct task_struct *t, __u32 tgid, __u8 state)
 {
 	bpf_map_update_elem(&proc_roots, &tgid, &state, BPF_ANY);
-	cache_root(t, tgid, start, state);
+	cache_root(t, tgid, state);
 }
 
-static __always_inline void drop_root(__u32 tgid, __u64 start)
+static __always_inline void drop_root(__u32 tgid)
 {
-	struct proc_slot *s = proc_slot(tgid);
-
 	bpf_map_delete_elem(&proc_roots, &tgid);
-	if (s && cached_state(tgid, start) >= 0)
-		s->key = 0;
+	forget_slot(tgid);
 }
 
 /*
@@ -201,17 +218,16 @@ static __always_inline void drop_root(__u32 tgid, __u64 start)
  */
 static __always_inline bool exec_is_root(struct task_struct *p, __u32 tgid, struct cgroup *cg)
 {
-	__u64 start = p->group_leader->start_boottime;
-	__u32 r = root_state(p, tgid, start);
+	__u32 r = root_state(p, tgid);
 
 	if (r == ROOT_NONE) /* a hint: the parent decides now, as for any other */
 		r = 0;
 	if (!r && parent_in(p, cg) && !(p->signal->flags & SIGNAL_UNKILLABLE)) {
-		cache_root(p, tgid, start, ROOT_NONE);
+		cache_root(p, tgid, ROOT_NONE);
 		return false; /* below a root */
 	}
 	if (r != ROOT_EXECD)
-		set_root(p, tgid, start, ROOT_EXECD);
+		set_root(p, tgid, ROOT_EXECD);
 	return true;
 }
 
@@ -223,8 +239,7 @@ static __always_inline bool exec_is_root(struct task_struct *p, __u32 tgid, stru
 static __always_inline bool fork_is_root(struct task_struct *parent, __u32 ptgid, struct task_struct *child,
                                          __u32 child_tgid, struct cgroup *cg)
 {
-	__u64 pstart = parent->group_leader->start_boottime;
-	__u32 r = root_state(parent, ptgid, pstart);
+	__u32 r = root_state(parent, ptgid);
 
 	if (r == ROOT_NONE) /* a hint: its parent decides now */
 		r = 0;
@@ -235,10 +250,10 @@ static __always_inline bool fork_is_root(struct task_struct *parent, __u32 ptgid
 		 * that never exec'd): its children's exec and exit tell so from
 		 * its slot (below_by_parent). */
 		if (!(parent->signal->flags & SIGNAL_UNKILLABLE))
-			cache_root(parent, ptgid, pstart, ROOT_NONE);
+			cache_root(parent, ptgid, ROOT_NONE);
 		return false;
 	}
-	set_root(child, child_tgid, child->start_boottime, ROOT_PENDING);
+	set_root(child, child_tgid, ROOT_PENDING);
 	return true;
 }
 
@@ -256,7 +271,7 @@ static __always_inline bool pidns_below_parent(struct task_struct *p)
 }
 
 /*
- * Whether p (whose leader started at start) is below a root, from
+ * Whether p (of tgid tgid) is below a root, from
  * proc_cache and the parent: the exec's and the exit's fronts ask its
  * first half (below_by_mark), their rests the second (below_by_parent).
  * - p's own slot says ROOT_NONE, made in the css_set p is in now
@@ -287,27 +302,25 @@ static __always_inline bool pidns_below_parent(struct task_struct *p)
  * runtime's init joining its container's cgroup, an exec session entered
  * from a privileged pod) decides as one with no mark: by its parent.
  */
-static __always_inline bool below_by_mark(struct task_struct *p, __u32 tgid, __u64 start)
+static __always_inline bool below_by_mark(struct task_struct *p, __u32 tgid)
 {
 	/* No cfg_all_processes check: that mode makes no ROOT_NONE mark
 	 * (every cache_root of one is on a path it never takes), so the
 	 * mark is false there and the fronts spend no line on the setting. */
-	return marked_none(p, tgid, start);
+	return marked_none(p, tgid);
 }
 
 static __always_inline bool below_by_parent(struct task_struct *p, bool at_exit)
 {
 	struct task_struct *pp = p->real_parent;
 	__u32 ptgid;
-	__u64 pstart;
 
 	if (cfg_all_processes)
 		return false;
 	if (!with_parent(p))
 		return false;
 	ptgid = pp->tgid;
-	pstart = pp->group_leader->start_boottime;
-	if (cached_state(ptgid, pstart) != ROOT_EXECD && !marked_none(pp, ptgid, pstart))
+	if (cached_state(ptgid) != ROOT_EXECD && !marked_none(pp, ptgid))
 		return false;
 	if (at_exit)
 		return !pidns_below_parent(p);
@@ -322,14 +335,13 @@ static __always_inline bool below_by_parent(struct task_struct *p, bool at_exit)
  */
 static __always_inline bool exit_is_root(struct task_struct *p, __u32 tgid, struct cgroup *cg)
 {
-	__u64 start = p->group_leader->start_boottime;
-	__u32 r = root_state(p, tgid, start);
+	__u32 r = root_state(p, tgid);
 
 	if (r == ROOT_NONE) /* a hint: the parent decides now */
 		r = 0;
 	if (!r && parent_in(p, cg) && !pidns_below_parent(p))
 		return false;
-	drop_root(tgid, start);
+	drop_root(tgid);
 	return true;
 }
 
@@ -416,8 +428,7 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	NOOP_RETURN();
 	__u32 tgid = p->tgid;
 
-	/* p is its group's leader by now (de_thread), so its own start. */
-	if (below_by_mark(p, tgid, p->start_boottime))
+	if (below_by_mark(p, tgid))
 		return 0;
 	return exec_rest(p, bprm, tgid);
 }
@@ -430,6 +441,9 @@ static __noinline int fork_record(struct task_struct *parent, struct task_struct
 	struct cgroup *cg;
 	__u32 origin = 0;
 
+	/* The front made no mark for the child: what its slot says of its
+	 * tgid is a former holder's. */
+	forget_slot(child_tgid);
 	/* The tracer itself (asked here, not in the front). */
 	if (is_self(ptgid))
 		return 0;
@@ -476,7 +490,7 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	 * the tracer (its verdicts are made after is_self, in the rests), so
 	 * the front asks neither. */
 	struct proc_slot *ps = proc_slot(ptgid);
-	int st = slot_state(ps, parent->group_leader->start_boottime);
+	int st = slot_state(ps, ptgid);
 
 	/* The parent's slot: an exec'd root, or marked_none. */
 	if (ps && (st == ROOT_EXECD || (st == ROOT_NONE && made_in(ps, parent)))) {
@@ -489,9 +503,18 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 		 * crun's and runc 1.4+'s exec sessions on cgroup v2): a
 		 * css_set other than the forker's, where the mark would hold
 		 * (marked_none) and hide the root's exec. */
-		if (child->real_parent == parent && child->cgroups == parent->cgroups &&
-		    !(child->signal->flags & SIGNAL_UNKILLABLE))
-			cache_root(child, child_tgid, child->start_boottime, ROOT_NONE);
+		struct proc_slot *cs = proc_slot(child_tgid);
+		struct css_set *cset = child->cgroups;
+
+		if (!cs)
+			return 0;
+		if (child->real_parent == parent && cset == parent->cgroups &&
+		    !(child->signal->flags & SIGNAL_UNKILLABLE)) {
+			cs->key = slot_key(child_tgid, ROOT_NONE);
+			cs->cset = (__u64)cset;
+		} else if (slot_state(cs, child_tgid) >= 0) {
+			cs->key = 0; /* a former holder's (forget_slot) */
+		}
 		return 0;
 	}
 	return fork_record(parent, child, ptgid, child_tgid);
@@ -582,7 +605,7 @@ int handle_exit(u64 *ctx)
 		group_dead = p->signal->live.counter == 0;
 	if (!group_dead)
 		return 0;
-	if (below_by_mark(p, tgid, p->group_leader->start_boottime))
+	if (below_by_mark(p, tgid))
 		return 0;
 	return exit_rest(p, tgid);
 }

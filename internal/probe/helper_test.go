@@ -36,6 +36,8 @@ func init() {
 //	wait-spawn N            wait for a line on stdin, then spawn N (so the
 //	                        fork happens in the cgroup the test moved us to,
 //	                        without an exec there: a runtime's set-up)
+//	spawn-hold N            spawn N, print the child's pid and "ready", then
+//	                        sleep until killed (holding its cgroups)
 //	storm N                 fork+exec N children "exit 0", one after the other
 //	sleep                   sleep until killed
 //	ignore-term             ignore SIGTERM, say "ready", sleep
@@ -86,6 +88,18 @@ func runHelper(mode string, args []string) int {
 		}
 		var ws syscall.WaitStatus
 		_, _ = syscall.Wait4(pid, &ws, 0, nil)
+		return 0
+	case "spawn-hold":
+		self, _ := os.Executable()
+		pid, err := syscall.ForkExec(self, []string{self, args[0]}, &syscall.ProcAttr{Env: helperEnviron("exit"), Files: []uintptr{0, 1, 2}})
+		if err != nil {
+			return 92
+		}
+		var ws syscall.WaitStatus
+		_, _ = syscall.Wait4(pid, &ws, 0, nil)
+		fmt.Println(pid)
+		fmt.Println("ready")
+		time.Sleep(time.Hour)
 		return 0
 	case "storm":
 		n, _ := strconv.Atoi(args[0])

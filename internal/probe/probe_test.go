@@ -874,6 +874,60 @@ func TestOrphanStaysBelowItsRoot(t *testing.T) {
 	}
 }
 
+// A tgid is reused once its process is reaped (32,768 pids by default on a
+// 2-CPU node), and proc_cache slots are keyed by tgid: a new process must
+// not inherit what its tgid's former holder was marked. Here the former
+// holder was below a root in the css_set the new one then enters from
+// outside (as an exec session's process does): the mark would hold there
+// (marked_none) and hide the new root's exec and exit, unless the fork
+// that made the new process emptied the slot (forget_slot).
+func TestReusedTGIDIsJudgedAnew(t *testing.T) {
+	e := setup(t)
+	dir := e.dir(e.cgroup(t, "reused"))
+	h := e.start(t, []string{dir}, "spawn-hold", "4")
+	select {
+	case <-h.ready: // the child, below the root, has exited
+	case <-time.After(waitTimeout):
+		t.Fatal("the root never said ready")
+	}
+	old := h.childPID(t)
+	// The next process from outside gets the same tgid: ns_last_pid names
+	// the pid allocated last (anything else forking meanwhile takes it:
+	// then again).
+	var cmd *exec.Cmd
+	var stdin io.Writer
+	for i := 0; ; i++ {
+		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(old-1)), 0); err != nil {
+			t.Skipf("cannot choose the next pid (ns_last_pid: %v)", err)
+		}
+		c, in := startHelper(t, e.self, "wait-exec", "exit", "7")
+		if c.Process.Pid == old {
+			cmd, stdin = c, in
+			break
+		}
+		_ = c.Process.Kill()
+		if i == 50 {
+			t.Fatalf("no process got the tgid %d in 50 tries (last %d)", old, c.Process.Pid)
+		}
+	}
+	if err := moveProcess(dir, cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	id := cgid(t, dir)
+	ex := wait(t, e.col, "exec of the new holder of the tgid", func(ev *kernel.ExecEvent) bool {
+		return ev.TGID == uint32(old) && ev.CgroupID == id
+	})
+	if ex.Origin&kernel.OriginWatched == 0 || ex.PPID != uint32(os.Getpid()) {
+		t.Errorf("exec: origin %s ppid %d; want watched, the test %d", ex.Origin, ex.PPID, os.Getpid())
+	}
+	if x := wait(t, e.col, "exit of the new holder", func(ev *kernel.ExitEvent) bool { return ev.TGID == uint32(old) }); x.ExitCode != 7 {
+		t.Errorf("exit code %d, want 7", x.ExitCode)
+	}
+}
+
 // A process that enters a watched cgroup without exec'ing there (a
 // runtime's set-up, runc's "runc init") is a root, and so is what it forks
 // until that execs: the container's init comes out of such a chain.
