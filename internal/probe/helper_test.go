@@ -26,6 +26,21 @@ func init() {
 	}
 }
 
+// spawnExit fork+execs the helper "exit n" and waits for it: its pid.
+func spawnExit(n string) (int, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	pid, err := syscall.ForkExec(self, []string{self, n}, &syscall.ProcAttr{Env: helperEnviron("exit"), Files: []uintptr{0, 1, 2}})
+	if err != nil {
+		return 0, err
+	}
+	var ws syscall.WaitStatus
+	_, _ = syscall.Wait4(pid, &ws, 0, nil)
+	return pid, nil
+}
+
 // runHelper runs one helper mode and returns its exit code.
 //
 //	wait-exec MODE ARGS...  wait for a line on stdin, then exec MODE (so the
@@ -80,23 +95,15 @@ func runHelper(mode string, args []string) int {
 		}
 		return runHelper("spawn", args)
 	case "spawn":
-		self, _ := os.Executable()
-		env := helperEnviron("exit")
-		pid, err := syscall.ForkExec(self, []string{self, args[0]}, &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}})
-		if err != nil {
+		if _, err := spawnExit(args[0]); err != nil {
 			return 92
 		}
-		var ws syscall.WaitStatus
-		_, _ = syscall.Wait4(pid, &ws, 0, nil)
 		return 0
 	case "spawn-hold":
-		self, _ := os.Executable()
-		pid, err := syscall.ForkExec(self, []string{self, args[0]}, &syscall.ProcAttr{Env: helperEnviron("exit"), Files: []uintptr{0, 1, 2}})
+		pid, err := spawnExit(args[0])
 		if err != nil {
 			return 92
 		}
-		var ws syscall.WaitStatus
-		_, _ = syscall.Wait4(pid, &ws, 0, nil)
 		fmt.Println(pid)
 		fmt.Println("ready")
 		time.Sleep(time.Hour)
