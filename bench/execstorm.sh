@@ -215,6 +215,7 @@ for mode in "${modes[@]}"; do
 	rss=-; [ -s "$work/rss.$mode" ] && rss=$(sort -n "$work/rss.$mode" | tail -1)
 	printf '%-7s %10.1f %7s %12s %13s %10s\n' "$mode" "$rate" "$ratio" "$(med "cpu.$mode")" "$(med "kns.$mode")" "$rss"
 done
+span() { sort -g "$work/$1" | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.2f-%.2f", lo, hi}'; }
 verdict() { if awk "BEGIN {exit !($1)}"; then echo PASS; else echo MISS; fi; }
 d_rate=$(med rate.daemon); d_kns=$(med kns.daemon); f_kns=$(med kns.floor)
 d_ratio=$(awk -v a="$d_rate" -v b="$off" 'BEGIN {printf "%.3f", a / b}')
@@ -225,6 +226,10 @@ echo
 printf '%-52s %14s  %-18s %s\n' figure value target verdict
 printf '%-52s %14s  %-18s %s\n' "exec rate daemon/off (median of the rounds' pairs)" "$d_pair" ">= 0.98" "$(verdict "$d_pair >= 0.98")"
 printf '%-52s %14s\n' "  ratio of the medians; floor/off (median of pairs)" "$d_ratio; $f_pair"
+# The pairs' spread: how far one storm's rate moves from its neighbour's
+# on this machine, whatever runs (bench/README.md, "What the exec rate can
+# resolve").
+printf '%-52s %14s\n' "  pairs' range: daemon/off; floor/off" "$(span pair.daemon); $(span pair.floor)"
 printf '%-52s %14s  %-18s %s\n' "in-kernel ns/exec, all programs: daemon vs floor" "$d_kns / $f_kns" "<= 1.5x floor" "$(verdict "$d_kns * 2 <= 3 * $f_kns")"
 printf '%-52s %14s  %-18s %s\n' "events lost, ${LOSS_SECS}s max storm, --all-processes" "$((l1 - l0))" "0" "$(verdict "$((l1 - l0)) == 0")"
 printf '%-52s %14s  %-18s %s\n' "  loss warnings in the daemon's log" "$loss_logged" "0" "$(verdict "$loss_logged == 0")"
